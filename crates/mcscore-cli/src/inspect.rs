@@ -1,0 +1,114 @@
+//! `mcscore inspect`: what a task file holds, and one task in full.
+
+use std::path::PathBuf;
+
+use mcscore_format::{Summary, TaskFile};
+use serde_json::json;
+
+use crate::Outcome;
+
+/// Show tasks, option counts, mode, chance, majority class, the -np llama.cpp
+/// needs, the longest task and the sha256 of task files.
+///
+/// Files must be strictly valid; run `mcscore validate` to see every fault of
+/// one that is not.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// Task files (.bin) to inspect.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Print task N (0-based) in full, with its gold option marked.
+    #[arg(long, value_name = "N")]
+    task: Option<usize>,
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+    let mut outcome = Outcome::Ok;
+    let mut reports = Vec::new();
+    for path in &args.files {
+        let file = match TaskFile::open(path) {
+            Ok(file) => file,
+            Err(error) => {
+                eprintln!("mcscore: error: {error}\n  (run `mcscore validate {}` to list every fault)", path.display());
+                outcome = Outcome::InvalidInput;
+                continue;
+            }
+        };
+        if let Some(index) = args.task.filter(|&i| i >= file.len()) {
+            eprintln!("mcscore: error: {}: --task {index} is out of range: the file has {} tasks (0..={})",
+                path.display(), file.len(), file.len() - 1);
+            outcome = Outcome::InvalidInput;
+            continue;
+        }
+        let report = match args.task {
+            Some(index) => task_report(&file, index),
+            None => serde_json::to_value(Summary::of(&file))?,
+        };
+        if args.json {
+            let mut report = report;
+            report["file"] = json!(path.display().to_string());
+            reports.push(report);
+        } else if let Some(index) = args.task {
+            print_task(&file, index);
+        } else {
+            print_summary(&file, &Summary::of(&file));
+        }
+    }
+    if args.json {
+        crate::print_json(&reports)?;
+    }
+    Ok(outcome)
+}
+
+fn task_report(file: &TaskFile, index: usize) -> serde_json::Value {
+    let task = file.task(index);
+    json!({
+        "task": index,
+        "offset": file.offset(index),
+        "bytes": file.task_len(index),
+        "question": task.question,
+        "options": task.options(),
+        "gold": task.gold(),
+        "mc2_options": task.mc2.options,
+    })
+}
+
+fn print_task(file: &TaskFile, index: usize) {
+    let task = file.task(index);
+    println!("{} task {index} (byte {}, {} bytes)", file.path().display(), file.offset(index), file.task_len(index));
+    println!("question:");
+    for line in task.question.lines() {
+        println!("  {line}");
+    }
+    println!("options:");
+    let gold = task.gold();
+    for (k, option) in task.options().iter().enumerate() {
+        let mark = if Some(k) == gold { "  <- gold" } else { "" };
+        println!("  {k:>3}  {option:?}{mark}");
+    }
+    if !task.mc2.options.is_empty() {
+        println!("mc2 options: {:?}", task.mc2.options);
+    }
+}
+
+fn print_summary(file: &TaskFile, s: &Summary) {
+    let histogram = s
+        .option_counts
+        .iter()
+        .map(|(options, tasks)| format!("{options} options: {tasks}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    println!("{}", file.path().display());
+    println!("  tasks           {}", s.tasks);
+    println!("  bytes           {}", s.bytes);
+    println!("  option counts   {histogram}");
+    println!("  mode            {}", s.mode);
+    println!("  chance          {:.2} %", s.chance);
+    println!("  majority_class  {:.2} % (gold at position {})", s.majority_class, s.majority_position);
+    println!("  min_parallel    {} (the -np llama-perplexity needs)", s.min_parallel);
+    println!("  longest task    task {}, {} bytes", s.longest_task, s.longest_task_bytes);
+    println!("  sha256          {}", s.sha256);
+}

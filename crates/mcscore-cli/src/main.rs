@@ -1,0 +1,58 @@
+//! `mcscore`: a thin command line over the mcscore library crates.
+
+mod inspect;
+mod validate;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+const EXIT_CODES: &str = "\
+Exit status:
+  0  success
+  1  invalid input: a file that is missing, unreadable or invalid, a model that
+     does not load, or a run that could not score every announced task
+  2  usage error: an unknown flag or a bad flag value";
+
+/// Score GGUF models on multiple-choice benchmarks by log-likelihood, and build
+/// and check the llama.cpp task files (.bin) they are scored on.
+#[derive(Parser)]
+#[command(name = "mcscore", version, after_help = EXIT_CODES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Inspect(inspect::Args),
+    Validate(validate::Args),
+}
+
+/// Work done, or input that was wrong; usage errors exit through clap.
+pub(crate) enum Outcome {
+    Ok,
+    InvalidInput,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Inspect(args) => inspect::run(args),
+        Command::Validate(args) => validate::run(args),
+    };
+    match result {
+        Ok(Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(Outcome::InvalidInput) => ExitCode::from(1),
+        Err(error) => {
+            eprintln!("mcscore: error: {error:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Prints `value` as pretty JSON on stdout.
+pub(crate) fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}

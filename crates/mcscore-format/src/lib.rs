@@ -1,0 +1,62 @@
+//! llama.cpp's multiple-choice task file (`.bin`): a strict validator that
+//! names every fault, zero-copy task views over a memory map, a lenient reader
+//! that reads what llama.cpp would, and an atomic streaming writer.
+//!
+//! The layout is in `docs/formats.md`. The rules are stricter than llama.cpp's:
+//! it ignores offsets and labels and exits 0 on broken files; a file this crate
+//! opens has offsets that match, tasks that tile the file, UTF-8 strings and
+//! exactly one gold option per task.
+
+mod fault;
+mod file;
+mod lenient;
+mod parse;
+mod summary;
+mod task;
+mod writer;
+
+use std::path::PathBuf;
+
+pub use fault::{Field, Fault};
+pub use file::TaskFile;
+pub use lenient::{llama_cpp_rejects, read_lenient, LenientRead};
+pub use parse::validate;
+pub use summary::{sha256_hex, Summary};
+pub use task::{Choices, IdSet, Mode, Task};
+pub use writer::{write_tasks, TaskWriter};
+
+/// llama.cpp rejects tasks with more options than this.
+pub const MAX_OPTIONS: usize = 100;
+
+/// Why a task file could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+
+    #[error("{}: invalid task file ({} fault{}): {}", path.display(), faults.len(),
+        if faults.len() == 1 { "" } else { "s" }, describe(faults))]
+    Invalid { path: PathBuf, faults: Vec<Fault> },
+
+    #[error("{}: refusing to write invalid task: {}", path.display(), describe(faults))]
+    InvalidTask { path: PathBuf, task: usize, faults: Vec<Fault> },
+
+    #[error("{}: {announced} tasks were announced but {written} were written", path.display())]
+    CountMismatch { path: PathBuf, announced: usize, written: usize },
+
+    #[error("{}: the file would pass 4 GiB, beyond the format's 32-bit offsets", path.display())]
+    TooLarge { path: PathBuf },
+}
+
+/// The first few faults, then how many more: enough for a one-line message.
+fn describe(faults: &[Fault]) -> String {
+    const SHOWN: usize = 3;
+    let mut text = faults.iter().take(SHOWN).map(|f| f.to_string()).collect::<Vec<_>>().join("; ");
+    if faults.len() > SHOWN {
+        text.push_str(&format!("; and {} more", faults.len() - SHOWN));
+    }
+    if text.is_empty() {
+        text.push_str("the task does not re-read as written");
+    }
+    text
+}

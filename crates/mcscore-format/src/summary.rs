@@ -1,0 +1,79 @@
+//! The statistics every task file reports (task-format.md, "Statistics").
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::file::TaskFile;
+use crate::task::Mode;
+
+/// Facts about a whole file that `inspect` prints and the manifest records.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub tasks: usize,
+    pub bytes: u64,
+    /// Option count → number of tasks with that many options.
+    pub option_counts: BTreeMap<usize, usize>,
+    pub mode: Mode,
+    /// Mean over tasks of 100 / n_options.
+    pub chance: f64,
+    /// 100 × the largest share of tasks whose gold answer is at one position.
+    pub majority_class: f64,
+    /// Position (0-based) that `majority_class` is about.
+    pub majority_position: usize,
+    /// The widest task's option count: the smallest `-np` llama-perplexity needs.
+    pub min_parallel: usize,
+    pub longest_task_bytes: u64,
+    pub longest_task: usize,
+    pub sha256: String,
+}
+
+impl Summary {
+    pub fn of(file: &TaskFile) -> Summary {
+        let mut option_counts = BTreeMap::new();
+        let mut gold_positions: Vec<usize> = Vec::new();
+        let mut chance = 0.0;
+        let mut letter = true;
+        let (mut longest_task, mut longest_task_bytes) = (0, 0);
+        for (index, task) in file.tasks().enumerate() {
+            let n = task.options().len();
+            *option_counts.entry(n).or_insert(0) += 1;
+            chance += 100.0 / n as f64;
+            let gold = task.gold().expect("valid tasks have a gold option");
+            if gold_positions.len() <= gold {
+                gold_positions.resize(gold + 1, 0);
+            }
+            gold_positions[gold] += 1;
+            letter &= Mode::of_task(&task) == Mode::Letter;
+            let bytes = file.task_len(index);
+            if bytes > longest_task_bytes {
+                (longest_task, longest_task_bytes) = (index, bytes);
+            }
+        }
+        let tasks = file.len();
+        let (majority_position, majority) = gold_positions
+            .iter()
+            .enumerate()
+            .fold((0, 0), |best, (k, &c)| if c > best.1 { (k, c) } else { best });
+        Summary {
+            tasks,
+            bytes: file.bytes().len() as u64,
+            min_parallel: option_counts.keys().copied().max().unwrap_or(0),
+            option_counts,
+            mode: if letter { Mode::Letter } else { Mode::Text },
+            chance: chance / tasks as f64,
+            majority_class: 100.0 * majority as f64 / tasks as f64,
+            majority_position,
+            longest_task_bytes,
+            longest_task,
+            sha256: sha256_hex(file.bytes()),
+        }
+    }
+}
+
+/// Lower-case hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,122 @@
+//! A streaming writer that can only produce strictly valid files, and only
+//! under the final name once every announced task is written.
+
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use tempfile::NamedTempFile;
+
+use crate::parse::parse_task;
+use crate::task::Task;
+use crate::Error;
+
+/// Writes tasks one by one to a temporary file beside the destination and
+/// renames it into place in [`TaskWriter::finish`]. Dropping the writer before
+/// then removes the temporary file, so a crash never leaves a partial file
+/// under the final name.
+pub struct TaskWriter {
+    path: PathBuf,
+    out: BufWriter<NamedTempFile>,
+    announced: usize,
+    offsets: Vec<u32>,
+    position: u64,
+    scratch: Vec<u8>,
+}
+
+impl TaskWriter {
+    /// Starts a file of exactly `n_tasks` tasks at `path`.
+    pub fn create(path: impl AsRef<Path>, n_tasks: usize) -> Result<TaskWriter, Error> {
+        let path = path.as_ref().to_owned();
+        let io = |source| Error::Io { path: path.clone(), source };
+        if n_tasks == 0 {
+            return Err(Error::Invalid { path, faults: vec![crate::Fault::NoTasks] });
+        }
+        let table_end = u32::try_from(n_tasks)
+            .ok()
+            .and_then(|n| n.checked_mul(4))
+            .and_then(|n| n.checked_add(4))
+            .ok_or_else(|| Error::TooLarge { path: path.clone() })?;
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let tmp = tempfile::Builder::new()
+            .prefix(".mcscore-partial-")
+            .tempfile_in(dir)
+            .map_err(io)?;
+        let mut out = BufWriter::new(tmp);
+        // The header is rewritten in `finish`; reserve its bytes now.
+        out.write_all(&vec![0u8; table_end as usize]).map_err(io)?;
+        Ok(TaskWriter {
+            path,
+            out,
+            announced: n_tasks,
+            offsets: Vec::with_capacity(n_tasks),
+            position: u64::from(table_end),
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Appends one task; refuses it (writing nothing) if it is not strictly valid.
+    pub fn write(&mut self, task: &Task<'_>) -> Result<(), Error> {
+        let index = self.offsets.len();
+        if index == self.announced {
+            return Err(Error::CountMismatch {
+                path: self.path.clone(),
+                announced: self.announced,
+                written: index + 1,
+            });
+        }
+        self.scratch.clear();
+        task.encode(&mut self.scratch);
+        // Re-parse our own encoding: one rule set for reading and writing.
+        let mut faults = Vec::new();
+        let parsed = parse_task(&self.scratch, 0, index, &mut faults);
+        if !faults.is_empty() || parsed.end != Some(self.scratch.len()) {
+            return Err(Error::InvalidTask { path: self.path.clone(), task: index, faults });
+        }
+        let offset = u32::try_from(self.position).map_err(|_| Error::TooLarge { path: self.path.clone() })?;
+        self.out
+            .write_all(&self.scratch)
+            .map_err(|source| Error::Io { path: self.path.clone(), source })?;
+        self.offsets.push(offset);
+        self.position += self.scratch.len() as u64;
+        Ok(())
+    }
+
+    /// Checks the count, writes the offset table, syncs and renames into place.
+    pub fn finish(self) -> Result<(), Error> {
+        let TaskWriter { path, out, announced, offsets, position, .. } = self;
+        if offsets.len() != announced {
+            return Err(Error::CountMismatch { path, announced, written: offsets.len() });
+        }
+        if u32::try_from(position).is_err() {
+            return Err(Error::TooLarge { path });
+        }
+        let io = |source| Error::Io { path: path.clone(), source };
+        let mut tmp = out.into_inner().map_err(|e| io(e.into_error()))?;
+        let mut header = Vec::with_capacity(4 + 4 * offsets.len());
+        header.extend_from_slice(&(announced as u32).to_le_bytes());
+        for offset in &offsets {
+            header.extend_from_slice(&offset.to_le_bytes());
+        }
+        let file = tmp.as_file_mut();
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        file.write_all(&header).map_err(io)?;
+        file.sync_all().map_err(io)?;
+        tmp.persist(&path).map_err(|e| io(e.error))?;
+        Ok(())
+    }
+}
+
+/// Writes `tasks` to `path` atomically.
+pub fn write_tasks<'a>(
+    path: impl AsRef<Path>,
+    tasks: impl ExactSizeIterator<Item = Task<'a>>,
+) -> Result<(), Error> {
+    let mut writer = TaskWriter::create(path, tasks.len())?;
+    for task in tasks {
+        writer.write(&task)?;
+    }
+    writer.finish()
+}
