@@ -1,6 +1,10 @@
 //! `mcscore`: a thin command line over the mcscore library crates.
 
+mod defaults;
 mod inspect;
+mod llama_args;
+mod samples;
+mod score;
 mod validate;
 
 use std::process::ExitCode;
@@ -12,7 +16,8 @@ Exit status:
   0  success
   1  invalid input: a file that is missing, unreadable or invalid, a model that
      does not load, or a run that could not score every announced task
-  2  usage error: an unknown flag or a bad flag value";
+  2  usage error: an unknown flag or a bad flag value
+  130 interrupted by Ctrl-C (the --log-samples file is kept, marked incomplete)";
 
 /// Score GGUF models on multiple-choice benchmarks by log-likelihood, and build
 /// and check the llama.cpp task files (.bin) they are scored on.
@@ -25,6 +30,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    Score(score::Args),
     Inspect(inspect::Args),
     Validate(validate::Args),
 }
@@ -33,17 +39,21 @@ enum Command {
 pub(crate) enum Outcome {
     Ok,
     InvalidInput,
+    /// Stopped by Ctrl-C after saving what was done.
+    Interrupted,
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(llama_args::rewrite(std::env::args_os()));
     let result = match cli.command {
+        Command::Score(args) => score::run(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Validate(args) => validate::run(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::InvalidInput) => ExitCode::from(1),
+        Ok(Outcome::Interrupted) => ExitCode::from(130),
         Err(error) => {
             eprintln!("mcscore: error: {error:#}");
             ExitCode::from(1)

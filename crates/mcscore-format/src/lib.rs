@@ -21,7 +21,7 @@ pub use fault::{Field, Fault};
 pub use file::TaskFile;
 pub use lenient::{llama_cpp_rejects, read_lenient, LenientRead};
 pub use parse::validate;
-pub use summary::{sha256_hex, Summary};
+pub use summary::{sha256_hex, Baselines, Summary};
 pub use task::{Choices, IdSet, Mode, Task};
 pub use writer::{write_tasks, TaskWriter};
 

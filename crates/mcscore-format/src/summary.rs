@@ -6,7 +6,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::file::TaskFile;
-use crate::task::Mode;
+use crate::task::{Mode, Task};
 
 /// Facts about a whole file that `inspect` prints and the manifest records.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -29,42 +29,66 @@ pub struct Summary {
     pub sha256: String,
 }
 
+/// The two baselines a score must beat, over any set of tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Baselines {
+    /// Mean over tasks of 100 / n_options.
+    pub chance: f64,
+    /// 100 × the largest share of tasks whose gold answer is at one position.
+    pub majority_class: f64,
+    /// Position (0-based) that `majority_class` is about.
+    pub majority_position: usize,
+}
+
+impl Baselines {
+    /// Tasks without a gold label (only the lenient reader yields them) count
+    /// towards no position.
+    pub fn of<'a, 't: 'a>(tasks: impl IntoIterator<Item = &'a Task<'t>>) -> Baselines {
+        let (mut n, mut chance) = (0usize, 0.0);
+        let mut gold_positions: Vec<usize> = Vec::new();
+        for task in tasks {
+            n += 1;
+            chance += 100.0 / task.options().len() as f64;
+            if let Some(gold) = task.gold() {
+                if gold_positions.len() <= gold {
+                    gold_positions.resize(gold + 1, 0);
+                }
+                gold_positions[gold] += 1;
+            }
+        }
+        let (majority_position, majority) = gold_positions
+            .iter()
+            .enumerate()
+            .fold((0, 0), |best, (k, &c)| if c > best.1 { (k, c) } else { best });
+        let n = n.max(1) as f64;
+        Baselines { chance: chance / n, majority_class: 100.0 * majority as f64 / n, majority_position }
+    }
+}
+
 impl Summary {
     pub fn of(file: &TaskFile) -> Summary {
         let mut option_counts = BTreeMap::new();
-        let mut gold_positions: Vec<usize> = Vec::new();
-        let mut chance = 0.0;
         let mut letter = true;
         let (mut longest_task, mut longest_task_bytes) = (0, 0);
-        for (index, task) in file.tasks().enumerate() {
-            let n = task.options().len();
-            *option_counts.entry(n).or_insert(0) += 1;
-            chance += 100.0 / n as f64;
-            let gold = task.gold().expect("valid tasks have a gold option");
-            if gold_positions.len() <= gold {
-                gold_positions.resize(gold + 1, 0);
-            }
-            gold_positions[gold] += 1;
-            letter &= Mode::of_task(&task) == Mode::Letter;
+        let tasks: Vec<Task<'_>> = file.tasks().collect();
+        for (index, task) in tasks.iter().enumerate() {
+            *option_counts.entry(task.options().len()).or_insert(0) += 1;
+            letter &= Mode::of_task(task) == Mode::Letter;
             let bytes = file.task_len(index);
             if bytes > longest_task_bytes {
                 (longest_task, longest_task_bytes) = (index, bytes);
             }
         }
-        let tasks = file.len();
-        let (majority_position, majority) = gold_positions
-            .iter()
-            .enumerate()
-            .fold((0, 0), |best, (k, &c)| if c > best.1 { (k, c) } else { best });
+        let baselines = Baselines::of(&tasks);
         Summary {
-            tasks,
+            tasks: tasks.len(),
             bytes: file.bytes().len() as u64,
             min_parallel: option_counts.keys().copied().max().unwrap_or(0),
             option_counts,
             mode: if letter { Mode::Letter } else { Mode::Text },
-            chance: chance / tasks as f64,
-            majority_class: 100.0 * majority as f64 / tasks as f64,
-            majority_position,
+            chance: baselines.chance,
+            majority_class: baselines.majority_class,
+            majority_position: baselines.majority_position,
             longest_task_bytes,
             longest_task,
             sha256: sha256_hex(file.bytes()),

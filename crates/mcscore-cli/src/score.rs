@@ -1,0 +1,386 @@
+//! `mcscore score`: llama-perplexity --multiple-choice, loud and lean.
+
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use indicatif::{ProgressBar, ProgressStyle};
+use mcscore_engine::{plan, select_tasks, Completion, ContextSize, Engine, Settings};
+use mcscore_format::{read_lenient, sha256_hex, Baselines, Error as FormatError, Task, TaskFile};
+use mcscore_metrics::{Normalisation, Proportion};
+use serde_json::json;
+
+use crate::defaults;
+use crate::samples::{Header, SampleLog, TaskRecord};
+use crate::Outcome;
+
+const EXAMPLES: &str = "\
+Examples:
+  mcscore score                                   the default model on the bundled dataset
+  mcscore score -m model.gguf -bf mmlu.bin --json
+  mcscore score -m model.gguf -bf hellaswag.bin --multiple-choice -c 512 -np 16 -t 2 --output llama
+  mcscore score -m model.gguf -bf f.bin --log-samples run.jsonl    (Ctrl-C, then the same command
+                                                                  with --resume continues it)";
+
+/// Score a GGUF model on a multiple-choice task file by log-likelihood.
+///
+/// Same semantics as `llama-perplexity --multiple-choice` (tokenise
+/// `question + " " + option`, evaluate the shared prefix once, score each option
+/// by its tokens' log-probabilities, first maximum wins), from one pass:
+/// acc (sum), acc_norm (per token, llama-perplexity's number), acc_char and
+/// acc_byte. Unlike llama-perplexity it fails loudly: an invalid file, a task
+/// that does not fit, a model that does not load, or fewer scored tasks than
+/// announced all exit 1 with a message naming the file, task and flag.
+#[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
+pub(crate) struct Args {
+    /// Task file (.bin); default: the bundled dataset.
+    #[arg(value_name = "FILE", conflicts_with = "binary_file")]
+    file: Option<PathBuf>,
+    /// Task file, as llama-perplexity's -bf (also -f, --file).
+    #[arg(long = "binary-file", short = 'f', visible_alias = "file", value_name = "FILE")]
+    binary_file: Option<PathBuf>,
+    /// GGUF model; default: gemma-3-270m Q4_K_M from scripts/fetch-model (or $MCSCORE_MODEL).
+    #[arg(short = 'm', long = "model", value_name = "MODEL")]
+    model: Option<PathBuf>,
+    /// Accepted for llama-perplexity compatibility; multiple choice is what mcscore does.
+    #[arg(long)]
+    multiple_choice: bool,
+    /// Score N tasks picked as llama-perplexity picks them (mt19937 seeded 1), in its order.
+    #[arg(long, value_name = "N")]
+    multiple_choice_tasks: Option<usize>,
+    /// Context per sequence, as llama.cpp's -c (the context is -np × -c), or `auto`:
+    /// just large enough for the longest task.
+    #[arg(short = 'c', long = "ctx-size", value_name = "N|auto", default_value = "auto", value_parser = parse_context)]
+    ctx_size: ContextSize,
+    /// Parallel sequences (-np): with -c, the context is np × c. Sequences per decode
+    /// follow from the data, so a task wider than -np does not stop the run.
+    #[arg(long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    parallel: Option<u32>,
+    /// Tokens per decode (-b).
+    #[arg(short = 'b', long = "batch-size", value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..))]
+    batch_size: u32,
+    /// Tokens per compute micro-batch (-ub).
+    #[arg(long = "ubatch-size", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
+    ubatch_size: u32,
+    /// Threads (-t); default: all cores.
+    #[arg(short = 't', long = "threads", value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
+    threads: Option<i32>,
+    /// Threads for batch processing (-tb); default: --threads.
+    #[arg(long = "threads-batch", value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
+    threads_batch: Option<i32>,
+    /// Layers to offload to the GPU (-ngl), where a GPU backend is compiled in.
+    #[arg(long = "n-gpu-layers", visible_alias = "gpu-layers", value_name = "N", default_value_t = 999)]
+    n_gpu_layers: u32,
+    /// Score each task alone, so its scores do not depend on -np, -b or the other tasks.
+    #[arg(long)]
+    deterministic: bool,
+    /// Score a file that fails strict validation the way llama.cpp would, listing what is wrong.
+    #[arg(long)]
+    lenient: bool,
+    /// `human` (summary, progress bar) or `llama` (llama-perplexity's stdout byte for byte,
+    /// and its Final result / Random chance lines on stderr).
+    #[arg(long, value_enum, default_value = "human")]
+    output: OutputFormat,
+    /// Print the results as JSON on stdout.
+    #[arg(long, conflicts_with = "output")]
+    json: bool,
+    /// Write one JSON line per task (per-option sums and counts, predictions, gold) to FILE.
+    #[arg(long, value_name = "FILE")]
+    log_samples: Option<PathBuf>,
+    /// Continue the --log-samples file of an interrupted run with the same inputs and settings.
+    #[arg(long, requires = "log_samples")]
+    resume: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum OutputFormat {
+    Human,
+    Llama,
+}
+
+fn parse_context(text: &str) -> Result<ContextSize, String> {
+    if text == "auto" {
+        return Ok(ContextSize::Auto);
+    }
+    match text.parse::<u32>() {
+        Ok(n) if n > 0 => Ok(ContextSize::PerSequence(n)),
+        _ => Err(format!("expected a positive number of tokens or `auto`, got {text:?}")),
+    }
+}
+
+/// The tasks of a file: strictly validated, or read as llama.cpp would.
+enum Source {
+    Strict(TaskFile),
+    Lenient(Vec<u8>),
+}
+
+impl Source {
+    fn open(path: &Path, lenient: bool) -> anyhow::Result<Source> {
+        match TaskFile::open(path) {
+            Ok(file) => Ok(Source::Strict(file)),
+            Err(FormatError::Invalid { faults, .. }) if lenient => {
+                let bytes = std::fs::read(path).with_context(|| path.display().to_string())?;
+                eprintln!("mcscore: warning: {}: {} fault(s); scoring it as llama.cpp would (--lenient):", path.display(), faults.len());
+                for fault in faults.iter().take(20) {
+                    eprintln!("  {fault}");
+                }
+                if faults.len() > 20 {
+                    eprintln!("  ... and {} more (mcscore validate lists them all)", faults.len() - 20);
+                }
+                Ok(Source::Lenient(bytes))
+            }
+            Err(FormatError::Invalid { faults, .. }) => {
+                let mut message = format!("{}: invalid task file ({} fault(s)):", path.display(), faults.len());
+                for fault in faults.iter().take(20) {
+                    message.push_str(&format!("\n  {fault}"));
+                }
+                message.push_str("\n(run `mcscore validate` for every fault; --lenient scores what llama.cpp would)");
+                bail!(message)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn tasks(&self, path: &Path) -> anyhow::Result<Vec<Task<'_>>> {
+        Ok(match self {
+            Source::Strict(file) => file.tasks().collect(),
+            Source::Lenient(bytes) => read_lenient(bytes, path)?.tasks,
+        })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Source::Strict(file) => file.bytes(),
+            Source::Lenient(bytes) => bytes,
+        }
+    }
+}
+
+fn sha256_file(path: &Path) -> anyhow::Result<String> {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    let mut file = std::fs::File::open(path).with_context(|| path.display().to_string())?;
+    std::io::copy(&mut file, &mut hasher).with_context(|| path.display().to_string())?;
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+    let started = Instant::now();
+    let path = match args.file.clone().or(args.binary_file.clone()) {
+        Some(path) => path,
+        None => defaults::dataset()?,
+    };
+    let model_path = match &args.model {
+        Some(model) => model.clone(),
+        None => defaults::model()?,
+    };
+    let source = Source::open(&path, args.lenient)?;
+    let all_tasks = source.tasks(&path)?;
+    let order = match args.multiple_choice_tasks {
+        Some(n) => select_tasks(all_tasks.len(), n),
+        None => (0..all_tasks.len()).collect(),
+    };
+    let selected: Vec<(usize, Task<'_>)> = order.iter().map(|&i| (i, all_tasks[i].clone())).collect();
+    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(4, |n| n.get() as i32));
+    let settings = Settings {
+        context: args.ctx_size,
+        parallel: args.parallel,
+        n_batch: args.batch_size,
+        n_ubatch: args.ubatch_size,
+        threads,
+        threads_batch: args.threads_batch.unwrap_or(threads),
+        n_gpu_layers: args.n_gpu_layers,
+        deterministic: args.deterministic,
+    };
+
+    let engine = Engine::load(&model_path, settings.n_gpu_layers)?;
+    let prepared = engine.prepare(&selected).with_context(|| path.display().to_string())?;
+    let plan = plan(&prepared, &settings).with_context(|| format!("{}: -c/-b", path.display()))?;
+
+    let file_sha256 = sha256_hex(source.bytes());
+    let needs_model_hash = args.log_samples.is_some() || args.json;
+    let model_sha256 = if needs_model_hash { sha256_file(&model_path)? } else { String::new() };
+    let header = Header {
+        mcscore: env!("CARGO_PKG_VERSION").to_owned(),
+        model: model_path.display().to_string(),
+        model_sha256: model_sha256.clone(),
+        file: path.display().to_string(),
+        file_sha256: file_sha256.clone(),
+        tasks: prepared.len(),
+        selection: args.multiple_choice_tasks,
+        settings: settings.fingerprint() + if args.lenient { " lenient" } else { "" },
+    };
+    // Resume at a batch boundary, so the remaining batches are the same decodes
+    // an uninterrupted run makes and the final numbers are identical.
+    let boundaries: Vec<usize> = plan.batches.iter().map(|b| b.start).collect();
+    let (mut log, mut records) = match &args.log_samples {
+        Some(log_path) => {
+            let (log, kept) = SampleLog::open(log_path, &header, args.resume, |done| {
+                boundaries.iter().copied().filter(|&b| b <= done).max().unwrap_or(0)
+            })?;
+            (Some(log), kept)
+        }
+        None => (None, Vec::new()),
+    };
+    let resumed = records.len();
+    let first_batch = plan.batches.iter().position(|b| b.start == resumed).unwrap_or(plan.batches.len());
+    let mut remaining = plan.clone();
+    remaining.batches.drain(..first_batch);
+
+    let llama = args.output == OutputFormat::Llama && !args.json;
+    let mut stdout = std::io::stdout().lock();
+    if llama {
+        let n = all_tasks.len();
+        let dots = |n: usize| ".".repeat(n / (n / 100).max(1));
+        if args.multiple_choice_tasks.is_none_or(|k| k >= n) {
+            writeln!(stdout, "{}done", dots(n))?;
+        }
+        let prepared_dots = if prepared.len() > 500 { "...".to_owned() } else { dots(prepared.len()) };
+        write!(stdout, "{prepared_dots}done\n\ntask\tacc_norm\n")?;
+        let mut hits = 0;
+        for (i, record) in records.iter().enumerate() {
+            hits += usize::from(record.correct.acc_norm);
+            writeln!(stdout, "{}\t{:.8}", i + 1, 100.0 * hits as f64 / (i + 1) as f64)?;
+        }
+    }
+
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        let flag = interrupted.clone();
+        ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the Ctrl-C handler")?;
+    }
+    let progress = ProgressBar::new(prepared.len() as u64).with_position(resumed as u64);
+    progress.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} tasks ({per_sec}, eta {eta}) {msg}")
+            .expect("valid template"),
+    );
+    let mut hits_norm = records.iter().filter(|r| r.correct.acc_norm).count();
+    let mut write_error = None;
+    let mut batch_end = remaining.batches.first().map_or(0, |b| b.end);
+    let mut batch_index = 0;
+    let score_started = Instant::now();
+    let completion = engine.score(&prepared, &remaining, &settings, |scores| {
+        let record = TaskRecord::new(scores.task, scores.options, scores.correct);
+        if let Some(log) = log.as_mut() {
+            if let Err(e) = log.record(&record) {
+                write_error = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
+        hits_norm += usize::from(record.correct.acc_norm);
+        records.push(record);
+        if llama {
+            let n = records.len();
+            let _ = writeln!(stdout, "{n}\t{:.8}", 100.0 * hits_norm as f64 / n as f64);
+        }
+        progress.inc(1);
+        if records.len() == batch_end {
+            // A batch is done: make it durable, then honour Ctrl-C.
+            batch_index += 1;
+            batch_end = remaining.batches.get(batch_index).map_or(0, |b| b.end);
+            if let Some(log) = log.as_mut() {
+                if let Err(e) = log.flush() {
+                    write_error = Some(e);
+                    return ControlFlow::Break(());
+                }
+            }
+            if interrupted.load(Ordering::SeqCst) {
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    })?;
+    progress.finish_and_clear();
+    if let Some(e) = write_error {
+        return Err(e);
+    }
+    if let Completion::Interrupted { .. } = completion {
+        if let Some(log) = log {
+            log.finish(false, records.len())?;
+        }
+        stdout.flush()?;
+        eprintln!(
+            "mcscore: interrupted after {} of {} tasks{}",
+            records.len(),
+            prepared.len(),
+            match &args.log_samples {
+                Some(p) => format!("; {} is marked incomplete: run the same command with --resume to continue", p.display()),
+                None => String::new(),
+            }
+        );
+        return Ok(Outcome::Interrupted);
+    }
+    if records.len() != prepared.len() {
+        bail!("{}: scored {} tasks but {} were announced", path.display(), records.len(), prepared.len());
+    }
+    if let Some(log) = log {
+        log.finish(true, records.len())?;
+    }
+
+    let n = records.len();
+    let accuracy = |norm: Normalisation| Proportion { successes: records.iter().filter(|r| r.correct.get(norm)).count(), n };
+    let baselines = Baselines::of(selected.iter().map(|(_, t)| t));
+    let total_options: usize = prepared.iter().map(|t| t.n_options()).sum();
+    let tokens: usize = prepared[resumed..].iter().map(|t| t.required_tokens()).sum();
+    let score_seconds = score_started.elapsed().as_secs_f64();
+
+    if llama {
+        write!(stdout, "\n\n")?;
+        stdout.flush()?;
+        // In float, as llama-perplexity computes them.
+        let (p, k) = (accuracy(Normalisation::AccNorm).successes as f32 / n as f32, n as f32 - 1.0);
+        eprintln!("Final result: {:.4} +/- {:.4}", 100.0 * p, 100.0 * (p * (1.0 - p) / k).sqrt());
+        let p = n as f32 / total_options as f32;
+        eprintln!("Random chance: {:.4} +/- {:.4}", 100.0 * p, 100.0 * (p * (1.0 - p) / k).sqrt());
+    } else if args.json {
+        let metrics: serde_json::Map<String, serde_json::Value> = Normalisation::ALL
+            .iter()
+            .map(|&norm| {
+                let a = accuracy(norm);
+                (norm.name().to_owned(), json!({ "accuracy": a.percent(), "stderr": a.stderr_percent(), "correct": a.successes }))
+            })
+            .collect();
+        crate::print_json(&json!({
+            "model": header.model,
+            "model_sha256": model_sha256,
+            "file": header.file,
+            "file_sha256": file_sha256,
+            "tasks": n,
+            "selection": args.multiple_choice_tasks,
+            "lenient": args.lenient,
+            "settings": settings,
+            "n_ctx": plan.n_ctx,
+            "decodes": plan.batches.len(),
+            "metrics": metrics,
+            "chance": baselines.chance,
+            "majority_class": baselines.majority_class,
+            "tokens_evaluated": tokens,
+            "resumed_tasks": resumed,
+            "scoring_seconds": score_seconds,
+            "wall_seconds": started.elapsed().as_secs_f64(),
+        }))?;
+    } else {
+        writeln!(stdout, "{} on {}: {n} tasks", model_path.file_name().unwrap_or_default().to_string_lossy(), path.display())?;
+        writeln!(stdout, "  {:<16}{:>9}  {:>7}", "", "accuracy", "± s.e.")?;
+        for norm in Normalisation::ALL {
+            let a = accuracy(norm);
+            let note = if norm == Normalisation::AccNorm { "  (llama-perplexity's number)" } else { "" };
+            writeln!(stdout, "  {:<16}{:>8.2}%  {:>7.2}{note}", norm.name(), a.percent(), a.stderr_percent())?;
+        }
+        writeln!(stdout, "  {:<16}{:>8.2}%", "chance", baselines.chance)?;
+        writeln!(stdout, "  {:<16}{:>8.2}%  (always answer position {})", "majority_class", baselines.majority_class, baselines.majority_position)?;
+        writeln!(
+            stdout,
+            "  {tokens} tokens in {} decodes, {score_seconds:.1} s scoring ({:.0} tokens/s), {:.1} s in all",
+            remaining.batches.len(),
+            tokens as f64 / score_seconds.max(1e-9),
+            started.elapsed().as_secs_f64()
+        )?;
+    }
+    Ok(Outcome::Ok)
+}

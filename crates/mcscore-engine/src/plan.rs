@@ -1,0 +1,135 @@
+//! How tasks are packed into decodes, decided from the data before any
+//! scoring starts, so that a task that cannot fit fails the run up front.
+
+use crate::prepare::PreparedTask;
+use crate::EngineError;
+
+/// llama.cpp's limit on sequence ids in one context (LLAMA_MAX_SEQ).
+const MAX_SEQUENCES: usize = 256;
+
+/// The context size, as `-c` gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContextSize {
+    /// Tokens per sequence; the context holds `-np` of them (llama.cpp's `-c`).
+    PerSequence(u32),
+    /// Just large enough for the longest task (and at least one full batch).
+    Auto,
+}
+
+/// The scoring settings a user chooses (llama-perplexity's flags).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Settings {
+    #[serde(skip)]
+    pub context: ContextSize,
+    /// `-np`: with `-c`, the context is `np × c`. Unlike llama-perplexity it
+    /// does not cap sequences per decode: those follow from the data.
+    pub parallel: Option<u32>,
+    pub n_batch: u32,
+    pub n_ubatch: u32,
+    pub threads: i32,
+    pub threads_batch: i32,
+    pub n_gpu_layers: u32,
+    /// One task per decode, in one micro-batch: scores that do not depend on
+    /// `-np`, `-b` or the other tasks.
+    pub deterministic: bool,
+}
+
+impl Settings {
+    /// The part of the settings that changes scores, for resume checks.
+    pub fn fingerprint(&self) -> String {
+        let context = match self.context {
+            ContextSize::PerSequence(c) => c.to_string(),
+            ContextSize::Auto => "auto".to_owned(),
+        };
+        format!(
+            "c={context} np={} b={} ub={} deterministic={}",
+            self.parallel.map_or("auto".to_owned(), |p| p.to_string()),
+            self.n_batch,
+            self.n_ubatch,
+            self.deterministic
+        )
+    }
+}
+
+/// The decodes a run makes: which tasks go together, and the context for them.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Ranges into the prepared tasks, one per KV-cache fill.
+    pub batches: Vec<std::ops::Range<usize>>,
+    pub n_ctx: u32,
+    /// Tokens per `llama_decode` call.
+    pub n_batch: u32,
+    pub n_ubatch: u32,
+    /// Sequence ids used by the widest batch.
+    pub n_seq_max: u32,
+}
+
+fn round_up(n: usize, to: usize) -> usize {
+    n.div_ceil(to) * to
+}
+
+/// Packs tasks greedily, in order, as llama-perplexity does: a batch takes
+/// tasks while their tokens fit one micro-batch and their options fit
+/// llama.cpp's sequence limit. A task too long for the context fails the plan,
+/// naming it.
+pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineError> {
+    let longest = tasks.iter().map(PreparedTask::required_tokens).max().unwrap_or(1);
+    let widest = tasks.iter().map(PreparedTask::n_options).max().unwrap_or(1);
+    if widest > MAX_SEQUENCES {
+        return Err(EngineError::TooManySequences { widest, max: MAX_SEQUENCES });
+    }
+    let n_ctx = match settings.context {
+        // llama-perplexity forces -np to at least 4 and rounds the context up to 256.
+        ContextSize::PerSequence(c) => {
+            let np = settings.parallel.unwrap_or(4).max(4) as usize;
+            round_up(np * c as usize, 256)
+        }
+        ContextSize::Auto => round_up(longest.max(settings.n_ubatch as usize), 256),
+    };
+    let too_long: Vec<(usize, usize)> = tasks
+        .iter()
+        .filter(|t| t.required_tokens() > n_ctx)
+        .map(|t| (t.index, t.required_tokens()))
+        .collect();
+    if !too_long.is_empty() {
+        return Err(EngineError::TaskTooLong { tasks: too_long, n_ctx });
+    }
+    if settings.deterministic {
+        // Each task alone, in a single micro-batch, whatever the flags say.
+        let n = round_up(longest, 256) as u32;
+        return Ok(Plan {
+            batches: (0..tasks.len()).map(|i| i..i + 1).collect(),
+            n_ctx: n,
+            n_batch: n,
+            n_ubatch: n,
+            n_seq_max: widest as u32,
+        });
+    }
+
+    // Attention over a unified KV cache costs (tokens in the fill)², so fills
+    // of one micro-batch are fastest; a longer task goes alone, decoded in
+    // chunks of -b tokens.
+    let budget = n_ctx.min(settings.n_ubatch.min(settings.n_batch) as usize);
+    let mut batches = Vec::new();
+    let (mut start, mut tokens, mut seqs, mut n_seq_max) = (0, 0, 0, 0);
+    for (i, task) in tasks.iter().enumerate() {
+        let (t, s) = (task.required_tokens(), task.n_options());
+        if i > start && (tokens + t > budget || seqs + s > MAX_SEQUENCES) {
+            batches.push(start..i);
+            (start, tokens, seqs) = (i, 0, 0);
+        }
+        tokens += t;
+        seqs += s;
+        n_seq_max = n_seq_max.max(seqs);
+    }
+    if start < tasks.len() {
+        batches.push(start..tasks.len());
+    }
+    Ok(Plan {
+        batches,
+        n_ctx: n_ctx as u32,
+        n_batch: settings.n_batch,
+        n_ubatch: settings.n_ubatch.min(settings.n_batch),
+        n_seq_max: n_seq_max as u32,
+    })
+}

@@ -1,0 +1,169 @@
+//! The decode loop: fills the KV cache with a batch of tasks, asks for logits
+//! only at the rows that are scored, and turns those rows into log-probabilities
+//! in parallel.
+
+use std::num::NonZeroU32;
+use std::ops::ControlFlow;
+
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::token::LlamaToken;
+use rayon::prelude::*;
+
+use mcscore_metrics::OptionScore;
+
+use crate::plan::{Plan, Settings};
+use crate::prepare::PreparedTask;
+use crate::{Engine, EngineError};
+
+/// Scores of every option of one task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskScores {
+    /// Index of the task in its file.
+    pub task: usize,
+    pub options: Vec<OptionScore>,
+    /// Per option: whether its label is 1.
+    pub correct: Vec<bool>,
+}
+
+/// How a run ended when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completion {
+    Finished,
+    /// The consumer asked to stop (Ctrl-C) after the given number of tasks.
+    Interrupted { scored: usize },
+}
+
+/// One token of a batch: what it is, where, for which sequences, and whether
+/// its logits row is read.
+struct Entry {
+    token: LlamaToken,
+    pos: i32,
+    seqs: std::ops::Range<i32>,
+    logits: bool,
+}
+
+/// A logits row to read: it predicts `target` for option `option` of the
+/// batch's task `task`.
+struct Row {
+    entry: usize,
+    target: LlamaToken,
+    task: usize,
+    option: usize,
+}
+
+/// log p(target) from a row of logits, with a numerically stable log-softmax.
+fn log_prob(logits: &[f32], target: LlamaToken) -> f64 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f64 = logits.iter().map(|&l| f64::from((l - max).exp())).sum();
+    f64::from(logits[target.0 as usize] - max) - sum.ln()
+}
+
+impl Engine {
+    /// Scores `tasks` batch by batch as `plan` says, handing each task's scores
+    /// to `sink` in order. `sink` may stop the run between batches.
+    pub fn score(
+        &self,
+        tasks: &[PreparedTask],
+        plan: &Plan,
+        settings: &Settings,
+        mut sink: impl FnMut(TaskScores) -> ControlFlow<()>,
+    ) -> Result<Completion, EngineError> {
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(plan.n_ctx))
+            .with_n_batch(plan.n_batch)
+            .with_n_ubatch(plan.n_ubatch)
+            .with_n_seq_max(plan.n_seq_max.max(1))
+            // Required when one token belongs to several sequences (the prefix).
+            .with_kv_unified(true)
+            // Flash attention moves scores further with batching: keep it off.
+            .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED)
+            .with_n_threads(settings.threads)
+            .with_n_threads_batch(settings.threads_batch);
+        let mut ctx = self
+            .model
+            .new_context(&self.backend, params)
+            .map_err(|e| EngineError::Context(e.to_string()))?;
+        let max_per_token = plan.n_seq_max.max(1) as i32;
+        let mut batch = LlamaBatch::new(plan.n_batch as usize, max_per_token);
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut rows: Vec<Row> = Vec::new();
+        let mut scored = 0;
+
+        for range in &plan.batches {
+            let group = &tasks[range.clone()];
+            entries.clear();
+            rows.clear();
+            let mut first_seq = 0i32;
+            for (t, task) in group.iter().enumerate() {
+                let seqs = first_seq..first_seq + task.n_options() as i32;
+                let prefix_len = task.prefix.len();
+                for (i, &token) in task.prefix.iter().enumerate() {
+                    entries.push(Entry { token, pos: i as i32, seqs: seqs.clone(), logits: i + 1 == prefix_len });
+                }
+                let last_prefix = entries.len() - 1;
+                for (option, cont) in task.continuations.iter().enumerate() {
+                    rows.push(Row { entry: last_prefix, target: cont[0], task: t, option });
+                    let seq = seqs.start + option as i32;
+                    // Each token but the last predicts the next. llama-perplexity
+                    // also decodes the last one, whose row nothing reads.
+                    for (i, &token) in cont[..cont.len() - 1].iter().enumerate() {
+                        rows.push(Row { entry: entries.len(), target: cont[i + 1], task: t, option });
+                        entries.push(Entry { token, pos: (prefix_len + i) as i32, seqs: seq..seq + 1, logits: true });
+                    }
+                }
+                first_seq = seqs.end;
+            }
+
+            let mut sums: Vec<Vec<f64>> = group.iter().map(|t| vec![0.0; t.n_options()]).collect();
+            ctx.clear_kv_cache();
+            let chunk = plan.n_batch as usize;
+            let mut next_row = 0;
+            for (c, part) in entries.chunks(chunk).enumerate() {
+                let base = c * chunk;
+                batch.clear();
+                for e in part {
+                    let seqs: Vec<i32> = e.seqs.clone().collect();
+                    batch.add(e.token, e.pos, &seqs, e.logits).map_err(|err| EngineError::Decode {
+                        task: group[0].index,
+                        message: err.to_string(),
+                    })?;
+                }
+                ctx.decode(&mut batch).map_err(|err| EngineError::Decode {
+                    task: group[0].index,
+                    message: err.to_string(),
+                })?;
+                // Rows are in entry order, so this chunk's rows are contiguous.
+                let end = rows[next_row..].iter().position(|r| r.entry >= base + part.len()).map_or(rows.len(), |p| next_row + p);
+                let mine = &rows[next_row..end];
+                let logits: Vec<&[f32]> = mine.iter().map(|r| ctx.get_logits_ith((r.entry - base) as i32)).collect();
+                let values: Vec<f64> = logits.par_iter().zip(mine.par_iter()).map(|(l, r)| log_prob(l, r.target)).collect();
+                for (r, v) in mine.iter().zip(values) {
+                    if !v.is_finite() {
+                        return Err(EngineError::NonFinite { task: group[r.task].index, option: r.option, value: v });
+                    }
+                    sums[r.task][r.option] += v;
+                }
+                next_row = end;
+            }
+
+            for (task, sums) in group.iter().zip(sums) {
+                let options = sums
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &logprob_sum)| OptionScore {
+                        logprob_sum,
+                        tokens: task.continuations[k].len() as u32,
+                        chars: task.option_chars[k],
+                        bytes: task.option_bytes[k],
+                    })
+                    .collect();
+                scored += 1;
+                if sink(TaskScores { task: task.index, options, correct: task.correct.clone() }).is_break() {
+                    return Ok(Completion::Interrupted { scored });
+                }
+            }
+        }
+        Ok(Completion::Finished)
+    }
+}

@@ -1,0 +1,119 @@
+//! Metrics over the per-option figures one scoring pass produces
+//! (docs/methods.md). Pure functions: no I/O, no model.
+
+use serde::{Deserialize, Serialize};
+
+/// One option's figures from one pass; every normalisation derives from them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OptionScore {
+    /// Σ log p(token) over the option's tokens after the common prefix.
+    pub logprob_sum: f64,
+    pub tokens: u32,
+    /// Unicode scalar values in the option text.
+    pub chars: u32,
+    /// UTF-8 bytes in the option text.
+    pub bytes: u32,
+}
+
+/// How an option's summed log-probability is normalised before the argmax.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Normalisation {
+    /// Σ log p (lm-evaluation-harness `acc`).
+    Acc,
+    /// Σ log p / tokens (llama-perplexity's `acc_norm`).
+    AccNorm,
+    /// Σ log p / characters (lm-evaluation-harness `acc_norm`).
+    AccChar,
+    /// Σ log p / UTF-8 bytes (OLMES per-byte).
+    AccByte,
+}
+
+impl Normalisation {
+    pub const ALL: [Normalisation; 4] =
+        [Normalisation::Acc, Normalisation::AccNorm, Normalisation::AccChar, Normalisation::AccByte];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Normalisation::Acc => "acc",
+            Normalisation::AccNorm => "acc_norm",
+            Normalisation::AccChar => "acc_char",
+            Normalisation::AccByte => "acc_byte",
+        }
+    }
+
+    pub fn score(self, option: &OptionScore) -> f64 {
+        let by = |n: u32| option.logprob_sum / f64::from(n.max(1));
+        match self {
+            Normalisation::Acc => option.logprob_sum,
+            Normalisation::AccNorm => by(option.tokens),
+            Normalisation::AccChar => by(option.chars),
+            Normalisation::AccByte => by(option.bytes),
+        }
+    }
+
+    /// The predicted option: the first maximum, as llama-perplexity breaks ties.
+    pub fn predict(self, options: &[OptionScore]) -> usize {
+        let mut best = 0;
+        for (k, option) in options.iter().enumerate().skip(1) {
+            if self.score(option) > self.score(&options[best]) {
+                best = k;
+            }
+        }
+        best
+    }
+}
+
+/// A share of successes with its binomial standard error, as llama-perplexity
+/// reports it: 100·p ± 100·sqrt(p(1−p)/(n−1)).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Proportion {
+    pub successes: usize,
+    pub n: usize,
+}
+
+impl Proportion {
+    pub fn percent(self) -> f64 {
+        100.0 * self.successes as f64 / self.n.max(1) as f64
+    }
+
+    /// Standard error in percentage points (NaN for n < 2, as there is none).
+    pub fn stderr_percent(self) -> f64 {
+        let p = self.successes as f64 / self.n.max(1) as f64;
+        100.0 * (p * (1.0 - p) / (self.n as f64 - 1.0)).sqrt()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn option(logprob_sum: f64, tokens: u32, chars: u32, bytes: u32) -> OptionScore {
+        OptionScore { logprob_sum, tokens, chars, bytes }
+    }
+
+    #[test]
+    fn normalisations_can_disagree() {
+        // A long likely answer against a short less likely one.
+        let options = [option(-6.0, 3, 12, 12), option(-4.0, 1, 2, 4)];
+        assert_eq!(Normalisation::Acc.predict(&options), 1);
+        assert_eq!(Normalisation::AccNorm.predict(&options), 0); // -2 vs -4
+        assert_eq!(Normalisation::AccChar.predict(&options), 0); // -0.5 vs -2
+        assert_eq!(Normalisation::AccByte.predict(&options), 0); // -0.5 vs -1
+    }
+
+    #[test]
+    fn ties_go_to_the_first_option() {
+        let options = [option(-1.0, 1, 1, 1), option(-1.0, 1, 1, 1), option(-2.0, 1, 1, 1)];
+        for norm in Normalisation::ALL {
+            assert_eq!(norm.predict(&options), 0);
+        }
+    }
+
+    #[test]
+    fn proportion_matches_llama_perplexity() {
+        // mc_text5: "Final result: 85.0000 +/- 3.5887" over 100 tasks.
+        let p = Proportion { successes: 85, n: 100 };
+        assert_eq!(format!("{:.4} +/- {:.4}", p.percent(), p.stderr_percent()), "85.0000 +/- 3.5887");
+    }
+}
