@@ -10,17 +10,17 @@ fuzz_target!(|bytes: &[u8]| {
     let faults = validate(bytes);
     let lenient = read_lenient(bytes, std::path::Path::new("fuzz.bin"));
     if faults.is_empty() {
-        let read = lenient.expect("a strictly valid file must read leniently");
-        let mut encoded = (read.tasks.len() as u32).to_le_bytes().to_vec();
-        let mut at = 4 + 4 * read.tasks.len() as u32;
-        for task in &read.tasks {
+        let tasks = lenient.expect("a strictly valid file must read leniently");
+        let mut encoded = (tasks.len() as u32).to_le_bytes().to_vec();
+        let mut at = 4 + 4 * tasks.len() as u32;
+        for task in &tasks {
             encoded.extend_from_slice(&at.to_le_bytes());
             at += task.encoded_len() as u32;
         }
-        for task in &read.tasks {
+        for task in &tasks {
             task.encode(&mut encoded);
         }
         assert_eq!(encoded, bytes, "valid file does not re-encode identically");
-        assert!(read.tasks.iter().all(|t: &Task<'_>| t.gold().is_some()));
+        assert!(tasks.iter().all(|t: &Task<'_>| t.gold().is_some()));
     }
 });

@@ -3,6 +3,7 @@
 mod defaults;
 mod inspect;
 mod llama_args;
+mod llama_output;
 mod samples;
 mod score;
 mod validate;

@@ -14,7 +14,7 @@ use mcscore_format::{read_lenient, sha256_hex, Baselines, Error as FormatError, 
 use mcscore_metrics::{Normalisation, Proportion};
 use serde_json::json;
 
-use crate::defaults;
+use crate::{defaults, llama_output};
 use crate::samples::{Header, SampleLog, TaskRecord};
 use crate::Outcome;
 
@@ -149,7 +149,7 @@ impl Source {
     fn tasks(&self, path: &Path) -> anyhow::Result<Vec<Task<'_>>> {
         Ok(match self {
             Source::Strict(file) => file.tasks().collect(),
-            Source::Lenient(bytes) => read_lenient(bytes, path)?.tasks,
+            Source::Lenient(bytes) => read_lenient(bytes, path)?,
         })
     }
 
@@ -235,17 +235,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let llama = args.output == OutputFormat::Llama && !args.json;
     let mut stdout = std::io::stdout().lock();
     if llama {
-        let n = all_tasks.len();
-        let dots = |n: usize| ".".repeat(n / (n / 100).max(1));
-        if args.multiple_choice_tasks.is_none_or(|k| k >= n) {
-            writeln!(stdout, "{}done", dots(n))?;
-        }
-        let prepared_dots = if prepared.len() > 500 { "...".to_owned() } else { dots(prepared.len()) };
-        write!(stdout, "{prepared_dots}done\n\ntask\tacc_norm\n")?;
+        let subset = args.multiple_choice_tasks.is_some_and(|k| k < all_tasks.len());
+        write!(stdout, "{}", llama_output::preamble(all_tasks.len(), prepared.len(), subset))?;
         let mut hits = 0;
         for (i, record) in records.iter().enumerate() {
             hits += usize::from(record.correct.acc_norm);
-            writeln!(stdout, "{}\t{:.8}", i + 1, 100.0 * hits as f64 / (i + 1) as f64)?;
+            write!(stdout, "{}", llama_output::running_line(i + 1, hits))?;
         }
     }
 
@@ -275,8 +270,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         hits_norm += usize::from(record.correct.acc_norm);
         records.push(record);
         if llama {
-            let n = records.len();
-            let _ = writeln!(stdout, "{n}\t{:.8}", 100.0 * hits_norm as f64 / n as f64);
+            if let Err(e) = write!(stdout, "{}", llama_output::running_line(records.len(), hits_norm)) {
+                write_error = Some(anyhow::Error::from(e).context("writing to stdout"));
+                return ControlFlow::Break(());
+            }
         }
         progress.inc(1);
         if records.len() == batch_end {
@@ -330,13 +327,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let score_seconds = score_started.elapsed().as_secs_f64();
 
     if llama {
-        write!(stdout, "\n\n")?;
+        write!(stdout, "{}", llama_output::EPILOGUE)?;
         stdout.flush()?;
-        // In float, as llama-perplexity computes them.
-        let (p, k) = (accuracy(Normalisation::AccNorm).successes as f32 / n as f32, n as f32 - 1.0);
-        eprintln!("Final result: {:.4} +/- {:.4}", 100.0 * p, 100.0 * (p * (1.0 - p) / k).sqrt());
-        let p = n as f32 / total_options as f32;
-        eprintln!("Random chance: {:.4} +/- {:.4}", 100.0 * p, 100.0 * (p * (1.0 - p) / k).sqrt());
+        eprint!("{}", llama_output::final_lines(accuracy(Normalisation::AccNorm).successes, n, total_options));
     } else if args.json {
         let metrics: serde_json::Map<String, serde_json::Value> = Normalisation::ALL
             .iter()

@@ -6,15 +6,8 @@
 use std::path::Path;
 
 use crate::fault::Fault;
-use crate::parse::{parse_header, parse_task, validate};
+use crate::parse::{parse_header, parse_task};
 use crate::task::Task;
-
-/// What llama.cpp would score, and the strict faults it would overlook.
-pub struct LenientRead<'a> {
-    pub tasks: Vec<Task<'a>>,
-    /// Every strict fault, including those llama.cpp ignores.
-    pub strict_faults: Vec<Fault>,
-}
 
 /// Whether llama.cpp's reader also rejects a fault (it stops reading there).
 /// Faults it would ignore: offsets, labels, malformed mc2 content and bytes
@@ -35,10 +28,10 @@ pub fn llama_cpp_rejects(fault: &Fault) -> bool {
     )
 }
 
-/// Reads tasks back to back as llama.cpp does. `Err` carries the faults that
-/// would stop llama.cpp (or our tokenizer) too.
-pub fn read_lenient<'a>(bytes: &'a [u8], path: &Path) -> Result<LenientRead<'a>, crate::Error> {
-    let strict_faults = validate(bytes);
+/// Reads tasks back to back as llama.cpp does, ignoring the faults it
+/// ignores (`validate` lists those). `Err` carries the faults that would stop
+/// llama.cpp (or our tokenizer) too.
+pub fn read_lenient<'a>(bytes: &'a [u8], path: &Path) -> Result<Vec<Task<'a>>, crate::Error> {
     let mut fatal = Vec::new();
     let mut tasks = Vec::new();
     if let Some(header) = parse_header(bytes, &mut fatal) {
@@ -58,7 +51,7 @@ pub fn read_lenient<'a>(bytes: &'a [u8], path: &Path) -> Result<LenientRead<'a>,
         }
     }
     if fatal.is_empty() {
-        Ok(LenientRead { tasks, strict_faults })
+        Ok(tasks)
     } else {
         Err(crate::Error::Invalid { path: path.to_owned(), faults: fatal })
     }

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 pub use fault::{Field, Fault};
 pub use file::TaskFile;
-pub use lenient::{llama_cpp_rejects, read_lenient, LenientRead};
+pub use lenient::{llama_cpp_rejects, read_lenient};
 pub use parse::validate;
 pub use summary::{sha256_hex, Baselines, Summary};
 pub use task::{Choices, IdSet, Mode, Task};

@@ -1,0 +1,66 @@
+//! Helpers shared by the command-line tests: the real binary, the real model
+//! and the real reference files. A missing prerequisite fails the test with
+//! the command that provides it.
+
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn mcscore() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mcscore"))
+}
+
+pub fn run(args: &[&str]) -> Output {
+    mcscore().args(args).output().expect("mcscore runs")
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// `../shared/reference/NAME` beside the checkout.
+pub fn reference(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference").join(name);
+    assert!(path.exists(), "{} is missing: the tests read ../shared/reference beside the checkout", path.display());
+    path.to_str().unwrap().to_owned()
+}
+
+/// The default model: $MCSCORE_MODEL, or where scripts/fetch-model caches it.
+pub fn model() -> String {
+    let path = std::env::var_os("MCSCORE_MODEL").map(PathBuf::from).unwrap_or_else(|| {
+        let cache = std::env::var_os("MCSCORE_CACHE_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/mcscore"));
+        cache.join("models/gemma-3-270m-q4_k_m.gguf")
+    });
+    assert!(path.is_file(), "the model is not at {}: run scripts/fetch-model first", path.display());
+    path.to_str().unwrap().to_owned()
+}
+
+/// Task lines of a --log-samples file.
+pub fn log_tasks(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "task")
+        .collect()
+}
+
+pub fn log_footer(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(text.lines().last().unwrap()).unwrap()
+}
+
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+pub fn path_str(p: &Path) -> &str {
+    p.to_str().unwrap()
+}

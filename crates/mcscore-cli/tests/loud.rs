@@ -1,0 +1,93 @@
+//! Every failure llama-perplexity passes over with exit 0 makes mcscore exit
+//! non-zero with a message naming the file, task or flag.
+
+mod common;
+
+use common::*;
+
+fn assert_fails(args: &[&str], code: i32, needles: &[&str]) {
+    let out = run(args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(code), "{args:?}\nstderr: {err}");
+    for needle in needles {
+        assert!(err.contains(needle), "{args:?}: {needle:?} not in stderr:\n{err}");
+    }
+}
+
+#[test]
+fn empty_file() {
+    let file = reference("edge/empty.bin");
+    assert_fails(&["score", "-m", &model(), "-bf", &file], 1, &["empty.bin", "file is 0 bytes, shorter than the 4-byte task count"]);
+}
+
+#[test]
+fn truncated_offsets() {
+    let file = reference("edge/trunc_offsets.bin");
+    assert_fails(&["score", "-m", &model(), "-bf", &file], 1, &["trunc_offsets.bin", "offset table cut short: 5 tasks"]);
+}
+
+#[test]
+fn odd_labels_fail_strictly_and_score_leniently() {
+    let file = reference("edge/odd_labels.bin");
+    assert_fails(&["score", "-m", &model(), "-bf", &file], 1, &["odd_labels.bin", "task 0: no label is 1", "task 1: 4 labels are 1", "--lenient"]);
+    let out = run(&["score", "-m", &model(), "-bf", &file, "--lenient", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("scoring it as llama.cpp would (--lenient)"), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["tasks"], 2);
+    assert_eq!(json["lenient"], true);
+}
+
+#[test]
+fn option_that_is_a_prefix_of_the_others() {
+    let file = reference("edge/prefix_option.bin");
+    assert_fails(&["score", "-m", &model(), "-bf", &file], 1, &["prefix_option.bin", "task 0: option", "prefix of every other option"]);
+}
+
+#[test]
+fn task_longer_than_the_context_fails_before_scoring() {
+    let file = reference("edge/too_long.bin");
+    assert_fails(&["score", "-m", &model(), "-bf", &file, "-c", "256"], 1, &["too_long.bin", "task 0 needs", "1024-token context", "-c auto"]);
+    // -c auto sizes the context to fit it.
+    let out = run(&["score", "-m", &model(), "-bf", &file, "-c", "auto", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn wider_tasks_than_np_do_not_stop_the_run() {
+    // llama-perplexity stops at task 0 with its default -np 4.
+    let file = reference("edge/text5_x6.bin");
+    let out = run(&["score", "-m", &model(), "-bf", &file, "-c", "512", "-np", "4", "--multiple-choice-tasks", "12", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["tasks"], 12);
+}
+
+#[test]
+fn model_that_does_not_load() {
+    let not_a_model = reference("mc_text5.bin");
+    assert_fails(&["score", "-m", &not_a_model, "-bf", &not_a_model], 1, &["mc_text5.bin: the model does not load"]);
+    assert_fails(&["score", "-m", "/nonexistent/model.gguf", "-bf", &not_a_model], 1, &["/nonexistent/model.gguf: the model does not load: no such file"]);
+}
+
+#[test]
+fn missing_task_file() {
+    assert_fails(&["score", "-m", &model(), "-bf", "/nonexistent/tasks.bin"], 1, &["/nonexistent/tasks.bin"]);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_fails(&["score", "-c", "zero"], 2, &["--ctx-size", "auto"]);
+    assert_fails(&["score", "-np", "0"], 2, &["--parallel"]);
+    assert_fails(&["score", "--resume"], 2, &["--log-samples"]);
+}
+
+#[test]
+fn existing_log_is_not_overwritten() {
+    let dir = tempdir();
+    let log = dir.path().join("log.jsonl");
+    std::fs::write(&log, "precious\n").unwrap();
+    let file = reference("edge/mc_small8.bin");
+    assert_fails(&["score", "-m", &model(), "-bf", &file, "--log-samples", path_str(&log)], 1, &["log.jsonl", "--resume"]);
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "precious\n");
+}

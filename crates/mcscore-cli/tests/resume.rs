@@ -1,0 +1,87 @@
+//! Ctrl-C keeps the log, marked incomplete, and exits 130; --resume finishes
+//! the run with the same numbers as an uninterrupted one; a log from other
+//! inputs is refused.
+
+mod common;
+
+use common::*;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const SUBSET: &str = "40";
+
+fn score_args<'a>(model: &'a str, file: &'a str, log: &'a str) -> Vec<&'a str> {
+    // Small fills (-ub 64) make many batches, so the interrupt lands mid-run.
+    vec!["score", "-m", model, "-bf", file, "--multiple-choice-tasks", SUBSET, "-ub", "64", "-t", "2", "--log-samples", log, "--json"]
+}
+
+#[test]
+fn interrupted_run_resumes_to_the_same_numbers() {
+    let (model, file) = (model(), reference("mc_text5.bin"));
+    let dir = tempdir();
+    let full_log = dir.path().join("full.jsonl");
+    let full = run(&score_args(&model, &file, path_str(&full_log)));
+    assert!(full.status.success(), "{}", stderr(&full));
+
+    let log = dir.path().join("part.jsonl");
+    let mut child = mcscore().args(score_args(&model, &file, path_str(&log))).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let started = Instant::now();
+    while log_tasks_or_empty(&log) < 1 {
+        assert!(started.elapsed() < Duration::from_secs(120), "no task was logged");
+        assert!(child.try_wait().unwrap().is_none(), "finished before it could be interrupted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--resume"), "{}", stderr(&out));
+    let footer = log_footer(&log);
+    assert_eq!(footer["complete"], false);
+    let partial = log_tasks(&log).len();
+    assert!(partial < 40, "interrupted after {partial} tasks");
+
+    // Without --resume the log is not touched; with it the run completes.
+    assert_eq!(run(&score_args(&model, &file, path_str(&log))).status.code(), Some(1));
+    let mut args = score_args(&model, &file, path_str(&log));
+    args.push("--resume");
+    let resumed = run(&args);
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    assert_eq!(log_footer(&log)["complete"], true);
+    assert_eq!(log_tasks(&log), log_tasks(&full_log), "per-task results");
+    let metrics = |out: &std::process::Output| serde_json::from_str::<serde_json::Value>(&stdout(out)).unwrap()["metrics"].clone();
+    assert_eq!(metrics(&resumed), metrics(&full));
+    let resumed_json: serde_json::Value = serde_json::from_str(&stdout(&resumed)).unwrap();
+    assert!(resumed_json["resumed_tasks"].as_u64().unwrap() > 0);
+
+    // A log from another file is refused.
+    let other = reference("edge/mc_small8.bin");
+    let mut args = score_args(&model, &other, path_str(&log));
+    args.push("--resume");
+    let refused = run(&args);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(stderr(&refused).contains("cannot resume"), "{}", stderr(&refused));
+}
+
+fn log_tasks_or_empty(path: &std::path::Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |t| t.lines().filter(|l| l.contains("\"type\":\"task\"")).count())
+}
+
+#[test]
+fn deterministic_scores_do_not_depend_on_batching() {
+    let (model, file) = (model(), reference("mc_text5.bin"));
+    let dir = tempdir();
+    let logs: Vec<_> = [["-np", "4", "-b", "2048"], ["-np", "32", "-b", "256"]]
+        .iter()
+        .enumerate()
+        .map(|(i, flags)| {
+            let log = dir.path().join(format!("{i}.jsonl"));
+            let mut args = vec!["score", "-m", &model, "-bf", &file, "--multiple-choice-tasks", "15", "--deterministic", "-c", "512", "--log-samples", path_str(&log)];
+            args.extend_from_slice(flags);
+            let out = run(&args);
+            assert!(out.status.success(), "{}", stderr(&out));
+            log_tasks(&log)
+        })
+        .collect();
+    assert_eq!(logs[0], logs[1]);
+}
