@@ -1,5 +1,6 @@
 //! `mcscore`: a thin command line over the mcscore library crates.
 
+mod datasets;
 mod defaults;
 mod inspect;
 mod llama_args;
@@ -34,6 +35,8 @@ enum Command {
     Score(score::Args),
     Inspect(inspect::Args),
     Validate(validate::Args),
+    Build(datasets::BuildArgs),
+    Verify(datasets::VerifyArgs),
 }
 
 /// Work done, or input that was wrong; usage errors exit through clap.
@@ -45,11 +48,21 @@ pub(crate) enum Outcome {
 }
 
 fn main() -> ExitCode {
+    // Like other Unix tools, end quietly when a pipe reader (`| head`) goes away
+    // instead of panicking on the next print.
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any thread exists; restoring
+    // the default disposition of SIGPIPE has no other effect on this process.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse_from(llama_args::rewrite(std::env::args_os()));
     let result = match cli.command {
         Command::Score(args) => score::run(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Validate(args) => validate::run(args),
+        Command::Build(args) => datasets::run_build(args),
+        Command::Verify(args) => datasets::run_verify(args),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

@@ -120,9 +120,8 @@ impl SampleLog {
         }
         // Rewrite header + kept lines to a temporary file, then rename: the
         // old log stays intact until the new one is complete.
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let io = |e: std::io::Error| anyhow::anyhow!("{}: {e}", path.display());
-        let mut tmp = tempfile::Builder::new().prefix(".mcscore-log-").tempfile_in(dir).map_err(io)?;
+        let mut tmp = mcscore_format::temp_file_beside(path).map_err(io)?;
         {
             let mut out = BufWriter::new(tmp.as_file_mut());
             write_line(&mut out, &Line::Header(header.clone()))?;

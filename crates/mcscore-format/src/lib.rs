@@ -23,7 +23,7 @@ pub use lenient::{llama_cpp_rejects, read_lenient};
 pub use parse::validate;
 pub use summary::{sha256_hex, Baselines, Summary};
 pub use task::{Choices, IdSet, Mode, Task};
-pub use writer::{write_tasks, TaskWriter};
+pub use writer::{temp_file_beside, write_tasks, TaskWriter};
 
 /// llama.cpp rejects tasks with more options than this.
 pub const MAX_OPTIONS: usize = 100;

