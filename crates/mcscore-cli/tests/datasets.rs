@@ -1,0 +1,81 @@
+//! `mcscore build`, `verify` and the bundled default, through the binary.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+fn repo(relative: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(relative).to_str().unwrap().to_owned()
+}
+
+fn sources() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/sources");
+    assert!(root.is_dir(), "{} is missing: the tests read ../shared/data/sources", root.display());
+    root.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn committed_manifest_verifies_against_the_real_sources() {
+    let out = run(&["verify", "--manifest", &repo("manifest.json"), "--sources", &sources()]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("mmlu-test.bin: verified: 14042 tasks match cais/mmlu"), "{}", stdout(&out));
+}
+
+#[test]
+fn build_then_verify_and_catch_a_tampered_file() {
+    let dir = tempdir();
+    let manifest = dir.path().join("manifest.json");
+    let out_dir = dir.path().join("datasets");
+    let out = run(&["build", "mmlu-validation", "--sources", &sources(), "--out", path_str(&out_dir), "--manifest", path_str(&manifest)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("1531 tasks, letter mode"), "{}", stdout(&out));
+    let built = out_dir.join("mmlu-validation.bin");
+    assert_eq!(std::fs::read(&built).unwrap(), std::fs::read(repo("datasets/mmlu-validation.bin")).unwrap(), "reproducible");
+    let ok = run(&["verify", path_str(&built), "--manifest", path_str(&manifest), "--sources", &sources()]);
+    assert!(ok.status.success(), "{}", stdout(&ok));
+
+    // Move task 5's gold label: still a valid file, so only verify can tell.
+    let mut bytes = std::fs::read(&built).unwrap();
+    let offset = u32::from_le_bytes(bytes[4 + 4 * 5..8 + 4 * 5].try_into().unwrap()) as usize;
+    let next = u32::from_le_bytes(bytes[4 + 4 * 6..8 + 4 * 6].try_into().unwrap()) as usize;
+    let labels = next - 4 - 16; // mc2 count, then four i32 labels before it
+    let gold = (0..4).find(|k| bytes[labels + 4 * k] == 1).unwrap();
+    bytes[labels + 4 * gold] = 0;
+    bytes[labels + 4 * ((gold + 1) % 4)] = 1;
+    assert!(offset < labels);
+    std::fs::write(&built, &bytes).unwrap();
+    assert!(run(&["validate", path_str(&built)]).status.success(), "structurally still valid");
+    let bad = run(&["verify", path_str(&built), "--manifest", path_str(&manifest), "--sources", &sources()]);
+    assert_eq!(bad.status.code(), Some(1));
+    let report = stdout(&bad);
+    assert!(report.contains("differs from the manifest"), "{report}");
+    assert!(report.contains(&format!("task 5: gold option is Some({})", (gold + 1) % 4)), "{report}");
+}
+
+#[test]
+fn unknown_benchmark_and_missing_source_fail_loudly() {
+    let out = run(&["build", "no-such-benchmark", "--sources", &sources()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("unknown benchmark \"no-such-benchmark\""), "{}", stderr(&out));
+    let out = run(&["build", "medqa-train", "--sources", &sources()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("medqa-train: no local copy is registered"), "{}", stderr(&out));
+}
+
+#[test]
+fn default_model_scores_the_bundled_dataset() {
+    model(); // fails with the way to fetch it if missing
+    let cache = tempdir();
+    let out = mcscore()
+        .args(["score", "--multiple-choice-tasks", "12", "--json"])
+        .env("MCSCORE_CACHE_DIR", cache.path())
+        .env("MCSCORE_MODEL", model())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("scoring the bundled arc-easy-validation.bin"), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["tasks"], 12);
+    assert_eq!(json["file_sha256"], "328d30f5f768e13d777f08d714462188b66dab767b5b5aa9c550f13827496246");
+}
