@@ -1,10 +1,11 @@
 //! llama.cpp spells some short flags with several letters (`-bf`, `-np`,
-//! `-ngl`, `-tb`, `-ub`), which clap cannot express; pipelines pass them, so
+//! `-ngl`, `-tb`, `-ub`, `-fa`), which clap cannot express; pipelines pass them, so
 //! they are rewritten to their llama.cpp long forms before parsing.
 
 use std::ffi::OsString;
 
-const ALIASES: [(&str, &str); 5] = [
+const ALIASES: [(&str, &str); 6] = [
+    ("-fa", "--flash-attn"),
     ("-bf", "--binary-file"),
     ("-np", "--parallel"),
     ("-ngl", "--n-gpu-layers"),

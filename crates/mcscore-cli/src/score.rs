@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
-use mcscore_engine::{plan, select_tasks, Completion, ContextSize, Engine, Settings};
+use mcscore_engine::{plan, select_tasks, Completion, ContextSize, Engine, FlashAttention, Settings};
 use mcscore_format::{read_lenient, sha256_hex, Baselines, Error as FormatError, Task, TaskFile};
 use mcscore_metrics::{Normalisation, Proportion};
 use serde_json::json;
@@ -76,6 +76,9 @@ pub(crate) struct Args {
     /// Layers to offload to the GPU (-ngl), where a GPU backend is compiled in.
     #[arg(long = "n-gpu-layers", visible_alias = "gpu-layers", value_name = "N", default_value_t = 999)]
     n_gpu_layers: u32,
+    /// Flash attention (-fa), as llama.cpp: on, off, or auto (on where supported).
+    #[arg(long = "flash-attn", value_name = "on|off|auto", default_value = "auto", value_parser = parse_flash_attention)]
+    flash_attn: FlashAttention,
     /// Score each task alone, so its scores do not depend on -np, -b or the other tasks.
     #[arg(long)]
     deterministic: bool,
@@ -101,6 +104,15 @@ pub(crate) struct Args {
 enum OutputFormat {
     Human,
     Llama,
+}
+
+fn parse_flash_attention(text: &str) -> Result<FlashAttention, String> {
+    match text {
+        "on" | "1" | "true" => Ok(FlashAttention::On),
+        "off" | "0" | "false" => Ok(FlashAttention::Off),
+        "auto" => Ok(FlashAttention::Auto),
+        _ => Err(format!("expected on, off or auto, got {text:?}")),
+    }
 }
 
 fn parse_context(text: &str) -> Result<ContextSize, String> {
@@ -195,6 +207,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         threads,
         threads_batch: args.threads_batch.unwrap_or(threads),
         n_gpu_layers: args.n_gpu_layers,
+        flash_attention: args.flash_attn,
         deterministic: args.deterministic,
     };
 

@@ -18,7 +18,7 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
 use mcscore_format::Task;
 
-pub use plan::{plan, ContextSize, Plan, Settings};
+pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings};
 pub use prepare::PreparedTask;
 pub use mcscore_metrics::OptionScore;
 pub use score::{Completion, TaskScores};

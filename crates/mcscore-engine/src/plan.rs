@@ -16,6 +16,15 @@ pub enum ContextSize {
     Auto,
 }
 
+/// llama.cpp's `-fa on|off|auto` (auto: on where the backend supports it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FlashAttention {
+    On,
+    Off,
+    Auto,
+}
+
 /// The scoring settings a user chooses (llama-perplexity's flags).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Settings {
@@ -29,6 +38,8 @@ pub struct Settings {
     pub threads: i32,
     pub threads_batch: i32,
     pub n_gpu_layers: u32,
+    /// Flash attention, as llama.cpp's `-fa`.
+    pub flash_attention: FlashAttention,
     /// One task per decode, in one micro-batch: scores that do not depend on
     /// `-np`, `-b` or the other tasks.
     pub deterministic: bool,
@@ -42,10 +53,11 @@ impl Settings {
             ContextSize::Auto => "auto".to_owned(),
         };
         format!(
-            "c={context} np={} b={} ub={} deterministic={}",
+            "c={context} np={} b={} ub={} fa={:?} deterministic={}",
             self.parallel.map_or("auto".to_owned(), |p| p.to_string()),
             self.n_batch,
             self.n_ubatch,
+            self.flash_attention,
             self.deterministic
         )
     }
@@ -132,4 +144,92 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
         n_ubatch: settings.n_ubatch.min(settings.n_batch),
         n_seq_max: n_seq_max as u32,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use llama_cpp_2::token::LlamaToken;
+
+    /// A task with a `prefix`-token prefix and options of the given lengths.
+    fn task(index: usize, prefix: usize, options: &[usize]) -> PreparedTask {
+        PreparedTask {
+            index,
+            prefix: vec![LlamaToken(1); prefix],
+            continuations: options.iter().map(|&n| vec![LlamaToken(2); n]).collect(),
+            correct: vec![false; options.len()],
+            option_chars: vec![1; options.len()],
+            option_bytes: vec![1; options.len()],
+        }
+    }
+
+    fn settings(context: ContextSize, parallel: Option<u32>) -> Settings {
+        Settings {
+            context,
+            parallel,
+            n_batch: 2048,
+            n_ubatch: 512,
+            threads: 1,
+            threads_batch: 1,
+            n_gpu_layers: 0,
+            flash_attention: FlashAttention::Off,
+            deterministic: false,
+        }
+    }
+
+    #[test]
+    fn required_tokens_skip_each_options_last_token() {
+        assert_eq!(task(0, 10, &[1, 1, 3]).required_tokens(), 10 + 0 + 0 + 2);
+    }
+
+    #[test]
+    fn context_is_np_times_c_as_in_llama_cpp() {
+        let tasks = [task(0, 10, &[1, 1])];
+        assert_eq!(plan(&tasks, &settings(ContextSize::PerSequence(512), Some(16))).unwrap().n_ctx, 8192);
+        // -np is forced to at least 4, and the context rounded up to 256.
+        assert_eq!(plan(&tasks, &settings(ContextSize::PerSequence(100), None)).unwrap().n_ctx, 512);
+        assert_eq!(plan(&tasks, &settings(ContextSize::Auto, None)).unwrap().n_ctx, 512);
+        assert_eq!(plan(&[task(0, 1000, &[1, 1])], &settings(ContextSize::Auto, None)).unwrap().n_ctx, 1024);
+    }
+
+    #[test]
+    fn tasks_too_long_are_all_named_before_scoring() {
+        let tasks = [task(0, 100, &[1, 1]), task(1, 600, &[1, 1]), task(2, 900, &[2, 2])];
+        let error = plan(&tasks, &settings(ContextSize::PerSequence(128), Some(4))).unwrap_err();
+        match &error {
+            EngineError::TaskTooLong { tasks, n_ctx } => {
+                assert_eq!(*n_ctx, 512);
+                assert_eq!(tasks, &[(1, 600), (2, 902)]);
+            }
+            other => panic!("{other}"),
+        }
+        assert!(error.to_string().contains("task 1 needs 600 tokens, task 2 needs 902 tokens"), "{error}");
+    }
+
+    #[test]
+    fn fills_hold_one_micro_batch_and_a_long_task_goes_alone() {
+        let tasks: Vec<_> = (0..10).map(|i| task(i, 100, &[1, 1, 1, 1])).chain([task(10, 1500, &[1, 1])]).collect();
+        let plan = plan(&tasks, &settings(ContextSize::Auto, None)).unwrap();
+        assert_eq!(plan.batches, vec![0..5, 5..10, 10..11]);
+        assert_eq!(plan.n_seq_max, 20);
+        assert_eq!(plan.n_ctx, 1536);
+    }
+
+    #[test]
+    fn wide_tasks_do_not_need_a_wide_np() {
+        let tasks = [task(0, 10, &[1; 6]), task(1, 10, &[1; 6])];
+        let plan = plan(&tasks, &settings(ContextSize::PerSequence(512), Some(4))).unwrap();
+        assert_eq!(plan.batches, vec![0..2]);
+        assert_eq!(plan.n_seq_max, 12);
+    }
+
+    #[test]
+    fn deterministic_scores_each_task_alone_in_one_micro_batch() {
+        let tasks = [task(0, 10, &[1, 1]), task(1, 700, &[3, 1])];
+        let mut s = settings(ContextSize::Auto, Some(32));
+        s.deterministic = true;
+        let plan = plan(&tasks, &s).unwrap();
+        assert_eq!(plan.batches, vec![0..1, 1..2]);
+        assert_eq!((plan.n_batch, plan.n_ubatch), (768, 768));
+    }
 }

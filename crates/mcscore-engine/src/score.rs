@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use mcscore_metrics::OptionScore;
 
-use crate::plan::{Plan, Settings};
+use crate::plan::{FlashAttention, Plan, Settings};
 use crate::prepare::PreparedTask;
 use crate::{Engine, EngineError};
 
@@ -76,8 +76,11 @@ impl Engine {
             .with_n_seq_max(plan.n_seq_max.max(1))
             // Required when one token belongs to several sequences (the prefix).
             .with_kv_unified(true)
-            // Flash attention moves scores further with batching: keep it off.
-            .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED)
+            .with_flash_attention_policy(match settings.flash_attention {
+                FlashAttention::On => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED,
+                FlashAttention::Off => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED,
+                FlashAttention::Auto => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_AUTO,
+            })
             .with_n_threads(settings.threads)
             .with_n_threads_batch(settings.threads_batch);
         let mut ctx = self
@@ -165,5 +168,27 @@ impl Engine {
             }
         }
         Ok(Completion::Finished)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_prob_is_a_stable_log_softmax() {
+        let row = [1000.0f32, 1000.0, 1000.0, 1000.0];
+        assert!((log_prob(&row, LlamaToken(2)) - (0.25f64).ln()).abs() < 1e-9);
+        let row = [0.0f32, (3.0f32).ln()];
+        assert!((log_prob(&row, LlamaToken(1)) - (0.75f64).ln()).abs() < 1e-6);
+    }
+
+    #[test]
+    fn non_finite_logits_give_non_finite_log_probs() {
+        // The decode loop turns these into EngineError::NonFinite.
+        assert!(log_prob(&[0.0, f32::NAN], LlamaToken(0)).is_nan());
+        assert!(!log_prob(&[0.0, f32::NEG_INFINITY, f32::INFINITY], LlamaToken(0)).is_finite());
+        let error = EngineError::NonFinite { task: 7, option: 2, value: f64::NAN };
+        assert_eq!(error.to_string(), "task 7: option 2 got a non-finite log-probability (NaN)");
     }
 }
