@@ -1,6 +1,10 @@
 //! Metrics over the per-option figures one scoring pass produces
 //! (docs/methods.md). Pure functions: no I/O, no model.
 
+pub mod calibration;
+pub mod schemes;
+pub mod stats;
+
 use serde::{Deserialize, Serialize};
 
 /// One option's figures from one pass; every normalisation derives from them.

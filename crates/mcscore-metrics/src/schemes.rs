@@ -1,0 +1,183 @@
+//! Education-testing scoring rules applied to a model's option probabilities
+//! (methods.md, after "Check the Scoreboard", 2026). The response each rule
+//! scores is derived from `p`, the softmax over options of a normalised score.
+
+use serde::Serialize;
+
+/// One task as the schemes see it: option probabilities and the key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskProbs {
+    pub p: Vec<f64>,
+    pub key: usize,
+}
+
+impl TaskProbs {
+    /// Softmax of `scores` (stable), with `key` the gold option.
+    pub fn from_scores(scores: &[f64], key: usize) -> TaskProbs {
+        let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let exp: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+        let sum: f64 = exp.iter().sum();
+        TaskProbs { p: exp.iter().map(|e| e / sum).collect(), key }
+    }
+
+    pub fn k(&self) -> usize {
+        self.p.len()
+    }
+
+    /// The first maximum, as llama-perplexity picks.
+    pub fn pick(&self) -> usize {
+        (1..self.p.len()).fold(0, |best, i| if self.p[i] > self.p[best] { i } else { best })
+    }
+
+    pub fn p_max(&self) -> f64 {
+        self.p[self.pick()]
+    }
+
+    /// 1-based rank of the key when options are tried in descending p
+    /// (ties in option order).
+    pub fn key_rank(&self) -> usize {
+        1 + (0..self.k()).filter(|&i| self.p[i] > self.p[self.key] || (self.p[i] == self.p[self.key] && i < self.key)).count()
+    }
+}
+
+/// The scoring rules, with their thresholds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "scheme", rename_all = "snake_case")]
+pub enum Scheme {
+    /// Number right.
+    Nr,
+    /// Negative marking: abstain unless p_max > τ (`None`: 1/k).
+    Nm { tau: Option<f64> },
+    /// Elimination: eliminate options with p < ε (`None`: 1/k).
+    Elim { epsilon: Option<f64> },
+    /// Elimination with a penalty of k − 1 when the key is eliminated.
+    ElimNm { epsilon: Option<f64> },
+    /// Confidence-based marking (Gardner-Medwin).
+    Cbm,
+    /// Point allocation: 1 − Brier/2.
+    Ppa,
+    /// Answer until correct.
+    Auc,
+}
+
+impl Scheme {
+    pub const DEFAULTS: [Scheme; 7] = [
+        Scheme::Nr,
+        Scheme::Nm { tau: None },
+        Scheme::Elim { epsilon: None },
+        Scheme::ElimNm { epsilon: None },
+        Scheme::Cbm,
+        Scheme::Ppa,
+        Scheme::Auc,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::Nr => "NR",
+            Scheme::Nm { .. } => "NM",
+            Scheme::Elim { .. } => "Elim",
+            Scheme::ElimNm { .. } => "Elim-NM",
+            Scheme::Cbm => "CBM",
+            Scheme::Ppa => "PPA",
+            Scheme::Auc => "AUC",
+        }
+    }
+
+    /// The task's score under this rule.
+    pub fn score(self, t: &TaskProbs) -> f64 {
+        let k = t.k() as f64;
+        let correct = t.pick() == t.key;
+        match self {
+            Scheme::Nr => f64::from(u8::from(correct)),
+            Scheme::Nm { tau } => {
+                if t.p_max() > tau.unwrap_or(1.0 / k) {
+                    if correct { 1.0 } else { -1.0 / (k - 1.0) }
+                } else {
+                    0.0
+                }
+            }
+            Scheme::Elim { epsilon } | Scheme::ElimNm { epsilon } => {
+                let (distractors, key_out) = eliminated(t, epsilon);
+                let penalty = matches!(self, Scheme::ElimNm { .. });
+                match (key_out, penalty) {
+                    (true, false) => 0.0,
+                    (true, true) => (distractors as f64 - (k - 1.0)) / (k - 1.0),
+                    (false, _) => distractors as f64 / (k - 1.0),
+                }
+            }
+            Scheme::Cbm => {
+                let level = confidence_level(t.p_max());
+                match (correct, level) {
+                    (true, l) => l as f64,
+                    (false, 1) => 0.0,
+                    (false, 2) => -2.0,
+                    (false, _) => -6.0,
+                }
+            }
+            Scheme::Ppa => 1.0 - brier(t) / 2.0,
+            Scheme::Auc => (k - t.key_rank() as f64) / (k - 1.0),
+        }
+    }
+}
+
+/// Distractors eliminated (p < ε) and whether the key was.
+pub fn eliminated(t: &TaskProbs, epsilon: Option<f64>) -> (usize, bool) {
+    let epsilon = epsilon.unwrap_or(1.0 / t.k() as f64);
+    let out = |i: usize| t.p[i] < epsilon;
+    ((0..t.k()).filter(|&i| i != t.key && out(i)).count(), out(t.key))
+}
+
+/// CBM's confidence level: 1 below 2/3, 2 below 0.8, else 3.
+pub fn confidence_level(p_max: f64) -> u8 {
+    if p_max < 2.0 / 3.0 {
+        1
+    } else if p_max < 0.8 {
+        2
+    } else {
+        3
+    }
+}
+
+/// Multi-class Brier score Σ_i (p_i − y_i)², in [0, 2].
+pub fn brier(t: &TaskProbs) -> f64 {
+    t.p.iter().enumerate().map(|(i, &p)| (p - f64::from(u8::from(i == t.key))).powi(2)).sum()
+}
+
+/// What each rule's score hides: the behaviour behind it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Behaviour {
+    /// NM: share of tasks abstained on.
+    pub abstention_rate: f64,
+    /// Elim: mean options eliminated per task.
+    pub mean_eliminated: f64,
+    /// Elim: share of tasks whose key was eliminated.
+    pub key_eliminated_rate: f64,
+    /// CBM: share of tasks at confidence 1, 2, 3.
+    pub confidence_histogram: [f64; 3],
+    /// AUC: mean attempts until correct.
+    pub mean_attempts: f64,
+    /// Consistency: share of tasks where NR's pick survives elimination.
+    pub pick_not_eliminated_rate: f64,
+    /// Consistency: share of tasks where NR's pick holds the largest PPA mass.
+    pub pick_holds_max_mass_rate: f64,
+}
+
+impl Behaviour {
+    pub fn of(tasks: &[TaskProbs]) -> Behaviour {
+        let n = tasks.len().max(1) as f64;
+        let rate = |f: &dyn Fn(&TaskProbs) -> bool| tasks.iter().filter(|t| f(t)).count() as f64 / n;
+        let mut histogram = [0.0; 3];
+        for t in tasks {
+            histogram[usize::from(confidence_level(t.p_max())) - 1] += 1.0 / n;
+        }
+        Behaviour {
+            abstention_rate: rate(&|t| t.p_max() <= 1.0 / t.k() as f64),
+            mean_eliminated: tasks.iter().map(|t| { let (d, k) = eliminated(t, None); d + usize::from(k) }).sum::<usize>() as f64 / n,
+            key_eliminated_rate: rate(&|t| eliminated(t, None).1),
+            confidence_histogram: histogram,
+            mean_attempts: tasks.iter().map(|t| t.key_rank() as f64).sum::<f64>() / n,
+            pick_not_eliminated_rate: rate(&|t| t.p[t.pick()] >= 1.0 / t.k() as f64),
+            pick_holds_max_mass_rate: rate(&|t| t.p.iter().all(|&p| p <= t.p[t.pick()])),
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! Bootstrap confidence intervals and rank correlations, seeded so that a
+//! report is reproducible.
+
+use serde::Serialize;
+
+/// A small, fast, seedable generator (SplitMix64): bootstrap resampling needs
+/// reproducibility, not cryptographic quality.
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in 0..n (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+    }
+}
+
+/// A mean with its percentile bootstrap interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Estimate {
+    pub mean: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// Index resamples shared across metrics (and models), so intervals and
+/// correlations come from the same draws.
+pub fn resamples(n: usize, count: usize, seed: u64) -> Vec<Vec<usize>> {
+    let mut rng = SplitMix64::new(seed);
+    (0..count).map(|_| (0..n).map(|_| rng.below(n)).collect()).collect()
+}
+
+/// Mean of `values` with a 95 % percentile interval over `resamples`.
+pub fn bootstrap_mean(values: &[f64], resamples: &[Vec<usize>]) -> Estimate {
+    let mean = values.iter().sum::<f64>() / values.len().max(1) as f64;
+    let mut means: Vec<f64> = resamples
+        .iter()
+        .map(|idx| idx.iter().map(|&i| values[i]).sum::<f64>() / idx.len().max(1) as f64)
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let at = |q: f64| means.get(((means.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(mean);
+    Estimate { mean, low: at(0.025), high: at(0.975) }
+}
+
+/// Average ranks (1-based), ties sharing the mean of their positions.
+fn ranks(x: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..x.len()).collect();
+    order.sort_by(|&a, &b| x[a].total_cmp(&x[b]));
+    let mut r = vec![0.0; x.len()];
+    let mut i = 0;
+    while i < order.len() {
+        let mut j = i;
+        while j + 1 < order.len() && x[order[j + 1]] == x[order[i]] {
+            j += 1;
+        }
+        for &o in &order[i..=j] {
+            r[o] = (i + j) as f64 / 2.0 + 1.0;
+        }
+        i = j + 1;
+    }
+    r
+}
+
+fn pearson(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len() as f64;
+    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
+    let cov: f64 = a.iter().zip(b).map(|(x, y)| (x - ma) * (y - mb)).sum();
+    let va: f64 = a.iter().map(|x| (x - ma).powi(2)).sum();
+    let vb: f64 = b.iter().map(|y| (y - mb).powi(2)).sum();
+    cov / (va * vb).sqrt()
+}
+
+/// Spearman's ρ (Pearson on average ranks); NaN when either side is constant.
+pub fn spearman(a: &[f64], b: &[f64]) -> f64 {
+    pearson(&ranks(a), &ranks(b))
+}
+
+/// Kendall's τ-b.
+pub fn kendall(a: &[f64], b: &[f64]) -> f64 {
+    let (mut concordant, mut discordant, mut ties_a, mut ties_b) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    for i in 0..a.len() {
+        for j in i + 1..a.len() {
+            let (da, db) = (a[i] - a[j], b[i] - b[j]);
+            match (da == 0.0, db == 0.0) {
+                (true, true) => {}
+                (true, false) => ties_a += 1.0,
+                (false, true) => ties_b += 1.0,
+                _ if da.signum() == db.signum() => concordant += 1.0,
+                _ => discordant += 1.0,
+            }
+        }
+    }
+    (concordant - discordant) / ((concordant + discordant + ties_a) * (concordant + discordant + ties_b)).sqrt()
+}
+
+/// Standard deviation of the finite values (NaN when fewer than two).
+pub fn std_dev(values: &[f64]) -> f64 {
+    let v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.len() < 2 {
+        return f64::NAN;
+    }
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() as f64 - 1.0)).sqrt()
+}
