@@ -5,6 +5,8 @@ mod defaults;
 mod inspect;
 mod llama_args;
 mod llama_output;
+mod plots;
+mod report;
 mod samples;
 mod score;
 mod validate;
@@ -35,6 +37,7 @@ enum Command {
     Score(score::Args),
     Inspect(inspect::Args),
     Validate(validate::Args),
+    Report(report::Args),
     Build(datasets::BuildArgs),
     Verify(datasets::VerifyArgs),
 }
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
         Command::Score(args) => score::run(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Validate(args) => validate::run(args),
+        Command::Report(args) => report::run(args),
         Command::Build(args) => datasets::run_build(args),
         Command::Verify(args) => datasets::run_verify(args),
     };

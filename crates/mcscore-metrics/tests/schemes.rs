@@ -2,7 +2,7 @@
 
 use mcscore_metrics::calibration::Calibration;
 use mcscore_metrics::schemes::{brier, Behaviour, Scheme, TaskProbs};
-use mcscore_metrics::stats::{bootstrap_mean, kendall, resamples, spearman};
+use mcscore_metrics::stats::{kendall, spearman, Bootstrap};
 use mcscore_metrics::{Normalisation, OptionScore};
 use proptest::prelude::*;
 
@@ -105,11 +105,16 @@ fn rank_correlations() {
 #[test]
 fn bootstrap_is_seeded_and_brackets_the_mean() {
     let values: Vec<f64> = (0..200).map(|i| f64::from(i % 3 == 0)).collect();
-    let a = bootstrap_mean(&values, &resamples(200, 1000, 7));
-    let b = bootstrap_mean(&values, &resamples(200, 1000, 7));
-    assert_eq!(a, b);
-    assert!(a.low < a.mean && a.mean < a.high, "{a:?}");
-    close(a.mean, 67.0 / 200.0);
+    let doubled: Vec<f64> = values.iter().map(|v| 2.0 * v).collect();
+    let boot = Bootstrap { n: 200, resamples: 1000, seed: 7 };
+    let (a, draws) = boot.estimates(&[&values, &doubled]);
+    assert_eq!(boot.estimates(&[&values, &doubled]).0, a, "seeded");
+    assert!(a[0].low < a[0].mean && a[0].mean < a[0].high, "{a:?}");
+    close(a[0].mean, 67.0 / 200.0);
+    // Same draws for every column.
+    assert!(draws.iter().all(|d| (d[1] - 2.0 * d[0]).abs() < 1e-12));
+    // A 95 % interval of a proportion of 1/3 over 200 tasks is about ±0.065.
+    assert!((a[0].high - a[0].low - 0.13).abs() < 0.03, "{a:?}");
 }
 
 fn task_strategy() -> impl Strategy<Value = (Vec<f64>, usize)> {

@@ -1,0 +1,81 @@
+//! SVG plots for `mcscore report --plots` (plotters, SVG backend).
+
+use std::path::Path;
+
+use anyhow::Context;
+use mcscore_metrics::calibration::Calibration;
+use plotters::prelude::*;
+
+fn file_name(label: &str) -> String {
+    label.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect()
+}
+
+/// A reliability diagram per model, and a scheme × model rank heatmap when
+/// there are several models.
+pub(crate) fn write(dir: &Path, calibrations: &[(&str, &Calibration)], rankings: &[(&str, &[f64])], models: &[String]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+    for (i, (label, calibration)) in calibrations.iter().enumerate() {
+        let path = dir.join(format!("reliability-{}-{}.svg", i + 1, file_name(label)));
+        reliability(&path, label, calibration).with_context(|| path.display().to_string())?;
+    }
+    if models.len() > 1 {
+        let path = dir.join("rank-heatmap.svg");
+        heatmap(&path, rankings, models).with_context(|| path.display().to_string())?;
+    }
+    Ok(())
+}
+
+fn reliability(path: &Path, label: &str, c: &Calibration) -> anyhow::Result<()> {
+    let root = SVGBackend::new(path, (640, 560)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("{}: ECE {:.3}", short(label, 40), c.ece), ("sans-serif", 18))
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0f64..1f64, 0f64..1f64)?;
+    chart.configure_mesh().x_desc("confidence (p_max)").y_desc("accuracy").draw()?;
+    chart.draw_series(LineSeries::new([(0.0, 0.0), (1.0, 1.0)], BLACK.mix(0.4)))?;
+    chart.draw_series(c.bins.iter().filter(|b| b.count > 0).map(|b| {
+        Rectangle::new([(b.low, 0.0), (b.high, b.accuracy)], BLUE.mix(0.5).filled())
+    }))?;
+    chart.draw_series(c.bins.iter().filter(|b| b.count > 0).map(|b| Circle::new((b.mean_confidence, b.accuracy), 4, RED.filled())))?;
+    root.present()?;
+    Ok(())
+}
+
+fn short(label: &str, max: usize) -> String {
+    if label.chars().count() <= max {
+        label.to_owned()
+    } else {
+        label.chars().take(max - 1).chain(std::iter::once('…')).collect()
+    }
+}
+
+fn heatmap(path: &Path, rankings: &[(&str, &[f64])], models: &[String]) -> anyhow::Result<()> {
+    let (rows, cols) = (rankings.len(), models.len());
+    let root = SVGBackend::new(path, (120 + 170 * cols as u32, 90 + 40 * rows as u32)).into_drawing_area();
+    root.fill(&WHITE)?;
+    // Label space inside the plot: one column on the left, one row on top.
+    let mut chart = ChartBuilder::on(&root)
+        .caption("model rank per scheme (1 = best)", ("sans-serif", 18))
+        .margin(10)
+        .build_cartesian_2d(-0.8f64..cols as f64, rows as f64 + 1.0..0f64)?;
+    let worst = cols.max(2) as f64;
+    for (y, (scheme, ranks)) in rankings.iter().enumerate() {
+        let top = y as f64 + 1.0;
+        chart.draw_series(std::iter::once(Text::new(scheme.to_string(), (-0.75, top + 0.3), ("sans-serif", 16))))?;
+        for (x, &rank) in ranks.iter().enumerate() {
+            let shade = 1.0 - (rank - 1.0) / (worst - 1.0);
+            let color = RGBColor(255 - (200.0 * shade) as u8, 255 - (120.0 * shade) as u8, 255);
+            let left = x as f64;
+            chart.draw_series(std::iter::once(Rectangle::new([(left, top), (left + 0.98, top + 0.95)], color.filled())))?;
+            chart.draw_series(std::iter::once(Text::new(format!("{rank:.1}"), (left + 0.42, top + 0.3), ("sans-serif", 16))))?;
+        }
+    }
+    for (x, model) in models.iter().enumerate() {
+        chart.draw_series(std::iter::once(Text::new(format!("#{} {}", x + 1, short(model, 18)), (x as f64 + 0.02, 0.3), ("sans-serif", 13))))?;
+    }
+    root.present()?;
+    Ok(())
+}

@@ -1,0 +1,73 @@
+//! `mcscore report` end to end: two real runs of the default model, reported
+//! as text, JSON, CSV and SVG; logs that cannot be compared are refused.
+
+mod common;
+
+use common::*;
+
+fn score(dir: &std::path::Path, name: &str, file: &str, extra: &[&str]) -> std::path::PathBuf {
+    let log = dir.join(name);
+    let model = model();
+    let mut args = vec!["score", "-m", &model, "-bf", file, "--multiple-choice-tasks", "30", "-t", "2", "--log-samples", path_str(&log)];
+    args.extend_from_slice(extra);
+    let out = run(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    log
+}
+
+#[test]
+fn report_on_two_real_runs() {
+    let dir = tempdir();
+    let file = reference("mc_text5.bin");
+    let a = score(dir.path(), "a.jsonl", &file, &["-c", "512", "-np", "16"]);
+    let b = score(dir.path(), "b.jsonl", &file, &["--deterministic"]);
+    let plots = dir.path().join("plots");
+    let out = run(&["report", path_str(&a), path_str(&b), "--json", "--plots", path_str(&plots)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let models = json["models"].as_array().unwrap();
+    assert_eq!(models.len(), 2);
+    for m in models {
+        assert_eq!(m["tasks"], 30);
+        let schemes: Vec<&str> = m["schemes"].as_array().unwrap().iter().map(|s| s[0].as_str().unwrap()).collect();
+        assert_eq!(schemes, ["NR", "NM", "Elim", "Elim-NM", "CBM", "PPA", "AUC"]);
+        // NR equals the engine's acc_norm accuracy on the same log.
+        let nr = m["schemes"][0][1]["mean"].as_f64().unwrap();
+        let acc_norm = m["normalisations"][1][1]["mean"].as_f64().unwrap();
+        assert!((100.0 * nr - acc_norm).abs() < 1e-9, "{nr} vs {acc_norm}");
+        let brier = m["calibration"]["brier"].as_f64().unwrap();
+        assert!((0.0..=2.0).contains(&brier));
+        let e = &m["schemes"][5][1];
+        assert!(e["low"].as_f64().unwrap() <= e["mean"].as_f64().unwrap() && e["mean"].as_f64().unwrap() <= e["high"].as_f64().unwrap());
+    }
+    assert_eq!(json["rankings"].as_array().unwrap().len(), 7);
+    let svgs: Vec<String> = std::fs::read_dir(&plots).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert_eq!(svgs.len(), 3, "{svgs:?}");
+    for svg in &svgs {
+        let text = std::fs::read_to_string(plots.join(svg)).unwrap();
+        assert!(text.starts_with("<svg") && text.contains("</svg>"), "{svg}");
+    }
+    let text = run(&["report", path_str(&a), path_str(&b)]);
+    assert!(stdout(&text).contains("Spearman ρ with NR's ranking"), "{}", stdout(&text));
+    let csv = run(&["report", path_str(&a), "--csv"]);
+    assert!(stdout(&csv).starts_with("model,kind,metric,value,ci_low,ci_high\n"), "{}", stdout(&csv));
+    assert!(stdout(&csv).lines().any(|l| l.contains(",calibration,ece,")));
+}
+
+#[test]
+fn logs_of_different_datasets_or_unfinished_runs_are_refused() {
+    let dir = tempdir();
+    let a = score(dir.path(), "a.jsonl", &reference("mc_text5.bin"), &[]);
+    let b = score(dir.path(), "b.jsonl", &reference("mc_letter4.bin"), &[]);
+    let out = run(&["report", path_str(&a), path_str(&b)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("a report compares runs on the same dataset"), "{}", stderr(&out));
+    // An unfinished log: drop its last task line and the footer.
+    let text = std::fs::read_to_string(&a).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let cut = dir.path().join("cut.jsonl");
+    std::fs::write(&cut, lines[..lines.len() - 2].join("\n") + "\n").unwrap();
+    let out = run(&["report", path_str(&cut)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("29 of 30 announced tasks are logged"), "{}", stderr(&out));
+}
