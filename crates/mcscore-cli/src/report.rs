@@ -48,6 +48,8 @@ enum NormArg {
     AccNorm,
     AccChar,
     AccByte,
+    /// Needs logs of `score --pmi`.
+    AccPmi,
 }
 
 impl From<NormArg> for Normalisation {
@@ -57,6 +59,7 @@ impl From<NormArg> for Normalisation {
             NormArg::AccNorm => Normalisation::AccNorm,
             NormArg::AccChar => Normalisation::AccChar,
             NormArg::AccByte => Normalisation::AccByte,
+            NormArg::AccPmi => Normalisation::AccPmi,
         }
     }
 }
@@ -159,6 +162,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut scheme_draws: Vec<Vec<Vec<f64>>> = Vec::new();
     let mut models = Vec::new();
     for (run, label) in runs.iter().zip(&labels) {
+        if norm == Normalisation::AccPmi && !samples::normalisations(&run.records).contains(&Normalisation::AccPmi) {
+            bail!("{}: --normalisation acc-pmi needs a log of `mcscore score --pmi`", run.path.display());
+        }
         let probs: Vec<TaskProbs> = run
             .records
             .iter()
@@ -168,15 +174,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
                 Ok(TaskProbs::from_scores(&scores, key))
             })
             .collect::<anyhow::Result<_>>()?;
-        let hits: Vec<Vec<f64>> = Normalisation::ALL
+        let norms = samples::normalisations(&run.records);
+        let hits: Vec<Vec<f64>> = norms
             .iter()
             .map(|&nm| run.records.iter().map(|r| 100.0 * f64::from(u8::from(r.correct.get(nm)))).collect())
             .collect();
         let per_scheme: Vec<Vec<f64>> = Scheme::DEFAULTS.iter().map(|s| probs.iter().map(|t| s.score(t)).collect()).collect();
         let columns: Vec<&[f64]> = hits.iter().chain(&per_scheme).map(Vec::as_slice).collect();
         let (estimates, draws) = bootstrap.estimates(&columns);
-        let n_norm = Normalisation::ALL.len();
-        let normalisations = Normalisation::ALL.iter().zip(&estimates).map(|(nm, e)| (nm.name().to_owned(), *e)).collect();
+        let n_norm = norms.len();
+        let normalisations = norms.iter().zip(&estimates).map(|(nm, e)| (nm.name().to_owned(), *e)).collect();
         let schemes: Vec<(String, Estimate)> = Scheme::DEFAULTS.iter().zip(&estimates[n_norm..]).map(|(s, e)| (s.name().to_owned(), *e)).collect();
         scheme_means.push(schemes.iter().map(|(_, e)| e.mean).collect());
         scheme_draws.push(draws.iter().map(|d| d[n_norm..].to_vec()).collect());

@@ -33,24 +33,30 @@ pub(crate) struct PerNormalisation<T> {
     pub acc_norm: T,
     pub acc_char: T,
     pub acc_byte: T,
+    /// Only in logs of `score --pmi`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acc_pmi: Option<T>,
 }
 
 impl<T: Copy> PerNormalisation<T> {
-    pub fn from_fn(f: impl Fn(Normalisation) -> T) -> Self {
+    pub fn from_fn(with_pmi: bool, f: impl Fn(Normalisation) -> T) -> Self {
         PerNormalisation {
             acc: f(Normalisation::Acc),
             acc_norm: f(Normalisation::AccNorm),
             acc_char: f(Normalisation::AccChar),
             acc_byte: f(Normalisation::AccByte),
+            acc_pmi: with_pmi.then(|| f(Normalisation::AccPmi)),
         }
     }
 
+    /// Panics for acc_pmi in a log without it: ask `has_pmi` first.
     pub fn get(&self, norm: Normalisation) -> T {
         match norm {
             Normalisation::Acc => self.acc,
             Normalisation::AccNorm => self.acc_norm,
             Normalisation::AccChar => self.acc_char,
             Normalisation::AccByte => self.acc_byte,
+            Normalisation::AccPmi => self.acc_pmi.expect("acc_pmi is logged only by score --pmi"),
         }
     }
 }
@@ -69,10 +75,20 @@ pub(crate) struct TaskRecord {
     pub correct: PerNormalisation<bool>,
 }
 
+/// The normalisations every record of a run has.
+pub(crate) fn normalisations(records: &[TaskRecord]) -> &'static [Normalisation] {
+    if !records.is_empty() && records.iter().all(|r| r.pred.acc_pmi.is_some()) {
+        &Normalisation::WITH_PMI
+    } else {
+        &Normalisation::ALL
+    }
+}
+
 impl TaskRecord {
     pub fn new(task: usize, options: Vec<OptionScore>, labels: Vec<bool>) -> TaskRecord {
-        let pred = PerNormalisation::from_fn(|n| n.predict(&options));
-        let correct = PerNormalisation::from_fn(|n| labels[pred.get(n)]);
+        let with_pmi = options.iter().all(|o| o.uncond_logprob_sum.is_some());
+        let pred = PerNormalisation::from_fn(with_pmi, |n| n.predict(&options));
+        let correct = PerNormalisation::from_fn(with_pmi, |n| labels[pred.get(n)]);
         TaskRecord { task, gold: labels.iter().position(|&l| l), options, labels, pred, correct }
     }
 }

@@ -15,7 +15,10 @@ use mcscore_metrics::{Normalisation, Proportion};
 use serde_json::json;
 
 use crate::{defaults, llama_output};
-use crate::samples::{Header, SampleLog, TaskRecord};
+use crate::samples::{self, Header, SampleLog, TaskRecord};
+
+/// The context of the unconditional pass of `--pmi` (lm-evaluation-harness, OLMES).
+const UNCONDITIONAL_CONTEXT: &str = "Answer:";
 use crate::Outcome;
 
 const EXAMPLES: &str = "\
@@ -79,6 +82,10 @@ pub(crate) struct Args {
     /// Flash attention (-fa), as llama.cpp: on, off, or auto (on where supported).
     #[arg(long = "flash-attn", value_name = "on|off|auto", default_value = "auto", value_parser = parse_flash_attention)]
     flash_attn: FlashAttention,
+    /// Also score every option after the context "Answer:" alone, for acc_pmi
+    /// (log-probability given the question minus log-probability without it).
+    #[arg(long)]
+    pmi: bool,
     /// Score each task alone, so its scores do not depend on -np, -b or the other tasks.
     #[arg(long)]
     deterministic: bool,
@@ -226,7 +233,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         file_sha256: file_sha256.clone(),
         tasks: prepared.len(),
         selection: args.multiple_choice_tasks,
-        settings: settings.fingerprint() + if args.lenient { " lenient" } else { "" },
+        settings: settings.fingerprint() + if args.lenient { " lenient" } else { "" } + if args.pmi { " pmi" } else { "" },
     };
     // Resume at a batch boundary, so the remaining batches are the same decodes
     // an uninterrupted run makes and the final numbers are identical.
@@ -257,6 +264,27 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
 
+    // --pmi: the options after "Answer:" alone, scored first (a short pass).
+    let uncond: Vec<Vec<f64>> = if args.pmi {
+        let bare: Vec<(usize, Task<'_>)> = selected
+            .iter()
+            .map(|(i, t)| (*i, Task { question: UNCONDITIONAL_CONTEXT, mc1: t.mc1.clone(), mc2: Default::default() }))
+            .collect();
+        let prepared_bare = engine.prepare(&bare).with_context(|| format!("{}: --pmi (options after {UNCONDITIONAL_CONTEXT:?})", path.display()))?;
+        let plan_bare = mcscore_engine::plan(&prepared_bare, &settings)?;
+        let mut sums = Vec::with_capacity(bare.len());
+        engine.score(&prepared_bare, &plan_bare, &settings, |scores| {
+            sums.push(scores.options.iter().map(|o| o.logprob_sum).collect());
+            ControlFlow::Continue(())
+        })?;
+        if sums.len() != bare.len() {
+            bail!("{}: --pmi scored {} of {} tasks", path.display(), sums.len(), bare.len());
+        }
+        sums
+    } else {
+        Vec::new()
+    };
+
     let interrupted = Arc::new(AtomicBool::new(false));
     {
         let flag = interrupted.clone();
@@ -272,7 +300,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut batch_end = remaining.batches.first().map_or(0, |b| b.end);
     let mut batch_index = 0;
     let score_started = Instant::now();
-    let completion = engine.score(&prepared, &remaining, &settings, |scores| {
+    let completion = engine.score(&prepared, &remaining, &settings, |mut scores| {
+        if let Some(bare) = uncond.get(records.len()) {
+            for (option, &sum) in scores.options.iter_mut().zip(bare) {
+                option.uncond_logprob_sum = Some(sum);
+            }
+        }
         let record = TaskRecord::new(scores.task, scores.options, scores.correct);
         if let Some(log) = log.as_mut() {
             if let Err(e) = log.record(&record) {
@@ -344,7 +377,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         stdout.flush()?;
         eprint!("{}", llama_output::final_lines(accuracy(Normalisation::AccNorm).successes, n, total_options));
     } else if args.json {
-        let metrics: serde_json::Map<String, serde_json::Value> = Normalisation::ALL
+        let metrics: serde_json::Map<String, serde_json::Value> = samples::normalisations(&records)
             .iter()
             .map(|&norm| {
                 let a = accuracy(norm);
@@ -373,7 +406,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     } else {
         writeln!(stdout, "{} on {}: {n} tasks", model_path.file_name().unwrap_or_default().to_string_lossy(), path.display())?;
         writeln!(stdout, "  {:<16}{:>9}  {:>7}", "", "accuracy", "± s.e.")?;
-        for norm in Normalisation::ALL {
+        for &norm in samples::normalisations(&records) {
             let a = accuracy(norm);
             let note = if norm == Normalisation::AccNorm { "  (llama-perplexity's number)" } else { "" };
             writeln!(stdout, "  {:<16}{:>8.2}%  {:>7.2}{note}", norm.name(), a.percent(), a.stderr_percent())?;

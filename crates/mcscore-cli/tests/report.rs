@@ -71,3 +71,29 @@ fn logs_of_different_datasets_or_unfinished_runs_are_refused() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("29 of 30 announced tasks are logged"), "{}", stderr(&out));
 }
+
+#[test]
+fn pmi_pass_is_logged_and_reported() {
+    let dir = tempdir();
+    let log = score(dir.path(), "pmi.jsonl", &reference("mc_text5.bin"), &["--pmi"]);
+    let tasks = log_tasks(&log);
+    assert_eq!(tasks.len(), 30);
+    for task in &tasks {
+        let options = task["options"].as_array().unwrap();
+        let pmi: Vec<f64> = options
+            .iter()
+            .map(|o| o["logprob_sum"].as_f64().unwrap() - o["uncond_logprob_sum"].as_f64().expect("uncond_logprob_sum logged"))
+            .collect();
+        let best = (1..pmi.len()).fold(0, |b, k| if pmi[k] > pmi[b] { k } else { b });
+        assert_eq!(task["pred"]["acc_pmi"].as_u64().unwrap() as usize, best);
+    }
+    let out = run(&["report", path_str(&log), "--normalisation", "acc-pmi", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["models"][0]["normalisations"][4][0], "acc_pmi");
+    // Without --pmi there is nothing to report acc_pmi from.
+    let plain = score(dir.path(), "plain.jsonl", &reference("mc_text5.bin"), &[]);
+    let out = run(&["report", path_str(&plain), "--normalisation", "acc-pmi"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("needs a log of `mcscore score --pmi`"), "{}", stderr(&out));
+}

@@ -159,6 +159,7 @@ impl Engine {
                         tokens: task.continuations[k].len() as u32,
                         chars: task.option_chars[k],
                         bytes: task.option_bytes[k],
+                        uncond_logprob_sum: None,
                     })
                     .collect();
                 scored += 1;

@@ -17,6 +17,9 @@ pub struct OptionScore {
     pub chars: u32,
     /// UTF-8 bytes in the option text.
     pub bytes: u32,
+    /// Σ log p of the same tokens after the context "Answer:" (`score --pmi`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncond_logprob_sum: Option<f64>,
 }
 
 /// How an option's summed log-probability is normalised before the argmax.
@@ -31,11 +34,18 @@ pub enum Normalisation {
     AccChar,
     /// Σ log p / UTF-8 bytes (OLMES per-byte).
     AccByte,
+    /// Σ log p − Σ log p after "Answer:" alone (lm-evaluation-harness
+    /// `acc_mutual_info`); needs the unconditional pass of `score --pmi`.
+    AccPmi,
 }
 
 impl Normalisation {
+    /// The normalisations every log has.
     pub const ALL: [Normalisation; 4] =
         [Normalisation::Acc, Normalisation::AccNorm, Normalisation::AccChar, Normalisation::AccByte];
+    /// All of them, with acc_pmi, for logs of `score --pmi`.
+    pub const WITH_PMI: [Normalisation; 5] =
+        [Normalisation::Acc, Normalisation::AccNorm, Normalisation::AccChar, Normalisation::AccByte, Normalisation::AccPmi];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -43,6 +53,7 @@ impl Normalisation {
             Normalisation::AccNorm => "acc_norm",
             Normalisation::AccChar => "acc_char",
             Normalisation::AccByte => "acc_byte",
+            Normalisation::AccPmi => "acc_pmi",
         }
     }
 
@@ -53,6 +64,7 @@ impl Normalisation {
             Normalisation::AccNorm => by(option.tokens),
             Normalisation::AccChar => by(option.chars),
             Normalisation::AccByte => by(option.bytes),
+            Normalisation::AccPmi => option.logprob_sum - option.uncond_logprob_sum.unwrap_or(f64::NAN),
         }
     }
 
@@ -93,7 +105,7 @@ mod tests {
     use super::*;
 
     fn option(logprob_sum: f64, tokens: u32, chars: u32, bytes: u32) -> OptionScore {
-        OptionScore { logprob_sum, tokens, chars, bytes }
+        OptionScore { logprob_sum, tokens, chars, bytes, uncond_logprob_sum: None }
     }
 
     #[test]
@@ -104,6 +116,16 @@ mod tests {
         assert_eq!(Normalisation::AccNorm.predict(&options), 0); // -2 vs -4
         assert_eq!(Normalisation::AccChar.predict(&options), 0); // -0.5 vs -2
         assert_eq!(Normalisation::AccByte.predict(&options), 0); // -0.5 vs -1
+    }
+
+    #[test]
+    fn pmi_subtracts_the_unconditional_pass() {
+        let mut a = option(-3.0, 1, 1, 1);
+        let mut b = option(-2.0, 1, 1, 1);
+        a.uncond_logprob_sum = Some(-6.0); // a is much likelier given the question
+        b.uncond_logprob_sum = Some(-2.5);
+        assert_eq!(Normalisation::Acc.predict(&[a, b]), 1);
+        assert_eq!(Normalisation::AccPmi.predict(&[a, b]), 0);
     }
 
     #[test]
