@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use mcscore_metrics::calibration::{Calibration, ECE_BINS};
 use mcscore_metrics::schemes::{Behaviour, Scheme, TaskProbs};
-use mcscore_metrics::stats::{spearman, std_dev, Bootstrap, Estimate};
+use mcscore_metrics::stats::{kendall, spearman, std_dev, Bootstrap, Estimate};
 use mcscore_metrics::Normalisation;
 use serde::Serialize;
 
@@ -25,6 +25,12 @@ pub(crate) struct Args {
     /// The normalisation whose softmax gives the option probabilities p.
     #[arg(long, value_enum, default_value = "acc-norm")]
     normalisation: NormArg,
+    /// NM's abstention threshold τ: answer only when p_max > τ (default 1/k).
+    #[arg(long, value_name = "TAU")]
+    tau: Option<f64>,
+    /// Elim's elimination threshold ε: eliminate options with p < ε (default 1/k).
+    #[arg(long, value_name = "EPSILON")]
+    epsilon: Option<f64>,
     /// Bootstrap resamples.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     resamples: u32,
@@ -86,6 +92,8 @@ struct Ranking {
     ranks: Vec<f64>,
     spearman_vs_nr: f64,
     spearman_se: f64,
+    kendall_vs_nr: f64,
+    kendall_se: f64,
 }
 
 #[derive(Serialize)]
@@ -156,6 +164,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let n = runs[0].records.len();
     let bootstrap = Bootstrap { n, resamples: args.resamples as usize, seed: args.seed };
     let labels = labels(&runs);
+    let schemes_used: Vec<Scheme> = Scheme::DEFAULTS
+        .iter()
+        .map(|&s| match s {
+            Scheme::Nm { .. } => Scheme::Nm { tau: args.tau },
+            Scheme::Elim { .. } => Scheme::Elim { epsilon: args.epsilon },
+            Scheme::ElimNm { .. } => Scheme::ElimNm { epsilon: args.epsilon },
+            other => other,
+        })
+        .collect();
 
     // Per model: each scheme's mean overall, and under each resample.
     let mut scheme_means: Vec<Vec<f64>> = Vec::new();
@@ -179,12 +196,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             .iter()
             .map(|&nm| run.records.iter().map(|r| 100.0 * f64::from(u8::from(r.correct.get(nm)))).collect())
             .collect();
-        let per_scheme: Vec<Vec<f64>> = Scheme::DEFAULTS.iter().map(|s| probs.iter().map(|t| s.score(t)).collect()).collect();
+        let per_scheme: Vec<Vec<f64>> = schemes_used.iter().map(|s| probs.iter().map(|t| s.score(t)).collect()).collect();
         let columns: Vec<&[f64]> = hits.iter().chain(&per_scheme).map(Vec::as_slice).collect();
         let (estimates, draws) = bootstrap.estimates(&columns);
         let n_norm = norms.len();
         let normalisations = norms.iter().zip(&estimates).map(|(nm, e)| (nm.name().to_owned(), *e)).collect();
-        let schemes: Vec<(String, Estimate)> = Scheme::DEFAULTS.iter().zip(&estimates[n_norm..]).map(|(s, e)| (s.name().to_owned(), *e)).collect();
+        let schemes: Vec<(String, Estimate)> = schemes_used.iter().zip(&estimates[n_norm..]).map(|(s, e)| (s.name().to_owned(), *e)).collect();
         scheme_means.push(schemes.iter().map(|(_, e)| e.mean).collect());
         scheme_draws.push(draws.iter().map(|d| d[n_norm..].to_vec()).collect());
         models.push(ModelReport {
@@ -203,17 +220,24 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut rankings = Vec::new();
     if runs.len() > 1 {
         let models = 0..runs.len();
-        for (s, scheme) in Scheme::DEFAULTS.iter().enumerate() {
+        for (s, scheme) in schemes_used.iter().enumerate() {
             let means: Vec<f64> = models.clone().map(|m| scheme_means[m][s]).collect();
             let nr: Vec<f64> = models.clone().map(|m| scheme_means[m][0]).collect();
-            let boot: Vec<f64> = (0..bootstrap.resamples)
+            let (boot_rho, boot_tau): (Vec<f64>, Vec<f64>) = (0..bootstrap.resamples)
                 .map(|r| {
                     let a: Vec<f64> = models.clone().map(|m| scheme_draws[m][r][s]).collect();
                     let b: Vec<f64> = models.clone().map(|m| scheme_draws[m][r][0]).collect();
-                    spearman(&a, &b)
+                    (spearman(&a, &b), kendall(&a, &b))
                 })
-                .collect();
-            rankings.push(Ranking { scheme: scheme.name().to_owned(), ranks: ranks_desc(&means), spearman_vs_nr: spearman(&means, &nr), spearman_se: std_dev(&boot) });
+                .unzip();
+            rankings.push(Ranking {
+                scheme: scheme.name().to_owned(),
+                ranks: ranks_desc(&means),
+                spearman_vs_nr: spearman(&means, &nr),
+                spearman_se: std_dev(&boot_rho),
+                kendall_vs_nr: kendall(&means, &nr),
+                kendall_se: std_dev(&boot_tau),
+            });
         }
     }
 
@@ -256,6 +280,7 @@ fn csv(report: &Report) -> String {
     }
     for r in &report.rankings {
         let _ = writeln!(out, "all,ranking,spearman_vs_nr:{},{},{},{}", r.scheme, r.spearman_vs_nr, r.spearman_vs_nr - 1.96 * r.spearman_se, r.spearman_vs_nr + 1.96 * r.spearman_se);
+        let _ = writeln!(out, "all,ranking,kendall_vs_nr:{},{},{},{}", r.scheme, r.kendall_vs_nr, r.kendall_vs_nr - 1.96 * r.kendall_se, r.kendall_vs_nr + 1.96 * r.kendall_se);
     }
     out
 }
@@ -287,12 +312,12 @@ fn text(report: &Report) -> String {
             c.ece, c.brier, c.reliability, c.resolution, c.uncertainty);
     }
     if !report.rankings.is_empty() {
-        let _ = writeln!(out, "\nmodel ranks per scheme (1 = best), Spearman ρ with NR's ranking ± bootstrap SE");
+        let _ = writeln!(out, "\nmodel ranks per scheme (1 = best); Spearman ρ and Kendall τ with NR's ranking ± bootstrap SE");
         let names: Vec<&str> = report.models.iter().map(|m| m.label.as_str()).collect();
         let _ = writeln!(out, "  models: {}", names.iter().enumerate().map(|(i, n)| format!("#{} {n}", i + 1)).collect::<Vec<_>>().join(", "));
         for r in &report.rankings {
             let ranks: Vec<String> = r.ranks.iter().map(|x| format!("{x:.1}")).collect();
-            let _ = writeln!(out, "    {:<10} ranks {:<20} ρ = {:.3} ± {:.3}", r.scheme, ranks.join(" "), r.spearman_vs_nr, r.spearman_se);
+            let _ = writeln!(out, "    {:<10} ranks {:<20} ρ = {:.3} ± {:.3}   τ = {:.3} ± {:.3}", r.scheme, ranks.join(" "), r.spearman_vs_nr, r.spearman_se, r.kendall_vs_nr, r.kendall_se);
         }
     }
     out

@@ -48,7 +48,13 @@ fn report_on_two_real_runs() {
         assert!(text.starts_with("<svg") && text.contains("</svg>"), "{svg}");
     }
     let text = run(&["report", path_str(&a), path_str(&b)]);
-    assert!(stdout(&text).contains("Spearman ρ with NR's ranking"), "{}", stdout(&text));
+    assert!(stdout(&text).contains("Spearman ρ and Kendall τ with NR's ranking"), "{}", stdout(&text));
+    // τ = 1 abstains on every task (p_max > 1 never holds); ε = 0 eliminates nothing.
+    let strict = run(&["report", path_str(&a), "--tau", "1", "--epsilon", "0", "--json"]);
+    let strict: serde_json::Value = serde_json::from_str(&stdout(&strict)).unwrap();
+    for scheme in [1, 2, 3] {
+        assert_eq!(strict["models"][0]["schemes"][scheme][1]["mean"], 0.0, "{}", strict["models"][0]["schemes"][scheme]);
+    }
     let csv = run(&["report", path_str(&a), "--csv"]);
     assert!(stdout(&csv).starts_with("model,kind,metric,value,ci_low,ci_high\n"), "{}", stdout(&csv));
     assert!(stdout(&csv).lines().any(|l| l.contains(",calibration,ece,")));
