@@ -108,9 +108,4 @@ impl Engine {
     pub fn prepare(&self, tasks: &[(usize, Task<'_>)]) -> Result<Vec<PreparedTask>, EngineError> {
         prepare::prepare(&self.model, tasks)
     }
-
-    /// The model's trained context length.
-    pub fn n_ctx_train(&self) -> u32 {
-        self.model.n_ctx_train()
-    }
 }

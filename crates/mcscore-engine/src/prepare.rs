@@ -32,11 +32,6 @@ impl PreparedTask {
     pub fn n_options(&self) -> usize {
         self.continuations.len()
     }
-
-    /// The tokens each option is scored on (after the common prefix).
-    pub fn scored_tokens(&self) -> impl Iterator<Item = usize> + '_ {
-        self.continuations.iter().map(Vec::len)
-    }
 }
 
 /// Tokenises `question + " " + option` for every option, with the model's BOS
