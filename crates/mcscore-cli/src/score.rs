@@ -44,7 +44,7 @@ pub(crate) struct Args {
     /// Task file (.bin); default: the bundled dataset.
     #[arg(value_name = "FILE", conflicts_with = "binary_file")]
     file: Option<PathBuf>,
-    /// Task file, as llama-perplexity's -bf (also -f, --file).
+    /// Task file: -bf FILE, as llama-perplexity takes it (also -f, --file).
     #[arg(long = "binary-file", short = 'f', visible_alias = "file", value_name = "FILE")]
     binary_file: Option<PathBuf>,
     /// GGUF model; default: gemma-3-270m Q4_K_M from scripts/fetch-model (or $MCSCORE_MODEL).
@@ -180,6 +180,16 @@ impl Source {
     }
 }
 
+/// A progress bar over tasks on stderr (hidden when stderr is not a terminal).
+fn task_progress(len: usize, done: usize, message: &'static str) -> ProgressBar {
+    let progress = ProgressBar::new(len as u64).with_position(done as u64).with_message(message);
+    progress.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} tasks ({per_sec}, eta {eta}) {msg}")
+            .expect("valid template"),
+    );
+    progress
+}
+
 fn sha256_file(path: &Path) -> anyhow::Result<String> {
     use sha2::Digest;
     let mut hasher = sha2::Sha256::new();
@@ -273,10 +283,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         let prepared_bare = engine.prepare(&bare).with_context(|| format!("{}: --pmi (options after {UNCONDITIONAL_CONTEXT:?})", path.display()))?;
         let plan_bare = mcscore_engine::plan(&prepared_bare, &settings)?;
         let mut sums = Vec::with_capacity(bare.len());
+        let progress = task_progress(bare.len(), 0, "--pmi: options after \"Answer:\"");
         engine.score(&prepared_bare, &plan_bare, &settings, |scores| {
             sums.push(scores.options.iter().map(|o| o.logprob_sum).collect());
+            progress.inc(1);
             ControlFlow::Continue(())
         })?;
+        progress.finish_and_clear();
         if sums.len() != bare.len() {
             bail!("{}: --pmi scored {} of {} tasks", path.display(), sums.len(), bare.len());
         }
@@ -290,11 +303,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         let flag = interrupted.clone();
         ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the Ctrl-C handler")?;
     }
-    let progress = ProgressBar::new(prepared.len() as u64).with_position(resumed as u64);
-    progress.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} tasks ({per_sec}, eta {eta}) {msg}")
-            .expect("valid template"),
-    );
+    let progress = task_progress(prepared.len(), resumed, "");
     let mut hits_norm = records.iter().filter(|r| r.correct.acc_norm).count();
     let mut write_error = None;
     let mut batch_end = remaining.batches.first().map_or(0, |b| b.end);
