@@ -10,6 +10,7 @@
 pub mod benchmarks;
 pub mod hub;
 pub mod manifest;
+pub mod formats;
 mod render;
 mod source;
 

@@ -149,3 +149,18 @@ fn verify_catches_a_source_of_another_revision() {
     let recorded = &recorded.entry(name).unwrap().source.files[0].sha256;
     assert_ne!(&mcscore_datasets::source_sha256(&other).unwrap(), recorded, "the manifest's source sha256 tells the revisions apart");
 }
+
+#[test]
+fn committed_letter_files_parse_back_to_their_source_items() {
+    use mcscore_datasets::formats::parse_letter_task;
+    for name in ["mmlu-validation", "commonsense-qa-validation", "medqa-test", "careqa-en-test"] {
+        let file = TaskFile::open(repo_root().join(format!("datasets/{name}.bin"))).unwrap();
+        let items = load_items(find(name).unwrap(), &local_source(name)).unwrap();
+        for (i, (task, item)) in file.tasks().zip(&items).enumerate() {
+            assert_eq!(parse_letter_task(&task).as_ref(), Some(item), "{name} task {i}");
+        }
+    }
+    // A text-mode file is refused.
+    let text = TaskFile::open(repo_root().join("datasets/arc-easy-validation.bin")).unwrap();
+    assert!(parse_letter_task(&text.task(0)).is_none());
+}

@@ -75,7 +75,7 @@ impl<'a> Task<'a> {
 }
 
 /// The option-ID families a letter-mode file may use (methods.md's format sweep).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IdSet {
     /// A, B, C, …
     Upper,
