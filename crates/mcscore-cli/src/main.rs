@@ -9,6 +9,7 @@ mod plots;
 mod report;
 mod samples;
 mod score;
+mod tokens;
 mod validate;
 
 use std::process::ExitCode;
@@ -38,6 +39,7 @@ enum Command {
     Inspect(inspect::Args),
     Validate(validate::Args),
     Report(report::Args),
+    Tokens(tokens::Args),
     Build(datasets::BuildArgs),
     Verify(datasets::VerifyArgs),
 }
@@ -65,6 +67,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(args),
         Command::Validate(args) => validate::run(args),
         Command::Report(args) => report::run(args),
+        Command::Tokens(args) => tokens::run(args),
         Command::Build(args) => datasets::run_build(args),
         Command::Verify(args) => datasets::run_verify(args),
     };

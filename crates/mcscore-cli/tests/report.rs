@@ -103,3 +103,17 @@ fn pmi_pass_is_logged_and_reported() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("needs a log of `mcscore score --pmi`"), "{}", stderr(&out));
 }
+
+#[test]
+fn tokens_audit_of_the_default_model() {
+    let out = run(&["tokens", "-m", &model(), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pairs: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let pairs = pairs.as_array().unwrap();
+    assert_eq!(pairs.len(), 16);
+    assert_eq!(pairs[0]["format"], "upper.colon");
+    // Gemma 3's tokenizer keeps every ID whole; "(A)" takes three tokens.
+    assert!(pairs.iter().all(|p| p["flagged"] == false), "{pairs:?}");
+    let parens = pairs.iter().find(|p| p["format"] == "upper.parens").unwrap();
+    assert_eq!(parens["label_tokens"], serde_json::json!([3, 3, 3, 3]));
+}

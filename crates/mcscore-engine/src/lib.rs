@@ -103,6 +103,13 @@ impl Engine {
         Ok(Engine { backend, model })
     }
 
+    /// The text of each token of `text` as the model splits it (no BOS,
+    /// special text not parsed), for tokenisation audits.
+    pub fn token_pieces(&self, text: &str) -> Vec<Vec<u8>> {
+        let vocab = self.model.vocab();
+        vocab.tokenize(text.as_bytes(), false, false).into_iter().map(|t| vocab.token_to_piece(t, false, None)).collect()
+    }
+
     /// Tokenises tasks (given with their file indices) and refuses any that
     /// llama-perplexity would mis-score.
     pub fn prepare(&self, tasks: &[(usize, Task<'_>)]) -> Result<Vec<PreparedTask>, EngineError> {
