@@ -2,6 +2,7 @@
 //! (docs/methods.md). Pure functions: no I/O, no model.
 
 pub mod calibration;
+pub mod debias;
 pub mod schemes;
 pub mod stats;
 
