@@ -10,16 +10,15 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use mcscore_engine::{plan, select_tasks, Completion, ContextSize, Engine, FlashAttention, Settings};
-use mcscore_format::{read_lenient, sha256_hex, Baselines, Error as FormatError, Task, TaskFile};
+use mcscore_format::{read_lenient, sha256_file, sha256_hex, Baselines, Error as FormatError, Task, TaskFile};
 use mcscore_metrics::{Normalisation, Proportion};
 use serde_json::json;
 
-use crate::{defaults, llama_output};
 use crate::samples::{self, Header, SampleLog, TaskRecord};
+use crate::{defaults, llama_output, Outcome};
 
 /// The context of the unconditional pass of `--pmi` (lm-evaluation-harness, OLMES).
 const UNCONDITIONAL_CONTEXT: &str = "Answer:";
-use crate::Outcome;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -190,14 +189,6 @@ fn task_progress(len: usize, done: usize, message: &'static str) -> ProgressBar 
     progress
 }
 
-fn sha256_file(path: &Path) -> anyhow::Result<String> {
-    use sha2::Digest;
-    let mut hasher = sha2::Sha256::new();
-    let mut file = std::fs::File::open(path).with_context(|| path.display().to_string())?;
-    std::io::copy(&mut file, &mut hasher).with_context(|| path.display().to_string())?;
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
-}
-
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let started = Instant::now();
     let path = match args.file.clone().or(args.binary_file.clone()) {
@@ -234,7 +225,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
 
     let file_sha256 = sha256_hex(source.bytes());
     let needs_model_hash = args.log_samples.is_some() || args.json;
-    let model_sha256 = if needs_model_hash { sha256_file(&model_path)? } else { String::new() };
+    let model_sha256 = if needs_model_hash {
+        sha256_file(&model_path).with_context(|| model_path.display().to_string())?
+    } else {
+        String::new()
+    };
     let header = Header {
         mcscore: env!("CARGO_PKG_VERSION").to_owned(),
         model: model_path.display().to_string(),

@@ -16,7 +16,7 @@ mod source;
 
 use std::path::{Path, PathBuf};
 
-use mcscore_format::{sha256_hex, write_tasks, Summary, Task, TaskFile};
+use mcscore_format::{sha256_file, sha256_hex, write_tasks, Summary, Task, TaskFile};
 
 pub use benchmarks::{find, Benchmark, BENCHMARKS};
 pub use manifest::{Entry, Manifest, Provenance, SourceFile};
@@ -88,7 +88,7 @@ pub fn source_sha256(path: &Path) -> Result<String, DatasetError> {
         }
         return Ok(sha256_hex(&all));
     }
-    Ok(sha256_hex(&std::fs::read(path).map_err(error)?))
+    sha256_file(path).map_err(error)
 }
 
 /// Builds `benchmark` from `sources` into `out_dir/NAME.bin` (atomically) and

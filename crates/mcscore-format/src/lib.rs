@@ -21,7 +21,7 @@ pub use fault::{Field, Fault};
 pub use file::TaskFile;
 pub use lenient::{llama_cpp_rejects, read_lenient};
 pub use parse::validate;
-pub use summary::{sha256_hex, Baselines, Summary};
+pub use summary::{sha256_file, sha256_hex, Baselines, Summary};
 pub use task::{Choices, IdSet, Mode, Task};
 pub use writer::{temp_file_beside, write_tasks, TaskWriter};
 
