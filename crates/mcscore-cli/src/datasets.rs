@@ -137,14 +137,16 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
     if manifest.datasets.is_empty() {
         bail!("{}: no datasets in the manifest", args.manifest.display());
     }
-    let entries: Vec<&Entry> = if args.files.is_empty() {
-        manifest.datasets.iter().collect()
+    // Each file to verify with its manifest entry (by file stem).
+    let entries: Vec<(&Entry, PathBuf)> = if args.files.is_empty() {
+        manifest.datasets.iter().map(|e| (e, Manifest::file_path(&args.manifest, e))).collect()
     } else {
         args.files
             .iter()
             .map(|f| {
                 let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
-                manifest.entry(stem).with_context(|| format!("{}: no entry named {stem:?} in {}", f.display(), args.manifest.display()))
+                let entry = manifest.entry(stem).with_context(|| format!("{}: no entry named {stem:?} in {}", f.display(), args.manifest.display()))?;
+                Ok((entry, f.clone()))
             })
             .collect::<anyhow::Result<_>>()?
     };
@@ -152,9 +154,7 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
         bail!("--source names one benchmark's source; {} files are being verified", entries.len());
     }
     let mut failed = 0;
-    for entry in entries {
-        let path = Manifest::file_path(&args.manifest, entry);
-        let path = args.files.iter().find(|f| f.file_stem().and_then(|s| s.to_str()) == Some(&entry.name)).cloned().unwrap_or(path);
+    for (entry, path) in entries {
         let mismatches = verify_entry(entry, &path, &args.source)?;
         if mismatches.is_empty() {
             println!("{}: verified: {} tasks match {}", path.display(), entry.tasks, entry.source.repo);
