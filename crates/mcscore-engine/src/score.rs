@@ -91,6 +91,7 @@ impl Engine {
         let mut batch = LlamaBatch::new(plan.n_batch as usize, max_per_token);
         let mut entries: Vec<Entry> = Vec::new();
         let mut rows: Vec<Row> = Vec::new();
+        let mut seqs: Vec<i32> = Vec::new();
         let mut scored = 0;
 
         for range in &plan.batches {
@@ -126,7 +127,8 @@ impl Engine {
                 let base = c * chunk;
                 batch.clear();
                 for e in part {
-                    let seqs: Vec<i32> = e.seqs.clone().collect();
+                    seqs.clear();
+                    seqs.extend(e.seqs.clone());
                     batch.add(e.token, e.pos, &seqs, e.logits).map_err(|err| EngineError::Decode {
                         task: group[0].index,
                         message: err.to_string(),
