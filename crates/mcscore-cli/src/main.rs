@@ -2,6 +2,7 @@
 
 mod datasets;
 mod defaults;
+mod engine_args;
 mod inspect;
 mod llama_args;
 mod llama_output;

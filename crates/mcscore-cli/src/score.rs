@@ -9,12 +9,13 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
-use mcscore_engine::{plan, select_tasks, Completion, ContextSize, Engine, FlashAttention, Settings};
+use mcscore_engine::{plan, select_tasks, Completion, Engine};
 use mcscore_format::{read_lenient, sha256_file, sha256_hex, Baselines, Error as FormatError, Task, TaskFile};
 use mcscore_metrics::{Normalisation, Proportion};
 use serde_json::json;
 
 use crate::samples::{self, Header, SampleLog, TaskRecord};
+use crate::engine_args::EngineArgs;
 use crate::{defaults, llama_output, Outcome};
 
 /// The context of the unconditional pass of `--pmi` (lm-evaluation-harness, OLMES).
@@ -55,39 +56,12 @@ pub(crate) struct Args {
     /// Score N tasks picked as llama-perplexity picks them (mt19937 seeded 1), in its order.
     #[arg(long, value_name = "N")]
     multiple_choice_tasks: Option<usize>,
-    /// Context per sequence, as llama.cpp's -c (the context is -np × -c), or `auto`:
-    /// just large enough for the longest task.
-    #[arg(short = 'c', long = "ctx-size", value_name = "N|auto", default_value = "auto", value_parser = parse_context)]
-    ctx_size: ContextSize,
-    /// Parallel sequences (-np): with -c, the context is np × c. Sequences per decode
-    /// follow from the data, so a task wider than -np does not stop the run.
-    #[arg(long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
-    parallel: Option<u32>,
-    /// Tokens per decode (-b).
-    #[arg(short = 'b', long = "batch-size", value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..))]
-    batch_size: u32,
-    /// Tokens per compute micro-batch (-ub).
-    #[arg(long = "ubatch-size", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
-    ubatch_size: u32,
-    /// Threads (-t); default: all cores.
-    #[arg(short = 't', long = "threads", value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
-    threads: Option<i32>,
-    /// Threads for batch processing (-tb); default: --threads.
-    #[arg(long = "threads-batch", value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
-    threads_batch: Option<i32>,
-    /// Layers to offload to the GPU (-ngl), where a GPU backend is compiled in.
-    #[arg(long = "n-gpu-layers", visible_alias = "gpu-layers", value_name = "N", default_value_t = 999)]
-    n_gpu_layers: u32,
-    /// Flash attention (-fa), as llama.cpp: on, off, or auto (on where supported).
-    #[arg(long = "flash-attn", value_name = "on|off|auto", default_value = "auto", value_parser = parse_flash_attention)]
-    flash_attn: FlashAttention,
+    #[command(flatten)]
+    engine: EngineArgs,
     /// Also score every option after the context "Answer:" alone, for acc_pmi
     /// (log-probability given the question minus log-probability without it).
     #[arg(long)]
     pmi: bool,
-    /// Score each task alone, so its scores do not depend on -np, -b or the other tasks.
-    #[arg(long)]
-    deterministic: bool,
     /// Score a file that fails strict validation the way llama.cpp would, listing what is wrong.
     #[arg(long)]
     lenient: bool,
@@ -110,25 +84,6 @@ pub(crate) struct Args {
 enum OutputFormat {
     Human,
     Llama,
-}
-
-fn parse_flash_attention(text: &str) -> Result<FlashAttention, String> {
-    match text {
-        "on" | "1" | "true" => Ok(FlashAttention::On),
-        "off" | "0" | "false" => Ok(FlashAttention::Off),
-        "auto" => Ok(FlashAttention::Auto),
-        _ => Err(format!("expected on, off or auto, got {text:?}")),
-    }
-}
-
-fn parse_context(text: &str) -> Result<ContextSize, String> {
-    if text == "auto" {
-        return Ok(ContextSize::Auto);
-    }
-    match text.parse::<u32>() {
-        Ok(n) if n > 0 => Ok(ContextSize::PerSequence(n)),
-        _ => Err(format!("expected a positive number of tokens or `auto`, got {text:?}")),
-    }
 }
 
 /// The tasks of a file: strictly validated, or read as llama.cpp would.
@@ -206,18 +161,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         None => (0..all_tasks.len()).collect(),
     };
     let selected: Vec<(usize, Task<'_>)> = order.iter().map(|&i| (i, all_tasks[i].clone())).collect();
-    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(4, |n| n.get() as i32));
-    let settings = Settings {
-        context: args.ctx_size,
-        parallel: args.parallel,
-        n_batch: args.batch_size,
-        n_ubatch: args.ubatch_size,
-        threads,
-        threads_batch: args.threads_batch.unwrap_or(threads),
-        n_gpu_layers: args.n_gpu_layers,
-        flash_attention: args.flash_attn,
-        deterministic: args.deterministic,
-    };
+    let settings = args.engine.settings();
 
     let engine = Engine::load(&model_path, settings.n_gpu_layers)?;
     let prepared = engine.prepare(&selected).with_context(|| path.display().to_string())?;
@@ -304,7 +248,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut batch_end = remaining.batches.first().map_or(0, |b| b.end);
     let mut batch_index = 0;
     let score_started = Instant::now();
-    let completion = engine.score(&prepared, &remaining, &settings, |mut scores| {
+    let run = engine.score(&prepared, &remaining, &settings, |mut scores| {
         if let Some(bare) = uncond.get(records.len()) {
             for (option, &sum) in scores.options.iter_mut().zip(bare) {
                 option.uncond_logprob_sum = Some(sum);
@@ -346,7 +290,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if let Some(e) = write_error {
         return Err(e);
     }
-    if let Completion::Interrupted { .. } = completion {
+    if let Completion::Interrupted { .. } = run.completion {
         if let Some(log) = log {
             log.finish(false, records.len())?;
         }
@@ -373,7 +317,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let accuracy = |norm: Normalisation| Proportion { successes: records.iter().filter(|r| r.correct.get(norm)).count(), n };
     let baselines = Baselines::of(selected.iter().map(|(_, t)| t));
     let total_options: usize = prepared.iter().map(|t| t.n_options()).sum();
-    let tokens: usize = prepared[resumed..].iter().map(|t| t.required_tokens()).sum();
+    let tokens = run.tokens;
     let score_seconds = score_started.elapsed().as_secs_f64();
 
     if llama {
@@ -402,7 +346,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             "metrics": metrics,
             "chance": baselines.chance,
             "majority_class": baselines.majority_class,
-            "tokens_evaluated": tokens,
+            "tokens_evaluated": tokens.decoded,
+            "tokens_unshared": tokens.unshared,
             "resumed_tasks": resumed,
             "scoring_seconds": score_seconds,
             "wall_seconds": started.elapsed().as_secs_f64(),
@@ -419,9 +364,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         writeln!(stdout, "  {:<16}{:>8.2}%  (always answer position {})", "majority_class", baselines.majority_class, baselines.majority_position)?;
         writeln!(
             stdout,
-            "  {tokens} tokens in {} decodes, {score_seconds:.1} s scoring ({:.0} tokens/s), {:.1} s in all",
+            "  {} tokens decoded ({} if tasks shared none) in {} decodes, {score_seconds:.1} s scoring ({:.0} tokens/s), {:.1} s in all",
+            tokens.decoded,
+            tokens.unshared,
             remaining.batches.len(),
-            tokens as f64 / score_seconds.max(1e-9),
+            tokens.decoded as f64 / score_seconds.max(1e-9),
             started.elapsed().as_secs_f64()
         )?;
     }

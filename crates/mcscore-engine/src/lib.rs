@@ -9,6 +9,7 @@ mod plan;
 mod prepare;
 mod score;
 mod subset;
+mod trie;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -21,7 +22,7 @@ use mcscore_format::Task;
 pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings};
 pub use prepare::PreparedTask;
 pub use mcscore_metrics::OptionScore;
-pub use score::{Completion, TaskScores};
+pub use score::{Completion, Run, TaskScores, TokenCounts};
 pub use subset::select_tasks;
 
 /// Why scoring could not run or finish. Every variant names the task (index in
@@ -54,6 +55,20 @@ pub enum EngineError {
 
     #[error("task {task}: option {option} got a non-finite log-probability ({value})")]
     NonFinite { task: usize, option: usize, value: f64 },
+}
+
+impl EngineError {
+    /// The task the error is about, where it is about one.
+    pub fn task(&self) -> Option<usize> {
+        match self {
+            EngineError::PrefixOption { task, .. }
+            | EngineError::NoCommonPrefix { task }
+            | EngineError::Decode { task, .. }
+            | EngineError::NonFinite { task, .. } => Some(*task),
+            EngineError::TaskTooLong { tasks, .. } => tasks.first().map(|t| t.0),
+            _ => None,
+        }
+    }
 }
 
 fn too_long_message(tasks: &[(usize, usize)], n_ctx: usize) -> String {

@@ -2,6 +2,7 @@
 //! scoring starts, so that a task that cannot fit fails the run up front.
 
 use crate::prepare::PreparedTask;
+use crate::trie::Trie;
 use crate::EngineError;
 
 /// llama.cpp's limit on sequence ids in one context (LLAMA_MAX_SEQ).
@@ -80,15 +81,29 @@ fn round_up(n: usize, to: usize) -> usize {
     n.div_ceil(to) * to
 }
 
-/// Packs tasks greedily, in order, as llama-perplexity does: a batch takes
-/// tasks while their tokens fit one micro-batch and their options fit
-/// llama.cpp's sequence limit. A task too long for the context fails the plan,
-/// naming it.
+/// Sequence ids a fill may give its leaves: one id is kept for the chain of
+/// tokens every task of a fill shares, which the next fill may reuse.
+pub(crate) fn leaf_limit(settings: &Settings) -> usize {
+    MAX_SEQUENCES - usize::from(shares_across_fills(settings))
+}
+
+/// Whether a fill may start from the previous fill's shared tokens still in
+/// the KV cache. Not when deterministic: a task's scores then depend on
+/// nothing but the task.
+pub(crate) fn shares_across_fills(settings: &Settings) -> bool {
+    !settings.deterministic
+}
+
+/// Packs tasks greedily, in order: a fill takes tasks while the tokens it
+/// decodes (their prefix tree: a shared stem counts once) fit one micro-batch
+/// and its sequences fit llama.cpp's limit. A task too long for the context
+/// fails the plan, naming it.
 pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineError> {
     let longest = tasks.iter().map(PreparedTask::required_tokens).max().unwrap_or(1);
     let widest = tasks.iter().map(PreparedTask::n_options).max().unwrap_or(1);
-    if widest > MAX_SEQUENCES {
-        return Err(EngineError::TooManySequences { widest, max: MAX_SEQUENCES });
+    let max_leaves = leaf_limit(settings);
+    if widest > max_leaves {
+        return Err(EngineError::TooManySequences { widest, max: max_leaves });
     }
     let n_ctx = match settings.context {
         // llama-perplexity forces -np to at least 4 and rounds the context up to 256.
@@ -106,6 +121,7 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     if !too_long.is_empty() {
         return Err(EngineError::TaskTooLong { tasks: too_long, n_ctx });
     }
+    let anchor = usize::from(shares_across_fills(settings));
     if settings.deterministic {
         // Each task alone, in a single micro-batch, whatever the flags say.
         let n = round_up(longest, 256) as u32;
@@ -123,16 +139,17 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     // chunks of -b tokens.
     let budget = n_ctx.min(settings.n_ubatch.min(settings.n_batch) as usize);
     let mut batches = Vec::new();
-    let (mut start, mut tokens, mut seqs, mut n_seq_max) = (0, 0, 0, 0);
+    let (mut start, mut n_seq_max) = (0, 0);
+    let mut trie = Trie::default();
     for (i, task) in tasks.iter().enumerate() {
-        let (t, s) = (task.required_tokens(), task.n_options());
-        if i > start && (tokens + t > budget || seqs + s > MAX_SEQUENCES) {
+        trie.insert(task);
+        if i > start && (trie.len() > budget || trie.leaves() > max_leaves) {
             batches.push(start..i);
-            (start, tokens, seqs) = (i, 0, 0);
+            start = i;
+            trie = Trie::default();
+            trie.insert(task);
         }
-        tokens += t;
-        seqs += s;
-        n_seq_max = n_seq_max.max(seqs);
+        n_seq_max = n_seq_max.max(trie.leaves() + anchor);
     }
     if start < tasks.len() {
         batches.push(start..tasks.len());
@@ -151,12 +168,14 @@ mod tests {
     use super::*;
     use llama_cpp_2::token::LlamaToken;
 
-    /// A task with a `prefix`-token prefix and options of the given lengths.
+    /// A task with a `prefix`-token prefix (BOS, then tokens of its own) and
+    /// options of the given lengths.
     fn task(index: usize, prefix: usize, options: &[usize]) -> PreparedTask {
+        let own = LlamaToken(1000 + index as i32);
         PreparedTask {
             index,
-            prefix: vec![LlamaToken(1); prefix],
-            continuations: options.iter().map(|&n| vec![LlamaToken(2); n]).collect(),
+            prefix: std::iter::once(LlamaToken(1)).chain(std::iter::repeat_n(own, prefix - 1)).collect(),
+            continuations: options.iter().enumerate().map(|(k, &n)| vec![LlamaToken(2 + k as i32); n]).collect(),
             correct: vec![false; options.len()],
             option_chars: vec![1; options.len()],
             option_bytes: vec![1; options.len()],
@@ -211,7 +230,9 @@ mod tests {
         let tasks: Vec<_> = (0..10).map(|i| task(i, 100, &[1, 1, 1, 1])).chain([task(10, 1500, &[1, 1])]).collect();
         let plan = plan(&tasks, &settings(ContextSize::Auto, None)).unwrap();
         assert_eq!(plan.batches, vec![0..5, 5..10, 10..11]);
-        assert_eq!(plan.n_seq_max, 20);
+        // Single-token options end where their prefix does: one leaf per task,
+        // plus the sequence that carries the shared BOS to the next fill.
+        assert_eq!(plan.n_seq_max, 6);
         assert_eq!(plan.n_ctx, 1536);
     }
 
@@ -220,7 +241,23 @@ mod tests {
         let tasks = [task(0, 10, &[1; 6]), task(1, 10, &[1; 6])];
         let plan = plan(&tasks, &settings(ContextSize::PerSequence(512), Some(4))).unwrap();
         assert_eq!(plan.batches, vec![0..2]);
-        assert_eq!(plan.n_seq_max, 12);
+        assert_eq!(plan.n_seq_max, 3);
+    }
+
+    #[test]
+    fn a_shared_stem_counts_once_toward_the_fill() {
+        // 48 renderings of one 300-token stem, each adding 10 tokens of its own.
+        let stem: Vec<LlamaToken> = (0..300).map(LlamaToken).collect();
+        let tasks: Vec<PreparedTask> = (0..48)
+            .map(|i| {
+                let mut t = task(i, 11, &[1, 1, 1, 1]);
+                t.prefix = stem.iter().copied().chain(t.prefix[1..].iter().copied()).collect();
+                t
+            })
+            .collect();
+        let plan = plan(&tasks, &settings(ContextSize::Auto, None)).unwrap();
+        // 300 + 21 × 10 = 510 tokens fit 512; unshared, one fill would hold one task.
+        assert_eq!(plan.batches[0], 0..21);
     }
 
     #[test]

@@ -12,7 +12,8 @@ use rayon::prelude::*;
 
 use mcscore_metrics::OptionScore;
 
-use crate::plan::{FlashAttention, Plan, Settings};
+use crate::plan::{shares_across_fills, FlashAttention, Plan, Settings};
+use crate::trie::Trie;
 use crate::prepare::PreparedTask;
 use crate::{Engine, EngineError};
 
@@ -32,6 +33,21 @@ pub enum Completion {
     Finished,
     /// The consumer asked to stop (Ctrl-C) after the given number of tasks.
     Interrupted { scored: usize },
+}
+
+/// Tokens a run decoded, against what scoring each task on its own decodes
+/// (its prefix once, each option's tokens but the last).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenCounts {
+    pub decoded: usize,
+    pub unshared: usize,
+}
+
+/// What [`Engine::score`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Run {
+    pub completion: Completion,
+    pub tokens: TokenCounts,
 }
 
 /// One token of a batch: what it is, where, for which sequences, and whether
@@ -61,14 +77,16 @@ fn log_prob(logits: &[f32], target: LlamaToken) -> f64 {
 
 impl Engine {
     /// Scores `tasks` batch by batch as `plan` says, handing each task's scores
-    /// to `sink` in order. `sink` may stop the run between batches.
+    /// to `sink` in order. `sink` may stop the run between batches. Tokens
+    /// that tasks share are decoded once: within a fill through a prefix tree,
+    /// and across fills by keeping the tokens the last fill's tasks all shared.
     pub fn score(
         &self,
         tasks: &[PreparedTask],
         plan: &Plan,
         settings: &Settings,
         mut sink: impl FnMut(TaskScores) -> ControlFlow<()>,
-    ) -> Result<Completion, EngineError> {
+    ) -> Result<Run, EngineError> {
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(plan.n_ctx))
             .with_n_batch(plan.n_batch)
@@ -93,34 +111,79 @@ impl Engine {
         let mut rows: Vec<Row> = Vec::new();
         let mut seqs: Vec<i32> = Vec::new();
         let mut scored = 0;
+        let mut tokens = TokenCounts::default();
+        let sharing = shares_across_fills(settings);
+        // Sequence 0 carries the tokens every task of the last fill shared
+        // (BOS, a few-shot preamble, a question stem) to the next fill.
+        let anchor = i32::from(sharing);
+        let mut cached: Vec<LlamaToken> = Vec::new();
 
         for range in &plan.batches {
             let group = &tasks[range.clone()];
-            entries.clear();
-            rows.clear();
-            let mut first_seq = 0i32;
-            for (t, task) in group.iter().enumerate() {
-                let seqs = first_seq..first_seq + task.n_options() as i32;
-                let prefix_len = task.prefix.len();
-                for (i, &token) in task.prefix.iter().enumerate() {
-                    entries.push(Entry { token, pos: i as i32, seqs: seqs.clone(), logits: i + 1 == prefix_len });
+            let mut trie = Trie::default();
+            let scoring: Vec<Vec<Vec<u32>>> = group.iter().map(|t| trie.insert(t)).collect();
+            let layout = trie.layout();
+            let mut has_row = vec![false; trie.len()];
+            for node in scoring.iter().flatten().flatten() {
+                has_row[*node as usize] = true;
+            }
+            // Reuse the cached chain up to where it differs, but never a cell
+            // whose logits this fill must read.
+            let chain_tokens: Vec<LlamaToken> = layout.chain.iter().map(|&n| trie.token(n)).collect();
+            let reused = if sharing {
+                let common = cached.iter().zip(&chain_tokens).take_while(|(a, b)| a == b).count();
+                let first_scored = layout.chain.iter().position(|&n| has_row[n as usize]).unwrap_or(layout.chain.len());
+                common.min(first_scored)
+            } else {
+                0
+            };
+            if reused == 0 {
+                ctx.clear_kv_cache();
+            } else {
+                let kv_error = |e: llama_cpp_2::context::kv_cache::KvCacheConversionError| EngineError::Decode {
+                    task: group[0].index,
+                    message: format!("reusing cached tokens: {e}"),
+                };
+                ctx.llama_kv_cache_seq_keep(0);
+                ctx.kv_cache_seq_rm(0, Some(reused as u32), None).map_err(kv_error)?;
+                for leaf in 0..trie.leaves() as i32 {
+                    ctx.kv_cache_seq_cp(0, leaf + anchor, None, None).map_err(kv_error)?;
                 }
-                let last_prefix = entries.len() - 1;
-                for (option, cont) in task.continuations.iter().enumerate() {
-                    rows.push(Row { entry: last_prefix, target: cont[0], task: t, option });
-                    let seq = seqs.start + option as i32;
-                    // Each token but the last predicts the next. llama-perplexity
-                    // also decodes the last one, whose row nothing reads.
-                    for (i, &token) in cont[..cont.len() - 1].iter().enumerate() {
-                        rows.push(Row { entry: entries.len(), target: cont[i + 1], task: t, option });
-                        entries.push(Entry { token, pos: (prefix_len + i) as i32, seqs: seq..seq + 1, logits: true });
-                    }
-                }
-                first_seq = seqs.end;
+            }
+            if sharing {
+                cached = chain_tokens;
             }
 
+            entries.clear();
+            let mut entry_of = vec![usize::MAX; trie.len()];
+            let on_chain = |node: u32| layout.chain.get(trie.depth(node) as usize) == Some(&node);
+            for node in 0..trie.len() as u32 {
+                if on_chain(node) && (trie.depth(node) as usize) < reused {
+                    continue;
+                }
+                let leaves = &layout.seqs[node as usize];
+                let first = if on_chain(node) { leaves.start } else { leaves.start + anchor };
+                entry_of[node as usize] = entries.len();
+                entries.push(Entry {
+                    token: trie.token(node),
+                    pos: trie.depth(node) as i32,
+                    seqs: first..leaves.end + anchor,
+                    logits: has_row[node as usize],
+                });
+            }
+            rows.clear();
+            for (t, (task, options)) in group.iter().zip(&scoring).enumerate() {
+                for (option, (cont, nodes)) in task.continuations.iter().zip(options).enumerate() {
+                    for (&target, &node) in cont.iter().zip(nodes) {
+                        rows.push(Row { entry: entry_of[node as usize], target, task: t, option });
+                    }
+                }
+            }
+            rows.sort_by_key(|r| r.entry);
+            tokens.decoded += entries.len();
+            tokens.unshared += group.iter().map(PreparedTask::required_tokens).sum::<usize>();
+
             let mut sums: Vec<Vec<f64>> = group.iter().map(|t| vec![0.0; t.n_options()]).collect();
-            ctx.clear_kv_cache();
             let chunk = plan.n_batch as usize;
             let mut next_row = 0;
             for (c, part) in entries.chunks(chunk).enumerate() {
@@ -166,11 +229,11 @@ impl Engine {
                     .collect();
                 scored += 1;
                 if sink(TaskScores { task: task.index, options, correct: task.correct.clone() }).is_break() {
-                    return Ok(Completion::Interrupted { scored });
+                    return Ok(Run { completion: Completion::Interrupted { scored }, tokens });
                 }
             }
         }
-        Ok(Completion::Finished)
+        Ok(Run { completion: Completion::Finished, tokens })
     }
 }
 

@@ -1,0 +1,74 @@
+//! The llama.cpp flags every scoring command shares (-c, -np, -b, -ub, -t,
+//! -tb, -ngl, -fa), with llama.cpp's names and defaults.
+
+use mcscore_engine::{ContextSize, FlashAttention, Settings};
+
+#[derive(clap::Args)]
+pub(crate) struct EngineArgs {
+    /// Context per sequence, as llama.cpp's -c (the context is -np × -c), or `auto`:
+    /// just large enough for the longest task.
+    #[arg(short = 'c', long = "ctx-size", value_name = "N|auto", default_value = "auto", value_parser = parse_context)]
+    ctx_size: ContextSize,
+    /// Parallel sequences (-np): with -c, the context is np × c. Sequences per decode
+    /// follow from the data, so a task wider than -np does not stop the run.
+    #[arg(long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    parallel: Option<u32>,
+    /// Tokens per decode (-b).
+    #[arg(short = 'b', long = "batch-size", value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..))]
+    batch_size: u32,
+    /// Tokens per compute micro-batch (-ub).
+    #[arg(long = "ubatch-size", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
+    ubatch_size: u32,
+    /// Threads (-t); default: all cores.
+    #[arg(short = 't', long = "threads", value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
+    threads: Option<i32>,
+    /// Threads for batch processing (-tb); default: --threads.
+    #[arg(long = "threads-batch", value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
+    threads_batch: Option<i32>,
+    /// Layers to offload to the GPU (-ngl), where a GPU backend is compiled in.
+    #[arg(long = "n-gpu-layers", visible_alias = "gpu-layers", value_name = "N", default_value_t = 999)]
+    n_gpu_layers: u32,
+    /// Flash attention (-fa), as llama.cpp: on, off, or auto (on where supported).
+    #[arg(long = "flash-attn", value_name = "on|off|auto", default_value = "auto", value_parser = parse_flash_attention)]
+    flash_attn: FlashAttention,
+    /// Score each task alone, so its scores do not depend on -np, -b or the other tasks.
+    #[arg(long)]
+    deterministic: bool,
+}
+
+impl EngineArgs {
+    pub(crate) fn settings(&self) -> Settings {
+        let threads = self.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(4, |n| n.get() as i32));
+        Settings {
+            context: self.ctx_size,
+            parallel: self.parallel,
+            n_batch: self.batch_size,
+            n_ubatch: self.ubatch_size,
+            threads,
+            threads_batch: self.threads_batch.unwrap_or(threads),
+            n_gpu_layers: self.n_gpu_layers,
+            flash_attention: self.flash_attn,
+            deterministic: self.deterministic,
+        }
+    }
+}
+
+fn parse_flash_attention(text: &str) -> Result<FlashAttention, String> {
+    match text {
+        "on" | "1" | "true" => Ok(FlashAttention::On),
+        "off" | "0" | "false" => Ok(FlashAttention::Off),
+        "auto" => Ok(FlashAttention::Auto),
+        _ => Err(format!("expected on, off or auto, got {text:?}")),
+    }
+}
+
+fn parse_context(text: &str) -> Result<ContextSize, String> {
+    if text == "auto" {
+        return Ok(ContextSize::Auto);
+    }
+    match text.parse::<u32>() {
+        Ok(n) if n > 0 => Ok(ContextSize::PerSequence(n)),
+        _ => Err(format!("expected a positive number of tokens or `auto`, got {text:?}")),
+    }
+}
+
