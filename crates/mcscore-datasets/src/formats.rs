@@ -106,7 +106,8 @@ impl PromptFormat {
 
     /// The question and options of `item` with its options rotated left by
     /// `rotation` (the option at position `rotation` comes first), and the
-    /// gold's new position. With `instruction`, a first line names the IDs.
+    /// gold's new position. With `instruction`, a line after the options names
+    /// the IDs.
     /// `None` when the ID set has no ID for some position (over 26 letters).
     pub fn render(&self, item: &Item, rotation: usize, instruction: bool) -> Option<(String, Vec<String>, usize)> {
         let k = item.options.len();
@@ -114,17 +115,18 @@ impl PromptFormat {
         let rotation = rotation % k.max(1);
         let options: Vec<&String> = (0..k).map(|i| &item.options[(i + rotation) % k]).collect();
         let gold = (item.gold + k - rotation) % k;
-        let mut question = String::new();
-        if instruction {
-            let (last, rest) = ids.split_last()?;
-            let listed = if rest.is_empty() { last.clone() } else { format!("{} or {last}", rest.join(", ")) };
-            question.push_str(&format!("Answer with the option's label: {listed}.\n"));
-        }
-        question.push_str("Question: ");
+        let mut question = String::from("Question: ");
         question.push_str(&item.stem);
         question.push('\n');
         let listed: Vec<String> = ids.iter().zip(options).map(|(id, o)| format!("{} {o}", self.delimiter.label(id))).collect();
         question.push_str(&listed.join(self.separator.text()));
+        if instruction {
+            // After the options, as LLaVA-style prompts put it, so that every
+            // format still shares the question stem's evaluation.
+            let (last, rest) = ids.split_last()?;
+            let named = if rest.is_empty() { last.clone() } else { format!("{} or {last}", rest.join(", ")) };
+            question.push_str(&format!("\nAnswer with the option's label: {named}."));
+        }
         question.push_str("\nAnswer:");
         Some((question, ids, gold))
     }
@@ -181,7 +183,7 @@ mod tests {
     fn every_format_renders_exactly() {
         let f = PromptFormat { ids: IdSet::Roman, delimiter: Delimiter::Parens, separator: Separator::Semicolon };
         let (q, o, _) = f.render(&item(), 0, true).unwrap();
-        assert_eq!(q, "Answer with the option's label: I, II, III or IV.\nQuestion: 2+2?\n(I) 3; (II) 4; (III) 5; (IV) 6\nAnswer:");
+        assert_eq!(q, "Question: 2+2?\n(I) 3; (II) 4; (III) 5; (IV) 6\nAnswer with the option's label: I, II, III or IV.\nAnswer:");
         assert_eq!(o, ["I", "II", "III", "IV"]);
         let f = PromptFormat { ids: IdSet::Lower, delimiter: Delimiter::Colon, separator: Separator::Comma };
         assert_eq!(f.render(&item(), 0, false).unwrap().0, "Question: 2+2?\na: 3, b: 4, c: 5, d: 6\nAnswer:");
