@@ -26,7 +26,7 @@ pub(crate) struct SourceArgs {
 
 impl SourceArgs {
     /// The source files of `benchmark`, local or downloaded.
-    fn resolve(&self, benchmark: &Benchmark) -> anyhow::Result<Vec<Source>> {
+    pub(crate) fn resolve(&self, benchmark: &Benchmark) -> anyhow::Result<Vec<Source>> {
         if let Some(path) = &self.source {
             return Ok(vec![Source::local(path, path.display().to_string())]);
         }

@@ -10,6 +10,7 @@ mod plots;
 mod report;
 mod samples;
 mod score;
+mod sweep;
 mod tokens;
 mod validate;
 
@@ -40,6 +41,7 @@ enum Command {
     Inspect(inspect::Args),
     Validate(validate::Args),
     Report(report::Args),
+    Sweep(sweep::Args),
     Tokens(tokens::Args),
     Build(datasets::BuildArgs),
     Verify(datasets::VerifyArgs),
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(args),
         Command::Validate(args) => validate::run(args),
         Command::Report(args) => report::run(args),
+        Command::Sweep(args) => sweep::run(args),
         Command::Tokens(args) => tokens::run(args),
         Command::Build(args) => datasets::run_build(args),
         Command::Verify(args) => datasets::run_verify(args),

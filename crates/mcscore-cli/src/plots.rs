@@ -79,3 +79,96 @@ fn heatmap(path: &Path, rankings: &[(&str, &[f64])], models: &[String]) -> anyho
     root.present()?;
     Ok(())
 }
+
+/// `mcscore sweep --plots`: per model, accuracy in each format (and circular
+/// accuracy beside it); with several models, each one's rank distribution.
+pub(crate) fn sweep(dir: &Path, formats: &[String], accuracy: &[(String, Vec<f64>, Option<Vec<f64>>)], ranks: Option<&[Vec<usize>]>) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+    for (i, (model, acc, circular)) in accuracy.iter().enumerate() {
+        let label = Path::new(model).file_name().map_or(model.clone(), |f| f.to_string_lossy().into_owned());
+        let path = dir.join(format!("sweep-accuracy-{}-{}.svg", i + 1, file_name(&label)));
+        format_bars(&path, &label, formats, acc, circular.as_deref()).with_context(|| path.display().to_string())?;
+    }
+    if let Some(ranks) = ranks {
+        let path = dir.join("sweep-ranks.svg");
+        let models: Vec<String> = accuracy.iter().map(|(m, _, _)| m.clone()).collect();
+        rank_bars(&path, &models, ranks, formats.len()).with_context(|| path.display().to_string())?;
+    }
+    Ok(())
+}
+
+fn format_bars(path: &Path, label: &str, formats: &[String], accuracy: &[f64], circular: Option<&[f64]>) -> anyhow::Result<()> {
+    let n = formats.len();
+    let root = SVGBackend::new(path, (160 + 22 * n as u32, 620)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let top = accuracy.iter().copied().fold(0.0, f64::max).max(1.0) * 1.15;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("{}: accuracy per prompt format", short(label, 50)), ("sans-serif", 18))
+        .margin(16)
+        .x_label_area_size(170)
+        .y_label_area_size(50)
+        .build_cartesian_2d((0..n).into_segmented(), 0f64..top)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .y_desc("% correct")
+        .x_labels(n)
+        .x_label_formatter(&|x| match x {
+            SegmentValue::CenterOf(i) => formats.get(*i).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .x_label_style(("sans-serif", 12).into_font().transform(FontTransform::Rotate90))
+        .draw()?;
+    chart
+        .draw_series(accuracy.iter().enumerate().map(|(i, &a)| {
+            Rectangle::new([(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), a)], BLUE.mix(0.45).filled())
+        }))?
+        .label("original order")
+        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], BLUE.mix(0.45).filled()));
+    if let Some(circular) = circular {
+        chart
+            .draw_series(circular.iter().enumerate().map(|(i, &a)| {
+                Rectangle::new([(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), a)], RED.mix(0.6).filled())
+            }))?
+            .label("circular (right under every rotation)")
+            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], RED.mix(0.6).filled()));
+    }
+    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+    root.present()?;
+    Ok(())
+}
+
+fn rank_bars(path: &Path, models: &[String], ranks: &[Vec<usize>], n_formats: usize) -> anyhow::Result<()> {
+    let m = models.len();
+    let root = SVGBackend::new(path, (200 + 120 * m as u32, 480)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("formats placing each model at each rank", ("sans-serif", 18))
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0f64..m as f64, 0f64..n_formats as f64)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_desc("rank (1 = best)")
+        .y_desc("formats")
+        .x_labels(m)
+        .x_label_formatter(&|x| format!("#{}", *x as usize + 1))
+        .draw()?;
+    let width = 0.9 / m as f64;
+    for (i, (model, counts)) in models.iter().zip(ranks).enumerate() {
+        let color = Palette99::pick(i).mix(0.8);
+        let label = Path::new(model).file_name().map_or(model.clone(), |f| f.to_string_lossy().into_owned());
+        chart
+            .draw_series(counts.iter().enumerate().map(|(rank, &count)| {
+                let left = rank as f64 + 0.05 + i as f64 * width;
+                Rectangle::new([(left, 0.0), (left + width, count as f64)], color.filled())
+            }))?
+            .label(short(&label, 30))
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+    }
+    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+    root.present()?;
+    Ok(())
+}

@@ -135,7 +135,7 @@ impl Source {
 }
 
 /// A progress bar over tasks on stderr (hidden when stderr is not a terminal).
-fn task_progress(len: usize, done: usize, message: &'static str) -> ProgressBar {
+pub(crate) fn task_progress(len: usize, done: usize, message: &'static str) -> ProgressBar {
     let progress = ProgressBar::new(len as u64).with_position(done as u64).with_message(message);
     progress.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} tasks ({per_sec}, eta {eta}) {msg}")

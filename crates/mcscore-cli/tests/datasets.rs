@@ -3,17 +3,6 @@
 mod common;
 
 use common::*;
-use std::path::Path;
-
-fn repo(relative: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(relative).to_str().unwrap().to_owned()
-}
-
-fn sources() -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/sources");
-    assert!(root.is_dir(), "{} is missing: the tests read ../shared/data/sources", root.display());
-    root.to_str().unwrap().to_owned()
-}
 
 #[test]
 fn committed_manifest_verifies_against_the_real_sources() {

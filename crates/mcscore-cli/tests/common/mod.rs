@@ -30,6 +30,18 @@ pub fn reference(name: &str) -> String {
     path.to_str().unwrap().to_owned()
 }
 
+/// A path inside the checkout.
+pub fn repo(relative: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(relative).to_str().unwrap().to_owned()
+}
+
+/// `../shared/data/sources`: the real benchmark sources.
+pub fn sources() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/sources");
+    assert!(root.is_dir(), "{} is missing: the tests read ../shared/data/sources", root.display());
+    root.to_str().unwrap().to_owned()
+}
+
 /// The default model: $MCSCORE_MODEL, or where scripts/fetch-model caches it.
 pub fn model() -> String {
     let path = std::env::var_os("MCSCORE_MODEL").map(PathBuf::from).unwrap_or_else(|| {

@@ -1,0 +1,652 @@
+//! `mcscore sweep`: accuracy under each prompt format of methods.md (option-ID
+//! set × delimiter × separator) and each cyclic rotation of the options, and
+//! how much of a result, or of a model ranking, is the format's doing.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use mcscore_datasets::formats::{parse_letter_task, PromptFormat};
+use mcscore_datasets::{find, load_items, Item};
+use mcscore_engine::{plan, select_tasks, Engine, EngineError, TokenCounts};
+use mcscore_format::{temp_file_beside, write_tasks, Task, TaskFile};
+use mcscore_metrics::debias;
+use mcscore_metrics::robustness::{self, PairRecord};
+use mcscore_metrics::stats::{std_dev, SplitMix64};
+use serde::Serialize;
+
+use crate::datasets::SourceArgs;
+use crate::engine_args::EngineArgs;
+use crate::score::task_progress;
+use crate::{defaults, plots, Outcome};
+
+const EXAMPLES: &str = "\
+Examples:
+  mcscore sweep datasets/mmlu-validation.bin --tasks 200 --circular
+  mcscore sweep -m a.gguf -m b.gguf datasets/mmlu-validation.bin --circular --plots out/ --json
+  mcscore sweep --benchmark mmlu-validation --sources ../data/sources --pride 0.05
+  mcscore sweep datasets/mmlu-validation.bin --formats upper.dot.newline,roman.parens.comma
+  mcscore sweep datasets/mmlu-validation.bin --write-tasks formats/   (one .bin per format, no scoring)
+
+Formats are named ids.delimiter.separator: ids upper|lower|digit|roman, delimiter
+colon (A:) | dot (A.) | paren (A)) | parens ((A)), separator newline|comma|semicolon.
+upper.dot.newline is the letter scaffold of task-format.md. Prompts that share a
+question stem share its evaluation, so 48 formats × 4 rotations cost far less than
+192 runs; the summary says how many tokens were decoded against a naive run.";
+
+/// Score a letter-mode benchmark under many prompt formats and option orders.
+///
+/// Each item is re-rendered in every chosen format (option-ID set, delimiter,
+/// separator; methods.md) and, with --circular, every cyclic rotation of its
+/// options. Per format: accuracy, circular accuracy (right under every
+/// rotation), the histogram of picked positions, RStd and PIA. Across formats:
+/// mean, std, min, max. With several -m: each model's rank distribution over
+/// formats, rank reversals and Kendall τ between formats. Items are parsed back
+/// from a letter-mode task file in the scaffold of task-format.md, or read from
+/// a benchmark's source (--benchmark).
+#[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
+pub(crate) struct Args {
+    /// Letter-mode task file (.bin) written in the letter scaffold of task-format.md.
+    #[arg(value_name = "FILE", required_unless_present = "benchmark", conflicts_with = "benchmark")]
+    file: Option<PathBuf>,
+    /// Instead of FILE: a benchmark's items from its source (see `mcscore build --list`).
+    #[arg(long, value_name = "NAME")]
+    benchmark: Option<String>,
+    #[command(flatten)]
+    source: SourceArgs,
+    /// GGUF model; repeat to compare models. Default: the default model.
+    #[arg(short = 'm', long = "model", value_name = "MODEL")]
+    models: Vec<PathBuf>,
+    /// `all` (48 formats) or a comma-separated list such as upper.dot.newline,digit.parens.comma.
+    #[arg(long, value_name = "all|LIST", default_value = "all")]
+    formats: String,
+    /// Score every cyclic rotation of the options (the gold visits every position).
+    #[arg(long)]
+    circular: bool,
+    /// Sweep N tasks picked as llama-perplexity picks them (mt19937 seeded 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(usize))]
+    tasks: Option<usize>,
+    /// PriDe: estimate each format's position prior from a share α of the tasks
+    /// under all rotations, and debias the other tasks (scored once) with it.
+    #[arg(long, value_name = "α", value_parser = parse_share)]
+    pride: Option<f64>,
+    /// Add a line naming the IDs in use after the options ("Answer with the option's label: A, B, C or D.").
+    #[arg(long)]
+    instruction: bool,
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Also write the JSON results to FILE (what --json prints).
+    #[arg(long, value_name = "FILE")]
+    save_json: Option<PathBuf>,
+    /// Write SVG plots to DIR: accuracy per format for each model, and the rank
+    /// distributions when there are several models.
+    #[arg(long, value_name = "DIR")]
+    plots: Option<PathBuf>,
+    /// Write one JSON line per prompt (task, format, rotation, gold, log P of each ID, pick) to FILE.
+    #[arg(long, value_name = "FILE")]
+    log_samples: Option<PathBuf>,
+    /// Write each format and rotation as its own task file in DIR, then stop
+    /// (to score them one by one, with mcscore or llama-perplexity).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["json", "save_json", "plots", "log_samples", "models"])]
+    write_tasks: Option<PathBuf>,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+fn parse_share(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(a) if a > 0.0 && a < 1.0 => Ok(a),
+        _ => Err(format!("expected a share between 0 and 1 (exclusive), such as 0.05; got {text:?}")),
+    }
+}
+
+/// One prompt: an item rendered in a format under a rotation.
+struct Prompt {
+    /// Position of the item among the swept items.
+    item: usize,
+    format: usize,
+    rotation: usize,
+    question: String,
+    ids: Vec<String>,
+    gold: usize,
+}
+
+/// The swept items, with their index in the file or source.
+struct Items {
+    label: String,
+    indices: Vec<usize>,
+    items: Vec<Item>,
+}
+
+fn load(args: &Args) -> anyhow::Result<Items> {
+    let (label, all): (String, Vec<Item>) = match (&args.file, &args.benchmark) {
+        (Some(path), _) => {
+            let file = TaskFile::open(path)?;
+            let items = file
+                .tasks()
+                .enumerate()
+                .map(|(i, task)| {
+                    parse_letter_task(&task).with_context(|| {
+                        format!(
+                            "{}: task {i} is not in the letter scaffold of task-format.md (\"Question: …\\nA. …\\nAnswer:\" with options A, B, …); sweep re-renders items, so it needs that exact layout (or use --benchmark)",
+                            path.display()
+                        )
+                    })
+                })
+                .collect::<anyhow::Result<_>>()?;
+            (path.display().to_string(), items)
+        }
+        (None, Some(name)) => {
+            let benchmark = find(name).with_context(|| format!("--benchmark {name}: no such benchmark (mcscore build --list shows them)"))?;
+            let sources = args.source.resolve(benchmark)?;
+            (name.clone(), load_items(benchmark, &sources)?)
+        }
+        (None, None) => unreachable!("clap requires FILE or --benchmark"),
+    };
+    if all.is_empty() {
+        bail!("{label}: no tasks to sweep");
+    }
+    let indices = match args.tasks {
+        Some(n) => select_tasks(all.len(), n),
+        None => (0..all.len()).collect(),
+    };
+    let items = indices.iter().map(|&i| all[i].clone()).collect();
+    Ok(Items { label, indices, items })
+}
+
+fn parse_formats(list: &str) -> anyhow::Result<Vec<PromptFormat>> {
+    let all = PromptFormat::all();
+    if list == "all" {
+        return Ok(all);
+    }
+    let mut chosen = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        let format = all.iter().find(|f| f.name() == name).with_context(|| {
+            format!("--formats: unknown format {name:?}; formats are ids.delimiter.separator, e.g. upper.dot.newline (see mcscore sweep --help)")
+        })?;
+        if chosen.contains(format) {
+            bail!("--formats: {name} is listed twice");
+        }
+        chosen.push(*format);
+    }
+    Ok(chosen)
+}
+
+/// Items whose rotations calibrate PriDe: a seeded share α of them.
+fn calibration_items(n: usize, alpha: f64) -> HashSet<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut rng = SplitMix64::new(0);
+    for i in (1..n).rev() {
+        order.swap(i, rng.below(i + 1));
+    }
+    let take = ((alpha * n as f64).ceil() as usize).clamp(1, n);
+    order.into_iter().take(take).collect()
+}
+
+/// Every prompt, item by item, then rotation, then format: prompts that share
+/// the most leading tokens sit next to each other, for the engine's prefix tree.
+fn render(items: &Items, formats: &[PromptFormat], rotations_of: impl Fn(usize) -> usize, instruction: bool) -> anyhow::Result<Vec<Prompt>> {
+    let mut prompts = Vec::new();
+    for (p, item) in items.items.iter().enumerate() {
+        for rotation in 0..rotations_of(p) {
+            for (f, format) in formats.iter().enumerate() {
+                let (question, ids, gold) = format.render(item, rotation, instruction).with_context(|| {
+                    format!("{}: task {}: its {} options have no {} IDs", items.label, items.indices[p], item.options.len(), format.name())
+                })?;
+                prompts.push(Prompt { item: p, format: f, rotation, question, ids, gold });
+            }
+        }
+    }
+    Ok(prompts)
+}
+
+fn task_of(prompt: &Prompt) -> Task<'_> {
+    Task::new(&prompt.question, prompt.ids.iter().map(String::as_str).collect(), prompt.gold)
+}
+
+/// First maximum, as every accuracy in mcscore.
+fn pick(log_probs: &[f64]) -> usize {
+    (1..log_probs.len()).fold(0, |best, i| if log_probs[i] > log_probs[best] { i } else { best })
+}
+
+#[derive(Serialize)]
+struct Spread {
+    mean: f64,
+    std: f64,
+    min: f64,
+    min_format: String,
+    max: f64,
+    max_format: String,
+}
+
+fn spread(values: &[f64], names: &[String]) -> Spread {
+    let argmin = (0..values.len()).fold(0, |b, i| if values[i] < values[b] { i } else { b });
+    let argmax = (0..values.len()).fold(0, |b, i| if values[i] > values[b] { i } else { b });
+    Spread {
+        mean: values.iter().sum::<f64>() / values.len() as f64,
+        std: if values.len() > 1 { std_dev(values) } else { 0.0 },
+        min: values[argmin],
+        min_format: names[argmin].clone(),
+        max: values[argmax],
+        max_format: names[argmax].clone(),
+    }
+}
+
+#[derive(Serialize)]
+struct Pride {
+    /// The position prior, per ID position.
+    prior: Vec<f64>,
+    calibration_tasks: usize,
+    /// Tasks debiased (scored in the original order only).
+    debiased_tasks: usize,
+    accuracy_before: f64,
+    accuracy_after: f64,
+    rstd_before: f64,
+    rstd_after: f64,
+}
+
+#[derive(Serialize)]
+struct FormatResult {
+    format: String,
+    /// Percent correct with the options in source order.
+    accuracy: f64,
+    /// Percent correct per rotation (rotation r puts option r first); with --circular.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    accuracy_by_rotation: Vec<f64>,
+    /// Percent of tasks right under every rotation; with --circular.
+    circular_accuracy: Option<f64>,
+    /// How often each position was picked (all scored rotations with --circular).
+    picks: Vec<usize>,
+    /// Recall standard deviation across positions, in points.
+    rstd: f64,
+    /// PIA, where every task has the same number of options.
+    pia: Option<f64>,
+    pride: Option<Pride>,
+}
+
+#[derive(Serialize)]
+struct ModelSweep {
+    model: String,
+    prompts: usize,
+    tokens_decoded: usize,
+    /// What scoring every prompt on its own would decode.
+    tokens_unshared: usize,
+    scoring_seconds: f64,
+    formats: Vec<FormatResult>,
+    accuracy_across_formats: Spread,
+    circular_accuracy_across_formats: Option<Spread>,
+}
+
+#[derive(Serialize)]
+struct Comparison {
+    /// What models are ranked by.
+    ranked_by: &'static str,
+    /// Per model: how many formats rank it 1st, 2nd, ….
+    rank_distribution: Vec<Vec<usize>>,
+    pairs: Vec<PairRecord>,
+    /// Share of (model pair, format pair) combinations whose order flips.
+    reversal_rate: f64,
+    kendall_tau_mean: f64,
+    kendall_tau_min: f64,
+    /// Format pairs where τ is defined (neither format ties every model).
+    kendall_pairs: usize,
+}
+
+#[derive(Serialize)]
+struct SweepReport {
+    file: String,
+    tasks: usize,
+    selection: Option<usize>,
+    formats: Vec<String>,
+    circular: bool,
+    instruction: bool,
+    pride_alpha: Option<f64>,
+    settings: mcscore_engine::Settings,
+    models: Vec<ModelSweep>,
+    comparison: Option<Comparison>,
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+    let items = load(&args)?;
+    let formats = parse_formats(&args.formats)?;
+    let names: Vec<String> = formats.iter().map(PromptFormat::name).collect();
+    let n = items.items.len();
+    let calibration = args.pride.map(|alpha| calibration_items(n, alpha)).unwrap_or_default();
+    if args.pride.is_some() {
+        let k = items.items[0].options.len();
+        if let Some(p) = items.items.iter().position(|i| i.options.len() != k) {
+            bail!("{}: --pride needs one number of options; task {} has {} where task {} has {k}", items.label, items.indices[p], items.items[p].options.len(), items.indices[0]);
+        }
+    }
+    let rotations_of = |p: usize| if args.circular || calibration.contains(&p) { items.items[p].options.len() } else { 1 };
+
+    if let Some(dir) = &args.write_tasks {
+        return write_format_files(dir, &items, &formats, args.circular, args.instruction);
+    }
+
+    let prompts = render(&items, &formats, rotations_of, args.instruction)?;
+    let settings = args.engine.settings();
+    let models = if args.models.is_empty() { vec![defaults::model()?] } else { args.models.clone() };
+    // Written beside its final name and renamed when complete.
+    let mut log = match &args.log_samples {
+        Some(path) => Some(std::io::BufWriter::new(temp_file_beside(path).with_context(|| path.display().to_string())?)),
+        None => None,
+    };
+    let mut sweeps = Vec::new();
+    for model in &models {
+        let started = Instant::now();
+        let (log_probs, tokens) = score_prompts(model, &prompts, &items, &names, &settings)?;
+        let seconds = started.elapsed().as_secs_f64();
+        if let Some(log) = log.as_mut() {
+            for (prompt, lp) in prompts.iter().zip(&log_probs) {
+                let line = serde_json::json!({
+                    "model": model.display().to_string(),
+                    "task": items.indices[prompt.item],
+                    "format": names[prompt.format],
+                    "rotation": prompt.rotation,
+                    "gold": prompt.gold,
+                    "log_probs": lp,
+                    "pick": pick(lp),
+                });
+                writeln!(log, "{line}")?;
+            }
+        }
+        sweeps.push(analyse(model, &prompts, &log_probs, &items, &names, &calibration, args.circular, tokens, seconds));
+    }
+    if let (Some(log), Some(path)) = (log, &args.log_samples) {
+        log.into_inner().map_err(|e| e.into_error())?.persist(path).with_context(|| path.display().to_string())?;
+    }
+    let comparison = (sweeps.len() > 1).then(|| compare(&sweeps, args.circular));
+    let report = SweepReport {
+        file: items.label.clone(),
+        tasks: n,
+        selection: args.tasks,
+        formats: names.clone(),
+        circular: args.circular,
+        instruction: args.instruction,
+        pride_alpha: args.pride,
+        settings,
+        models: sweeps,
+        comparison,
+    };
+    if let Some(dir) = &args.plots {
+        let accuracy: Vec<(String, Vec<f64>, Option<Vec<f64>>)> = report
+            .models
+            .iter()
+            .map(|m| (m.model.clone(), m.formats.iter().map(|f| f.accuracy).collect(), args.circular.then(|| m.formats.iter().filter_map(|f| f.circular_accuracy).collect())))
+            .collect();
+        let ranks = report.comparison.as_ref().map(|c| c.rank_distribution.clone());
+        plots::sweep(dir, &names, &accuracy, ranks.as_deref())?;
+    }
+    if let Some(path) = &args.save_json {
+        let mut file = temp_file_beside(path).with_context(|| path.display().to_string())?;
+        serde_json::to_writer_pretty(&mut file, &report)?;
+        file.persist(path).with_context(|| path.display().to_string())?;
+    }
+    if args.json {
+        crate::print_json(&report)?;
+    } else {
+        print_human(&report)?;
+    }
+    Ok(Outcome::Ok)
+}
+
+fn describe_prompt(error: EngineError, prompts: &[Prompt], items: &Items, names: &[String]) -> anyhow::Error {
+    let context = match error.task().and_then(|i| prompts.get(i)) {
+        Some(p) => format!(
+            "{}: task {} in format {}, rotation {} (prompt {})",
+            items.label,
+            items.indices[p.item],
+            names[p.format],
+            p.rotation,
+            error.task().unwrap_or_default()
+        ),
+        None => items.label.clone(),
+    };
+    anyhow::Error::from(error).context(context)
+}
+
+fn score_prompts(
+    model: &Path,
+    prompts: &[Prompt],
+    items: &Items,
+    names: &[String],
+    settings: &mcscore_engine::Settings,
+) -> anyhow::Result<(Vec<Vec<f64>>, TokenCounts)> {
+    let engine = Engine::load(model, settings.n_gpu_layers)?;
+    let tasks: Vec<(usize, Task<'_>)> = prompts.iter().enumerate().map(|(i, p)| (i, task_of(p))).collect();
+    let describe = |e| describe_prompt(e, prompts, items, names);
+    let prepared = engine.prepare(&tasks).map_err(describe)?;
+    let plan = plan(&prepared, settings).map_err(describe)?;
+    let progress = task_progress(prompts.len(), 0, "prompts");
+    let mut log_probs = Vec::with_capacity(prompts.len());
+    let run = engine
+        .score(&prepared, &plan, settings, |scores| {
+            log_probs.push(scores.options.iter().map(|o| o.logprob_sum).collect::<Vec<f64>>());
+            progress.inc(1);
+            ControlFlow::Continue(())
+        })
+        .map_err(describe)?;
+    progress.finish_and_clear();
+    if log_probs.len() != prompts.len() {
+        bail!("{}: scored {} of {} prompts", model.display(), log_probs.len(), prompts.len());
+    }
+    Ok((log_probs, run.tokens))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn analyse(
+    model: &Path,
+    prompts: &[Prompt],
+    log_probs: &[Vec<f64>],
+    items: &Items,
+    names: &[String],
+    calibration: &HashSet<usize>,
+    circular: bool,
+    tokens: TokenCounts,
+    seconds: f64,
+) -> ModelSweep {
+    let n = items.items.len();
+    let ks: HashSet<usize> = items.items.iter().map(|i| i.options.len()).collect();
+    let fixed_k = (ks.len() == 1).then(|| items.items[0].options.len());
+    let widest = ks.iter().copied().max().unwrap_or(0);
+    let percent = |hits: usize, of: usize| 100.0 * hits as f64 / of.max(1) as f64;
+    let mut results = Vec::new();
+    for (f, name) in names.iter().enumerate() {
+        // (item, rotation) → (pick, gold, log-probs) for this format.
+        let mine: Vec<(&Prompt, &Vec<f64>)> = prompts.iter().zip(log_probs).filter(|(p, _)| p.format == f).collect();
+        let counted: Vec<&(&Prompt, &Vec<f64>)> = mine.iter().filter(|(p, _)| circular || p.rotation == 0).collect();
+        let original: Vec<&(&Prompt, &Vec<f64>)> = mine.iter().filter(|(p, _)| p.rotation == 0).collect();
+        let accuracy = percent(original.iter().filter(|(p, lp)| pick(lp) == p.gold).count(), n);
+        let (accuracy_by_rotation, circular_accuracy) = if circular {
+            let by_rotation = (0..widest)
+                .map(|r| {
+                    let at: Vec<_> = mine.iter().filter(|(p, _)| p.rotation == r).collect();
+                    percent(at.iter().filter(|(p, lp)| pick(lp) == p.gold).count(), at.len())
+                })
+                .collect();
+            let mut all_right = vec![true; n];
+            for (p, lp) in &mine {
+                all_right[p.item] &= pick(lp) == p.gold;
+            }
+            (by_rotation, Some(percent(all_right.iter().filter(|&&r| r).count(), n)))
+        } else {
+            (Vec::new(), None)
+        };
+        let picks_list: Vec<usize> = counted.iter().map(|(_, lp)| pick(lp)).collect();
+        let golds: Vec<usize> = counted.iter().map(|(p, _)| p.gold).collect();
+        let mut picks = vec![0; widest];
+        for &p in &picks_list {
+            picks[p] += 1;
+        }
+        let pride = (!calibration.is_empty()).then(|| {
+            let k = fixed_k.expect("--pride checked one k");
+            let task_priors: Vec<Vec<f64>> = calibration
+                .iter()
+                .map(|&item| {
+                    let mut rotations: Vec<(usize, Vec<f64>)> =
+                        mine.iter().filter(|(p, _)| p.item == item).map(|(p, lp)| (p.rotation, (*lp).clone())).collect();
+                    rotations.sort_by_key(|r| r.0);
+                    debias::task_prior(&rotations.into_iter().map(|r| r.1).collect::<Vec<_>>())
+                })
+                .collect();
+            let prior = debias::prior(&task_priors);
+            let rest: Vec<&&(&Prompt, &Vec<f64>)> = original.iter().filter(|(p, _)| !calibration.contains(&p.item)).collect();
+            let golds: Vec<usize> = rest.iter().map(|(p, _)| p.gold).collect();
+            let before: Vec<usize> = rest.iter().map(|(_, lp)| pick(lp)).collect();
+            let after: Vec<usize> = rest.iter().map(|(_, lp)| debias::debiased_pick(lp, &prior)).collect();
+            let hits = |picks: &[usize]| picks.iter().zip(&golds).filter(|(p, g)| p == g).count();
+            Pride {
+                calibration_tasks: calibration.len(),
+                debiased_tasks: rest.len(),
+                accuracy_before: percent(hits(&before), rest.len()),
+                accuracy_after: percent(hits(&after), rest.len()),
+                rstd_before: debias::rstd(&before, &golds, k),
+                rstd_after: debias::rstd(&after, &golds, k),
+                prior,
+            }
+        });
+        results.push(FormatResult {
+            format: name.clone(),
+            accuracy,
+            accuracy_by_rotation,
+            circular_accuracy,
+            rstd: debias::rstd(&picks_list, &golds, widest),
+            pia: fixed_k.map(|k| debias::pia(&picks_list, &golds, k)),
+            picks,
+            pride,
+        });
+    }
+    let accuracies: Vec<f64> = results.iter().map(|r| r.accuracy).collect();
+    let circular_accuracies: Vec<f64> = results.iter().filter_map(|r| r.circular_accuracy).collect();
+    ModelSweep {
+        model: model.display().to_string(),
+        prompts: prompts.len(),
+        tokens_decoded: tokens.decoded,
+        tokens_unshared: tokens.unshared,
+        scoring_seconds: seconds,
+        accuracy_across_formats: spread(&accuracies, names),
+        circular_accuracy_across_formats: circular.then(|| spread(&circular_accuracies, names)),
+        formats: results,
+    }
+}
+
+fn compare(sweeps: &[ModelSweep], circular: bool) -> Comparison {
+    let accuracy: Vec<Vec<f64>> = sweeps
+        .iter()
+        .map(|m| m.formats.iter().map(|f| if circular { f.circular_accuracy.unwrap_or(f.accuracy) } else { f.accuracy }).collect())
+        .collect();
+    let taus: Vec<f64> = robustness::kendall_between_formats(&accuracy).into_iter().filter(|t| t.is_finite()).collect();
+    Comparison {
+        ranked_by: if circular { "circular_accuracy" } else { "accuracy" },
+        rank_distribution: robustness::rank_distribution(&accuracy),
+        pairs: robustness::pair_records(&accuracy),
+        reversal_rate: robustness::reversal_rate(&accuracy),
+        kendall_tau_mean: if taus.is_empty() { f64::NAN } else { taus.iter().sum::<f64>() / taus.len() as f64 },
+        kendall_tau_min: taus.iter().copied().fold(f64::NAN, f64::min),
+        kendall_pairs: taus.len(),
+    }
+}
+
+fn write_format_files(dir: &Path, items: &Items, formats: &[PromptFormat], circular: bool, instruction: bool) -> anyhow::Result<Outcome> {
+    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+    let widest = items.items.iter().map(|i| i.options.len()).max().unwrap_or(1);
+    let rotations = if circular { widest } else { 1 };
+    let mut written = 0;
+    for format in formats {
+        for rotation in 0..rotations {
+            let prompts = render(items, std::slice::from_ref(format), |p| if items.items[p].options.len() > rotation { rotation + 1 } else { 0 }, instruction)?;
+            let path = dir.join(format!("{}.r{rotation}.bin", format.name()));
+            write_tasks(&path, prompts.iter().filter(|p| p.rotation == rotation).map(task_of).collect::<Vec<_>>().into_iter())
+                .with_context(|| path.display().to_string())?;
+            written += 1;
+        }
+    }
+    eprintln!("mcscore: wrote {written} task files ({} tasks each) to {}", items.items.len(), dir.display());
+    Ok(Outcome::Ok)
+}
+
+fn print_human(report: &SweepReport) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    let rotations = if report.circular { "every rotation" } else { "the original order" };
+    for m in &report.models {
+        let model = Path::new(&m.model).file_name().map_or(m.model.clone(), |f| f.to_string_lossy().into_owned());
+        writeln!(out, "{model} on {}: {} tasks × {} formats, {rotations} ({} prompts)", report.file, report.tasks, report.formats.len(), m.prompts)?;
+        let positions = m.formats.first().map_or(0, |f| f.picks.len());
+        let letters: String = (0..positions).map(|i| char::from(b'A' + i as u8).to_string()).collect::<Vec<_>>().join("/");
+        writeln!(out, "  {:<24}{:>8}{:>10}  {:<24}{:>7}{:>7}", "format", "acc %", "circular", format!("picks {letters} %"), "RStd", "PIA")?;
+        for f in &m.formats {
+            let total: usize = f.picks.iter().sum();
+            let picks: Vec<String> = f.picks.iter().map(|&c| format!("{:.0}", 100.0 * c as f64 / total.max(1) as f64)).collect();
+            writeln!(
+                out,
+                "  {:<24}{:>8.2}{:>10}  {:<24}{:>7.1}{:>7}",
+                f.format,
+                f.accuracy,
+                f.circular_accuracy.map_or("-".to_owned(), |c| format!("{c:.2}")),
+                picks.join(" "),
+                f.rstd,
+                f.pia.map_or("-".to_owned(), |p| format!("{p:.3}"))
+            )?;
+        }
+        let s = &m.accuracy_across_formats;
+        writeln!(out, "  accuracy across formats: mean {:.2}, std {:.2}, min {:.2} ({}), max {:.2} ({})", s.mean, s.std, s.min, s.min_format, s.max, s.max_format)?;
+        if let Some(s) = &m.circular_accuracy_across_formats {
+            writeln!(out, "  circular accuracy across formats: mean {:.2}, std {:.2}, min {:.2} ({}), max {:.2} ({})", s.mean, s.std, s.min, s.min_format, s.max, s.max_format)?;
+        }
+        if let (Some(alpha), Some(first)) = (report.pride_alpha, m.formats.first().and_then(|f| f.pride.as_ref())) {
+            writeln!(out, "  PriDe (α = {alpha}): prior from {} tasks under every rotation, {} tasks debiased", first.calibration_tasks, first.debiased_tasks)?;
+            writeln!(out, "  {:<24}{:<28}{:>20}{:>20}", "format", "prior", "acc % before→after", "RStd before→after")?;
+            for f in &m.formats {
+                let p = f.pride.as_ref().expect("every format has PriDe");
+                let prior: Vec<String> = p.prior.iter().map(|x| format!("{x:.2}")).collect();
+                writeln!(
+                    out,
+                    "  {:<24}{:<28}{:>20}{:>20}",
+                    f.format,
+                    prior.join(" "),
+                    format!("{:.2}→{:.2}", p.accuracy_before, p.accuracy_after),
+                    format!("{:.1}→{:.1}", p.rstd_before, p.rstd_after)
+                )?;
+            }
+        }
+        writeln!(
+            out,
+            "  {} tokens decoded against {} scoring each prompt alone ({:.3}×), {:.1} s scoring",
+            m.tokens_decoded,
+            m.tokens_unshared,
+            m.tokens_decoded as f64 / m.tokens_unshared.max(1) as f64,
+            m.scoring_seconds
+        )?;
+    }
+    if let Some(c) = &report.comparison {
+        writeln!(out, "Models compared by {} over {} formats:", c.ranked_by, report.formats.len())?;
+        for (m, counts) in report.models.iter().zip(&c.rank_distribution) {
+            let counts: Vec<String> = counts.iter().enumerate().map(|(r, n)| format!("#{}: {n}", r + 1)).collect();
+            writeln!(out, "  {:<40} {}", m.model, counts.join(", "))?;
+        }
+        for p in &c.pairs {
+            writeln!(
+                out,
+                "  {} vs {}: ahead in {} and {} formats, tied in {}{}",
+                report.models[p.a].model,
+                report.models[p.b].model,
+                p.a_ahead,
+                p.b_ahead,
+                p.tied,
+                if p.reverses() { " (the format decides the winner)" } else { "" }
+            )?;
+        }
+        writeln!(
+            out,
+            "  reversal rate {:.3}; Kendall τ between formats: mean {:.3}, min {:.3} over {} format pairs",
+            c.reversal_rate, c.kendall_tau_mean, c.kendall_tau_min, c.kendall_pairs
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,160 @@
+//! `mcscore sweep` with the real model on real letter datasets: shared-prefix
+//! scoring against each prompt scored alone, the per-format figures against
+//! the per-prompt log, PriDe, model comparison, and refusals.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Four formats covering every ID set, delimiter and separator.
+const FORMATS: &str = "upper.dot.newline,lower.paren.comma,digit.colon.semicolon,roman.parens.newline";
+
+/// Log-probabilities of an ID move with how prompts are packed into decodes
+/// (see agreement.rs); scoring each prompt alone is the most different packing.
+const TOLERANCE: f64 = 0.9;
+const MEDIAN_TOLERANCE: f64 = 0.1;
+
+fn json_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn first_max(values: &[f64]) -> usize {
+    (1..values.len()).fold(0, |b, i| if values[i] > values[b] { i } else { b })
+}
+
+#[test]
+fn shared_prefix_sweep_matches_each_prompt_scored_alone() {
+    let dir = tempdir();
+    let log = dir.path().join("prompts.jsonl");
+    let plots = dir.path().join("plots");
+    let file = repo("datasets/mmlu-validation.bin");
+    let common_args = ["--tasks", "4", "--formats", FORMATS, "--circular"];
+    let model = model();
+    let mut args = vec!["sweep", "-m", &model, &file];
+    args.extend(common_args);
+    args.extend(["--pride", "0.5", "--log-samples", path_str(&log), "--plots", path_str(&plots), "-t", "2", "--json"]);
+    let out = run(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let sweep = &report["models"][0];
+    let decoded = sweep["tokens_decoded"].as_u64().unwrap();
+    let unshared = sweep["tokens_unshared"].as_u64().unwrap();
+    assert!(decoded * 2 < unshared, "a shared stem is decoded once: {decoded} of {unshared}");
+
+    // The same prompts, one task file per format and rotation, each prompt scored alone.
+    let files = dir.path().join("files");
+    let mut write = vec!["sweep", &file, "--write-tasks", path_str(&files)];
+    write.extend(common_args);
+    let out = run(&write);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut alone: HashMap<(String, u64, usize), Vec<f64>> = HashMap::new();
+    for format in FORMATS.split(',') {
+        for rotation in 0..4 {
+            let bin = files.join(format!("{format}.r{rotation}.bin"));
+            let scored = dir.path().join(format!("{format}.r{rotation}.jsonl"));
+            let out = run(&["score", "-m", &model, path_str(&bin), "--deterministic", "-t", "2", "--log-samples", path_str(&scored)]);
+            assert!(out.status.success(), "{format} r{rotation}: {}", stderr(&out));
+            for (position, task) in log_tasks(&scored).iter().enumerate() {
+                let sums = task["options"].as_array().unwrap().iter().map(|o| o["logprob_sum"].as_f64().unwrap()).collect();
+                alone.insert((format.to_owned(), position as u64, rotation), sums);
+            }
+        }
+    }
+
+    let prompts = json_lines(&log);
+    assert_eq!(prompts.len(), 4 * 4 * 4, "tasks × formats × rotations");
+    let task_ids: Vec<u64> = {
+        let mut ids: Vec<u64> = prompts.iter().map(|p| p["task"].as_u64().unwrap()).collect();
+        ids.dedup();
+        ids
+    };
+    assert_eq!(task_ids.len(), 4);
+    let mut diffs = Vec::new();
+    for p in &prompts {
+        let position = task_ids.iter().position(|&t| t == p["task"].as_u64().unwrap()).unwrap() as u64;
+        let key = (p["format"].as_str().unwrap().to_owned(), position, p["rotation"].as_u64().unwrap() as usize);
+        let shared: Vec<f64> = p["log_probs"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        let single = &alone[&key];
+        for (a, b) in shared.iter().zip(single) {
+            assert!((a - b).abs() <= TOLERANCE, "{key:?}: shared {a} vs alone {b}");
+            diffs.push((a - b).abs());
+        }
+        let mut sorted = single.clone();
+        sorted.sort_by(|a, b| b.partial_cmp(a).unwrap());
+        if sorted[0] - sorted[1] > 2.0 * TOLERANCE {
+            assert_eq!(first_max(&shared), first_max(single), "{key:?}: same pick");
+        }
+    }
+    diffs.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let median = diffs[diffs.len() / 2];
+    assert!(median <= MEDIAN_TOLERANCE, "median |Δ| {median}");
+
+    // Every per-format figure agrees with the per-prompt log.
+    for f in sweep["formats"].as_array().unwrap() {
+        let name = f["format"].as_str().unwrap();
+        let mine: Vec<&Value> = prompts.iter().filter(|p| p["format"] == name).collect();
+        let right = |p: &Value| p["pick"] == p["gold"];
+        let original = mine.iter().filter(|p| p["rotation"] == 0 && right(p)).count();
+        assert!((f["accuracy"].as_f64().unwrap() - 25.0 * original as f64).abs() < 1e-9, "{name}");
+        let circular = task_ids.iter().filter(|&&t| mine.iter().filter(|p| p["task"] == t).all(|p| right(p))).count();
+        assert!((f["circular_accuracy"].as_f64().unwrap() - 25.0 * circular as f64).abs() < 1e-9, "{name}");
+        let picks: Vec<u64> = f["picks"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect();
+        for position in 0..4 {
+            assert_eq!(picks[position], mine.iter().filter(|p| p["pick"] == position).count() as u64, "{name}");
+        }
+        assert_eq!(f["accuracy_by_rotation"].as_array().unwrap().len(), 4);
+        let pride = &f["pride"];
+        assert_eq!((pride["calibration_tasks"].as_u64(), pride["debiased_tasks"].as_u64()), (Some(2), Some(2)), "{name}");
+        let prior: f64 = pride["prior"].as_array().unwrap().iter().map(|p| p.as_f64().unwrap()).sum();
+        assert!((prior - 1.0).abs() < 1e-9, "{name}: the prior is a distribution");
+    }
+    let across = &sweep["accuracy_across_formats"];
+    assert!(across["min"].as_f64() <= across["mean"].as_f64() && across["mean"].as_f64() <= across["max"].as_f64());
+    let svg = std::fs::read_dir(&plots).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect::<Vec<_>>();
+    assert!(svg.iter().any(|n| n.starts_with("sweep-accuracy-1-") && n.ends_with(".svg")), "{svg:?}");
+}
+
+#[test]
+fn two_models_are_ranked_per_format() {
+    let model = model();
+    let file = repo("datasets/commonsense-qa-validation.bin");
+    let out = run(&["sweep", "-m", &model, "-m", &model, &file, "--tasks", "3", "--formats", "upper.dot.newline,digit.paren.comma", "-t", "2", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let models = report["models"].as_array().unwrap();
+    assert_eq!(models[0]["formats"], models[1]["formats"], "the same model scores the same");
+    let comparison = &report["comparison"];
+    // Tied in both formats: both share rank 1 everywhere, and nothing reverses.
+    assert_eq!(comparison["rank_distribution"], serde_json::json!([[2, 0], [2, 0]]));
+    assert_eq!(comparison["pairs"][0]["tied"], 2);
+    assert_eq!(comparison["reversal_rate"], 0.0);
+}
+
+#[test]
+fn the_scaffold_format_rebuilds_the_committed_file_from_its_source() {
+    let dir = tempdir();
+    let out = run(&["sweep", "--benchmark", "mmlu-validation", "--sources", &sources(), "--formats", "upper.dot.newline", "--write-tasks", path_str(dir.path())]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let written = std::fs::read(dir.path().join("upper.dot.newline.r0.bin")).unwrap();
+    assert_eq!(written, std::fs::read(repo("datasets/mmlu-validation.bin")).unwrap());
+}
+
+#[test]
+fn sweep_refuses_what_it_cannot_render() {
+    let text_file = repo("datasets/arc-easy-validation.bin");
+    let out = run(&["sweep", &text_file, "--write-tasks", "/nonexistent"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("arc-easy-validation.bin: task 0 is not in the letter scaffold"), "{}", stderr(&out));
+
+    let letter_file = repo("datasets/mmlu-validation.bin");
+    let out = run(&["sweep", &letter_file, "--formats", "upper.dash.newline", "--write-tasks", "/nonexistent"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("--formats: unknown format \"upper.dash.newline\""), "{}", stderr(&out));
+
+    let out = run(&["sweep", &letter_file, "--pride", "1.5"]);
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    assert!(stderr(&out).contains("expected a share between 0 and 1"), "{}", stderr(&out));
+}
