@@ -6,12 +6,14 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
 use mcscore_datasets::formats::{parse_letter_task, PromptFormat};
 use mcscore_datasets::{find, load_items, Item};
-use mcscore_engine::{plan, select_tasks, Engine, EngineError, TokenCounts};
+use mcscore_engine::{plan, select_tasks, Completion, Engine, EngineError, TokenCounts};
 use mcscore_format::{temp_file_beside, write_tasks, Task, TaskFile};
 use mcscore_metrics::debias;
 use mcscore_metrics::robustness::{self, PairRecord};
@@ -337,10 +339,18 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         Some(path) => Some(std::io::BufWriter::new(temp_file_beside(path).with_context(|| path.display().to_string())?)),
         None => None,
     };
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        let flag = interrupted.clone();
+        ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the Ctrl-C handler")?;
+    }
     let mut sweeps = Vec::new();
     for model in &models {
         let started = Instant::now();
-        let (log_probs, tokens) = score_prompts(model, &prompts, &items, &names, &settings)?;
+        let Some((log_probs, tokens)) = score_prompts(model, &prompts, &items, &names, &settings, &interrupted)? else {
+            eprintln!("mcscore: interrupted while scoring {}; nothing was written", model.display());
+            return Ok(Outcome::Interrupted);
+        };
         let seconds = started.elapsed().as_secs_f64();
         if let Some(log) = log.as_mut() {
             for (prompt, lp) in prompts.iter().zip(&log_probs) {
@@ -417,7 +427,8 @@ fn score_prompts(
     items: &Items,
     names: &[String],
     settings: &mcscore_engine::Settings,
-) -> anyhow::Result<(Vec<Vec<f64>>, TokenCounts)> {
+    interrupted: &AtomicBool,
+) -> anyhow::Result<Option<(Vec<Vec<f64>>, TokenCounts)>> {
     let engine = Engine::load(model, settings.n_gpu_layers)?;
     let tasks: Vec<(usize, Task<'_>)> = prompts.iter().enumerate().map(|(i, p)| (i, task_of(p))).collect();
     let describe = |e| describe_prompt(e, prompts, items, names);
@@ -429,14 +440,20 @@ fn score_prompts(
         .score(&prepared, &plan, settings, |scores| {
             log_probs.push(scores.options.iter().map(|o| o.logprob_sum).collect::<Vec<f64>>());
             progress.inc(1);
+            if interrupted.load(Ordering::SeqCst) {
+                return ControlFlow::Break(());
+            }
             ControlFlow::Continue(())
         })
         .map_err(describe)?;
     progress.finish_and_clear();
+    if run.completion != Completion::Finished {
+        return Ok(None);
+    }
     if log_probs.len() != prompts.len() {
         bail!("{}: scored {} of {} prompts", model.display(), log_probs.len(), prompts.len());
     }
-    Ok((log_probs, run.tokens))
+    Ok(Some((log_probs, run.tokens)))
 }
 
 #[allow(clippy::too_many_arguments)]

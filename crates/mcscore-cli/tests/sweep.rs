@@ -158,3 +158,26 @@ fn sweep_refuses_what_it_cannot_render() {
     assert_eq!(out.status.code(), Some(2), "a usage error");
     assert!(stderr(&out).contains("expected a share between 0 and 1"), "{}", stderr(&out));
 }
+
+#[test]
+fn ctrl_c_stops_a_sweep_and_writes_nothing() {
+    let dir = tempdir();
+    let log = dir.path().join("prompts.jsonl");
+    let saved = dir.path().join("sweep.json");
+    let child = mcscore()
+        .args(["sweep", "-m", &model(), &repo("datasets/mmlu-validation.bin"), "--tasks", "50", "--circular", "-t", "2"])
+        .args(["--log-samples", path_str(&log), "--save-json", path_str(&saved)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Long enough to be scoring (model loaded), far from the end of 9,600 prompts.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "no output, not even a partial one: {left:?}");
+}
