@@ -184,8 +184,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         selection: args.multiple_choice_tasks,
         settings: settings.fingerprint() + if args.lenient { " lenient" } else { "" } + if args.pmi { " pmi" } else { "" },
     };
-    // Resume at a batch boundary, so the remaining batches are the same decodes
-    // an uninterrupted run makes and the final numbers are identical.
+    // Resume at a batch boundary, so the remaining batches hold the tasks an
+    // uninterrupted run's do (only the tokens shared with the previous batch,
+    // BOS for most files, are decoded again instead of found cached).
     let boundaries: Vec<usize> = plan.batches.iter().map(|b| b.start).collect();
     let (mut log, mut records) = match &args.log_samples {
         Some(log_path) => {
