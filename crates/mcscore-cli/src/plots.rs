@@ -5,6 +5,7 @@ use std::path::Path;
 use anyhow::Context;
 use mcscore_metrics::calibration::Calibration;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 fn file_name(label: &str) -> String {
     label.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect()
@@ -99,76 +100,104 @@ pub(crate) fn sweep(dir: &Path, formats: &[String], accuracy: &[(String, Vec<f64
 
 fn format_bars(path: &Path, label: &str, formats: &[String], accuracy: &[f64], circular: Option<&[f64]>) -> anyhow::Result<()> {
     let n = formats.len();
-    let root = SVGBackend::new(path, (160 + 22 * n as u32, 620)).into_drawing_area();
+    let root = SVGBackend::new(path, ((160 + 22 * n as u32).max(640), 620)).into_drawing_area();
     root.fill(&WHITE)?;
-    let top = accuracy.iter().copied().fold(0.0, f64::max).max(1.0) * 1.15;
+    // Headroom above the tallest bar for the legend.
+    let top = accuracy.iter().copied().fold(10.0, f64::max) * 1.3;
     let mut chart = ChartBuilder::on(&root)
         .caption(format!("{}: accuracy per prompt format", short(label, 50)), ("sans-serif", 18))
         .margin(16)
         .x_label_area_size(170)
         .y_label_area_size(50)
-        .build_cartesian_2d((0..n).into_segmented(), 0f64..top)?;
+        .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..top)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
         .y_desc("% correct")
         .x_labels(n)
-        .x_label_formatter(&|x| match x {
-            SegmentValue::CenterOf(i) => formats.get(*i).cloned().unwrap_or_default(),
-            _ => String::new(),
-        })
-        .x_label_style(("sans-serif", 12).into_font().transform(FontTransform::Rotate90))
+        .x_label_formatter(&|_| String::new())
         .draw()?;
+    // Format names hang down from their bars (the mesh centres rotated labels
+    // on the axis, where they would cross it).
+    let style = TextStyle::from(("sans-serif", 12).into_font().transform(FontTransform::Rotate90)).pos(Pos::new(HPos::Left, VPos::Center));
+    for (i, name) in formats.iter().enumerate() {
+        let (x, y) = chart.backend_coord(&(SegmentValue::CenterOf(i), 0.0));
+        root.draw(&Text::new(name.clone(), (x, y + 8), style.clone()))?;
+    }
     chart
         .draw_series(accuracy.iter().enumerate().map(|(i, &a)| {
-            Rectangle::new([(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), a)], BLUE.mix(0.45).filled())
+            let mut bar = Rectangle::new([(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), a)], BLUE.mix(0.45).filled());
+            bar.set_margin(0, 0, 2, 2);
+            bar
         }))?
         .label("original order")
         .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], BLUE.mix(0.45).filled()));
     if let Some(circular) = circular {
         chart
             .draw_series(circular.iter().enumerate().map(|(i, &a)| {
-                Rectangle::new([(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), a)], RED.mix(0.6).filled())
+                let mut bar = Rectangle::new([(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), a)], RED.mix(0.6).filled());
+                bar.set_margin(0, 0, 2, 2);
+                bar
             }))?
             .label("circular (right under every rotation)")
             .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], RED.mix(0.6).filled()));
     }
-    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
     root.present()?;
     Ok(())
 }
 
+/// One stacked bar per model: how many formats rank it 1st, 2nd, ….
 fn rank_bars(path: &Path, models: &[String], ranks: &[Vec<usize>], n_formats: usize) -> anyhow::Result<()> {
     let m = models.len();
-    let root = SVGBackend::new(path, (200 + 120 * m as u32, 480)).into_drawing_area();
+    let labels: Vec<String> = models
+        .iter()
+        .enumerate()
+        .map(|(i, model)| format!("{}. {}", i + 1, short(&Path::new(model).file_name().map_or(model.clone(), |f| f.to_string_lossy().into_owned()), 28)))
+        .collect();
+    let root = SVGBackend::new(path, (320 + 140 * m as u32, 520)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption("formats placing each model at each rank", ("sans-serif", 18))
+        .caption("rank of each model across prompt formats", ("sans-serif", 18))
         .margin(16)
         .x_label_area_size(40)
         .y_label_area_size(50)
-        .build_cartesian_2d(0f64..m as f64, 0f64..n_formats as f64)?;
+        // An integer range's end is a key point too: 0..m-1 makes m segments.
+        .build_cartesian_2d((0..m - 1).into_segmented(), 0f64..n_formats as f64 * 1.3)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_desc("rank (1 = best)")
         .y_desc("formats")
         .x_labels(m)
-        .x_label_formatter(&|x| format!("#{}", *x as usize + 1))
+        .x_label_formatter(&|x| match x {
+            SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
         .draw()?;
-    let width = 0.9 / m as f64;
-    for (i, (model, counts)) in models.iter().zip(ranks).enumerate() {
-        let color = Palette99::pick(i).mix(0.8);
-        let label = Path::new(model).file_name().map_or(model.clone(), |f| f.to_string_lossy().into_owned());
+    for rank in 0..m {
+        let color = Palette99::pick(rank).mix(0.8);
         chart
-            .draw_series(counts.iter().enumerate().map(|(rank, &count)| {
-                let left = rank as f64 + 0.05 + i as f64 * width;
-                Rectangle::new([(left, 0.0), (left + width, count as f64)], color.filled())
+            .draw_series(ranks.iter().enumerate().map(|(model, counts)| {
+                let below: usize = counts[..rank].iter().sum();
+                let top = below + counts[rank];
+                let mut bar = Rectangle::new([(SegmentValue::Exact(model), below as f64), (SegmentValue::Exact(model + 1), top as f64)], color.filled());
+                bar.set_margin(0, 0, 12, 12);
+                bar
             }))?
-            .label(short(&label, 30))
+            .label(format!("rank {}", rank + 1))
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
     }
-    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
     root.present()?;
     Ok(())
 }
