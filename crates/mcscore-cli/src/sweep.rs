@@ -14,11 +14,11 @@ use anyhow::{bail, Context};
 use mcscore_datasets::formats::{parse_letter_task, PromptFormat};
 use mcscore_datasets::{find, load_items, Item};
 use mcscore_engine::{plan, select_tasks, Completion, Engine, EngineError, TokenCounts};
-use mcscore_format::{temp_file_beside, write_tasks, Task, TaskFile};
+use mcscore_format::{sha256_hex, temp_file_beside, write_tasks, Task, TaskFile};
 use mcscore_metrics::debias;
 use mcscore_metrics::robustness::{self, PairRecord};
 use mcscore_metrics::stats::{std_dev, SplitMix64};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::datasets::SourceArgs;
 use crate::engine_args::EngineArgs;
@@ -32,6 +32,7 @@ Examples:
   mcscore sweep --benchmark mmlu-validation --sources ../data/sources --pride 0.05
   mcscore sweep datasets/mmlu-validation.bin --formats upper.dot.newline,roman.parens.comma
   mcscore sweep datasets/mmlu-validation.bin --write-tasks formats/   (one .bin per format, no scoring)
+  mcscore sweep --compare a.json b.json --plots out/   (sweeps saved with --save-json, side by side)
 
 Formats are named ids.delimiter.separator: ids upper|lower|digit|roman, delimiter
 colon (A:) | dot (A.) | paren (A)) | parens ((A)), separator newline|comma|semicolon.
@@ -53,8 +54,12 @@ question stem share its evaluation, so 48 formats × 4 rotations cost far less t
 #[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
     /// Letter-mode task file (.bin) written in the letter scaffold of task-format.md.
-    #[arg(value_name = "FILE", required_unless_present = "benchmark", conflicts_with = "benchmark")]
+    #[arg(value_name = "FILE", required_unless_present_any = ["benchmark", "compare"], conflicts_with = "benchmark")]
     file: Option<PathBuf>,
+    /// Instead of scoring: put sweeps saved with --save-json side by side (rank
+    /// distributions, reversals, Kendall τ), e.g. sweeps of models run apart.
+    #[arg(long, value_name = "SWEEP.json", num_args = 2.., conflicts_with_all = ["file", "benchmark", "models", "write_tasks", "log_samples"])]
+    compare: Vec<PathBuf>,
     /// Instead of FILE: a benchmark's items from its source (see `mcscore build --list`).
     #[arg(long, value_name = "NAME")]
     benchmark: Option<String>,
@@ -216,7 +221,7 @@ fn pick(log_probs: &[f64]) -> usize {
     (1..log_probs.len()).fold(0, |best, i| if log_probs[i] > log_probs[best] { i } else { best })
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 struct Spread {
     mean: f64,
     std: f64,
@@ -239,7 +244,7 @@ fn spread(values: &[f64], names: &[String]) -> Spread {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 struct Pride {
     /// The position prior, per ID position.
     prior: Vec<f64>,
@@ -252,13 +257,13 @@ struct Pride {
     rstd_after: f64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 struct FormatResult {
     format: String,
     /// Percent correct with the options in source order.
     accuracy: f64,
     /// Percent correct per rotation (rotation r puts option r first); with --circular.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     accuracy_by_rotation: Vec<f64>,
     /// Percent of tasks right under every rotation; with --circular.
     circular_accuracy: Option<f64>,
@@ -271,7 +276,7 @@ struct FormatResult {
     pride: Option<Pride>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 struct ModelSweep {
     model: String,
     prompts: usize,
@@ -299,7 +304,7 @@ struct Comparison {
     kendall_pairs: usize,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 struct SweepReport {
     file: String,
     tasks: usize,
@@ -308,12 +313,20 @@ struct SweepReport {
     circular: bool,
     instruction: bool,
     pride_alpha: Option<f64>,
-    settings: mcscore_engine::Settings,
+    /// sha256 of the swept items (stem, options, gold, in order): sweeps
+    /// compare only when they scored the same items.
+    items_sha256: String,
+    settings: serde_json::Value,
     models: Vec<ModelSweep>,
+    /// Recomputed whenever sweeps are put side by side.
+    #[serde(skip_deserializing)]
     comparison: Option<Comparison>,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+    if !args.compare.is_empty() {
+        return compare_saved(&args);
+    }
     let items = load(&args)?;
     let formats = parse_formats(&args.formats)?;
     let names: Vec<String> = formats.iter().map(PromptFormat::name).collect();
@@ -376,22 +389,59 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         file: items.label.clone(),
         tasks: n,
         selection: args.tasks,
-        formats: names.clone(),
+        formats: names,
         circular: args.circular,
         instruction: args.instruction,
         pride_alpha: args.pride,
-        settings,
+        items_sha256: items_sha256(&items.items)?,
+        settings: serde_json::to_value(settings)?,
         models: sweeps,
         comparison,
     };
+    emit(&report, &args)
+}
+
+fn items_sha256(items: &[Item]) -> anyhow::Result<String> {
+    let key: Vec<(&str, &[String], usize)> = items.iter().map(|i| (i.stem.as_str(), &i.options[..], i.gold)).collect();
+    Ok(sha256_hex(&serde_json::to_vec(&key)?))
+}
+
+/// `--compare`: saved sweeps of the same items side by side.
+fn compare_saved(args: &Args) -> anyhow::Result<Outcome> {
+    let mut merged: Option<SweepReport> = None;
+    for path in &args.compare {
+        let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+        let report: SweepReport = serde_json::from_str(&text).with_context(|| format!("{}: not a sweep saved by --save-json or --json", path.display()))?;
+        let Some(first) = merged.as_mut() else {
+            merged = Some(report);
+            continue;
+        };
+        let differs = [
+            ("items (items_sha256)", first.items_sha256 != report.items_sha256),
+            ("formats", first.formats != report.formats),
+            ("--circular", first.circular != report.circular),
+            ("--instruction", first.instruction != report.instruction),
+        ];
+        if let Some((what, _)) = differs.iter().find(|(_, d)| *d) {
+            bail!("{}: swept other {what} than {}; only sweeps of the same items and formats compare", path.display(), args.compare[0].display());
+        }
+        first.models.extend(report.models);
+    }
+    let mut report = merged.expect("clap requires two files");
+    report.comparison = Some(compare(&report.models, report.circular));
+    emit(&report, args)
+}
+
+/// The report as text or JSON, with its plots and saved copy.
+fn emit(report: &SweepReport, args: &Args) -> anyhow::Result<Outcome> {
     if let Some(dir) = &args.plots {
         let accuracy: Vec<(String, Vec<f64>, Option<Vec<f64>>)> = report
             .models
             .iter()
-            .map(|m| (m.model.clone(), m.formats.iter().map(|f| f.accuracy).collect(), args.circular.then(|| m.formats.iter().filter_map(|f| f.circular_accuracy).collect())))
+            .map(|m| (m.model.clone(), m.formats.iter().map(|f| f.accuracy).collect(), report.circular.then(|| m.formats.iter().filter_map(|f| f.circular_accuracy).collect())))
             .collect();
         let ranks = report.comparison.as_ref().map(|c| c.rank_distribution.clone());
-        plots::sweep(dir, &names, &accuracy, ranks.as_deref())?;
+        plots::sweep(dir, &report.formats, &accuracy, ranks.as_deref())?;
     }
     if let Some(path) = &args.save_json {
         let mut file = temp_file_beside(path).with_context(|| path.display().to_string())?;
@@ -399,9 +449,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         file.persist(path).with_context(|| path.display().to_string())?;
     }
     if args.json {
-        crate::print_json(&report)?;
+        crate::print_json(report)?;
     } else {
-        print_human(&report)?;
+        print_human(report)?;
     }
     Ok(Outcome::Ok)
 }

@@ -118,12 +118,19 @@ fn shared_prefix_sweep_matches_each_prompt_scored_alone() {
 }
 
 #[test]
-fn two_models_are_ranked_per_format() {
+fn models_are_ranked_per_format_in_one_run_or_from_saved_sweeps() {
     let model = model();
+    let dir = tempdir();
     let file = repo("datasets/commonsense-qa-validation.bin");
-    let out = run(&["sweep", "-m", &model, "-m", &model, &file, "--tasks", "3", "--formats", "upper.dot.newline,digit.paren.comma", "-t", "2", "--json"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let sweep = |extra: &[&str]| {
+        let mut args = vec!["sweep", &file, "--tasks", "3", "--formats", "upper.dot.newline,digit.paren.comma", "-t", "2", "--json"];
+        args.extend(extra);
+        let out = run(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_str::<Value>(&stdout(&out)).unwrap()
+    };
+    let both = dir.path().join("both.json");
+    let report = sweep(&["-m", &model, "-m", &model, "--save-json", path_str(&both)]);
     let models = report["models"].as_array().unwrap();
     assert_eq!(models[0]["formats"], models[1]["formats"], "the same model scores the same");
     let comparison = &report["comparison"];
@@ -131,6 +138,27 @@ fn two_models_are_ranked_per_format() {
     assert_eq!(comparison["rank_distribution"], serde_json::json!([[2, 0], [2, 0]]));
     assert_eq!(comparison["pairs"][0]["tied"], 2);
     assert_eq!(comparison["reversal_rate"], 0.0);
+
+    // A third sweep run apart, compared with the saved pair.
+    let apart = dir.path().join("apart.json");
+    sweep(&["-m", &model, "-fa", "off", "--save-json", path_str(&apart)]);
+    let out = run(&["sweep", "--compare", path_str(&both), path_str(&apart), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let compared: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(compared["models"].as_array().unwrap().len(), 3);
+    let ranks = compared["comparison"]["rank_distribution"].as_array().unwrap();
+    assert_eq!(ranks.len(), 3);
+    for counts in ranks {
+        assert_eq!(counts.as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).sum::<u64>(), 2, "every format ranks every model");
+    }
+
+    // Sweeps of other formats do not compare.
+    let other = dir.path().join("other.json");
+    let out = run(&["sweep", &file, "-m", &model, "--tasks", "3", "--formats", "upper.dot.newline", "-t", "2", "--save-json", path_str(&other)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(&["sweep", "--compare", path_str(&both), path_str(&other)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("swept other formats than"), "{}", stderr(&out));
 }
 
 #[test]
