@@ -56,9 +56,10 @@ pub(crate) struct Args {
     /// Letter-mode task file (.bin) written in the letter scaffold of task-format.md.
     #[arg(value_name = "FILE", required_unless_present_any = ["benchmark", "compare"], conflicts_with = "benchmark")]
     file: Option<PathBuf>,
-    /// Instead of scoring: put sweeps saved with --save-json side by side (rank
-    /// distributions, reversals, Kendall τ), e.g. sweeps of models run apart.
-    #[arg(long, value_name = "SWEEP.json", num_args = 2.., conflicts_with_all = ["file", "benchmark", "models", "write_tasks", "log_samples"])]
+    /// Instead of scoring: report sweeps saved with --save-json (one, to render
+    /// it again; several side by side, with rank distributions, reversals and
+    /// Kendall τ), e.g. sweeps of models run apart.
+    #[arg(long, value_name = "SWEEP.json", num_args = 1.., conflicts_with_all = ["file", "benchmark", "models", "write_tasks", "log_samples"])]
     compare: Vec<PathBuf>,
     /// Instead of FILE: a benchmark's items from its source (see `mcscore build --list`).
     #[arg(long, value_name = "NAME")]
@@ -427,8 +428,8 @@ fn compare_saved(args: &Args) -> anyhow::Result<Outcome> {
         }
         first.models.extend(report.models);
     }
-    let mut report = merged.expect("clap requires two files");
-    report.comparison = Some(compare(&report.models, report.circular));
+    let mut report = merged.expect("clap requires a file");
+    report.comparison = (report.models.len() > 1).then(|| compare(&report.models, report.circular));
     emit(&report, args)
 }
 
@@ -646,15 +647,18 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
         writeln!(out, "{model} on {}: {} tasks × {} formats, {rotations} ({} prompts)", report.file, report.tasks, report.formats.len(), m.prompts)?;
         let positions = m.formats.first().map_or(0, |f| f.picks.len());
         let letters: String = (0..positions).map(|i| char::from(b'A' + i as u8).to_string()).collect::<Vec<_>>().join("/");
-        writeln!(out, "  {:<24}{:>8}{:>10}  {:<24}{:>7}{:>7}", "format", "acc %", "circular", format!("picks {letters} %"), "RStd", "PIA")?;
+        writeln!(out, "  {:<24}{:>8}{:>10}{:>10}  {:<24}{:>7}{:>7}", "format", "acc %", "rot. mean", "circular", format!("picks {letters} %"), "RStd", "PIA")?;
         for f in &m.formats {
             let total: usize = f.picks.iter().sum();
             let picks: Vec<String> = f.picks.iter().map(|&c| format!("{:.0}", 100.0 * c as f64 / total.max(1) as f64)).collect();
+            let rotation_mean = (!f.accuracy_by_rotation.is_empty())
+                .then(|| f.accuracy_by_rotation.iter().sum::<f64>() / f.accuracy_by_rotation.len() as f64);
             writeln!(
                 out,
-                "  {:<24}{:>8.2}{:>10}  {:<24}{:>7.1}{:>7}",
+                "  {:<24}{:>8.2}{:>10}{:>10}  {:<24}{:>7.1}{:>7}",
                 f.format,
                 f.accuracy,
+                rotation_mean.map_or("-".to_owned(), |c| format!("{c:.2}")),
                 f.circular_accuracy.map_or("-".to_owned(), |c| format!("{c:.2}")),
                 picks.join(" "),
                 f.rstd,
