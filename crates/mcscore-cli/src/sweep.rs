@@ -152,7 +152,11 @@ fn load(args: &Args) -> anyhow::Result<Items> {
         (None, Some(name)) => {
             let benchmark = find(name).with_context(|| format!("--benchmark {name}: no such benchmark (mcscore build --list shows them)"))?;
             let sources = args.source.resolve(benchmark)?;
-            (name.clone(), load_items(benchmark, &sources)?)
+            let items = load_items(benchmark, &sources)?;
+            if let Some(row) = items.iter().position(|i| i.passage.is_some()) {
+                bail!("--benchmark {name}: item {row} comes with a passage, which the letter formats have no place for; sweep takes question-and-options benchmarks");
+            }
+            (name.clone(), items)
         }
         (None, None) => unreachable!("clap requires FILE or --benchmark"),
     };
@@ -192,7 +196,8 @@ fn calibration_items(n: usize, alpha: f64) -> HashSet<usize> {
     for i in (1..n).rev() {
         order.swap(i, rng.below(i + 1));
     }
-    let take = ((alpha * n as f64).ceil() as usize).clamp(1, n);
+    // At least one task calibrates and one is debiased.
+    let take = ((alpha * n as f64).ceil() as usize).clamp(1, n - 1);
     order.into_iter().take(take).collect()
 }
 
@@ -332,13 +337,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let formats = parse_formats(&args.formats)?;
     let names: Vec<String> = formats.iter().map(PromptFormat::name).collect();
     let n = items.items.len();
-    let calibration = args.pride.map(|alpha| calibration_items(n, alpha)).unwrap_or_default();
     if args.pride.is_some() {
+        if n < 2 {
+            bail!("{}: --pride needs at least two tasks: one to estimate the prior, one to debias", items.label);
+        }
         let k = items.items[0].options.len();
         if let Some(p) = items.items.iter().position(|i| i.options.len() != k) {
             bail!("{}: --pride needs one number of options; task {} has {} where task {} has {k}", items.label, items.indices[p], items.items[p].options.len(), items.indices[0]);
         }
     }
+    let calibration = args.pride.map(|alpha| calibration_items(n, alpha)).unwrap_or_default();
     let rotations_of = |p: usize| if args.circular || calibration.contains(&p) { items.items[p].options.len() } else { 1 };
 
     if let Some(dir) = &args.write_tasks {

@@ -182,6 +182,14 @@ fn sweep_refuses_what_it_cannot_render() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("--formats: unknown format \"upper.dash.newline\""), "{}", stderr(&out));
 
+    let out = run(&["sweep", &letter_file, "--tasks", "1", "--pride", "0.5", "--write-tasks", "/nonexistent"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("--pride needs at least two tasks"), "{}", stderr(&out));
+
+    let out = run(&["sweep", "--benchmark", "boolq-validation", "--sources", &sources(), "--write-tasks", "/nonexistent"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("item 0 comes with a passage"), "{}", stderr(&out));
+
     let out = run(&["sweep", &letter_file, "--pride", "1.5"]);
     assert_eq!(out.status.code(), Some(2), "a usage error");
     assert!(stderr(&out).contains("expected a share between 0 and 1"), "{}", stderr(&out));
