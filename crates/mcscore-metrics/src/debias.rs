@@ -27,8 +27,7 @@ pub fn prior(task_priors: &[Vec<f64>]) -> Vec<f64> {
 
 /// PriDe's prediction: argmax_i log P(ID i) − log prior_i (first maximum).
 pub fn debiased_pick(log_probs: &[f64], prior: &[f64]) -> usize {
-    let score = |i: usize| log_probs[i] - prior[i].ln();
-    (1..log_probs.len()).fold(0, |best, i| if score(i) > score(best) { i } else { best })
+    crate::first_max(log_probs.iter().zip(prior).map(|(l, p)| l - p.ln()))
 }
 
 /// Recall standard deviation across positions (in points): the population

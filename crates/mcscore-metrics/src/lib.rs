@@ -72,14 +72,22 @@ impl Normalisation {
 
     /// The predicted option: the first maximum, as llama-perplexity breaks ties.
     pub fn predict(self, options: &[OptionScore]) -> usize {
-        let mut best = 0;
-        for (k, option) in options.iter().enumerate().skip(1) {
-            if self.score(option) > self.score(&options[best]) {
-                best = k;
-            }
-        }
-        best
+        first_max(options.iter().map(|o| self.score(o)))
     }
+}
+
+/// Index of the first maximum: ties, and NaNs after the first score, go to the
+/// earlier option, as llama-perplexity picks. 0 for no scores.
+pub fn first_max(scores: impl IntoIterator<Item = f64>) -> usize {
+    let mut scores = scores.into_iter().enumerate();
+    let Some((_, mut top)) = scores.next() else { return 0 };
+    let mut best = 0;
+    for (i, score) in scores {
+        if score > top {
+            (best, top) = (i, score);
+        }
+    }
+    best
 }
 
 /// A share of successes with its binomial standard error, as llama-perplexity
@@ -136,6 +144,14 @@ mod tests {
         for norm in Normalisation::ALL {
             assert_eq!(norm.predict(&options), 0);
         }
+    }
+
+    #[test]
+    fn first_max_keeps_the_earliest_of_equal_scores() {
+        assert_eq!(first_max([1.0, 3.0, 3.0, 2.0]), 1);
+        assert_eq!(first_max([f64::NAN, 3.0]), 0, "nothing beats a leading NaN, as in llama-perplexity's loop");
+        assert_eq!(first_max([1.0, f64::NAN, 2.0]), 2);
+        assert_eq!(first_max(std::iter::empty()), 0);
     }
 
     #[test]

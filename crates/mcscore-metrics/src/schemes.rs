@@ -26,7 +26,7 @@ impl TaskProbs {
 
     /// The first maximum, as llama-perplexity picks.
     pub fn pick(&self) -> usize {
-        (1..self.p.len()).fold(0, |best, i| if self.p[i] > self.p[best] { i } else { best })
+        crate::first_max(self.p.iter().copied())
     }
 
     pub fn p_max(&self) -> f64 {
