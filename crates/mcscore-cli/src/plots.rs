@@ -86,7 +86,7 @@ fn heatmap(path: &Path, rankings: &[(&str, &[f64])], models: &[String]) -> anyho
 pub(crate) fn sweep(dir: &Path, formats: &[String], accuracy: &[(String, Vec<f64>, Option<Vec<f64>>)], ranks: Option<&[Vec<usize>]>) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
     for (i, (model, acc, circular)) in accuracy.iter().enumerate() {
-        let label = Path::new(model).file_name().map_or(model.clone(), |f| f.to_string_lossy().into_owned());
+        let label = model_label(model);
         let path = dir.join(format!("sweep-accuracy-{}-{}.svg", i + 1, file_name(&label)));
         format_bars(&path, &label, formats, acc, circular.as_deref()).with_context(|| path.display().to_string())?;
     }
@@ -95,6 +95,32 @@ pub(crate) fn sweep(dir: &Path, formats: &[String], accuracy: &[(String, Vec<f64
         let models: Vec<String> = accuracy.iter().map(|(m, _, _)| m.clone()).collect();
         rank_bars(&path, &models, ranks, formats.len()).with_context(|| path.display().to_string())?;
     }
+    Ok(())
+}
+
+/// A model's file name, or the whole path when it has none.
+pub(crate) fn model_label(model: &str) -> String {
+    Path::new(model).file_name().map_or(model.to_owned(), |f| f.to_string_lossy().into_owned())
+}
+
+/// One bar per format, `value` high, in the format's segment.
+fn bar(i: usize, value: f64, color: RGBAColor) -> Rectangle<(SegmentValue<usize>, f64)> {
+    let mut bar = Rectangle::new([(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), value)], color.filled());
+    bar.set_margin(0, 0, 2, 2);
+    bar
+}
+
+/// The legend box, top right, as both sweep plots draw it.
+fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(chart: &mut ChartContext<'a, DB, CT>) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
     Ok(())
 }
 
@@ -124,30 +150,15 @@ fn format_bars(path: &Path, label: &str, formats: &[String], accuracy: &[f64], c
         let (x, y) = chart.backend_coord(&(SegmentValue::CenterOf(i), 0.0));
         root.draw(&Text::new(name.clone(), (x, y + 8), style.clone()))?;
     }
-    chart
-        .draw_series(accuracy.iter().enumerate().map(|(i, &a)| {
-            let mut bar = Rectangle::new([(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), a)], BLUE.mix(0.45).filled());
-            bar.set_margin(0, 0, 2, 2);
-            bar
-        }))?
-        .label("original order")
-        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], BLUE.mix(0.45).filled()));
-    if let Some(circular) = circular {
+    let series = [("original order", Some(accuracy), BLUE.mix(0.45)), ("circular (right under every rotation)", circular, RED.mix(0.6))];
+    for (label, values, color) in series {
+        let Some(values) = values else { continue };
         chart
-            .draw_series(circular.iter().enumerate().map(|(i, &a)| {
-                let mut bar = Rectangle::new([(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), a)], RED.mix(0.6).filled());
-                bar.set_margin(0, 0, 2, 2);
-                bar
-            }))?
-            .label("circular (right under every rotation)")
-            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], RED.mix(0.6).filled()));
+            .draw_series(values.iter().enumerate().map(|(i, &a)| bar(i, a, color)))?
+            .label(label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
+    legend(&mut chart)?;
     root.present()?;
     Ok(())
 }
@@ -158,7 +169,7 @@ fn rank_bars(path: &Path, models: &[String], ranks: &[Vec<usize>], n_formats: us
     let labels: Vec<String> = models
         .iter()
         .enumerate()
-        .map(|(i, model)| format!("{}. {}", i + 1, short(&Path::new(model).file_name().map_or(model.clone(), |f| f.to_string_lossy().into_owned()), 28)))
+        .map(|(i, model)| format!("{}. {}", i + 1, short(&model_label(model), 28)))
         .collect();
     let root = SVGBackend::new(path, (320 + 140 * m as u32, 520)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -192,12 +203,7 @@ fn rank_bars(path: &Path, models: &[String], ranks: &[Vec<usize>], n_formats: us
             .label(format!("rank {}", rank + 1))
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
+    legend(&mut chart)?;
     root.present()?;
     Ok(())
 }

@@ -15,7 +15,7 @@ use mcscore_datasets::formats::{parse_letter_task, PromptFormat};
 use mcscore_datasets::{find, load_items, Item};
 use mcscore_engine::{plan, select_tasks, Completion, Engine, EngineError, TokenCounts};
 use mcscore_format::{sha256_hex, temp_file_beside, write_tasks, Task, TaskFile};
-use mcscore_metrics::debias;
+use mcscore_metrics::{debias, first_max};
 use mcscore_metrics::robustness::{self, PairRecord};
 use mcscore_metrics::stats::{std_dev, SplitMix64};
 use serde::{Deserialize, Serialize};
@@ -222,9 +222,18 @@ fn task_of(prompt: &Prompt) -> Task<'_> {
     Task::new(&prompt.question, prompt.ids.iter().map(String::as_str).collect(), prompt.gold)
 }
 
-/// First maximum, as every accuracy in mcscore.
-fn pick(log_probs: &[f64]) -> usize {
-    (1..log_probs.len()).fold(0, |best, i| if log_probs[i] > log_probs[best] { i } else { best })
+/// A prompt with the log-probability of each ID and the ID picked (the first
+/// maximum, as every accuracy in mcscore).
+struct Scored<'a> {
+    prompt: &'a Prompt,
+    log_probs: &'a [f64],
+    pick: usize,
+}
+
+impl Scored<'_> {
+    fn right(&self) -> bool {
+        self.pick == self.prompt.gold
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -238,8 +247,9 @@ struct Spread {
 }
 
 fn spread(values: &[f64], names: &[String]) -> Spread {
-    let argmin = (0..values.len()).fold(0, |b, i| if values[i] < values[b] { i } else { b });
-    let argmax = (0..values.len()).fold(0, |b, i| if values[i] > values[b] { i } else { b });
+    // The first minimum is the first maximum of the negated values.
+    let argmin = first_max(values.iter().map(|v| -v));
+    let argmax = first_max(values.iter().copied());
     Spread {
         mean: values.iter().sum::<f64>() / values.len() as f64,
         std: if values.len() > 1 { std_dev(values) } else { 0.0 },
@@ -374,21 +384,27 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             return Ok(Outcome::Interrupted);
         };
         let seconds = started.elapsed().as_secs_f64();
+        let scored: Vec<Scored<'_>> = prompts
+            .iter()
+            .zip(&log_probs)
+            .map(|(prompt, lp)| Scored { prompt, log_probs: lp, pick: first_max(lp.iter().copied()) })
+            .collect();
         if let Some(log) = log.as_mut() {
-            for (prompt, lp) in prompts.iter().zip(&log_probs) {
+            for s in &scored {
+                let prompt = s.prompt;
                 let line = serde_json::json!({
                     "model": model.display().to_string(),
                     "task": items.indices[prompt.item],
                     "format": names[prompt.format],
                     "rotation": prompt.rotation,
                     "gold": prompt.gold,
-                    "log_probs": lp,
-                    "pick": pick(lp),
+                    "log_probs": s.log_probs,
+                    "pick": s.pick,
                 });
                 writeln!(log, "{line}")?;
             }
         }
-        sweeps.push(analyse(model, &prompts, &log_probs, &items, &names, &calibration, args.circular, tokens, seconds));
+        sweeps.push(analyse(model, &scored, &items, &names, &calibration, args.circular, tokens, seconds));
     }
     if let (Some(log), Some(path)) = (log, &args.log_samples) {
         log.into_inner().map_err(|e| e.into_error())?.persist(path).with_context(|| path.display().to_string())?;
@@ -466,15 +482,8 @@ fn emit(report: &SweepReport, args: &Args) -> anyhow::Result<Outcome> {
 }
 
 fn describe_prompt(error: EngineError, prompts: &[Prompt], items: &Items, names: &[String]) -> anyhow::Error {
-    let context = match error.task().and_then(|i| prompts.get(i)) {
-        Some(p) => format!(
-            "{}: task {} in format {}, rotation {} (prompt {})",
-            items.label,
-            items.indices[p.item],
-            names[p.format],
-            p.rotation,
-            error.task().unwrap_or_default()
-        ),
+    let context = match error.task().and_then(|i| Some((i, prompts.get(i)?))) {
+        Some((i, p)) => format!("{}: task {} in format {}, rotation {} (prompt {i})", items.label, items.indices[p.item], names[p.format], p.rotation),
         None => items.label.clone(),
     };
     anyhow::Error::from(error).context(context)
@@ -518,8 +527,7 @@ fn score_prompts(
 #[allow(clippy::too_many_arguments)]
 fn analyse(
     model: &Path,
-    prompts: &[Prompt],
-    log_probs: &[Vec<f64>],
+    scored: &[Scored<'_>],
     items: &Items,
     names: &[String],
     calibration: &HashSet<usize>,
@@ -534,28 +542,27 @@ fn analyse(
     let percent = |hits: usize, of: usize| 100.0 * hits as f64 / of.max(1) as f64;
     let mut results = Vec::new();
     for (f, name) in names.iter().enumerate() {
-        // (item, rotation) → (pick, gold, log-probs) for this format.
-        let mine: Vec<(&Prompt, &Vec<f64>)> = prompts.iter().zip(log_probs).filter(|(p, _)| p.format == f).collect();
-        let counted: Vec<&(&Prompt, &Vec<f64>)> = mine.iter().filter(|(p, _)| circular || p.rotation == 0).collect();
-        let original: Vec<&(&Prompt, &Vec<f64>)> = mine.iter().filter(|(p, _)| p.rotation == 0).collect();
-        let accuracy = percent(original.iter().filter(|(p, lp)| pick(lp) == p.gold).count(), n);
+        let mine: Vec<&Scored<'_>> = scored.iter().filter(|s| s.prompt.format == f).collect();
+        let counted: Vec<&Scored<'_>> = mine.iter().copied().filter(|s| circular || s.prompt.rotation == 0).collect();
+        let original: Vec<&Scored<'_>> = mine.iter().copied().filter(|s| s.prompt.rotation == 0).collect();
+        let accuracy = percent(original.iter().filter(|s| s.right()).count(), n);
         let (accuracy_by_rotation, circular_accuracy) = if circular {
             let by_rotation = (0..widest)
                 .map(|r| {
-                    let at: Vec<_> = mine.iter().filter(|(p, _)| p.rotation == r).collect();
-                    percent(at.iter().filter(|(p, lp)| pick(lp) == p.gold).count(), at.len())
+                    let at: Vec<_> = mine.iter().filter(|s| s.prompt.rotation == r).collect();
+                    percent(at.iter().filter(|s| s.right()).count(), at.len())
                 })
                 .collect();
             let mut all_right = vec![true; n];
-            for (p, lp) in &mine {
-                all_right[p.item] &= pick(lp) == p.gold;
+            for s in &mine {
+                all_right[s.prompt.item] &= s.right();
             }
             (by_rotation, Some(percent(all_right.iter().filter(|&&r| r).count(), n)))
         } else {
             (Vec::new(), None)
         };
-        let picks_list: Vec<usize> = counted.iter().map(|(_, lp)| pick(lp)).collect();
-        let golds: Vec<usize> = counted.iter().map(|(p, _)| p.gold).collect();
+        let picks_list: Vec<usize> = counted.iter().map(|s| s.pick).collect();
+        let golds: Vec<usize> = counted.iter().map(|s| s.prompt.gold).collect();
         let mut picks = vec![0; widest];
         for &p in &picks_list {
             picks[p] += 1;
@@ -565,17 +572,16 @@ fn analyse(
             let task_priors: Vec<Vec<f64>> = calibration
                 .iter()
                 .map(|&item| {
-                    let mut rotations: Vec<(usize, Vec<f64>)> =
-                        mine.iter().filter(|(p, _)| p.item == item).map(|(p, lp)| (p.rotation, (*lp).clone())).collect();
-                    rotations.sort_by_key(|r| r.0);
-                    debias::task_prior(&rotations.into_iter().map(|r| r.1).collect::<Vec<_>>())
+                    let mut rotations: Vec<&Scored<'_>> = mine.iter().copied().filter(|s| s.prompt.item == item).collect();
+                    rotations.sort_by_key(|s| s.prompt.rotation);
+                    debias::task_prior(&rotations.iter().map(|s| s.log_probs.to_vec()).collect::<Vec<_>>())
                 })
                 .collect();
             let prior = debias::prior(&task_priors);
-            let rest: Vec<&&(&Prompt, &Vec<f64>)> = original.iter().filter(|(p, _)| !calibration.contains(&p.item)).collect();
-            let golds: Vec<usize> = rest.iter().map(|(p, _)| p.gold).collect();
-            let before: Vec<usize> = rest.iter().map(|(_, lp)| pick(lp)).collect();
-            let after: Vec<usize> = rest.iter().map(|(_, lp)| debias::debiased_pick(lp, &prior)).collect();
+            let rest: Vec<&Scored<'_>> = original.iter().copied().filter(|s| !calibration.contains(&s.prompt.item)).collect();
+            let golds: Vec<usize> = rest.iter().map(|s| s.prompt.gold).collect();
+            let before: Vec<usize> = rest.iter().map(|s| s.pick).collect();
+            let after: Vec<usize> = rest.iter().map(|s| debias::debiased_pick(s.log_probs, &prior)).collect();
             let hits = |picks: &[usize]| picks.iter().zip(&golds).filter(|(p, g)| p == g).count();
             Pride {
                 calibration_tasks: calibration.len(),
@@ -602,7 +608,7 @@ fn analyse(
     let circular_accuracies: Vec<f64> = results.iter().filter_map(|r| r.circular_accuracy).collect();
     ModelSweep {
         model: model.display().to_string(),
-        prompts: prompts.len(),
+        prompts: scored.len(),
         tokens_decoded: tokens.decoded,
         tokens_unshared: tokens.unshared,
         scoring_seconds: seconds,
@@ -651,7 +657,7 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     let rotations = if report.circular { "every rotation" } else { "the original order" };
     for m in &report.models {
-        let model = Path::new(&m.model).file_name().map_or(m.model.clone(), |f| f.to_string_lossy().into_owned());
+        let model = plots::model_label(&m.model);
         writeln!(out, "{model} on {}: {} tasks × {} formats, {rotations} ({} prompts)", report.file, report.tasks, report.formats.len(), m.prompts)?;
         let positions = m.formats.first().map_or(0, |f| f.picks.len());
         let letters: String = (0..positions).map(|i| char::from(b'A' + i as u8).to_string()).collect::<Vec<_>>().join("/");
