@@ -81,12 +81,6 @@ fn round_up(n: usize, to: usize) -> usize {
     n.div_ceil(to) * to
 }
 
-/// Sequence ids a fill may give its leaves: one id is kept for the chain of
-/// tokens every task of a fill shares, which the next fill may reuse.
-pub(crate) fn leaf_limit(settings: &Settings) -> usize {
-    MAX_SEQUENCES - usize::from(shares_across_fills(settings))
-}
-
 /// Whether a fill may start from the previous fill's shared tokens still in
 /// the KV cache. Not when deterministic: a task's scores then depend on
 /// nothing but the task.
@@ -101,7 +95,10 @@ pub(crate) fn shares_across_fills(settings: &Settings) -> bool {
 pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineError> {
     let longest = tasks.iter().map(PreparedTask::required_tokens).max().unwrap_or(1);
     let widest = tasks.iter().map(PreparedTask::n_options).max().unwrap_or(1);
-    let max_leaves = leaf_limit(settings);
+    // When fills share, one sequence id carries the chain of tokens every
+    // task of a fill shares to the next fill; the rest go to the leaves.
+    let anchor = usize::from(shares_across_fills(settings));
+    let max_leaves = MAX_SEQUENCES - anchor;
     if widest > max_leaves {
         return Err(EngineError::TooManySequences { widest, max: max_leaves });
     }
@@ -121,7 +118,6 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     if !too_long.is_empty() {
         return Err(EngineError::TaskTooLong { tasks: too_long, n_ctx });
     }
-    let anchor = usize::from(shares_across_fills(settings));
     if settings.deterministic {
         // Each task alone, in a single micro-batch, whatever the flags say.
         let n = round_up(longest, 256) as u32;
