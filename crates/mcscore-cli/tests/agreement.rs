@@ -35,10 +35,6 @@ fn reference_scores(stem: &str) -> HashMap<(usize, usize), (f64, u64)> {
         .collect()
 }
 
-fn first_max(scores: &[f64]) -> usize {
-    (1..scores.len()).fold(0, |b, k| if scores[k] > scores[b] { k } else { b })
-}
-
 fn check_agreement(stem: &str) {
     let dir = tempdir();
     let log = dir.path().join("log.jsonl");

@@ -21,10 +21,6 @@ fn json_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
-fn first_max(values: &[f64]) -> usize {
-    (1..values.len()).fold(0, |b, i| if values[i] > values[b] { i } else { b })
-}
-
 #[test]
 fn shared_prefix_sweep_matches_each_prompt_scored_alone() {
     let dir = tempdir();

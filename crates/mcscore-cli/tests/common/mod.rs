@@ -69,6 +69,12 @@ pub fn log_footer(path: &Path) -> serde_json::Value {
     serde_json::from_str(text.lines().last().unwrap()).unwrap()
 }
 
+/// Index of the first maximum: mcscore's and llama-perplexity's pick,
+/// written out again so the tests do not check the code against itself.
+pub fn first_max(values: &[f64]) -> usize {
+    (1..values.len()).fold(0, |b, k| if values[k] > values[b] { k } else { b })
+}
+
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
