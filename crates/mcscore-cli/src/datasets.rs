@@ -87,7 +87,7 @@ pub(crate) fn run_build(args: BuildArgs) -> anyhow::Result<Outcome> {
         for b in BENCHMARKS {
             let revision = b.hub.revision.unwrap_or("(no pinned revision)");
             let local = b.local.unwrap_or("(no local copy)");
-            println!("{:<28} {:<7} {}@{} [{}]\n{:<28} local: {local}", b.name, b.scaffold.mode(), b.hub.repo, revision, b.hub.split, "");
+            outln!("{:<28} {:<7} {}@{} [{}]\n{:<28} local: {local}", b.name, b.scaffold.mode(), b.hub.repo, revision, b.hub.split, "")?;
         }
         return Ok(Outcome::Ok);
     }
@@ -106,10 +106,10 @@ pub(crate) fn run_build(args: BuildArgs) -> anyhow::Result<Outcome> {
         let sources = args.source.resolve(benchmark)?;
         let file_name = relative_to_manifest(&args.manifest, &args.out.join(format!("{name}.bin")));
         let entry = build(benchmark, &sources, &args.out, &file_name)?;
-        println!(
+        outln!(
             "{}: {} tasks, {} mode, chance {:.2} %, majority_class {:.2} %, sha256 {}",
             entry.file, entry.tasks, entry.mode, entry.chance, entry.majority_class, entry.sha256
-        );
+        )?;
         manifest.upsert(entry);
         // Saved after each file, so an error later loses no finished work.
         manifest.save(&args.manifest)?;
@@ -133,6 +133,9 @@ pub(crate) struct VerifyArgs {
 }
 
 pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
+    if !args.manifest.is_file() {
+        bail!("{}: no manifest there (pass --manifest FILE; `mcscore build` writes one)", args.manifest.display());
+    }
     let manifest = Manifest::load(&args.manifest)?;
     if manifest.datasets.is_empty() {
         bail!("{}: no datasets in the manifest", args.manifest.display());
@@ -153,23 +156,36 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
     if args.source.source.is_some() && entries.len() != 1 {
         bail!("--source names one benchmark's source; {} files are being verified", entries.len());
     }
+    // Every file is checked, whatever happened to the ones before it.
     let mut failed = 0;
+    let total = entries.len();
     for (entry, path) in entries {
-        let mismatches = verify_entry(entry, &path, &args.source)?;
+        let mismatches = match verify_entry(entry, &path, &args.source) {
+            Ok(mismatches) => mismatches,
+            Err(error) => {
+                failed += 1;
+                eprintln!("mcscore: error: {error:#}");
+                continue;
+            }
+        };
         if mismatches.is_empty() {
-            println!("{}: verified: {} tasks match {}", path.display(), entry.tasks, entry.source.repo);
+            outln!("{}: verified: {} tasks match {}", path.display(), entry.tasks, entry.source.repo)?;
         } else {
             failed += 1;
-            println!("{}: {} MISMATCH{}", path.display(), mismatches.len(), if mismatches.len() == 1 { "" } else { "ES" });
+            outln!("{}: {} MISMATCH{}", path.display(), mismatches.len(), if mismatches.len() == 1 { "" } else { "ES" })?;
             for m in mismatches.iter().take(50) {
-                println!("  {m}");
+                outln!("  {m}")?;
             }
             if mismatches.len() > 50 {
-                println!("  ... and {} more", mismatches.len() - 50);
+                outln!("  ... and {} more", mismatches.len() - 50)?;
             }
         }
     }
-    Ok(if failed == 0 { Outcome::Ok } else { Outcome::InvalidInput })
+    if failed > 0 {
+        eprintln!("mcscore: {failed} of {total} file(s) failed verification");
+        return Ok(Outcome::InvalidInput);
+    }
+    Ok(Outcome::Ok)
 }
 
 fn verify_entry(entry: &Entry, path: &Path, source_args: &SourceArgs) -> anyhow::Result<Vec<Mismatch>> {

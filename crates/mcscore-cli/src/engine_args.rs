@@ -1,7 +1,7 @@
 //! The llama.cpp flags every scoring command shares (-c, -np, -b, -ub, -t,
 //! -tb, -ngl, -fa), with llama.cpp's names and defaults.
 
-use mcscore_engine::{ContextSize, FlashAttention, Settings};
+use mcscore_engine::{ContextSize, EngineError, FlashAttention, Settings};
 
 #[derive(clap::Args)]
 pub(crate) struct EngineArgs {
@@ -13,13 +13,14 @@ pub(crate) struct EngineArgs {
     /// follow from the data, so a task wider than -np does not stop the run.
     #[arg(long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
     parallel: Option<u32>,
-    /// Tokens per decode (-b).
+    /// Tokens per decode (-b); raised to the sequences a fill uses where it is
+    /// smaller (llama.cpp needs a row per sequence).
     #[arg(short = 'b', long = "batch-size", value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..))]
     batch_size: u32,
     /// Tokens per compute micro-batch (-ub).
     #[arg(long = "ubatch-size", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
     ubatch_size: u32,
-    /// Threads (-t); default: all cores.
+    /// Threads (-t); default and maximum: the number of cores.
     #[arg(short = 't', long = "threads", value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
     threads: Option<i32>,
     /// Threads for batch processing (-tb); default: --threads.
@@ -37,15 +38,25 @@ pub(crate) struct EngineArgs {
 }
 
 impl EngineArgs {
+    /// The settings to score with. More threads than cores only slows
+    /// llama.cpp down (3–15× here), so -t and -tb are capped at the core
+    /// count, with a warning.
     pub(crate) fn settings(&self) -> Settings {
-        let threads = self.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(4, |n| n.get() as i32));
+        let cores = std::thread::available_parallelism().map_or(4, |n| n.get() as i32);
+        let cap = |flag: &str, n: i32| {
+            if n > cores {
+                eprintln!("mcscore: warning: {flag} {n} is more threads than the {cores} cores here, which slows llama.cpp down; using {cores}");
+            }
+            n.min(cores)
+        };
+        let threads = cap("-t", self.threads.unwrap_or(cores));
         Settings {
             context: self.ctx_size,
             parallel: self.parallel,
             n_batch: self.batch_size,
             n_ubatch: self.ubatch_size,
             threads,
-            threads_batch: self.threads_batch.unwrap_or(threads),
+            threads_batch: self.threads_batch.map_or(threads, |n| cap("-tb", n)),
             n_gpu_layers: self.n_gpu_layers,
             flash_attention: self.flash_attn,
             deterministic: self.deterministic,
@@ -72,3 +83,15 @@ fn parse_context(text: &str) -> Result<ContextSize, String> {
     }
 }
 
+
+/// A planning error about `path`, with the flags that change the outcome:
+/// the library names no flags, the command line does.
+pub(crate) fn with_flag_hint(error: EngineError, path: &std::path::Path) -> anyhow::Error {
+    let hint = match &error {
+        EngineError::ContextOverflow { .. } | EngineError::ContextTooLarge { .. } => {
+            "; lower -c or -np, or pass -c auto to size the context to the longest task"
+        }
+        _ => "",
+    };
+    anyhow::anyhow!("{}: {error}{hint}", path.display())
+}

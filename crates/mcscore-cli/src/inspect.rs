@@ -52,9 +52,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             report["file"] = json!(path.display().to_string());
             reports.push(report);
         } else if let Some(index) = args.task {
-            print_task(&file, index);
+            print_task(&file, index)?;
         } else {
-            print_summary(&file, &Summary::of(&file));
+            print_summary(&file, &Summary::of(&file))?;
         }
     }
     if args.json {
@@ -76,39 +76,41 @@ fn task_report(file: &TaskFile, index: usize) -> serde_json::Value {
     })
 }
 
-fn print_task(file: &TaskFile, index: usize) {
+fn print_task(file: &TaskFile, index: usize) -> anyhow::Result<()> {
     let task = file.task(index);
-    println!("{} task {index} (byte {}, {} bytes)", file.path().display(), file.offset(index), file.task_len(index));
-    println!("question:");
+    outln!("{} task {index} (byte {}, {} bytes)", file.path().display(), file.offset(index), file.task_len(index))?;
+    outln!("question:")?;
     for line in task.question.lines() {
-        println!("  {line}");
+        outln!("  {line}")?;
     }
-    println!("options:");
+    outln!("options:")?;
     let gold = task.gold();
     for (k, option) in task.options().iter().enumerate() {
         let mark = if Some(k) == gold { "  <- gold" } else { "" };
-        println!("  {k:>3}  {option:?}{mark}");
+        outln!("  {k:>3}  {option:?}{mark}")?;
     }
     if !task.mc2.options.is_empty() {
-        println!("mc2 options: {:?}", task.mc2.options);
+        outln!("mc2 options: {:?}", task.mc2.options)?;
     }
+    Ok(())
 }
 
-fn print_summary(file: &TaskFile, s: &Summary) {
+fn print_summary(file: &TaskFile, s: &Summary) -> anyhow::Result<()> {
     let histogram = s
         .option_counts
         .iter()
         .map(|(options, tasks)| format!("{options} options: {tasks}"))
         .collect::<Vec<_>>()
         .join(", ");
-    println!("{}", file.path().display());
-    println!("  tasks           {}", s.tasks);
-    println!("  bytes           {}", s.bytes);
-    println!("  option counts   {histogram}");
-    println!("  mode            {}", s.mode);
-    println!("  chance          {:.2} %", s.chance);
-    println!("  majority_class  {:.2} % (gold at position {})", s.majority_class, s.majority_position);
-    println!("  min_parallel    {} (the -np llama-perplexity needs)", s.min_parallel);
-    println!("  longest task    task {}, {} bytes", s.longest_task, s.longest_task_bytes);
-    println!("  sha256          {}", s.sha256);
+    outln!("{}", file.path().display())?;
+    outln!("  tasks           {}", s.tasks)?;
+    outln!("  bytes           {}", s.bytes)?;
+    outln!("  option counts   {histogram}")?;
+    outln!("  mode            {}", s.mode)?;
+    outln!("  chance          {:.2} %", s.chance)?;
+    outln!("  majority_class  {:.2} % (gold at position {})", s.majority_class, s.majority_position)?;
+    outln!("  min_parallel    {} (the -np llama-perplexity needs)", s.min_parallel)?;
+    outln!("  longest task    task {}, {} bytes", s.longest_task, s.longest_task_bytes)?;
+    outln!("  sha256          {}", s.sha256)?;
+    Ok(())
 }

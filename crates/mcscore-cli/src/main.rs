@@ -1,11 +1,29 @@
 //! `mcscore`: a thin command line over the mcscore library crates.
 
+/// `writeln!` to standard output that returns an error (naming stdout) instead
+/// of panicking like `println!` when stdout cannot be written (`> /dev/full`).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*).map_err($crate::stdout_error)
+    }};
+}
+
+/// `write!` to standard output, as [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*).map_err($crate::stdout_error)
+    }};
+}
+
 mod datasets;
 mod defaults;
 mod engine_args;
 mod inspect;
 mod llama_args;
 mod llama_output;
+mod output;
 mod plots;
 mod report;
 mod samples;
@@ -75,6 +93,10 @@ fn main() -> ExitCode {
         Command::Build(args) => datasets::run_build(args),
         Command::Verify(args) => datasets::run_verify(args),
     };
+    // stdout is line-buffered and flushed at exit without a word on failure:
+    // flush it here, so a full disk behind `>` is an error, not a short file.
+    let flushed = std::io::Write::flush(&mut std::io::stdout()).map_err(stdout_error);
+    let result = result.and_then(|outcome| flushed.map(|()| outcome));
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::InvalidInput) => ExitCode::from(1),
@@ -86,8 +108,14 @@ fn main() -> ExitCode {
     }
 }
 
+/// What a failed write to standard output says. (A closed pipe never gets
+/// here: SIGPIPE ends the process quietly, as for other Unix tools.)
+pub(crate) fn stdout_error(error: std::io::Error) -> anyhow::Error {
+    anyhow::anyhow!("writing to standard output: {error}")
+}
+
 /// Prints `value` as pretty JSON on stdout.
 pub(crate) fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    outln!("{}", serde_json::to_string_pretty(value)?)?;
     Ok(())
 }

@@ -7,6 +7,15 @@ use mcscore_metrics::calibration::Calibration;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+/// Draws an SVG in memory, then writes it atomically: a full disk never
+/// leaves a truncated plot under its name.
+fn save(path: &Path, draw: impl FnOnce(&mut String) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    let mut svg = String::new();
+    draw(&mut svg).with_context(|| path.display().to_string())?;
+    mcscore_format::write_atomic(path, svg.as_bytes())?;
+    Ok(())
+}
+
 fn file_name(label: &str) -> String {
     label.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect()
 }
@@ -17,17 +26,17 @@ pub(crate) fn write(dir: &Path, calibrations: &[(&str, &Calibration)], rankings:
     std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
     for (i, (label, calibration)) in calibrations.iter().enumerate() {
         let path = dir.join(format!("reliability-{}-{}.svg", i + 1, file_name(label)));
-        reliability(&path, label, calibration).with_context(|| path.display().to_string())?;
+        save(&path, |svg| reliability(svg, label, calibration))?;
     }
     if models.len() > 1 {
         let path = dir.join("rank-heatmap.svg");
-        heatmap(&path, rankings, models).with_context(|| path.display().to_string())?;
+        save(&path, |svg| heatmap(svg, rankings, models))?;
     }
     Ok(())
 }
 
-fn reliability(path: &Path, label: &str, c: &Calibration) -> anyhow::Result<()> {
-    let root = SVGBackend::new(path, (640, 560)).into_drawing_area();
+fn reliability(svg: &mut String, label: &str, c: &Calibration) -> anyhow::Result<()> {
+    let root = SVGBackend::with_string(svg, (640, 560)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(format!("{}: ECE {:.3}", short(label, 40), c.ece), ("sans-serif", 18))
@@ -53,9 +62,9 @@ fn short(label: &str, max: usize) -> String {
     }
 }
 
-fn heatmap(path: &Path, rankings: &[(&str, &[f64])], models: &[String]) -> anyhow::Result<()> {
+fn heatmap(svg: &mut String, rankings: &[(&str, &[f64])], models: &[String]) -> anyhow::Result<()> {
     let (rows, cols) = (rankings.len(), models.len());
-    let root = SVGBackend::new(path, (120 + 170 * cols as u32, 90 + 40 * rows as u32)).into_drawing_area();
+    let root = SVGBackend::with_string(svg, (120 + 170 * cols as u32, 90 + 40 * rows as u32)).into_drawing_area();
     root.fill(&WHITE)?;
     // Label space inside the plot: one column on the left, one row on top.
     let mut chart = ChartBuilder::on(&root)
@@ -88,12 +97,12 @@ pub(crate) fn sweep(dir: &Path, formats: &[String], accuracy: &[(String, Vec<f64
     for (i, (model, acc, circular)) in accuracy.iter().enumerate() {
         let label = model_label(model);
         let path = dir.join(format!("sweep-accuracy-{}-{}.svg", i + 1, file_name(&label)));
-        format_bars(&path, &label, formats, acc, circular.as_deref()).with_context(|| path.display().to_string())?;
+        save(&path, |svg| format_bars(svg, &label, formats, acc, circular.as_deref()))?;
     }
     if let Some(ranks) = ranks {
         let path = dir.join("sweep-ranks.svg");
         let models: Vec<String> = accuracy.iter().map(|(m, _, _)| m.clone()).collect();
-        rank_bars(&path, &models, ranks, formats.len()).with_context(|| path.display().to_string())?;
+        save(&path, |svg| rank_bars(svg, &models, ranks, formats.len()))?;
     }
     Ok(())
 }
@@ -124,9 +133,9 @@ where
     Ok(())
 }
 
-fn format_bars(path: &Path, label: &str, formats: &[String], accuracy: &[f64], circular: Option<&[f64]>) -> anyhow::Result<()> {
+fn format_bars(svg: &mut String, label: &str, formats: &[String], accuracy: &[f64], circular: Option<&[f64]>) -> anyhow::Result<()> {
     let n = formats.len();
-    let root = SVGBackend::new(path, ((160 + 22 * n as u32).max(640), 620)).into_drawing_area();
+    let root = SVGBackend::with_string(svg, ((160 + 22 * n as u32).max(640), 620)).into_drawing_area();
     root.fill(&WHITE)?;
     // Headroom above the tallest bar for the legend.
     let top = accuracy.iter().copied().fold(10.0, f64::max) * 1.3;
@@ -164,14 +173,14 @@ fn format_bars(path: &Path, label: &str, formats: &[String], accuracy: &[f64], c
 }
 
 /// One stacked bar per model: how many formats rank it 1st, 2nd, ….
-fn rank_bars(path: &Path, models: &[String], ranks: &[Vec<usize>], n_formats: usize) -> anyhow::Result<()> {
+fn rank_bars(svg: &mut String, models: &[String], ranks: &[Vec<usize>], n_formats: usize) -> anyhow::Result<()> {
     let m = models.len();
     let labels: Vec<String> = models
         .iter()
         .enumerate()
         .map(|(i, model)| format!("{}. {}", i + 1, short(&model_label(model), 28)))
         .collect();
-    let root = SVGBackend::new(path, (320 + 140 * m as u32, 520)).into_drawing_area();
+    let root = SVGBackend::with_string(svg, (320 + 140 * m as u32, 520)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption("rank of each model across prompt formats", ("sans-serif", 18))

@@ -25,11 +25,13 @@ pub(crate) struct Args {
     /// The normalisation whose softmax gives the option probabilities p.
     #[arg(long, value_enum, default_value = "acc-norm")]
     normalisation: NormArg,
-    /// NM's abstention threshold τ: answer only when p_max > τ (default 1/k).
-    #[arg(long, value_name = "TAU")]
+    /// NM's abstention threshold τ, a probability in [0, 1]: answer only when
+    /// p_max > τ (default 1/k).
+    #[arg(long, value_name = "TAU", value_parser = parse_probability)]
     tau: Option<f64>,
-    /// Elim's elimination threshold ε: eliminate options with p < ε (default 1/k).
-    #[arg(long, value_name = "EPSILON")]
+    /// Elim's elimination threshold ε, a probability in [0, 1]: eliminate options
+    /// with p < ε (default 1/k).
+    #[arg(long, value_name = "EPSILON", value_parser = parse_probability)]
     epsilon: Option<f64>,
     /// Bootstrap resamples.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
@@ -46,6 +48,13 @@ pub(crate) struct Args {
     /// Write SVGs: a reliability diagram per model and a scheme × model rank heatmap.
     #[arg(long, value_name = "DIR")]
     plots: Option<PathBuf>,
+}
+
+fn parse_probability(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err(format!("expected a probability between 0 and 1, such as 0.25; got {text:?}")),
+    }
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -116,7 +125,7 @@ struct Run {
 fn load(paths: &[PathBuf]) -> anyhow::Result<Vec<Run>> {
     let mut runs: Vec<Run> = Vec::new();
     for path in paths {
-        let (header, records) = samples::read(path)?;
+        let samples::Contents { header, records, .. } = samples::read(path)?;
         if records.len() != header.tasks {
             bail!("{}: {} of {} announced tasks are logged: the run is incomplete (finish it with `mcscore score ... --resume`)", path.display(), records.len(), header.tasks);
         }
@@ -159,6 +168,9 @@ fn ranks_desc(values: &[f64]) -> Vec<f64> {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+    if let Some(dir) = &args.plots {
+        crate::output::check_dir(dir, "--plots")?;
+    }
     let runs = load(&args.logs)?;
     let norm: Normalisation = args.normalisation.into();
     let n = runs[0].records.len();
@@ -250,16 +262,18 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         models,
         rankings,
     };
-    if let Some(dir) = &args.plots {
-        crate::plots::write(dir, &report.models.iter().map(|m| (m.label.as_str(), &m.calibration)).collect::<Vec<_>>(),
-            &report.rankings.iter().map(|r| (r.scheme.as_str(), r.ranks.as_slice())).collect::<Vec<_>>(), &labels)?;
-    }
+    // Printed before the plots are written, so a plot that cannot be written
+    // (a full disk) loses nothing else.
     if args.json {
         crate::print_json(&report)?;
     } else if args.csv {
-        print!("{}", csv(&report));
+        out!("{}", csv(&report))?;
     } else {
-        print!("{}", text(&report));
+        out!("{}", text(&report))?;
+    }
+    if let Some(dir) = &args.plots {
+        crate::plots::write(dir, &report.models.iter().map(|m| (m.label.as_str(), &m.calibration)).collect::<Vec<_>>(),
+            &report.rankings.iter().map(|r| (r.scheme.as_str(), r.ranks.as_slice())).collect::<Vec<_>>(), &labels)?;
     }
     Ok(Outcome::Ok)
 }

@@ -14,9 +14,9 @@ use mcscore_format::{read_lenient, sha256_file, sha256_hex, Baselines, Error as 
 use mcscore_metrics::{Normalisation, Proportion};
 use serde_json::json;
 
-use crate::samples::{self, Header, SampleLog, TaskRecord};
-use crate::engine_args::EngineArgs;
-use crate::{defaults, llama_output, Outcome};
+use crate::engine_args::{self, EngineArgs};
+use crate::samples::{self, Header, Opened, SampleLog, TaskRecord};
+use crate::{defaults, llama_output, output, Outcome};
 
 /// The context of the unconditional pass of `--pmi` (lm-evaluation-harness, OLMES).
 const UNCONDITIONAL_CONTEXT: &str = "Answer:";
@@ -53,7 +53,9 @@ pub(crate) struct Args {
     /// Accepted for llama-perplexity compatibility; multiple choice is what mcscore does.
     #[arg(long)]
     multiple_choice: bool,
-    /// Score N tasks picked as llama-perplexity picks them (mt19937 seeded 1), in its order.
+    /// Score N tasks picked as llama-perplexity picks them (mt19937 seeded 1), in its
+    /// order. 0, as in llama-perplexity, and N at or above the task count score every
+    /// task in file order.
     #[arg(long, value_name = "N")]
     multiple_choice_tasks: Option<usize>,
     #[command(flatten)]
@@ -75,7 +77,9 @@ pub(crate) struct Args {
     /// Write one JSON line per task (per-option sums and counts, predictions, gold) to FILE.
     #[arg(long, value_name = "FILE")]
     log_samples: Option<PathBuf>,
-    /// Continue the --log-samples file of an interrupted run with the same inputs and settings.
+    /// Continue the --log-samples file of an interrupted run with the same inputs and
+    /// settings (the same contents: paths may differ). A complete log is left as it is
+    /// and its results are printed.
     #[arg(long, requires = "log_samples")]
     resume: bool,
 }
@@ -144,6 +148,23 @@ pub(crate) fn task_progress(len: usize, done: usize, message: &'static str) -> P
     progress
 }
 
+/// The tasks `--multiple-choice-tasks` selects, saying on stderr when it
+/// selects all of them (0, or more than the file holds).
+pub(crate) fn selection(requested: Option<usize>, n_tasks: usize, flag: &str) -> Vec<usize> {
+    match requested {
+        Some(0) => {
+            eprintln!("mcscore: {flag} 0: scoring all {n_tasks} tasks, as llama-perplexity does");
+            (0..n_tasks).collect()
+        }
+        Some(n) if n > n_tasks => {
+            eprintln!("mcscore: {flag} {n}: the file has {n_tasks} tasks; scoring all of them");
+            (0..n_tasks).collect()
+        }
+        Some(n) => select_tasks(n_tasks, n),
+        None => (0..n_tasks).collect(),
+    }
+}
+
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let started = Instant::now();
     let path = match args.file.clone().or(args.binary_file.clone()) {
@@ -154,18 +175,22 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         Some(model) => model.clone(),
         None => defaults::model()?,
     };
+    if let Some(log_path) = &args.log_samples {
+        output::check_file(log_path, "--log-samples")?;
+    }
     let source = Source::open(&path, args.lenient)?;
     let all_tasks = source.tasks(&path)?;
-    let order = match args.multiple_choice_tasks {
-        Some(n) => select_tasks(all_tasks.len(), n),
-        None => (0..all_tasks.len()).collect(),
-    };
+    let order = selection(args.multiple_choice_tasks, all_tasks.len(), "--multiple-choice-tasks");
     let selected: Vec<(usize, Task<'_>)> = order.iter().map(|&i| (i, all_tasks[i].clone())).collect();
     let settings = args.engine.settings();
 
     let engine = Engine::load(&model_path, settings.n_gpu_layers)?;
     let prepared = engine.prepare(&selected).with_context(|| path.display().to_string())?;
-    let plan = plan(&prepared, &settings).with_context(|| format!("{}: -c/-b", path.display()))?;
+    let plan = plan(&prepared, &settings).map_err(|e| engine_args::with_flag_hint(e, &path))?;
+    engine.check_memory(&plan, settings.n_gpu_layers).map_err(|e| engine_args::with_flag_hint(e, &path))?;
+    if plan.n_batch > settings.n_batch {
+        eprintln!("mcscore: -b {} is below the {} sequences a fill uses; decoding {} tokens at a time", settings.n_batch, plan.n_seq_max, plan.n_batch);
+    }
 
     let file_sha256 = sha256_hex(source.bytes());
     let needs_model_hash = args.log_samples.is_some() || args.json;
@@ -178,8 +203,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         mcscore: env!("CARGO_PKG_VERSION").to_owned(),
         model: model_path.display().to_string(),
         model_sha256: model_sha256.clone(),
+        model_bytes: std::fs::metadata(&model_path).map(|m| m.len()).with_context(|| model_path.display().to_string())?,
         file: path.display().to_string(),
         file_sha256: file_sha256.clone(),
+        file_bytes: source.bytes().len() as u64,
         tasks: prepared.len(),
         selection: args.multiple_choice_tasks,
         settings: settings.fingerprint() + if args.lenient { " lenient" } else { "" } + if args.pmi { " pmi" } else { "" },
@@ -188,34 +215,41 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     // uninterrupted run's do (only the tokens shared with the previous batch,
     // BOS for most files, are decoded again instead of found cached).
     let boundaries: Vec<usize> = plan.batches.iter().map(|b| b.start).collect();
-    let (mut log, mut records) = match &args.log_samples {
-        Some(log_path) => {
-            let (log, kept) = SampleLog::open(log_path, &header, args.resume, |done| {
-                boundaries.iter().copied().filter(|&b| b <= done).max().unwrap_or(0)
-            })?;
-            (Some(log), kept)
-        }
-        None => (None, Vec::new()),
+    let (mut log, mut records, already_complete) = match &args.log_samples {
+        Some(log_path) => match SampleLog::open(log_path, &header, args.resume, |done| {
+            boundaries.iter().copied().filter(|&b| b <= done).max().unwrap_or(0)
+        })? {
+            Opened::Writing { log, kept } => (Some(log), kept, false),
+            Opened::Complete { records } => {
+                eprintln!("mcscore: {} already holds the complete run: left as it is; its results follow", log_path.display());
+                (None, records, true)
+            }
+        },
+        None => (None, Vec::new(), false),
     };
     let resumed = records.len();
-    let first_batch = plan.batches.iter().position(|b| b.start == resumed).unwrap_or(plan.batches.len());
+    let first_batch = if already_complete {
+        plan.batches.len()
+    } else {
+        plan.batches.iter().position(|b| b.start == resumed).unwrap_or(plan.batches.len())
+    };
     let mut remaining = plan.clone();
     remaining.batches.drain(..first_batch);
 
     let llama = args.output == OutputFormat::Llama && !args.json;
     let mut stdout = std::io::stdout().lock();
     if llama {
-        let subset = args.multiple_choice_tasks.is_some_and(|k| k < all_tasks.len());
-        write!(stdout, "{}", llama_output::preamble(all_tasks.len(), prepared.len(), subset))?;
+        let subset = order.len() < all_tasks.len();
+        write!(stdout, "{}", llama_output::preamble(all_tasks.len(), prepared.len(), subset)).map_err(crate::stdout_error)?;
         let mut hits = 0;
         for (i, record) in records.iter().enumerate() {
             hits += usize::from(record.correct.acc_norm);
-            write!(stdout, "{}", llama_output::running_line(i + 1, hits))?;
+            write!(stdout, "{}", llama_output::running_line(i + 1, hits)).map_err(crate::stdout_error)?;
         }
     }
 
     // --pmi: the options after "Answer:" alone, scored first (a short pass).
-    let uncond: Vec<Vec<f64>> = if args.pmi {
+    let uncond: Vec<Vec<f64>> = if args.pmi && !already_complete {
         let bare: Vec<(usize, Task<'_>)> = selected
             .iter()
             .map(|(i, t)| (*i, Task { question: UNCONDITIONAL_CONTEXT, mc1: t.mc1.clone(), mc2: Default::default() }))
@@ -266,7 +300,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         records.push(record);
         if llama {
             if let Err(e) = write!(stdout, "{}", llama_output::running_line(records.len(), hits_norm)) {
-                write_error = Some(anyhow::Error::from(e).context("writing to stdout"));
+                write_error = Some(crate::stdout_error(e));
                 return ControlFlow::Break(());
             }
         }
@@ -295,7 +329,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         if let Some(log) = log {
             log.finish(false, records.len())?;
         }
-        stdout.flush()?;
+        stdout.flush().map_err(crate::stdout_error)?;
         eprintln!(
             "mcscore: interrupted after {} of {} tasks{}",
             records.len(),
@@ -310,6 +344,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if records.len() != prepared.len() {
         bail!("{}: scored {} tasks but {} were announced", path.display(), records.len(), prepared.len());
     }
+    // Before the results are trusted (or the log marked complete).
+    engine.check_unchanged()?;
     if let Some(log) = log {
         log.finish(true, records.len())?;
     }
@@ -322,8 +358,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let score_seconds = score_started.elapsed().as_secs_f64();
 
     if llama {
-        write!(stdout, "{}", llama_output::EPILOGUE)?;
-        stdout.flush()?;
+        write!(stdout, "{}", llama_output::EPILOGUE).map_err(crate::stdout_error)?;
+        stdout.flush().map_err(crate::stdout_error)?;
         eprint!("{}", llama_output::final_lines(accuracy(Normalisation::AccNorm).successes, n, total_options));
     } else if args.json {
         let metrics: serde_json::Map<String, serde_json::Value> = samples::normalisations(&records)
@@ -354,15 +390,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             "wall_seconds": started.elapsed().as_secs_f64(),
         }))?;
     } else {
-        writeln!(stdout, "{} on {}: {n} tasks", model_path.file_name().unwrap_or_default().to_string_lossy(), path.display())?;
-        writeln!(stdout, "  {:<16}{:>9}  {:>7}", "", "accuracy", "± s.e.")?;
+        writeln!(stdout, "{} on {}: {n} tasks", model_path.file_name().unwrap_or_default().to_string_lossy(), path.display()).map_err(crate::stdout_error)?;
+        writeln!(stdout, "  {:<16}{:>9}  {:>7}", "", "accuracy", "± s.e.").map_err(crate::stdout_error)?;
         for &norm in samples::normalisations(&records) {
             let a = accuracy(norm);
             let note = if norm == Normalisation::AccNorm { "  (llama-perplexity's number)" } else { "" };
-            writeln!(stdout, "  {:<16}{:>8.2}%  {:>7.2}{note}", norm.name(), a.percent(), a.stderr_percent())?;
+            writeln!(stdout, "  {:<16}{:>8.2}%  {:>7.2}{note}", norm.name(), a.percent(), a.stderr_percent()).map_err(crate::stdout_error)?;
         }
-        writeln!(stdout, "  {:<16}{:>8.2}%", "chance", baselines.chance)?;
-        writeln!(stdout, "  {:<16}{:>8.2}%  (always answer position {})", "majority_class", baselines.majority_class, baselines.majority_position)?;
+        writeln!(stdout, "  {:<16}{:>8.2}%", "chance", baselines.chance).map_err(crate::stdout_error)?;
+        writeln!(stdout, "  {:<16}{:>8.2}%  (always answer position {})", "majority_class", baselines.majority_class, baselines.majority_position).map_err(crate::stdout_error)?;
         writeln!(
             stdout,
             "  {} tokens decoded ({} if tasks shared none) in {} decodes, {score_seconds:.1} s scoring ({:.0} tokens/s), {:.1} s in all",
@@ -371,7 +407,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             remaining.batches.len(),
             tokens.decoded as f64 / score_seconds.max(1e-9),
             started.elapsed().as_secs_f64()
-        )?;
+        ).map_err(crate::stdout_error)?;
     }
     Ok(Outcome::Ok)
 }

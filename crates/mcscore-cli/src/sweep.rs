@@ -13,15 +13,16 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use mcscore_datasets::formats::{parse_letter_task, PromptFormat};
 use mcscore_datasets::{find, load_items, Item};
-use mcscore_engine::{plan, select_tasks, Completion, Engine, EngineError, TokenCounts};
-use mcscore_format::{sha256_hex, temp_file_beside, write_tasks, Task, TaskFile};
+use mcscore_engine::{plan, Completion, Engine, EngineError, TokenCounts};
+use mcscore_format::{sha256_hex, write_tasks, AtomicFile, Task, TaskFile};
 use mcscore_metrics::{debias, first_max};
 use mcscore_metrics::robustness::{self, PairRecord};
 use mcscore_metrics::stats::{std_dev, SplitMix64};
 use serde::{Deserialize, Serialize};
 
 use crate::datasets::SourceArgs;
-use crate::engine_args::EngineArgs;
+use crate::engine_args::{self, EngineArgs};
+use crate::output::{self, WriteLock};
 use crate::score::task_progress;
 use crate::{defaults, plots, Outcome};
 
@@ -75,7 +76,8 @@ pub(crate) struct Args {
     /// Score every cyclic rotation of the options (the gold visits every position).
     #[arg(long)]
     circular: bool,
-    /// Sweep N tasks picked as llama-perplexity picks them (mt19937 seeded 1).
+    /// Sweep N tasks picked as llama-perplexity picks them (mt19937 seeded 1); 0, or N
+    /// at or above the task count, sweeps every task.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(usize))]
     tasks: Option<usize>,
     /// PriDe: estimate each format's position prior from a share α of the tasks
@@ -163,10 +165,7 @@ fn load(args: &Args) -> anyhow::Result<Items> {
     if all.is_empty() {
         bail!("{label}: no tasks to sweep");
     }
-    let indices = match args.tasks {
-        Some(n) => select_tasks(all.len(), n),
-        None => (0..all.len()).collect(),
-    };
+    let indices = crate::score::selection(args.tasks, all.len(), "--tasks");
     let items = indices.iter().map(|&i| all[i].clone()).collect();
     Ok(Items { label, indices, items })
 }
@@ -339,7 +338,26 @@ struct SweepReport {
     comparison: Option<Comparison>,
 }
 
+/// Checks every output location before any work, and locks the files a run
+/// writes, so that a sweep is never lost to a path that cannot be written.
+fn check_outputs(args: &Args) -> anyhow::Result<Vec<WriteLock>> {
+    let mut locks = Vec::new();
+    for (path, flag) in [(&args.save_json, "--save-json"), (&args.log_samples, "--log-samples")] {
+        if let Some(path) = path {
+            output::check_file(path, flag)?;
+            locks.push(WriteLock::acquire(path)?);
+        }
+    }
+    for (dir, flag) in [(&args.plots, "--plots"), (&args.write_tasks, "--write-tasks")] {
+        if let Some(dir) = dir {
+            output::check_dir(dir, flag)?;
+        }
+    }
+    Ok(locks)
+}
+
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+    let _locks = check_outputs(&args)?;
     if !args.compare.is_empty() {
         return compare_saved(&args);
     }
@@ -367,10 +385,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let settings = args.engine.settings();
     let models = if args.models.is_empty() { vec![defaults::model()?] } else { args.models.clone() };
     // Written beside its final name and renamed when complete.
-    let mut log = match &args.log_samples {
-        Some(path) => Some(std::io::BufWriter::new(temp_file_beside(path).with_context(|| path.display().to_string())?)),
-        None => None,
-    };
+    let mut log = args.log_samples.as_ref().map(AtomicFile::create).transpose()?;
     let interrupted = Arc::new(AtomicBool::new(false));
     {
         let flag = interrupted.clone();
@@ -401,13 +416,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
                     "log_probs": s.log_probs,
                     "pick": s.pick,
                 });
-                writeln!(log, "{line}")?;
+                writeln!(log, "{line}").with_context(|| log.path().display().to_string())?;
             }
         }
         sweeps.push(analyse(model, &scored, &items, &names, &calibration, args.circular, tokens, seconds));
     }
-    if let (Some(log), Some(path)) = (log, &args.log_samples) {
-        log.into_inner().map_err(|e| e.into_error())?.persist(path).with_context(|| path.display().to_string())?;
+    if let Some(log) = log {
+        log.commit()?;
     }
     let comparison = (sweeps.len() > 1).then(|| compare(&sweeps, args.circular));
     let report = SweepReport {
@@ -457,28 +472,35 @@ fn compare_saved(args: &Args) -> anyhow::Result<Outcome> {
     emit(&report, args)
 }
 
-/// The report as text or JSON, with its plots and saved copy.
+/// The report as text or JSON, with its plots and saved copy. The report is
+/// printed first, so that a file that cannot be written at the end (a full
+/// disk) loses nothing: every failure is named, and the first fails the run.
 fn emit(report: &SweepReport, args: &Args) -> anyhow::Result<Outcome> {
-    if let Some(dir) = &args.plots {
+    let printed = if args.json { crate::print_json(report) } else { print_human(report) };
+    let plotted = args.plots.as_ref().map_or(Ok(()), |dir| {
         let accuracy: Vec<(String, Vec<f64>, Option<Vec<f64>>)> = report
             .models
             .iter()
             .map(|m| (m.model.clone(), m.formats.iter().map(|f| f.accuracy).collect(), report.circular.then(|| m.formats.iter().filter_map(|f| f.circular_accuracy).collect())))
             .collect();
         let ranks = report.comparison.as_ref().map(|c| c.rank_distribution.clone());
-        plots::sweep(dir, &report.formats, &accuracy, ranks.as_deref())?;
+        plots::sweep(dir, &report.formats, &accuracy, ranks.as_deref())
+    });
+    let saved = args.save_json.as_ref().map_or(Ok(()), |path| {
+        let mut file = AtomicFile::create(path)?;
+        serde_json::to_writer_pretty(&mut file, &report).with_context(|| path.display().to_string())?;
+        file.commit()?;
+        Ok(())
+    });
+    let mut failures = [printed, plotted, saved].into_iter().filter_map(Result::err);
+    let first = failures.next();
+    for later in failures {
+        eprintln!("mcscore: error: {later:#}");
     }
-    if let Some(path) = &args.save_json {
-        let mut file = temp_file_beside(path).with_context(|| path.display().to_string())?;
-        serde_json::to_writer_pretty(&mut file, &report)?;
-        file.persist(path).with_context(|| path.display().to_string())?;
+    match first {
+        Some(error) => Err(error),
+        None => Ok(Outcome::Ok),
     }
-    if args.json {
-        crate::print_json(report)?;
-    } else {
-        print_human(report)?;
-    }
-    Ok(Outcome::Ok)
 }
 
 fn describe_prompt(error: EngineError, prompts: &[Prompt], items: &Items, names: &[String]) -> anyhow::Error {
@@ -501,7 +523,8 @@ fn score_prompts(
     let tasks: Vec<(usize, Task<'_>)> = prompts.iter().enumerate().map(|(i, p)| (i, task_of(p))).collect();
     let describe = |e| describe_prompt(e, prompts, items, names);
     let prepared = engine.prepare(&tasks).map_err(describe)?;
-    let plan = plan(&prepared, settings).map_err(describe)?;
+    let plan = plan(&prepared, settings).map_err(|e| engine_args::with_flag_hint(e, Path::new(&items.label)))?;
+    engine.check_memory(&plan, settings.n_gpu_layers).map_err(|e| engine_args::with_flag_hint(e, Path::new(&items.label)))?;
     let progress = task_progress(prompts.len(), 0, "prompts");
     let mut log_probs = Vec::with_capacity(prompts.len());
     let run = engine
@@ -521,6 +544,7 @@ fn score_prompts(
     if log_probs.len() != prompts.len() {
         bail!("{}: scored {} of {} prompts", model.display(), log_probs.len(), prompts.len());
     }
+    engine.check_unchanged()?;
     Ok(Some((log_probs, run.tokens)))
 }
 
@@ -636,7 +660,6 @@ fn compare(sweeps: &[ModelSweep], circular: bool) -> Comparison {
 }
 
 fn write_format_files(dir: &Path, items: &Items, formats: &[PromptFormat], circular: bool, instruction: bool) -> anyhow::Result<Outcome> {
-    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
     let widest = items.items.iter().map(|i| i.options.len()).max().unwrap_or(1);
     let rotations = if circular { widest } else { 1 };
     let mut written = 0;
@@ -658,10 +681,10 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
     let rotations = if report.circular { "every rotation" } else { "the original order" };
     for m in &report.models {
         let model = plots::model_label(&m.model);
-        writeln!(out, "{model} on {}: {} tasks × {} formats, {rotations} ({} prompts)", report.file, report.tasks, report.formats.len(), m.prompts)?;
+        writeln!(out, "{model} on {}: {} tasks × {} formats, {rotations} ({} prompts)", report.file, report.tasks, report.formats.len(), m.prompts).map_err(crate::stdout_error)?;
         let positions = m.formats.first().map_or(0, |f| f.picks.len());
         let letters: String = (0..positions).map(|i| char::from(b'A' + i as u8).to_string()).collect::<Vec<_>>().join("/");
-        writeln!(out, "  {:<24}{:>8}{:>10}{:>10}  {:<24}{:>7}{:>7}", "format", "acc %", "rot. mean", "circular", format!("picks {letters} %"), "RStd", "PIA")?;
+        writeln!(out, "  {:<24}{:>8}{:>10}{:>10}  {:<24}{:>7}{:>7}", "format", "acc %", "rot. mean", "circular", format!("picks {letters} %"), "RStd", "PIA").map_err(crate::stdout_error)?;
         for f in &m.formats {
             let total: usize = f.picks.iter().sum();
             let picks: Vec<String> = f.picks.iter().map(|&c| format!("{:.0}", 100.0 * c as f64 / total.max(1) as f64)).collect();
@@ -677,16 +700,16 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
                 picks.join(" "),
                 f.rstd,
                 f.pia.map_or("-".to_owned(), |p| format!("{p:.3}"))
-            )?;
+            ).map_err(crate::stdout_error)?;
         }
         let s = &m.accuracy_across_formats;
-        writeln!(out, "  accuracy across formats: mean {:.2}, std {:.2}, min {:.2} ({}), max {:.2} ({})", s.mean, s.std, s.min, s.min_format, s.max, s.max_format)?;
+        writeln!(out, "  accuracy across formats: mean {:.2}, std {:.2}, min {:.2} ({}), max {:.2} ({})", s.mean, s.std, s.min, s.min_format, s.max, s.max_format).map_err(crate::stdout_error)?;
         if let Some(s) = &m.circular_accuracy_across_formats {
-            writeln!(out, "  circular accuracy across formats: mean {:.2}, std {:.2}, min {:.2} ({}), max {:.2} ({})", s.mean, s.std, s.min, s.min_format, s.max, s.max_format)?;
+            writeln!(out, "  circular accuracy across formats: mean {:.2}, std {:.2}, min {:.2} ({}), max {:.2} ({})", s.mean, s.std, s.min, s.min_format, s.max, s.max_format).map_err(crate::stdout_error)?;
         }
         if let (Some(alpha), Some(first)) = (report.pride_alpha, m.formats.first().and_then(|f| f.pride.as_ref())) {
-            writeln!(out, "  PriDe (α = {alpha}): prior from {} tasks under every rotation, {} tasks debiased", first.calibration_tasks, first.debiased_tasks)?;
-            writeln!(out, "  {:<24}{:<28}{:>20}{:>20}", "format", "prior", "acc % before→after", "RStd before→after")?;
+            writeln!(out, "  PriDe (α = {alpha}): prior from {} tasks under every rotation, {} tasks debiased", first.calibration_tasks, first.debiased_tasks).map_err(crate::stdout_error)?;
+            writeln!(out, "  {:<24}{:<28}{:>20}{:>20}", "format", "prior", "acc % before→after", "RStd before→after").map_err(crate::stdout_error)?;
             for f in &m.formats {
                 let p = f.pride.as_ref().expect("every format has PriDe");
                 let prior: Vec<String> = p.prior.iter().map(|x| format!("{x:.2}")).collect();
@@ -697,7 +720,7 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
                     prior.join(" "),
                     format!("{:.2}→{:.2}", p.accuracy_before, p.accuracy_after),
                     format!("{:.1}→{:.1}", p.rstd_before, p.rstd_after)
-                )?;
+                ).map_err(crate::stdout_error)?;
             }
         }
         writeln!(
@@ -707,13 +730,13 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
             m.tokens_unshared,
             m.tokens_decoded as f64 / m.tokens_unshared.max(1) as f64,
             m.scoring_seconds
-        )?;
+        ).map_err(crate::stdout_error)?;
     }
     if let Some(c) = &report.comparison {
-        writeln!(out, "Models compared by {} over {} formats:", c.ranked_by, report.formats.len())?;
+        writeln!(out, "Models compared by {} over {} formats:", c.ranked_by, report.formats.len()).map_err(crate::stdout_error)?;
         for (m, counts) in report.models.iter().zip(&c.rank_distribution) {
             let counts: Vec<String> = counts.iter().enumerate().map(|(r, n)| format!("#{}: {n}", r + 1)).collect();
-            writeln!(out, "  {:<40} {}", m.model, counts.join(", "))?;
+            writeln!(out, "  {:<40} {}", m.model, counts.join(", ")).map_err(crate::stdout_error)?;
         }
         for p in &c.pairs {
             writeln!(
@@ -725,7 +748,7 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
                 p.b_ahead,
                 p.tied,
                 if p.reverses() { " (the format decides the winner)" } else { "" }
-            )?;
+            ).map_err(crate::stdout_error)?;
         }
         writeln!(
             out,

@@ -85,12 +85,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if args.json {
         crate::print_json(&pairs)?;
     } else {
-        println!("{}: option IDs in the letter scaffold (\"Question: …\\n<ID><delim> text\\n…\\nAnswer:\")", model.display());
-        println!("  {:<14} {:<16} {}", "ID.delimiter", "label tokens", "ID is its own token");
+        outln!("{}: option IDs in the letter scaffold (\"Question: …\\n<ID><delim> text\\n…\\nAnswer:\")", model.display())?;
+        outln!("  {:<14} {:<16} {}", "ID.delimiter", "label tokens", "ID is its own token")?;
         for p in &pairs {
             let counts: Vec<String> = p.label_tokens.iter().map(usize::to_string).collect();
             let ids: Vec<&str> = p.id_is_a_token.iter().map(|&ok| if ok { "yes" } else { "NO" }).collect();
-            println!("  {:<14} {:<16} {}{}", p.format, counts.join(" "), ids.join(" "), if p.flagged { "   <- breaks atomic IDs" } else { "" });
+            outln!("  {:<14} {:<16} {}{}", p.format, counts.join(" "), ids.join(" "), if p.flagged { "   <- breaks atomic IDs" } else { "" })?;
         }
     }
     Ok(Outcome::Ok)

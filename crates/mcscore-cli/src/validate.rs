@@ -1,9 +1,11 @@
 //! `mcscore validate`: every fault of a task file, and whether llama.cpp
 //! would still (silently) score it.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mcscore_format::{read_lenient, validate, Fault};
+use anyhow::bail;
+use mcscore_format::{llama_cpp_task_count, validate};
 use serde::Serialize;
 
 use crate::Outcome;
@@ -13,10 +15,11 @@ use crate::Outcome;
 ///
 /// A file is valid when its offsets match where tasks start, tasks tile the
 /// file with no gap, overlap or trailing bytes, strings are UTF-8, every task
-/// has 1 to 100 non-empty options and exactly one label set to 1, and mc2 is
+/// has 2 to 100 non-empty options and exactly one label set to 1, and mc2 is
 /// well formed. For an invalid file it also says whether llama-perplexity
 /// would score it anyway (it ignores offsets and labels, and exits 0 even when
-/// it cannot read a file).
+/// it cannot read a file). At most 20 faults of each kind are listed, with a
+/// count of the rest.
 #[derive(clap::Args)]
 pub(crate) struct Args {
     /// Task files (.bin) to validate.
@@ -26,6 +29,10 @@ pub(crate) struct Args {
     #[arg(long)]
     json: bool,
 }
+
+/// Faults listed per kind; the rest are counted. A corrupt offset table can
+/// yield a fault per task, millions of them, that say nothing more.
+const LISTED_PER_KIND: usize = 20;
 
 #[derive(Serialize)]
 struct FaultReport {
@@ -38,25 +45,41 @@ struct FaultReport {
 struct FileReport {
     file: String,
     valid: bool,
+    /// Every fault found, however many are listed.
+    fault_count: usize,
+    /// At most 20 faults of each kind, in file order.
     faults: Vec<FaultReport>,
-    /// How many tasks llama.cpp would score (`null` when it could not read the file).
+    /// Faults of each kind found beyond those listed.
+    not_listed: BTreeMap<&'static str, usize>,
+    /// How many tasks llama-perplexity would score (`null` when its reader
+    /// stops on a fault; it exits 0 all the same).
     llama_cpp_would_score: Option<usize>,
 }
 
 fn check(path: &Path) -> anyhow::Result<FileReport> {
-    let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    let faults = validate(&bytes);
-    // A valid file has a header, and llama.cpp scores every task it announces.
-    let llama_cpp_would_score = if faults.is_empty() {
-        Some(u32::from_le_bytes(bytes[..4].try_into()?) as usize)
-    } else {
-        read_lenient(&bytes, path).ok().map(|tasks| tasks.len())
-    };
+    let read_error = |e: std::io::Error| anyhow::anyhow!("{}: {e}", path.display());
+    if path.is_dir() {
+        bail!("{}: a directory, not a task file", path.display());
+    }
+    let bytes = std::fs::read(path).map_err(read_error)?;
+    let found = validate(&bytes);
+    let mut per_kind: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut faults = Vec::new();
+    for fault in &found {
+        let seen = per_kind.entry(fault.kind()).or_default();
+        *seen += 1;
+        if *seen <= LISTED_PER_KIND {
+            faults.push(FaultReport { kind: fault.kind(), task: fault.task(), message: fault.to_string() });
+        }
+    }
+    let not_listed = per_kind.into_iter().filter(|&(_, n)| n > LISTED_PER_KIND).map(|(kind, n)| (kind, n - LISTED_PER_KIND)).collect();
     Ok(FileReport {
         file: path.display().to_string(),
-        valid: faults.is_empty(),
-        faults: faults.iter().map(|f: &Fault| FaultReport { kind: f.kind(), task: f.task(), message: f.to_string() }).collect(),
-        llama_cpp_would_score,
+        valid: found.is_empty(),
+        fault_count: found.len(),
+        faults,
+        not_listed,
+        llama_cpp_would_score: llama_cpp_task_count(&bytes),
     })
 }
 
@@ -78,7 +101,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         if args.json {
             reports.push(report);
         } else {
-            print_report(&report);
+            print_report(&report)?;
         }
     }
     if args.json {
@@ -87,22 +110,24 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     Ok(outcome)
 }
 
-fn print_report(report: &FileReport) {
+fn print_report(report: &FileReport) -> anyhow::Result<()> {
     if report.valid {
         let tasks = report.llama_cpp_would_score.unwrap_or(0);
-        println!("{}: valid ({tasks} tasks)", report.file);
-        return;
+        return outln!("{}: valid ({tasks} tasks)", report.file);
     }
-    let n = report.faults.len();
-    println!("{}: INVALID ({n} fault{})", report.file, if n == 1 { "" } else { "s" });
+    let n = report.fault_count;
+    outln!("{}: INVALID ({n} fault{})", report.file, if n == 1 { "" } else { "s" })?;
     for fault in &report.faults {
-        println!("  {}", fault.message);
+        outln!("  {}", fault.message)?;
+    }
+    for (kind, more) in &report.not_listed {
+        outln!("  ... and {more} more {kind} fault{} (the first {LISTED_PER_KIND} are listed)", if *more == 1 { "" } else { "s" })?;
     }
     match report.llama_cpp_would_score {
-        Some(tasks) => println!(
-            "  llama-perplexity would still score {tasks} task{} from this file and exit 0: it ignores offsets, labels, mc2 and trailing bytes",
+        Some(tasks) => outln!(
+            "  llama-perplexity would still score {tasks} task{} from this file and exit 0: it ignores offsets, labels, mc2, invalid UTF-8, one-option tasks and trailing bytes",
             if tasks == 1 { "" } else { "s" }
         ),
-        None => println!("  llama-perplexity cannot read this file either, yet it exits 0"),
+        None => outln!("  llama-perplexity cannot read this file either, yet it exits 0"),
     }
 }

@@ -141,7 +141,7 @@ pub enum Mismatch {
     Question { task: usize },
     #[error("task {task}: options differ from the source (expected {expected:?}, found {found:?})")]
     Options { task: usize, expected: Vec<String>, found: Vec<String> },
-    #[error("task {task}: gold option is {found:?}, the source says {expected}")]
+    #[error("task {task}: gold option is {}, the source says {expected}", found.map_or_else(|| "none".to_owned(), |g| g.to_string()))]
     Gold { task: usize, expected: usize, found: Option<usize> },
     #[error("task {task}: letter-mode options are not the bare IDs A, B, … in order: {found:?}")]
     LetterOptions { task: usize, found: Vec<String> },

@@ -70,13 +70,10 @@ impl Manifest {
 
     /// Writes atomically (temporary file, then rename).
     pub fn save(&self, path: &Path) -> Result<(), DatasetError> {
-        let error = |message: String| DatasetError::Manifest { path: path.to_owned(), message };
-        let mut tmp = mcscore_format::temp_file_beside(path).map_err(|e| error(e.to_string()))?;
-        let mut text = serde_json::to_string_pretty(self).map_err(|e| error(e.to_string()))?;
+        let mut text = serde_json::to_string_pretty(self)
+            .map_err(|e| DatasetError::Manifest { path: path.to_owned(), message: e.to_string() })?;
         text.push('\n');
-        std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(|e| error(e.to_string()))?;
-        tmp.persist(path).map_err(|e| error(e.error.to_string()))?;
-        Ok(())
+        Ok(mcscore_format::write_atomic(path, text.as_bytes())?)
     }
 
     /// Where an entry's task file lies, relative to the manifest.

@@ -38,11 +38,23 @@ pub enum EngineError {
     #[error("llama.cpp could not create a context: {0}")]
     Context(String),
 
+    #[error("a context of {n_ctx} tokens is beyond llama.cpp's limit of {} tokens", u32::MAX)]
+    ContextOverflow { n_ctx: u64 },
+
+    #[error("a context of {n_ctx} tokens needs about {:.1} GiB for its KV cache ({per_token} bytes a token), but {:.1} GiB of memory is available", *needed as f64 / GIB, *available as f64 / GIB)]
+    ContextTooLarge { n_ctx: u64, per_token: u64, needed: u64, available: u64 },
+
+    #[error("{}: the model file changed while it was in use ({what}); the scores cannot be trusted", path.display())]
+    ModelChanged { path: PathBuf, what: String },
+
     #[error("{}", too_long_message(tasks, *n_ctx))]
     TaskTooLong { tasks: Vec<(usize, usize)>, n_ctx: usize },
 
     #[error("a task has {widest} options; llama.cpp allows at most {max} sequences")]
     TooManySequences { widest: usize, max: usize },
+
+    #[error("task {task}: one option; a task needs at least 2 options to be scored")]
+    OneOption { task: usize },
 
     #[error("task {task}: option {option} ({text:?}) tokenises to a prefix of every other option, so it has no token of its own to score (llama-perplexity reads out of bounds here and scores it 0)")]
     PrefixOption { task: usize, option: usize, text: String },
@@ -62,6 +74,7 @@ impl EngineError {
     pub fn task(&self) -> Option<usize> {
         match self {
             EngineError::PrefixOption { task, .. }
+            | EngineError::OneOption { task }
             | EngineError::NoCommonPrefix { task }
             | EngineError::Decode { task, .. }
             | EngineError::NonFinite { task, .. } => Some(*task),
@@ -70,6 +83,8 @@ impl EngineError {
         }
     }
 }
+
+const GIB: f64 = (1u64 << 30) as f64;
 
 fn too_long_message(tasks: &[(usize, usize)], n_ctx: usize) -> String {
     let listed: Vec<String> = tasks.iter().take(5).map(|(i, t)| format!("task {i} needs {t} tokens")).collect();
@@ -101,7 +116,27 @@ fn backend() -> Result<&'static LlamaBackend, EngineError> {
 pub struct Engine {
     backend: &'static LlamaBackend,
     model: LlamaModel,
+    path: PathBuf,
+    /// Size and modification time at load: llama.cpp maps the file, so a
+    /// model rewritten under a run changes its scores (or crashes it).
+    stamp: (u64, Option<std::time::SystemTime>),
 }
+
+fn stamp(path: &Path) -> std::io::Result<(u64, Option<std::time::SystemTime>)> {
+    let metadata = std::fs::metadata(path)?;
+    Ok((metadata.len(), metadata.modified().ok()))
+}
+
+/// Bytes of memory available to a new allocation (Linux's MemAvailable), if known.
+fn available_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Whether layers may live in GPU memory, whose size this check cannot see.
+const GPU_BACKEND: bool = cfg!(any(feature = "cuda", feature = "vulkan", feature = "metal"));
 
 impl Engine {
     /// Loads a GGUF model, offloading `n_gpu_layers` layers where a GPU backend
@@ -109,13 +144,54 @@ impl Engine {
     pub fn load(path: &Path, n_gpu_layers: u32) -> Result<Engine, EngineError> {
         let backend = backend()?;
         let load_error = |message: String| EngineError::ModelLoad { path: path.to_owned(), message };
-        if !path.is_file() {
-            return Err(load_error("no such file".into()));
+        if path.is_dir() {
+            return Err(load_error("a directory, not a GGUF file".into()));
         }
+        let stamp = stamp(path).map_err(|e| load_error(e.to_string()))?;
         let params = LlamaModelParams::default().with_n_gpu_layers(n_gpu_layers);
         let model = LlamaModel::load_from_file(backend, path, &params)
             .map_err(|e| load_error(format!("{e} (set MCSCORE_LLAMA_LOG=1 to see llama.cpp's log)")))?;
-        Ok(Engine { backend, model })
+        Ok(Engine { backend, model, path: path.to_owned(), stamp })
+    }
+
+    /// Fails if the model file's size or modification time differ from when
+    /// it was loaded: call it when a run ends, before reporting its results.
+    pub fn check_unchanged(&self) -> Result<(), EngineError> {
+        let changed = |what: String| EngineError::ModelChanged { path: self.path.clone(), what };
+        let now = stamp(&self.path).map_err(|e| changed(e.to_string()))?;
+        if now.0 != self.stamp.0 {
+            return Err(changed(format!("{} bytes at load, {} now", self.stamp.0, now.0)));
+        }
+        if now.1 != self.stamp.1 {
+            return Err(changed("its modification time moved".into()));
+        }
+        Ok(())
+    }
+
+    /// Bytes of KV cache one token takes (f16 keys and values, every layer,
+    /// as llama.cpp's default cache type): an upper bound, since sliding-window
+    /// layers keep fewer cells.
+    pub fn kv_bytes_per_token(&self) -> u64 {
+        let model = &self.model;
+        let arch = model.meta_val_str("general.architecture").unwrap_or_default();
+        let head = u64::from(model.n_embd().max(1) as u32) / u64::from(model.n_head().max(1));
+        let length = |key: &str| model.meta_val_str(&format!("{arch}.attention.{key}")).ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(head);
+        u64::from(model.n_layer()) * u64::from(model.n_head_kv()) * (length("key_length") + length("value_length")) * 2
+    }
+
+    /// Refuses a plan whose context llama.cpp cannot index, or whose KV cache
+    /// would not fit in the memory available (checked where every layer is
+    /// on the CPU), before anything is allocated.
+    pub fn check_memory(&self, plan: &Plan, n_gpu_layers: u32) -> Result<(), EngineError> {
+        let n_ctx = plan.n_ctx;
+        let per_token = self.kv_bytes_per_token();
+        let needed = n_ctx.saturating_mul(per_token);
+        if !GPU_BACKEND || n_gpu_layers == 0 {
+            if let Some(available) = available_memory().filter(|&a| needed > a) {
+                return Err(EngineError::ContextTooLarge { n_ctx, per_token, needed, available });
+            }
+        }
+        Ok(())
     }
 
     /// The text of each token of `text` as the model splits it (no BOS,

@@ -69,8 +69,10 @@ impl Settings {
 pub struct Plan {
     /// Ranges into the prepared tasks, one per KV-cache fill.
     pub batches: Vec<std::ops::Range<usize>>,
-    pub n_ctx: u32,
-    /// Tokens per `llama_decode` call.
+    /// At most `u32::MAX` ([`plan`] refuses more).
+    pub n_ctx: u64,
+    /// Tokens per `llama_decode` call: `-b`, raised to the sequences of the
+    /// widest fill where `-b` is smaller (llama.cpp needs that many rows).
     pub n_batch: u32,
     pub n_ubatch: u32,
     /// Sequence ids used by the widest batch.
@@ -110,6 +112,9 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
         }
         ContextSize::Auto => round_up(longest.max(settings.n_ubatch as usize), 256),
     };
+    if n_ctx > u32::MAX as usize {
+        return Err(EngineError::ContextOverflow { n_ctx: n_ctx as u64 });
+    }
     let too_long: Vec<(usize, usize)> = tasks
         .iter()
         .filter(|t| t.required_tokens() > n_ctx)
@@ -123,7 +128,7 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
         let n = round_up(longest, 256) as u32;
         return Ok(Plan {
             batches: (0..tasks.len()).map(|i| i..i + 1).collect(),
-            n_ctx: n,
+            n_ctx: u64::from(n),
             n_batch: n,
             n_ubatch: n,
             n_seq_max: widest as u32,
@@ -150,11 +155,14 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     if start < tasks.len() {
         batches.push(start..tasks.len());
     }
+    // llama.cpp reserves an output row per sequence within one batch, and
+    // aborts when a batch is narrower than the sequences a fill uses.
+    let n_batch = settings.n_batch.max(n_seq_max as u32);
     Ok(Plan {
         batches,
-        n_ctx: n_ctx as u32,
-        n_batch: settings.n_batch,
-        n_ubatch: settings.n_ubatch.min(settings.n_batch),
+        n_ctx: n_ctx as u64,
+        n_batch,
+        n_ubatch: settings.n_ubatch.min(n_batch),
         n_seq_max: n_seq_max as u32,
     })
 }
@@ -230,6 +238,24 @@ mod tests {
         // plus the sequence that carries the shared BOS to the next fill.
         assert_eq!(plan.n_seq_max, 6);
         assert_eq!(plan.n_ctx, 1536);
+    }
+
+    #[test]
+    fn a_context_beyond_u32_is_refused_not_wrapped() {
+        let tasks = [task(0, 10, &[1, 1])];
+        let error = plan(&tasks, &settings(ContextSize::PerSequence(u32::MAX), Some(16))).unwrap_err();
+        assert!(matches!(error, EngineError::ContextOverflow { n_ctx } if n_ctx > u64::from(u32::MAX)), "{error}");
+    }
+
+    #[test]
+    fn a_batch_narrower_than_a_fills_sequences_is_widened() {
+        // llama.cpp aborts when -b is below the sequences of a decode.
+        let tasks = [task(0, 10, &[2, 2, 2, 2])];
+        let mut s = settings(ContextSize::Auto, None);
+        s.n_batch = 1;
+        let plan = plan(&tasks, &s).unwrap();
+        assert_eq!(plan.n_seq_max, 5);
+        assert_eq!((plan.n_batch, plan.n_ubatch), (5, 5));
     }
 
     #[test]

@@ -44,6 +44,10 @@ pub(crate) fn prepare(model: &LlamaModel, tasks: &[(usize, Task<'_>)]) -> Result
 }
 
 fn prepare_one(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<PreparedTask, EngineError> {
+    if task.options().len() < 2 {
+        // The same rule as the task-file validator's (a lenient read lets it through).
+        return Err(EngineError::OneOption { task: index });
+    }
     let vocab = model.vocab();
     let mut text = String::new();
     let sequences: Vec<Vec<LlamaToken>> = task

@@ -87,8 +87,9 @@ impl Engine {
         settings: &Settings,
         mut sink: impl FnMut(TaskScores) -> ControlFlow<()>,
     ) -> Result<Run, EngineError> {
+        self.check_memory(plan, settings.n_gpu_layers)?;
         let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(plan.n_ctx))
+            .with_n_ctx(NonZeroU32::new(u32::try_from(plan.n_ctx).map_err(|_| EngineError::ContextOverflow { n_ctx: plan.n_ctx })?))
             .with_n_batch(plan.n_batch)
             .with_n_ubatch(plan.n_ubatch)
             .with_n_seq_max(plan.n_seq_max.max(1))

@@ -73,6 +73,9 @@ pub enum Fault {
     #[error("task {task}: no options (option count 0 at byte {at})")]
     NoOptions { task: usize, at: u64 },
 
+    #[error("task {task}: one option (count at byte {at}); a task needs at least 2 options to be scored")]
+    OneOption { task: usize, at: u64 },
+
     #[error("task {task}: {count} options (count at byte {at}); at most {max} are allowed", max = crate::MAX_OPTIONS)]
     TooManyOptions { task: usize, at: u64, count: u32 },
 
@@ -113,6 +116,7 @@ impl Fault {
             | InvalidUtf8 { task, .. }
             | EmptyQuestion { task, .. }
             | NoOptions { task, .. }
+            | OneOption { task, .. }
             | TooManyOptions { task, .. }
             | EmptyOption { task, .. }
             | BadLabel { task, .. }
@@ -139,6 +143,7 @@ impl Fault {
             InvalidUtf8 { .. } => "invalid_utf8",
             EmptyQuestion { .. } => "empty_question",
             NoOptions { .. } => "no_options",
+            OneOption { .. } => "one_option",
             TooManyOptions { .. } => "too_many_options",
             EmptyOption { .. } => "empty_option",
             BadLabel { .. } => "bad_label",

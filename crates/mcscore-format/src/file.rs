@@ -22,7 +22,11 @@ impl Bytes {
     fn open(path: &Path) -> Result<Bytes, Error> {
         let io = |source| Error::Io { path: path.to_owned(), source };
         let file = File::open(path).map_err(io)?;
-        if file.metadata().map_err(io)?.len() == 0 {
+        let metadata = file.metadata().map_err(io)?;
+        if metadata.is_dir() {
+            return Err(io(std::io::Error::new(std::io::ErrorKind::IsADirectory, "a directory, not a task file")));
+        }
+        if metadata.len() == 0 {
             return Ok(Bytes::Empty);
         }
         // SAFETY: the map is read-only and lives as long as `TaskFile`. memmap2

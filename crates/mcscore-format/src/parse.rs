@@ -13,6 +13,8 @@ pub(crate) struct ParsedTask<'a> {
     pub end: Option<usize>,
     /// The task, if its structure was followed and every string is UTF-8.
     pub task: Option<Task<'a>>,
+    /// How far parsing read, whether or not it reached the end.
+    pub reached: usize,
 }
 
 /// Reads length-prefixed fields of one task, recording faults as it goes.
@@ -115,6 +117,8 @@ impl<'a> Cursor<'a, '_> {
             self.faults.push(fault);
         } else if count == 0 && !mc2 {
             self.faults.push(Fault::NoOptions { task: self.task, at: count_at });
+        } else if count == 1 && !mc2 {
+            self.faults.push(Fault::OneOption { task: self.task, at: count_at });
         }
         // Never trust `count` for an allocation: each option needs 4 bytes at least.
         let capacity = (count as usize).min(self.bytes.len().saturating_sub(self.pos) / 4);
@@ -185,8 +189,9 @@ pub(crate) fn parse_task<'a>(
         Ok(parsed) => ParsedTask {
             end: Some(cursor.pos),
             task: (!cursor.bad_text).then_some(parsed),
+            reached: cursor.pos,
         },
-        Err(PastEnd) => ParsedTask { end: None, task: None },
+        Err(PastEnd) => ParsedTask { end: None, task: None, reached: cursor.pos },
     }
 }
 
@@ -237,6 +242,11 @@ pub fn validate(bytes: &[u8]) -> Vec<Fault> {
     // Where the previous task ended, when its structure could be followed.
     let mut previous_end = Some(header.table_end as u64);
     let mut previous_offset: Option<u64> = None;
+    // Bytes up to here were parsed as part of some task. A task that starts
+    // before it is reported but not parsed again, so that validation reads
+    // each byte once: a table of equal offsets would otherwise re-parse the
+    // same bytes once per task (quadratic in the file).
+    let mut parsed_up_to = header.table_end as u64;
     for task in 0..header.n_tasks {
         let at = 4 + 4 * task as u64;
         let offset = stored_offset(bytes, task);
@@ -258,7 +268,14 @@ pub fn validate(bytes: &[u8]) -> Vec<Fault> {
             _ => {}
         }
         previous_offset = Some(offset);
-        previous_end = parse_task(bytes, offset as usize, task, &mut faults).end.map(|e| e as u64);
+        if offset < parsed_up_to && task > 0 {
+            // Already read as (part of) an earlier task.
+            previous_end = Some(parsed_up_to);
+            continue;
+        }
+        let parsed = parse_task(bytes, offset as usize, task, &mut faults);
+        previous_end = parsed.end.map(|e| e as u64);
+        parsed_up_to = parsed_up_to.max(parsed.reached as u64);
     }
     if let Some(end) = previous_end {
         if end < len {

@@ -96,9 +96,7 @@ impl TaskWriter {
         let file = tmp.as_file_mut();
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         file.write_all(&header).map_err(io)?;
-        file.sync_all().map_err(io)?;
-        tmp.persist(&path).map_err(|e| io(e.error))?;
-        Ok(())
+        commit_temp(tmp, &path).map(drop)
     }
 }
 
@@ -106,15 +104,77 @@ impl TaskWriter {
 /// named `.mcscore-partial-*` and readable as a normal file would be (0644
 /// less the umask) once renamed; it is deleted if dropped before `persist`.
 pub fn temp_file_beside(path: &Path) -> std::io::Result<NamedTempFile> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
     let mut builder = tempfile::Builder::new();
     builder.prefix(".mcscore-partial-");
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
-    builder.tempfile_in(dir)
+    builder.tempfile_in(folder_of(path))
+}
+
+/// The folder a file at `path` lives in (`.` for a bare file name).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+/// The one way mcscore writes an output file: into a temporary file beside
+/// `path`, then [`AtomicFile::commit`] syncs it, renames it over `path` and
+/// syncs the folder. A crash, a full disk or a dropped `AtomicFile` leaves
+/// whatever was at `path` before, never a half-written file under its name.
+pub struct AtomicFile {
+    path: PathBuf,
+    out: BufWriter<NamedTempFile>,
+}
+
+impl AtomicFile {
+    pub fn create(path: impl AsRef<Path>) -> Result<AtomicFile, Error> {
+        let path = path.as_ref().to_owned();
+        let tmp = temp_file_beside(&path).map_err(|source| Error::Io { path: path.clone(), source })?;
+        Ok(AtomicFile { path, out: BufWriter::new(tmp) })
+    }
+
+    /// The file the content will be renamed to.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Makes the content durable under its final name.
+    pub fn commit(self) -> Result<std::fs::File, Error> {
+        let AtomicFile { path, out } = self;
+        let io = |source| Error::Io { path: path.clone(), source };
+        let tmp = out.into_inner().map_err(|e| io(e.into_error()))?;
+        commit_temp(tmp, &path)
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.out.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Syncs a temporary file made by [`temp_file_beside`], renames it to `path`
+/// and syncs the folder, so the rename itself survives a power cut.
+fn commit_temp(tmp: NamedTempFile, path: &Path) -> Result<std::fs::File, Error> {
+    let io = |source| Error::Io { path: path.to_owned(), source };
+    tmp.as_file().sync_all().map_err(io)?;
+    let file = tmp.persist(path).map_err(|e| io(e.error))?;
+    #[cfg(unix)]
+    std::fs::File::open(folder_of(path)).and_then(|dir| dir.sync_all()).map_err(io)?;
+    Ok(file)
+}
+
+/// Writes `bytes` to `path` atomically (see [`AtomicFile`]).
+pub fn write_atomic(path: impl AsRef<Path>, bytes: &[u8]) -> Result<(), Error> {
+    let mut file = AtomicFile::create(path)?;
+    file.write_all(bytes).map_err(|source| Error::Io { path: file.path().to_owned(), source })?;
+    file.commit().map(drop)
 }
 
 /// Writes `tasks` to `path` atomically.

@@ -30,7 +30,7 @@ impl OwnedTask {
 fn task() -> impl Strategy<Value = OwnedTask> {
     (
         "\\PC{1,40}",
-        prop::collection::vec("\\PC{1,12}", 1..8),
+        prop::collection::vec("\\PC{1,12}", 2..8),
         prop::collection::vec(("\\PC{1,6}", any::<bool>()), 0..3),
         any::<prop::sample::Index>(),
     )
