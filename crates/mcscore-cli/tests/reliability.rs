@@ -1,0 +1,430 @@
+//! Hostile use: flag values that used to crash or wrap, outputs that were
+//! checked only after the work, standard output that cannot be written, two
+//! writers on one log, logs cut by a crash, quadratic validation, misleading
+//! messages and a model file that changes under a run. docs/reliability.md
+//! lists each case with the test here that shows it.
+
+mod common;
+
+use common::*;
+use std::fs::File;
+use std::path::Path;
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use mcscore_format::{write_tasks, Task};
+
+fn fails_with(out: &Output, code: i32, needles: &[&str]) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(code), "stderr: {err}");
+    for needle in needles {
+        assert!(err.contains(needle), "{needle:?} not in stderr:\n{err}");
+    }
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(out.status.success(), "{}", stderr(out));
+    serde_json::from_str(&stdout(out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(out)))
+}
+
+/// Runs mcscore with stdout on /dev/full.
+fn run_to_full_disk(args: &[&str]) -> Output {
+    let full = File::options().write(true).open("/dev/full").expect("/dev/full exists on Linux");
+    mcscore().args(args).stdout(Stdio::from(full)).output().unwrap()
+}
+
+/// A small valid task file of letter tasks.
+fn small_file(dir: &Path) -> String {
+    let path = dir.join("small.bin");
+    let tasks: Vec<Task<'_>> = (0..6).map(|i| Task::new(["Is the sky blue?", "Is fire cold?"][i % 2], vec!["Yes", "No"], i % 2)).collect();
+    write_tasks(&path, tasks.into_iter()).unwrap();
+    path_str(&path).to_owned()
+}
+
+// 1. Flag values.
+
+#[test]
+fn batch_of_one_token_scores_instead_of_aborting() {
+    let out = run(&["score", "-m", &model(), "-bf", &reference("mc_mixed.bin"), "--multiple-choice-tasks", "6", "-b", "1", "--json"]);
+    assert_eq!(json(&out)["tasks"], 6);
+    assert!(stderr(&out).contains("-b 1 is below"), "{}", stderr(&out));
+}
+
+#[test]
+fn contexts_that_wrap_or_cannot_fit_are_refused_before_allocating() {
+    let file = reference("mc_letter4.bin");
+    // np × c beyond u32: used to run with n_ctx 0 and exit 0.
+    let out = run(&["score", "-m", &model(), "-bf", &file, "-c", "4294967295", "-np", "16"]);
+    fails_with(&out, 1, &["mc_letter4.bin", "beyond llama.cpp's limit", "lower -c or -np"]);
+    // Used to abort in llama.cpp.
+    let out = run(&["score", "-m", &model(), "-bf", &file, "-c", "1073741888"]);
+    fails_with(&out, 1, &["beyond llama.cpp's limit"]);
+    // Used to be killed by the OOM killer at 23 GB with no message.
+    let started = Instant::now();
+    let out = run(&["score", "-m", &model(), "-bf", &file, "-c", "2000000"]);
+    fails_with(&out, 1, &["KV cache", "GiB of memory is available", "lower -c or -np"]);
+    assert!(started.elapsed() < Duration::from_secs(60), "refused only after {:?}", started.elapsed());
+}
+
+#[test]
+fn zero_tasks_means_all_and_too_many_says_so() {
+    let file = reference("edge/mc_small8.bin");
+    let all = json(&run(&["score", "-m", &model(), "-bf", &file, "--json"]));
+    let out = run(&["score", "-m", &model(), "-bf", &file, "--multiple-choice-tasks", "0", "--json"]);
+    assert!(stderr(&out).contains("--multiple-choice-tasks 0: scoring all"), "{}", stderr(&out));
+    let zero = json(&out);
+    assert_eq!(zero["tasks"], all["tasks"]);
+    assert_eq!(zero["metrics"]["acc_norm"]["correct"], all["metrics"]["acc_norm"]["correct"]);
+    let out = run(&["score", "-m", &model(), "-bf", &file, "--multiple-choice-tasks", "1000", "--json"]);
+    assert!(stderr(&out).contains("--multiple-choice-tasks 1000: the file has"), "{}", stderr(&out));
+    assert_eq!(json(&out)["tasks"], all["tasks"]);
+}
+
+#[test]
+fn more_threads_than_cores_are_capped_with_a_warning() {
+    let out = run(&["score", "-m", &model(), "-bf", &reference("edge/mc_small8.bin"), "-t", "1000", "--json"]);
+    assert!(stderr(&out).contains("-t 1000 is more threads than the"), "{}", stderr(&out));
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert_eq!(json(&out)["settings"]["threads"], cores);
+}
+
+#[test]
+fn report_thresholds_must_be_probabilities() {
+    for (flag, value) in [("--tau", "NaN"), ("--tau", "1.5"), ("--epsilon", "-0.1"), ("--epsilon", "inf")] {
+        let out = run(&["report", "x.jsonl", &format!("{flag}={value}")]);
+        fails_with(&out, 2, &[flag, "expected a probability between 0 and 1"]);
+    }
+}
+
+// 2. Outputs are checked before the work.
+
+#[test]
+fn sweep_outputs_are_checked_before_scoring() {
+    let dir = tempdir();
+    let file = repo("datasets/mmlu-validation.bin");
+    let missing = dir.path().join("no/such/dir/sweep.json");
+    let a_file = dir.path().join("a-file");
+    std::fs::write(&a_file, "x").unwrap();
+    let cases: [(&str, String, &str); 4] = [
+        ("--save-json", path_str(&missing).to_owned(), "does not exist"),
+        ("--plots", path_str(&a_file).to_owned(), "names a file"),
+        ("--log-samples", "/proc/sweep.jsonl".to_owned(), "cannot write in /proc"),
+        ("--write-tasks", path_str(&a_file).to_owned(), "names a file"),
+    ];
+    for (flag, value, needle) in cases {
+        let started = Instant::now();
+        let model = model();
+        let mut args = vec!["sweep", &file, "--tasks", "50", "--circular", flag, &value];
+        if flag != "--write-tasks" {
+            args.extend(["-m", &model]);
+        }
+        let out = run(&args);
+        fails_with(&out, 1, &[flag, needle]);
+        // Nothing was scored: the refusal comes at once.
+        assert!(started.elapsed() < Duration::from_secs(15), "{flag}: refused after {:?}", started.elapsed());
+    }
+}
+
+#[test]
+fn report_plots_location_is_checked_before_reading_logs() {
+    let out = run(&["report", "/no/such/log.jsonl", "--plots", "/proc/plots"]);
+    fails_with(&out, 1, &["--plots", "/proc/plots"]);
+}
+
+// 3. Standard output that cannot be written.
+
+#[test]
+fn a_full_stdout_is_an_error_not_a_panic() {
+    let dir = tempdir();
+    let file = small_file(dir.path());
+    let log = dir.path().join("run.jsonl");
+    let model = model();
+    assert!(run(&["score", "-m", &model, "-bf", &file, "--log-samples", path_str(&log)]).status.success());
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["inspect", &file],
+        vec!["validate", &file],
+        vec!["validate", &file, "--json"],
+        vec!["build", "--list"],
+        vec!["report", path_str(&log)],
+        vec!["score", "-m", &model, "-bf", &file, "--json"],
+        vec!["score", "-m", &model, "-bf", &file],
+        vec!["tokens", "-m", &model],
+    ];
+    for args in cases {
+        let out = run_to_full_disk(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("writing to standard output"), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let mut child = mcscore().args(["build", "--list"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    let quiet = out.status.success() || out.status.signal() == Some(13);
+    assert!(quiet, "{:?}: {}", out.status, stderr(&out));
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+}
+
+// 4. One writer per log.
+
+#[test]
+fn a_second_writer_of_a_log_is_refused_with_the_holders_pid() {
+    let dir = tempdir();
+    let log = dir.path().join("run.jsonl");
+    let file = reference("mc_text5.bin");
+    let args = ["score", "-m", &model(), "-bf", &file, "-ub", "64", "-t", "1", "--log-samples", path_str(&log)];
+    let mut first = mcscore().args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let started = Instant::now();
+    while !dir.path().join("run.jsonl.lock").exists() || !log.exists() {
+        assert!(started.elapsed() < Duration::from_secs(60), "the first run never took the lock");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut resumed = args.to_vec();
+    resumed.push("--resume");
+    let second = run(&resumed);
+    let still_running = first.try_wait().unwrap().is_none();
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert!(still_running, "the first run ended before the second started; the test proves nothing");
+    fails_with(&second, 1, &["run.jsonl", &format!("pid {}", first.id()), "is writing this file"]);
+}
+
+// 5. Logs that survive any crash.
+
+/// A complete log of `tasks` tasks of mc_text5.bin, and its bytes.
+fn complete_log(dir: &Path, name: &str, tasks: &str) -> (std::path::PathBuf, Vec<u8>) {
+    let log = dir.join(name);
+    let out = run(&["score", "-m", &model(), "-bf", &reference("mc_text5.bin"), "--multiple-choice-tasks", tasks, "-ub", "64", "--log-samples", path_str(&log)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let bytes = std::fs::read(&log).unwrap();
+    (log, bytes)
+}
+
+fn resume(log: &Path, file: &str, tasks: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["score", "-m", &model_leak(), "-bf", file, "--multiple-choice-tasks", tasks, "-ub", "64", "--log-samples", path_str(log), "--resume", "--json"];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+fn model_leak() -> &'static str {
+    Box::leak(model().into_boxed_str())
+}
+
+#[test]
+fn a_log_torn_after_an_inner_brace_resumes_and_kept_lines_stay_byte_identical() {
+    let dir = tempdir();
+    let (log, full) = complete_log(dir.path(), "run.jsonl", "20");
+    let text = String::from_utf8(full.clone()).unwrap();
+    // Cut the last task line right after an inner `}` (and drop the footer).
+    let lines: Vec<&str> = text.lines().collect();
+    let last_task = lines[lines.len() - 2];
+    let cut_in_line = last_task.rfind("},").expect("an inner brace") + 1;
+    let cut = text.find(last_task).unwrap() + cut_in_line;
+    std::fs::write(&log, &full[..cut]).unwrap();
+    let before = full[..text.find(lines[3]).unwrap()].to_vec();
+    let out = resume(&log, &reference("mc_text5.bin"), "20", &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let after = std::fs::read(&log).unwrap();
+    assert_eq!(&after[..before.len()], &before[..], "kept lines were rewritten");
+    assert_eq!(log_tasks(&log), log_tasks_of(&full), "per-task results");
+    assert_eq!(log_footer(&log)["complete"], true);
+}
+
+fn log_tasks_of(bytes: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(bytes).lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).filter(|v| v["type"] == "task").collect()
+}
+
+#[test]
+fn resuming_a_complete_log_leaves_it_alone_and_prints_its_results() {
+    let dir = tempdir();
+    let (log, full) = complete_log(dir.path(), "run.jsonl", "10");
+    let modified = std::fs::metadata(&log).unwrap().modified().unwrap();
+    let out = resume(&log, &reference("mc_text5.bin"), "10", &[]);
+    assert!(stderr(&out).contains("already holds the complete run"), "{}", stderr(&out));
+    assert_eq!(json(&out)["tasks"], 10);
+    assert_eq!(std::fs::read(&log).unwrap(), full);
+    assert_eq!(std::fs::metadata(&log).unwrap().modified().unwrap(), modified);
+}
+
+#[test]
+fn inputs_are_identified_by_content_and_a_refusal_names_the_field() {
+    let dir = tempdir();
+    let (log, full) = complete_log(dir.path(), "run.jsonl", "10");
+    // Interrupted-looking log: no footer, 3 tasks.
+    let text = String::from_utf8(full).unwrap();
+    let head: String = text.lines().take(4).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&log, &head).unwrap();
+    // The same task file through a copy and a symlink.
+    let copy = dir.path().join("copy.bin");
+    std::fs::copy(reference("mc_text5.bin"), &copy).unwrap();
+    let link = dir.path().join("link.bin");
+    std::os::unix::fs::symlink(&copy, &link).unwrap();
+    let out = resume(&log, path_str(&link), "10", &[]);
+    assert_eq!(json(&out)["tasks"], 10);
+    // Another setting is refused, naming it.
+    std::fs::write(&log, &head).unwrap();
+    let out = resume(&log, path_str(&copy), "10", &["-fa", "off"]);
+    fails_with(&out, 1, &["cannot resume", "another settings", "fa=Off"]);
+    let out = resume(&log, &reference("edge/mc_small8.bin"), "10", &[]);
+    fails_with(&out, 1, &["cannot resume", "another file_sha256"]);
+}
+
+#[test]
+fn duplicated_lines_and_wrong_footers_are_named() {
+    let dir = tempdir();
+    let (log, full) = complete_log(dir.path(), "run.jsonl", "5");
+    let text = String::from_utf8(full).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // A task line twice.
+    let mut twice = lines.clone();
+    twice.insert(3, lines[2]);
+    std::fs::write(&log, twice.join("\n") + "\n").unwrap();
+    fails_with(&run(&["report", path_str(&log)]), 1, &["line 4", "logged twice (first on line 3)"]);
+    // A footer whose count is wrong.
+    let mut wrong = lines.clone();
+    let footer = wrong.pop().unwrap().replace("\"scored\":5", "\"scored\":7");
+    wrong.push(&footer);
+    std::fs::write(&log, wrong.join("\n") + "\n").unwrap();
+    fails_with(&run(&["report", path_str(&log)]), 1, &["line 7", "footer says 7 tasks were scored, but 5"]);
+}
+
+// 6. Validation cost is linear in the file.
+
+#[test]
+fn a_huge_claimed_task_count_is_rejected_fast_with_capped_output() {
+    let dir = tempdir();
+    let path = dir.path().join("zeros.bin");
+    let n: u32 = 1 << 20;
+    let mut bytes = vec![0u8; 4 * 1024 * 1024 + 8];
+    bytes[..4].copy_from_slice(&n.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let started = Instant::now();
+    let out = run(&["validate", path_str(&path), "--json"]);
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.len() < 100_000, "{} bytes of JSON", out.stdout.len());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report[0]["fault_count"].as_u64().unwrap() >= u64::from(n) - 1);
+    assert!(report[0]["not_listed"]["overlap"].as_u64().unwrap() > 1000, "{}", report[0]["not_listed"]);
+    let text = run(&["validate", path_str(&path)]);
+    assert!(stdout(&text).contains("more overlap faults (the first 20 are listed)"), "{}", stdout(&text));
+}
+
+// 7. Messages that tell the truth.
+
+#[test]
+fn invalid_utf8_is_still_read_by_llama_perplexity() {
+    let dir = tempdir();
+    let path = dir.path().join("latin1.bin");
+    let good = small_file(dir.path());
+    let mut bytes = std::fs::read(&good).unwrap();
+    let at = bytes.windows(3).position(|w| w == b"sky").unwrap();
+    bytes[at] = 0xE9; // a Latin-1 byte
+    std::fs::write(&path, &bytes).unwrap();
+    let out = run(&["validate", path_str(&path)]);
+    assert!(stdout(&out).contains("not valid UTF-8"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("llama-perplexity would still score 6 tasks"), "{}", stdout(&out));
+}
+
+#[test]
+fn directories_are_named_as_directories() {
+    let dir = tempdir();
+    let d = path_str(dir.path());
+    let file = reference("edge/mc_small8.bin");
+    fails_with(&run(&["score", "-m", &model(), "-bf", d]), 1, &["a directory, not a task file"]);
+    fails_with(&run(&["score", "-m", d, "-bf", &file]), 1, &["a directory, not a GGUF file"]);
+    fails_with(&run(&["score", "-m", &model(), "-bf", &file, "--log-samples", d]), 1, &["--log-samples names a directory"]);
+    fails_with(&run(&["validate", d]), 1, &["a directory, not a task file"]);
+}
+
+#[test]
+fn verify_names_a_missing_manifest_and_checks_every_file() {
+    let dir = tempdir();
+    let missing = dir.path().join("manifest.json");
+    fails_with(&run(&["verify", "--manifest", path_str(&missing)]), 1, &["manifest.json: no manifest there"]);
+    // A manifest whose first file is missing: the second is still verified.
+    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(repo("manifest.json")).unwrap()).unwrap();
+    let pick = |name: &str| manifest["datasets"].as_array().unwrap().iter().find(|e| e["name"] == name).unwrap().clone();
+    let mut present = pick("arc-easy-validation");
+    present["file"] = serde_json::json!(repo("datasets/arc-easy-validation.bin"));
+    let mut absent = pick("arc-challenge-validation");
+    absent["file"] = serde_json::json!(path_str(&dir.path().join("gone.bin")));
+    let local = dir.path().join("two.json");
+    std::fs::write(&local, serde_json::json!({ "datasets": [absent, present] }).to_string()).unwrap();
+    let out = run(&["verify", "--manifest", path_str(&local), "--sources", &sources()]);
+    fails_with(&out, 1, &["gone.bin", "1 of 2 file(s) failed verification"]);
+    assert!(stdout(&out).contains("arc-easy-validation.bin: verified"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_one_option_task_is_refused_by_one_rule_everywhere() {
+    let dir = tempdir();
+    let path = dir.path().join("one.bin");
+    std::fs::write(&path, one_option_file()).unwrap();
+    let rule = "one option";
+    let needed = "a task needs at least 2 options to be scored";
+    let out = run(&["validate", path_str(&path)]);
+    assert!(stdout(&out).contains(rule) && stdout(&out).contains(needed), "{}", stdout(&out));
+    fails_with(&run(&["inspect", path_str(&path)]), 1, &[rule, needed]);
+    fails_with(&run(&["score", "-m", &model(), "-bf", path_str(&path)]), 1, &[rule, needed]);
+    fails_with(&run(&["score", "-m", &model(), "-bf", path_str(&path), "--lenient"]), 1, &["task 1: one option", needed]);
+}
+
+/// Two tasks, the second with one option: written by hand, since the writer
+/// refuses it.
+fn one_option_file() -> Vec<u8> {
+    fn string(out: &mut Vec<u8>, s: &str) {
+        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        out.extend_from_slice(s.as_bytes());
+    }
+    let task = |out: &mut Vec<u8>, options: &[&str]| {
+        string(out, "Is the sky blue?");
+        out.extend_from_slice(&(options.len() as u32).to_le_bytes());
+        for o in options {
+            string(out, o);
+        }
+        for k in 0..options.len() {
+            out.extend_from_slice(&i32::from(k == 0).to_le_bytes());
+        }
+        out.extend_from_slice(&0u32.to_le_bytes());
+    };
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    task(&mut a, &["Yes", "No"]);
+    task(&mut b, &["Yes"]);
+    let mut bytes = 2u32.to_le_bytes().to_vec();
+    bytes.extend_from_slice(&12u32.to_le_bytes());
+    bytes.extend_from_slice(&(12 + a.len() as u32).to_le_bytes());
+    bytes.extend(a);
+    bytes.extend(b);
+    bytes
+}
+
+// 8. A model file that changes under a run.
+
+#[test]
+fn a_model_touched_during_a_run_fails_the_run() {
+    let dir = tempdir();
+    let copy = dir.path().join("model.gguf");
+    std::fs::copy(model(), &copy).unwrap();
+    let log = dir.path().join("run.jsonl");
+    let args = ["score", "-m", path_str(&copy), "-bf", &reference("mc_text5.bin"), "--multiple-choice-tasks", "60", "-ub", "64", "-t", "1", "--log-samples", path_str(&log)];
+    let child = mcscore().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let started = Instant::now();
+    while log_lines(&log) < 2 {
+        assert!(started.elapsed() < Duration::from_secs(120), "no task was logged");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Rewrite the model's modification time, as a copy over it would.
+    let file = File::options().write(true).open(&copy).unwrap();
+    file.set_modified(std::time::SystemTime::now() + Duration::from_secs(3600)).unwrap();
+    let out = child.wait_with_output().unwrap();
+    fails_with(&out, 1, &["model.gguf", "changed while it was in use", "modification time"]);
+    assert_ne!(log_footer(&log)["complete"], true, "the log must not claim a complete run");
+}
+
+fn log_lines(path: &Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
+}
