@@ -108,7 +108,12 @@ pub(crate) fn run_build(args: BuildArgs) -> anyhow::Result<Outcome> {
         let entry = build(benchmark, &sources, &args.out, &file_name)?;
         outln!(
             "{}: {} tasks, {} mode, chance {:.2} %, majority_class {:.2} %, sha256 {}",
-            entry.file, entry.tasks, entry.mode, entry.chance, entry.majority_class, entry.sha256
+            entry.file,
+            entry.tasks,
+            entry.mode,
+            entry.chance,
+            entry.majority_class,
+            entry.sha256
         )?;
         manifest.upsert(entry);
         // Saved after each file, so an error later loses no finished work.
@@ -148,7 +153,9 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
             .iter()
             .map(|f| {
                 let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
-                let entry = manifest.entry(stem).with_context(|| format!("{}: no entry named {stem:?} in {}", f.display(), args.manifest.display()))?;
+                let entry = manifest
+                    .entry(stem)
+                    .with_context(|| format!("{}: no entry named {stem:?} in {}", f.display(), args.manifest.display()))?;
                 Ok((entry, f.clone()))
             })
             .collect::<anyhow::Result<_>>()?

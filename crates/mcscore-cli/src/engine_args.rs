@@ -45,7 +45,9 @@ impl EngineArgs {
         let cores = std::thread::available_parallelism().map_or(4, |n| n.get() as i32);
         let cap = |flag: &str, n: i32| {
             if n > cores {
-                eprintln!("mcscore: warning: {flag} {n} is more threads than the {cores} cores here, which slows llama.cpp down; using {cores}");
+                eprintln!(
+                    "mcscore: warning: {flag} {n} is more threads than the {cores} cores here, which slows llama.cpp down; using {cores}"
+                );
             }
             n.min(cores)
         };
@@ -82,7 +84,6 @@ fn parse_context(text: &str) -> Result<ContextSize, String> {
         _ => Err(format!("expected a positive number of tokens or `auto`, got {text:?}")),
     }
 }
-
 
 /// A planning error about `path`, with the flags that change the outcome:
 /// the library names no flags, the command line does.

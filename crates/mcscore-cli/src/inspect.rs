@@ -31,15 +31,24 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     for path in &args.files {
         let file = match TaskFile::open(path) {
             Ok(file) => file,
-            Err(error) => {
+            Err(error @ mcscore_format::Error::Invalid { .. }) => {
                 eprintln!("mcscore: error: {error}\n  (run `mcscore validate {}` to list every fault)", path.display());
+                outcome = Outcome::InvalidInput;
+                continue;
+            }
+            Err(error) => {
+                eprintln!("mcscore: error: {error}");
                 outcome = Outcome::InvalidInput;
                 continue;
             }
         };
         if let Some(index) = args.task.filter(|&i| i >= file.len()) {
-            eprintln!("mcscore: error: {}: --task {index} is out of range: the file has {} tasks (0..={})",
-                path.display(), file.len(), file.len() - 1);
+            eprintln!(
+                "mcscore: error: {}: --task {index} is out of range: the file has {} tasks (0..={})",
+                path.display(),
+                file.len(),
+                file.len() - 1
+            );
             outcome = Outcome::InvalidInput;
             continue;
         }
@@ -96,12 +105,7 @@ fn print_task(file: &TaskFile, index: usize) -> anyhow::Result<()> {
 }
 
 fn print_summary(file: &TaskFile, s: &Summary) -> anyhow::Result<()> {
-    let histogram = s
-        .option_counts
-        .iter()
-        .map(|(options, tasks)| format!("{options} options: {tasks}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let histogram = s.option_counts.iter().map(|(options, tasks)| format!("{options} options: {tasks}")).collect::<Vec<_>>().join(", ");
     outln!("{}", file.path().display())?;
     outln!("  tasks           {}", s.tasks)?;
     outln!("  bytes           {}", s.bytes)?;

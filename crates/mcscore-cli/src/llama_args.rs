@@ -39,6 +39,9 @@ mod tests {
     fn rewrites_llama_short_flags_only() {
         let args = ["mcscore", "score", "-bf", "f.bin", "-np=16", "-c", "512", "-ngl", "0", "-t", "2", "-npx"];
         let rewritten: Vec<String> = rewrite(args.map(OsString::from)).into_iter().map(|a| a.into_string().unwrap()).collect();
-        assert_eq!(rewritten, ["mcscore", "score", "--binary-file", "f.bin", "--parallel=16", "-c", "512", "--n-gpu-layers", "0", "-t", "2", "-npx"]);
+        assert_eq!(
+            rewritten,
+            ["mcscore", "score", "--binary-file", "f.bin", "--parallel=16", "-c", "512", "--n-gpu-layers", "0", "-t", "2", "-npx"]
+        );
     }
 }

@@ -42,7 +42,8 @@ mod tests {
 
     fn reference(name: &str) -> String {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference").join(name);
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (the tests read ../shared/reference beside the checkout)", path.display()))
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (the tests read ../shared/reference beside the checkout)", path.display()))
     }
 
     /// Per task: whether the first maximum of the mean log-probability is gold.

@@ -102,10 +102,24 @@ fn main() -> ExitCode {
         Ok(Outcome::InvalidInput) => ExitCode::from(1),
         Ok(Outcome::Interrupted) => ExitCode::from(130),
         Err(error) => {
-            eprintln!("mcscore: error: {error:#}");
+            eprintln!("mcscore: error: {}", describe(&error));
             ExitCode::from(1)
         }
     }
+}
+
+/// An error and its causes on one line, each cause once: typed errors often
+/// show their source in their own message already (`path: os error`).
+fn describe(error: &anyhow::Error) -> String {
+    let mut message = error.to_string();
+    for cause in error.chain().skip(1) {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+    }
+    message
 }
 
 /// What a failed write to standard output says. (A closed pipe never gets

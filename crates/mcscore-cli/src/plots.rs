@@ -22,7 +22,12 @@ fn file_name(label: &str) -> String {
 
 /// A reliability diagram per model, and a scheme × model rank heatmap when
 /// there are several models.
-pub(crate) fn write(dir: &Path, calibrations: &[(&str, &Calibration)], rankings: &[(&str, &[f64])], models: &[String]) -> anyhow::Result<()> {
+pub(crate) fn write(
+    dir: &Path,
+    calibrations: &[(&str, &Calibration)],
+    rankings: &[(&str, &[f64])],
+    models: &[String],
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
     for (i, (label, calibration)) in calibrations.iter().enumerate() {
         let path = dir.join(format!("reliability-{}-{}.svg", i + 1, file_name(label)));
@@ -46,9 +51,9 @@ fn reliability(svg: &mut String, label: &str, c: &Calibration) -> anyhow::Result
         .build_cartesian_2d(0f64..1f64, 0f64..1f64)?;
     chart.configure_mesh().x_desc("confidence (p_max)").y_desc("accuracy").draw()?;
     chart.draw_series(LineSeries::new([(0.0, 0.0), (1.0, 1.0)], BLACK.mix(0.4)))?;
-    chart.draw_series(c.bins.iter().filter(|b| b.count > 0).map(|b| {
-        Rectangle::new([(b.low, 0.0), (b.high, b.accuracy)], BLUE.mix(0.5).filled())
-    }))?;
+    chart.draw_series(
+        c.bins.iter().filter(|b| b.count > 0).map(|b| Rectangle::new([(b.low, 0.0), (b.high, b.accuracy)], BLUE.mix(0.5).filled())),
+    )?;
     chart.draw_series(c.bins.iter().filter(|b| b.count > 0).map(|b| Circle::new((b.mean_confidence, b.accuracy), 4, RED.filled())))?;
     root.present()?;
     Ok(())
@@ -84,7 +89,11 @@ fn heatmap(svg: &mut String, rankings: &[(&str, &[f64])], models: &[String]) -> 
         }
     }
     for (x, model) in models.iter().enumerate() {
-        chart.draw_series(std::iter::once(Text::new(format!("#{} {}", x + 1, short(model, 18)), (x as f64 + 0.02, 0.3), ("sans-serif", 13))))?;
+        chart.draw_series(std::iter::once(Text::new(
+            format!("#{} {}", x + 1, short(model, 18)),
+            (x as f64 + 0.02, 0.3),
+            ("sans-serif", 13),
+        )))?;
     }
     root.present()?;
     Ok(())
@@ -92,7 +101,12 @@ fn heatmap(svg: &mut String, rankings: &[(&str, &[f64])], models: &[String]) -> 
 
 /// `mcscore sweep --plots`: per model, accuracy in each format (and circular
 /// accuracy beside it); with several models, each one's rank distribution.
-pub(crate) fn sweep(dir: &Path, formats: &[String], accuracy: &[(String, Vec<f64>, Option<Vec<f64>>)], ranks: Option<&[Vec<usize>]>) -> anyhow::Result<()> {
+pub(crate) fn sweep(
+    dir: &Path,
+    formats: &[String],
+    accuracy: &[(String, Vec<f64>, Option<Vec<f64>>)],
+    ranks: Option<&[Vec<usize>]>,
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
     for (i, (model, acc, circular)) in accuracy.iter().enumerate() {
         let label = model_label(model);
@@ -145,13 +159,7 @@ fn format_bars(svg: &mut String, label: &str, formats: &[String], accuracy: &[f6
         .x_label_area_size(170)
         .y_label_area_size(50)
         .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..top)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .y_desc("% correct")
-        .x_labels(n)
-        .x_label_formatter(&|_| String::new())
-        .draw()?;
+    chart.configure_mesh().disable_x_mesh().y_desc("% correct").x_labels(n).x_label_formatter(&|_| String::new()).draw()?;
     // Format names hang down from their bars (the mesh centres rotated labels
     // on the axis, where they would cross it).
     let style = TextStyle::from(("sans-serif", 12).into_font().transform(FontTransform::Rotate90)).pos(Pos::new(HPos::Left, VPos::Center));
@@ -175,11 +183,8 @@ fn format_bars(svg: &mut String, label: &str, formats: &[String], accuracy: &[f6
 /// One stacked bar per model: how many formats rank it 1st, 2nd, ….
 fn rank_bars(svg: &mut String, models: &[String], ranks: &[Vec<usize>], n_formats: usize) -> anyhow::Result<()> {
     let m = models.len();
-    let labels: Vec<String> = models
-        .iter()
-        .enumerate()
-        .map(|(i, model)| format!("{}. {}", i + 1, short(&model_label(model), 28)))
-        .collect();
+    let labels: Vec<String> =
+        models.iter().enumerate().map(|(i, model)| format!("{}. {}", i + 1, short(&model_label(model), 28))).collect();
     let root = SVGBackend::with_string(svg, (320 + 140 * m as u32, 520)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
@@ -205,7 +210,10 @@ fn rank_bars(svg: &mut String, models: &[String], ranks: &[Vec<usize>], n_format
             .draw_series(ranks.iter().enumerate().map(|(model, counts)| {
                 let below: usize = counts[..rank].iter().sum();
                 let top = below + counts[rank];
-                let mut bar = Rectangle::new([(SegmentValue::Exact(model), below as f64), (SegmentValue::Exact(model + 1), top as f64)], color.filled());
+                let mut bar = Rectangle::new(
+                    [(SegmentValue::Exact(model), below as f64), (SegmentValue::Exact(model + 1), top as f64)],
+                    color.filled(),
+                );
                 bar.set_margin(0, 0, 12, 12);
                 bar
             }))?

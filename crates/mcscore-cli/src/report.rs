@@ -127,16 +127,32 @@ fn load(paths: &[PathBuf]) -> anyhow::Result<Vec<Run>> {
     for path in paths {
         let samples::Contents { header, records, .. } = samples::read(path)?;
         if records.len() != header.tasks {
-            bail!("{}: {} of {} announced tasks are logged: the run is incomplete (finish it with `mcscore score ... --resume`)", path.display(), records.len(), header.tasks);
+            bail!(
+                "{}: {} of {} announced tasks are logged: the run is incomplete (finish it with `mcscore score ... --resume`)",
+                path.display(),
+                records.len(),
+                header.tasks
+            );
         }
         if let Some(first) = runs.first() {
             if header.file_sha256 != first.header.file_sha256 {
-                bail!("{}: scored {} (sha256 {}), but {} scored {} (sha256 {}): a report compares runs on the same dataset",
-                    path.display(), header.file, header.file_sha256, first.path.display(), first.header.file, first.header.file_sha256);
+                bail!(
+                    "{}: scored {} (sha256 {}), but {} scored {} (sha256 {}): a report compares runs on the same dataset",
+                    path.display(),
+                    header.file,
+                    header.file_sha256,
+                    first.path.display(),
+                    first.header.file,
+                    first.header.file_sha256
+                );
             }
             let same_tasks = records.iter().map(|r| r.task).eq(first.records.iter().map(|r| r.task));
             if !same_tasks {
-                bail!("{}: scored other tasks (or another order) than {}; use the same --multiple-choice-tasks", path.display(), first.path.display());
+                bail!(
+                    "{}: scored other tasks (or another order) than {}; use the same --multiple-choice-tasks",
+                    path.display(),
+                    first.path.display()
+                );
             }
         }
         runs.push(Run { path: path.clone(), header, records });
@@ -146,11 +162,16 @@ fn load(paths: &[PathBuf]) -> anyhow::Result<Vec<Run>> {
 
 /// Model file names, made unique with the settings where they repeat.
 fn labels(runs: &[Run]) -> Vec<String> {
-    let stem = |r: &Run| Path::new(&r.header.model).file_stem().map_or_else(|| r.header.model.clone(), |s| s.to_string_lossy().into_owned());
+    let stem =
+        |r: &Run| Path::new(&r.header.model).file_stem().map_or_else(|| r.header.model.clone(), |s| s.to_string_lossy().into_owned());
     runs.iter()
         .map(|r| {
             let repeated = runs.iter().filter(|o| stem(o) == stem(r)).count() > 1;
-            if repeated { format!("{} [{}]", stem(r), r.header.settings) } else { stem(r) }
+            if repeated {
+                format!("{} [{}]", stem(r), r.header.settings)
+            } else {
+                stem(r)
+            }
         })
         .collect()
 }
@@ -199,21 +220,21 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             .iter()
             .map(|r| {
                 let scores: Vec<f64> = r.options.iter().map(|o| norm.score(o)).collect();
-                let key = r.gold.with_context(|| format!("{}: task {} has no gold option (a --lenient run)", run.path.display(), r.task))?;
+                let key =
+                    r.gold.with_context(|| format!("{}: task {} has no gold option (a --lenient run)", run.path.display(), r.task))?;
                 Ok(TaskProbs::from_scores(&scores, key))
             })
             .collect::<anyhow::Result<_>>()?;
         let norms = samples::normalisations(&run.records);
-        let hits: Vec<Vec<f64>> = norms
-            .iter()
-            .map(|&nm| run.records.iter().map(|r| 100.0 * f64::from(u8::from(r.correct.get(nm)))).collect())
-            .collect();
+        let hits: Vec<Vec<f64>> =
+            norms.iter().map(|&nm| run.records.iter().map(|r| 100.0 * f64::from(u8::from(r.correct.get(nm)))).collect()).collect();
         let per_scheme: Vec<Vec<f64>> = schemes_used.iter().map(|s| probs.iter().map(|t| s.score(t)).collect()).collect();
         let columns: Vec<&[f64]> = hits.iter().chain(&per_scheme).map(Vec::as_slice).collect();
         let (estimates, draws) = bootstrap.estimates(&columns);
         let n_norm = norms.len();
         let normalisations = norms.iter().zip(&estimates).map(|(nm, e)| (nm.name().to_owned(), *e)).collect();
-        let schemes: Vec<(String, Estimate)> = schemes_used.iter().zip(&estimates[n_norm..]).map(|(s, e)| (s.name().to_owned(), *e)).collect();
+        let schemes: Vec<(String, Estimate)> =
+            schemes_used.iter().zip(&estimates[n_norm..]).map(|(s, e)| (s.name().to_owned(), *e)).collect();
         scheme_means.push(schemes.iter().map(|(_, e)| e.mean).collect());
         scheme_draws.push(draws.iter().map(|d| d[n_norm..].to_vec()).collect());
         models.push(ModelReport {
@@ -272,8 +293,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         out!("{}", text(&report))?;
     }
     if let Some(dir) = &args.plots {
-        crate::plots::write(dir, &report.models.iter().map(|m| (m.label.as_str(), &m.calibration)).collect::<Vec<_>>(),
-            &report.rankings.iter().map(|r| (r.scheme.as_str(), r.ranks.as_slice())).collect::<Vec<_>>(), &labels)?;
+        crate::plots::write(
+            dir,
+            &report.models.iter().map(|m| (m.label.as_str(), &m.calibration)).collect::<Vec<_>>(),
+            &report.rankings.iter().map(|r| (r.scheme.as_str(), r.ranks.as_slice())).collect::<Vec<_>>(),
+            &labels,
+        )?;
     }
     Ok(Outcome::Ok)
 }
@@ -288,20 +313,44 @@ fn csv(report: &Report) -> String {
             }
         }
         let c = &m.calibration;
-        for (name, value) in [("ece", c.ece), ("brier", c.brier), ("reliability", c.reliability), ("resolution", c.resolution), ("uncertainty", c.uncertainty)] {
+        for (name, value) in [
+            ("ece", c.ece),
+            ("brier", c.brier),
+            ("reliability", c.reliability),
+            ("resolution", c.resolution),
+            ("uncertainty", c.uncertainty),
+        ] {
             let _ = writeln!(out, "\"{label}\",calibration,{name},{value},,");
         }
     }
     for r in &report.rankings {
-        let _ = writeln!(out, "all,ranking,spearman_vs_nr:{},{},{},{}", r.scheme, r.spearman_vs_nr, r.spearman_vs_nr - 1.96 * r.spearman_se, r.spearman_vs_nr + 1.96 * r.spearman_se);
-        let _ = writeln!(out, "all,ranking,kendall_vs_nr:{},{},{},{}", r.scheme, r.kendall_vs_nr, r.kendall_vs_nr - 1.96 * r.kendall_se, r.kendall_vs_nr + 1.96 * r.kendall_se);
+        let _ = writeln!(
+            out,
+            "all,ranking,spearman_vs_nr:{},{},{},{}",
+            r.scheme,
+            r.spearman_vs_nr,
+            r.spearman_vs_nr - 1.96 * r.spearman_se,
+            r.spearman_vs_nr + 1.96 * r.spearman_se
+        );
+        let _ = writeln!(
+            out,
+            "all,ranking,kendall_vs_nr:{},{},{},{}",
+            r.scheme,
+            r.kendall_vs_nr,
+            r.kendall_vs_nr - 1.96 * r.kendall_se,
+            r.kendall_vs_nr + 1.96 * r.kendall_se
+        );
     }
     out
 }
 
 fn text(report: &Report) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}: {} tasks, p = softmax of {}, 95 % bootstrap intervals ({} resamples, seed {})", report.file, report.models[0].tasks, report.normalisation, report.resamples, report.seed);
+    let _ = writeln!(
+        out,
+        "{}: {} tasks, p = softmax of {}, 95 % bootstrap intervals ({} resamples, seed {})",
+        report.file, report.models[0].tasks, report.normalisation, report.resamples, report.seed
+    );
     for m in &report.models {
         let _ = writeln!(out, "\n{}", m.label);
         if !m.label.contains(&m.settings) {
@@ -319,19 +368,36 @@ fn text(report: &Report) -> String {
         let _ = writeln!(out, "  behaviour: NM abstains on {:.1} %; Elim removes {:.2} options/task, the key in {:.1} %; CBM confidence 1/2/3: {:.1}/{:.1}/{:.1} %; AUC attempts {:.2}",
             100.0 * b.abstention_rate, b.mean_eliminated, 100.0 * b.key_eliminated_rate,
             100.0 * b.confidence_histogram[0], 100.0 * b.confidence_histogram[1], 100.0 * b.confidence_histogram[2], b.mean_attempts);
-        let _ = writeln!(out, "  consistency: NR's pick survives elimination in {:.1} %, holds the largest PPA mass in {:.1} %",
-            100.0 * b.pick_not_eliminated_rate, 100.0 * b.pick_holds_max_mass_rate);
+        let _ = writeln!(
+            out,
+            "  consistency: NR's pick survives elimination in {:.1} %, holds the largest PPA mass in {:.1} %",
+            100.0 * b.pick_not_eliminated_rate,
+            100.0 * b.pick_holds_max_mass_rate
+        );
         let c = &m.calibration;
-        let _ = writeln!(out, "  calibration: ECE {:.4} ({ECE_BINS} bins), Brier {:.4} (reliability {:.4} − resolution {:.4} + uncertainty {:.4})",
-            c.ece, c.brier, c.reliability, c.resolution, c.uncertainty);
+        let _ = writeln!(
+            out,
+            "  calibration: ECE {:.4} ({ECE_BINS} bins), Brier {:.4} (reliability {:.4} − resolution {:.4} + uncertainty {:.4})",
+            c.ece, c.brier, c.reliability, c.resolution, c.uncertainty
+        );
     }
     if !report.rankings.is_empty() {
         let _ = writeln!(out, "\nmodel ranks per scheme (1 = best); Spearman ρ and Kendall τ with NR's ranking ± bootstrap SE");
         let names: Vec<&str> = report.models.iter().map(|m| m.label.as_str()).collect();
-        let _ = writeln!(out, "  models: {}", names.iter().enumerate().map(|(i, n)| format!("#{} {n}", i + 1)).collect::<Vec<_>>().join(", "));
+        let _ =
+            writeln!(out, "  models: {}", names.iter().enumerate().map(|(i, n)| format!("#{} {n}", i + 1)).collect::<Vec<_>>().join(", "));
         for r in &report.rankings {
             let ranks: Vec<String> = r.ranks.iter().map(|x| format!("{x:.1}")).collect();
-            let _ = writeln!(out, "    {:<10} ranks {:<20} ρ = {:.3} ± {:.3}   τ = {:.3} ± {:.3}", r.scheme, ranks.join(" "), r.spearman_vs_nr, r.spearman_se, r.kendall_vs_nr, r.kendall_se);
+            let _ = writeln!(
+                out,
+                "    {:<10} ranks {:<20} ρ = {:.3} ± {:.3}   τ = {:.3} ± {:.3}",
+                r.scheme,
+                ranks.join(" "),
+                r.spearman_vs_nr,
+                r.spearman_se,
+                r.kendall_vs_nr,
+                r.kendall_se
+            );
         }
     }
     out

@@ -267,7 +267,11 @@ pub(crate) fn read(path: &Path) -> anyhow::Result<Contents> {
             }
             Line::Footer(f) => {
                 if f.scored != records.len() {
-                    return Err(fail(format!("the footer says {} tasks were scored, but {} task lines precede it", f.scored, records.len())));
+                    return Err(fail(format!(
+                        "the footer says {} tasks were scored, but {} task lines precede it",
+                        f.scored,
+                        records.len()
+                    )));
                 }
                 footer = Some(f);
             }

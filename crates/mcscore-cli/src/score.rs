@@ -189,16 +189,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let plan = plan(&prepared, &settings).map_err(|e| engine_args::with_flag_hint(e, &path))?;
     engine.check_memory(&plan, settings.n_gpu_layers).map_err(|e| engine_args::with_flag_hint(e, &path))?;
     if plan.n_batch > settings.n_batch {
-        eprintln!("mcscore: -b {} is below the {} sequences a fill uses; decoding {} tokens at a time", settings.n_batch, plan.n_seq_max, plan.n_batch);
+        eprintln!(
+            "mcscore: -b {} is below the {} sequences a fill uses; decoding {} tokens at a time",
+            settings.n_batch, plan.n_seq_max, plan.n_batch
+        );
     }
 
     let file_sha256 = sha256_hex(source.bytes());
     let needs_model_hash = args.log_samples.is_some() || args.json;
-    let model_sha256 = if needs_model_hash {
-        sha256_file(&model_path).with_context(|| model_path.display().to_string())?
-    } else {
-        String::new()
-    };
+    let model_sha256 =
+        if needs_model_hash { sha256_file(&model_path).with_context(|| model_path.display().to_string())? } else { String::new() };
     let header = Header {
         mcscore: env!("CARGO_PKG_VERSION").to_owned(),
         model: model_path.display().to_string(),
@@ -254,7 +254,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             .iter()
             .map(|(i, t)| (*i, Task { question: UNCONDITIONAL_CONTEXT, mc1: t.mc1.clone(), mc2: Default::default() }))
             .collect();
-        let prepared_bare = engine.prepare(&bare).with_context(|| format!("{}: --pmi (options after {UNCONDITIONAL_CONTEXT:?})", path.display()))?;
+        let prepared_bare =
+            engine.prepare(&bare).with_context(|| format!("{}: --pmi (options after {UNCONDITIONAL_CONTEXT:?})", path.display()))?;
         let plan_bare = mcscore_engine::plan(&prepared_bare, &settings)?;
         let mut sums = Vec::with_capacity(bare.len());
         let progress = task_progress(bare.len(), 0, "--pmi: options after \"Answer:\"");
@@ -390,15 +391,22 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             "wall_seconds": started.elapsed().as_secs_f64(),
         }))?;
     } else {
-        writeln!(stdout, "{} on {}: {n} tasks", model_path.file_name().unwrap_or_default().to_string_lossy(), path.display()).map_err(crate::stdout_error)?;
+        writeln!(stdout, "{} on {}: {n} tasks", model_path.file_name().unwrap_or_default().to_string_lossy(), path.display())
+            .map_err(crate::stdout_error)?;
         writeln!(stdout, "  {:<16}{:>9}  {:>7}", "", "accuracy", "± s.e.").map_err(crate::stdout_error)?;
         for &norm in samples::normalisations(&records) {
             let a = accuracy(norm);
             let note = if norm == Normalisation::AccNorm { "  (llama-perplexity's number)" } else { "" };
-            writeln!(stdout, "  {:<16}{:>8.2}%  {:>7.2}{note}", norm.name(), a.percent(), a.stderr_percent()).map_err(crate::stdout_error)?;
+            writeln!(stdout, "  {:<16}{:>8.2}%  {:>7.2}{note}", norm.name(), a.percent(), a.stderr_percent())
+                .map_err(crate::stdout_error)?;
         }
         writeln!(stdout, "  {:<16}{:>8.2}%", "chance", baselines.chance).map_err(crate::stdout_error)?;
-        writeln!(stdout, "  {:<16}{:>8.2}%  (always answer position {})", "majority_class", baselines.majority_class, baselines.majority_position).map_err(crate::stdout_error)?;
+        writeln!(
+            stdout,
+            "  {:<16}{:>8.2}%  (always answer position {})",
+            "majority_class", baselines.majority_class, baselines.majority_position
+        )
+        .map_err(crate::stdout_error)?;
         writeln!(
             stdout,
             "  {} tokens decoded ({} if tasks shared none) in {} decodes, {score_seconds:.1} s scoring ({:.0} tokens/s), {:.1} s in all",
@@ -407,7 +415,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             remaining.batches.len(),
             tokens.decoded as f64 / score_seconds.max(1e-9),
             started.elapsed().as_secs_f64()
-        ).map_err(crate::stdout_error)?;
+        )
+        .map_err(crate::stdout_error)?;
     }
     Ok(Outcome::Ok)
 }

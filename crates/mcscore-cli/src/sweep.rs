@@ -15,9 +15,9 @@ use mcscore_datasets::formats::{parse_letter_task, PromptFormat};
 use mcscore_datasets::{find, load_items, Item};
 use mcscore_engine::{plan, Completion, Engine, EngineError, TokenCounts};
 use mcscore_format::{sha256_hex, write_tasks, AtomicFile, Task, TaskFile};
-use mcscore_metrics::{debias, first_max};
 use mcscore_metrics::robustness::{self, PairRecord};
 use mcscore_metrics::stats::{std_dev, SplitMix64};
+use mcscore_metrics::{debias, first_max};
 use serde::{Deserialize, Serialize};
 
 use crate::datasets::SourceArgs;
@@ -152,7 +152,8 @@ fn load(args: &Args) -> anyhow::Result<Items> {
             (path.display().to_string(), items)
         }
         (None, Some(name)) => {
-            let benchmark = find(name).with_context(|| format!("--benchmark {name}: no such benchmark (mcscore build --list shows them)"))?;
+            let benchmark =
+                find(name).with_context(|| format!("--benchmark {name}: no such benchmark (mcscore build --list shows them)"))?;
             let sources = args.source.resolve(benchmark)?;
             let items = load_items(benchmark, &sources)?;
             if let Some(row) = items.iter().position(|i| i.passage.is_some()) {
@@ -202,7 +203,12 @@ fn calibration_items(n: usize, alpha: f64) -> HashSet<usize> {
 
 /// Every prompt, item by item, then rotation, then format: prompts that share
 /// the most leading tokens sit next to each other, for the engine's prefix tree.
-fn render(items: &Items, formats: &[PromptFormat], rotations_of: impl Fn(usize) -> usize, instruction: bool) -> anyhow::Result<Vec<Prompt>> {
+fn render(
+    items: &Items,
+    formats: &[PromptFormat],
+    rotations_of: impl Fn(usize) -> usize,
+    instruction: bool,
+) -> anyhow::Result<Vec<Prompt>> {
     let mut prompts = Vec::new();
     for (p, item) in items.items.iter().enumerate() {
         for rotation in 0..rotations_of(p) {
@@ -371,7 +377,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         }
         let k = items.items[0].options.len();
         if let Some(p) = items.items.iter().position(|i| i.options.len() != k) {
-            bail!("{}: --pride needs one number of options; task {} has {} where task {} has {k}", items.label, items.indices[p], items.items[p].options.len(), items.indices[0]);
+            bail!(
+                "{}: --pride needs one number of options; task {} has {} where task {} has {k}",
+                items.label,
+                items.indices[p],
+                items.items[p].options.len(),
+                items.indices[0]
+            );
         }
     }
     let calibration = args.pride.map(|alpha| calibration_items(n, alpha)).unwrap_or_default();
@@ -451,7 +463,8 @@ fn compare_saved(args: &Args) -> anyhow::Result<Outcome> {
     let mut merged: Option<SweepReport> = None;
     for path in &args.compare {
         let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
-        let report: SweepReport = serde_json::from_str(&text).with_context(|| format!("{}: not a sweep saved by --save-json or --json", path.display()))?;
+        let report: SweepReport =
+            serde_json::from_str(&text).with_context(|| format!("{}: not a sweep saved by --save-json or --json", path.display()))?;
         let Some(first) = merged.as_mut() else {
             merged = Some(report);
             continue;
@@ -463,7 +476,11 @@ fn compare_saved(args: &Args) -> anyhow::Result<Outcome> {
             ("--instruction", first.instruction != report.instruction),
         ];
         if let Some((what, _)) = differs.iter().find(|(_, d)| *d) {
-            bail!("{}: swept other {what} than {}; only sweeps of the same items and formats compare", path.display(), args.compare[0].display());
+            bail!(
+                "{}: swept other {what} than {}; only sweeps of the same items and formats compare",
+                path.display(),
+                args.compare[0].display()
+            );
         }
         first.models.extend(report.models);
     }
@@ -481,7 +498,13 @@ fn emit(report: &SweepReport, args: &Args) -> anyhow::Result<Outcome> {
         let accuracy: Vec<(String, Vec<f64>, Option<Vec<f64>>)> = report
             .models
             .iter()
-            .map(|m| (m.model.clone(), m.formats.iter().map(|f| f.accuracy).collect(), report.circular.then(|| m.formats.iter().filter_map(|f| f.circular_accuracy).collect())))
+            .map(|m| {
+                (
+                    m.model.clone(),
+                    m.formats.iter().map(|f| f.accuracy).collect(),
+                    report.circular.then(|| m.formats.iter().filter_map(|f| f.circular_accuracy).collect()),
+                )
+            })
             .collect();
         let ranks = report.comparison.as_ref().map(|c| c.rank_distribution.clone());
         plots::sweep(dir, &report.formats, &accuracy, ranks.as_deref())
@@ -505,7 +528,9 @@ fn emit(report: &SweepReport, args: &Args) -> anyhow::Result<Outcome> {
 
 fn describe_prompt(error: EngineError, prompts: &[Prompt], items: &Items, names: &[String]) -> anyhow::Error {
     let context = match error.task().and_then(|i| Some((i, prompts.get(i)?))) {
-        Some((i, p)) => format!("{}: task {} in format {}, rotation {} (prompt {i})", items.label, items.indices[p.item], names[p.format], p.rotation),
+        Some((i, p)) => {
+            format!("{}: task {} in format {}, rotation {} (prompt {i})", items.label, items.indices[p.item], names[p.format], p.rotation)
+        }
         None => items.label.clone(),
     };
     anyhow::Error::from(error).context(context)
@@ -665,7 +690,12 @@ fn write_format_files(dir: &Path, items: &Items, formats: &[PromptFormat], circu
     let mut written = 0;
     for format in formats {
         for rotation in 0..rotations {
-            let prompts = render(items, std::slice::from_ref(format), |p| if items.items[p].options.len() > rotation { rotation + 1 } else { 0 }, instruction)?;
+            let prompts = render(
+                items,
+                std::slice::from_ref(format),
+                |p| if items.items[p].options.len() > rotation { rotation + 1 } else { 0 },
+                instruction,
+            )?;
             let path = dir.join(format!("{}.r{rotation}.bin", format.name()));
             write_tasks(&path, prompts.iter().filter(|p| p.rotation == rotation).map(task_of).collect::<Vec<_>>().into_iter())
                 .with_context(|| path.display().to_string())?;
@@ -681,10 +711,29 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
     let rotations = if report.circular { "every rotation" } else { "the original order" };
     for m in &report.models {
         let model = plots::model_label(&m.model);
-        writeln!(out, "{model} on {}: {} tasks × {} formats, {rotations} ({} prompts)", report.file, report.tasks, report.formats.len(), m.prompts).map_err(crate::stdout_error)?;
+        writeln!(
+            out,
+            "{model} on {}: {} tasks × {} formats, {rotations} ({} prompts)",
+            report.file,
+            report.tasks,
+            report.formats.len(),
+            m.prompts
+        )
+        .map_err(crate::stdout_error)?;
         let positions = m.formats.first().map_or(0, |f| f.picks.len());
         let letters: String = (0..positions).map(|i| char::from(b'A' + i as u8).to_string()).collect::<Vec<_>>().join("/");
-        writeln!(out, "  {:<24}{:>8}{:>10}{:>10}  {:<24}{:>7}{:>7}", "format", "acc %", "rot. mean", "circular", format!("picks {letters} %"), "RStd", "PIA").map_err(crate::stdout_error)?;
+        writeln!(
+            out,
+            "  {:<24}{:>8}{:>10}{:>10}  {:<24}{:>7}{:>7}",
+            "format",
+            "acc %",
+            "rot. mean",
+            "circular",
+            format!("picks {letters} %"),
+            "RStd",
+            "PIA"
+        )
+        .map_err(crate::stdout_error)?;
         for f in &m.formats {
             let total: usize = f.picks.iter().sum();
             let picks: Vec<String> = f.picks.iter().map(|&c| format!("{:.0}", 100.0 * c as f64 / total.max(1) as f64)).collect();
@@ -700,16 +749,33 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
                 picks.join(" "),
                 f.rstd,
                 f.pia.map_or("-".to_owned(), |p| format!("{p:.3}"))
-            ).map_err(crate::stdout_error)?;
+            )
+            .map_err(crate::stdout_error)?;
         }
         let s = &m.accuracy_across_formats;
-        writeln!(out, "  accuracy across formats: mean {:.2}, std {:.2}, min {:.2} ({}), max {:.2} ({})", s.mean, s.std, s.min, s.min_format, s.max, s.max_format).map_err(crate::stdout_error)?;
+        writeln!(
+            out,
+            "  accuracy across formats: mean {:.2}, std {:.2}, min {:.2} ({}), max {:.2} ({})",
+            s.mean, s.std, s.min, s.min_format, s.max, s.max_format
+        )
+        .map_err(crate::stdout_error)?;
         if let Some(s) = &m.circular_accuracy_across_formats {
-            writeln!(out, "  circular accuracy across formats: mean {:.2}, std {:.2}, min {:.2} ({}), max {:.2} ({})", s.mean, s.std, s.min, s.min_format, s.max, s.max_format).map_err(crate::stdout_error)?;
+            writeln!(
+                out,
+                "  circular accuracy across formats: mean {:.2}, std {:.2}, min {:.2} ({}), max {:.2} ({})",
+                s.mean, s.std, s.min, s.min_format, s.max, s.max_format
+            )
+            .map_err(crate::stdout_error)?;
         }
         if let (Some(alpha), Some(first)) = (report.pride_alpha, m.formats.first().and_then(|f| f.pride.as_ref())) {
-            writeln!(out, "  PriDe (α = {alpha}): prior from {} tasks under every rotation, {} tasks debiased", first.calibration_tasks, first.debiased_tasks).map_err(crate::stdout_error)?;
-            writeln!(out, "  {:<24}{:<28}{:>20}{:>20}", "format", "prior", "acc % before→after", "RStd before→after").map_err(crate::stdout_error)?;
+            writeln!(
+                out,
+                "  PriDe (α = {alpha}): prior from {} tasks under every rotation, {} tasks debiased",
+                first.calibration_tasks, first.debiased_tasks
+            )
+            .map_err(crate::stdout_error)?;
+            writeln!(out, "  {:<24}{:<28}{:>20}{:>20}", "format", "prior", "acc % before→after", "RStd before→after")
+                .map_err(crate::stdout_error)?;
             for f in &m.formats {
                 let p = f.pride.as_ref().expect("every format has PriDe");
                 let prior: Vec<String> = p.prior.iter().map(|x| format!("{x:.2}")).collect();
@@ -720,7 +786,8 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
                     prior.join(" "),
                     format!("{:.2}→{:.2}", p.accuracy_before, p.accuracy_after),
                     format!("{:.1}→{:.1}", p.rstd_before, p.rstd_after)
-                ).map_err(crate::stdout_error)?;
+                )
+                .map_err(crate::stdout_error)?;
             }
         }
         writeln!(
@@ -730,7 +797,8 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
             m.tokens_unshared,
             m.tokens_decoded as f64 / m.tokens_unshared.max(1) as f64,
             m.scoring_seconds
-        ).map_err(crate::stdout_error)?;
+        )
+        .map_err(crate::stdout_error)?;
     }
     if let Some(c) = &report.comparison {
         writeln!(out, "Models compared by {} over {} formats:", c.ranked_by, report.formats.len()).map_err(crate::stdout_error)?;
@@ -748,7 +816,8 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
                 p.b_ahead,
                 p.tied,
                 if p.reverses() { " (the format decides the winner)" } else { "" }
-            ).map_err(crate::stdout_error)?;
+            )
+            .map_err(crate::stdout_error)?;
         }
         writeln!(
             out,

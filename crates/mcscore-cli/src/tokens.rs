@@ -69,15 +69,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         None => defaults::model()?,
     };
     let engine = Engine::load(&model, 0)?;
-    let item = Item { passage: None, stem: "Which one?".into(), options: ["red", "green", "blue", "yellow"].map(String::from).to_vec(), gold: 0 };
+    let item =
+        Item { passage: None, stem: "Which one?".into(), options: ["red", "green", "blue", "yellow"].map(String::from).to_vec(), gold: 0 };
     let mut pairs = Vec::new();
     for ids in IdSet::ALL {
         for delimiter in Delimiter::ALL {
             let format = PromptFormat { ids, delimiter, separator: Separator::Newline };
             let (prompt, option_ids, _) = format.render(&item, 0, false).expect("4 options have IDs in every set");
             let pieces = engine.token_pieces(&prompt);
-            let (label_tokens, id_is_a_token) = audit(&prompt, &pieces, delimiter, &option_ids, &item)
-                .ok_or_else(|| anyhow::anyhow!("{}: the model's token pieces do not spell the prompt back; cannot audit", model.display()))?;
+            let (label_tokens, id_is_a_token) = audit(&prompt, &pieces, delimiter, &option_ids, &item).ok_or_else(|| {
+                anyhow::anyhow!("{}: the model's token pieces do not spell the prompt back; cannot audit", model.display())
+            })?;
             let flagged = id_is_a_token.iter().any(|&ok| !ok);
             pairs.push(Pair { format: format.name().trim_end_matches(".newline").to_owned(), label_tokens, id_is_a_token, flagged });
         }
@@ -90,7 +92,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         for p in &pairs {
             let counts: Vec<String> = p.label_tokens.iter().map(usize::to_string).collect();
             let ids: Vec<&str> = p.id_is_a_token.iter().map(|&ok| if ok { "yes" } else { "NO" }).collect();
-            outln!("  {:<14} {:<16} {}{}", p.format, counts.join(" "), ids.join(" "), if p.flagged { "   <- breaks atomic IDs" } else { "" })?;
+            outln!(
+                "  {:<14} {:<16} {}{}",
+                p.format,
+                counts.join(" "),
+                ids.join(" "),
+                if p.flagged { "   <- breaks atomic IDs" } else { "" }
+            )?;
         }
     }
     Ok(Outcome::Ok)

@@ -38,8 +38,24 @@ fn reference_scores(stem: &str) -> HashMap<(usize, usize), (f64, u64)> {
 fn check_agreement(stem: &str) {
     let dir = tempdir();
     let log = dir.path().join("log.jsonl");
-    let out = run(&["score", "-m", &model(), "-bf", &reference(&format!("{stem}.bin")), "--multiple-choice",
-        "-c", "512", "-np", "16", "-t", "2", "--output", "llama", "--log-samples", path_str(&log)]);
+    let out = run(&[
+        "score",
+        "-m",
+        &model(),
+        "-bf",
+        &reference(&format!("{stem}.bin")),
+        "--multiple-choice",
+        "-c",
+        "512",
+        "-np",
+        "16",
+        "-t",
+        "2",
+        "--output",
+        "llama",
+        "--log-samples",
+        path_str(&log),
+    ]);
     assert!(out.status.success(), "{stem}: {}", stderr(&out));
     let reference_scores = reference_scores(stem);
     let tasks = log_tasks(&log);

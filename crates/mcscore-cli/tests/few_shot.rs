@@ -58,5 +58,10 @@ fn a_few_shot_preamble_is_decoded_once_per_file() {
     }
     diffs.sort_by(|a, b| a.partial_cmp(b).unwrap());
     // Same tolerances as the sweep's shared-against-alone comparison.
-    assert!(diffs[diffs.len() - 1] <= 0.9 && diffs[diffs.len() / 2] <= 0.1, "max {} median {}", diffs[diffs.len() - 1], diffs[diffs.len() / 2]);
+    assert!(
+        diffs[diffs.len() - 1] <= 0.9 && diffs[diffs.len() / 2] <= 0.1,
+        "max {} median {}",
+        diffs[diffs.len() - 1],
+        diffs[diffs.len() / 2]
+    );
 }

@@ -22,7 +22,15 @@ fn malformed_files_exit_1_each_with_its_own_message() {
 
 #[test]
 fn valid_files_exit_0() {
-    for name in ["edge/mc_small8.bin", "edge/prefix_option.bin", "edge/text5_x6.bin", "edge/too_long.bin", "mc_letter4.bin", "mc_text5.bin", "mc_mixed.bin"] {
+    for name in [
+        "edge/mc_small8.bin",
+        "edge/prefix_option.bin",
+        "edge/text5_x6.bin",
+        "edge/too_long.bin",
+        "mc_letter4.bin",
+        "mc_text5.bin",
+        "mc_mixed.bin",
+    ] {
         let out = run(&["validate", &reference(name)]);
         assert!(out.status.success(), "{name}: {}", stdout(&out));
     }

@@ -29,7 +29,11 @@ fn truncated_offsets() {
 #[test]
 fn odd_labels_fail_strictly_and_score_leniently() {
     let file = reference("edge/odd_labels.bin");
-    assert_fails(&["score", "-m", &model(), "-bf", &file], 1, &["odd_labels.bin", "task 0: no label is 1", "task 1: 4 labels are 1", "--lenient"]);
+    assert_fails(
+        &["score", "-m", &model(), "-bf", &file],
+        1,
+        &["odd_labels.bin", "task 0: no label is 1", "task 1: 4 labels are 1", "--lenient"],
+    );
     let out = run(&["score", "-m", &model(), "-bf", &file, "--lenient", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("scoring it as llama.cpp would (--lenient)"), "{}", stderr(&out));
@@ -47,7 +51,11 @@ fn option_that_is_a_prefix_of_the_others() {
 #[test]
 fn task_longer_than_the_context_fails_before_scoring() {
     let file = reference("edge/too_long.bin");
-    assert_fails(&["score", "-m", &model(), "-bf", &file, "-c", "256"], 1, &["too_long.bin", "task 0 needs", "1024-token context", "-c auto"]);
+    assert_fails(
+        &["score", "-m", &model(), "-bf", &file, "-c", "256"],
+        1,
+        &["too_long.bin", "task 0 needs", "1024-token context", "-c auto"],
+    );
     // -c auto sizes the context to fit it.
     let out = run(&["score", "-m", &model(), "-bf", &file, "-c", "auto", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -67,7 +75,11 @@ fn wider_tasks_than_np_do_not_stop_the_run() {
 fn model_that_does_not_load() {
     let not_a_model = reference("mc_text5.bin");
     assert_fails(&["score", "-m", &not_a_model, "-bf", &not_a_model], 1, &["mc_text5.bin: the model does not load"]);
-    assert_fails(&["score", "-m", "/nonexistent/model.gguf", "-bf", &not_a_model], 1, &["/nonexistent/model.gguf: the model does not load: no such file"]);
+    assert_fails(
+        &["score", "-m", "/nonexistent/model.gguf", "-bf", &not_a_model],
+        1,
+        &["/nonexistent/model.gguf: the model does not load: no such file"],
+    );
 }
 
 #[test]

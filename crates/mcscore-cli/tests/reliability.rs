@@ -197,14 +197,40 @@ fn a_second_writer_of_a_log_is_refused_with_the_holders_pid() {
 /// A complete log of `tasks` tasks of mc_text5.bin, and its bytes.
 fn complete_log(dir: &Path, name: &str, tasks: &str) -> (std::path::PathBuf, Vec<u8>) {
     let log = dir.join(name);
-    let out = run(&["score", "-m", &model(), "-bf", &reference("mc_text5.bin"), "--multiple-choice-tasks", tasks, "-ub", "64", "--log-samples", path_str(&log)]);
+    let out = run(&[
+        "score",
+        "-m",
+        &model(),
+        "-bf",
+        &reference("mc_text5.bin"),
+        "--multiple-choice-tasks",
+        tasks,
+        "-ub",
+        "64",
+        "--log-samples",
+        path_str(&log),
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let bytes = std::fs::read(&log).unwrap();
     (log, bytes)
 }
 
 fn resume(log: &Path, file: &str, tasks: &str, extra: &[&str]) -> Output {
-    let mut args = vec!["score", "-m", &model_leak(), "-bf", file, "--multiple-choice-tasks", tasks, "-ub", "64", "--log-samples", path_str(log), "--resume", "--json"];
+    let mut args = vec![
+        "score",
+        "-m",
+        &model_leak(),
+        "-bf",
+        file,
+        "--multiple-choice-tasks",
+        tasks,
+        "-ub",
+        "64",
+        "--log-samples",
+        path_str(log),
+        "--resume",
+        "--json",
+    ];
     args.extend_from_slice(extra);
     run(&args)
 }
@@ -234,7 +260,11 @@ fn a_log_torn_after_an_inner_brace_resumes_and_kept_lines_stay_byte_identical() 
 }
 
 fn log_tasks_of(bytes: &[u8]) -> Vec<serde_json::Value> {
-    String::from_utf8_lossy(bytes).lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).filter(|v| v["type"] == "task").collect()
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "task")
+        .collect()
 }
 
 #[test]
@@ -410,7 +440,21 @@ fn a_model_touched_during_a_run_fails_the_run() {
     let copy = dir.path().join("model.gguf");
     std::fs::copy(model(), &copy).unwrap();
     let log = dir.path().join("run.jsonl");
-    let args = ["score", "-m", path_str(&copy), "-bf", &reference("mc_text5.bin"), "--multiple-choice-tasks", "60", "-ub", "64", "-t", "1", "--log-samples", path_str(&log)];
+    let args = [
+        "score",
+        "-m",
+        path_str(&copy),
+        "-bf",
+        &reference("mc_text5.bin"),
+        "--multiple-choice-tasks",
+        "60",
+        "-ub",
+        "64",
+        "-t",
+        "1",
+        "--log-samples",
+        path_str(&log),
+    ];
     let child = mcscore().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let started = Instant::now();
     while log_lines(&log) < 2 {

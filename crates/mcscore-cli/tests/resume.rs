@@ -24,7 +24,8 @@ fn interrupted_run_resumes_to_the_same_numbers() {
     assert!(full.status.success(), "{}", stderr(&full));
 
     let log = dir.path().join("part.jsonl");
-    let mut child = mcscore().args(score_args(&model, &file, path_str(&log))).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child =
+        mcscore().args(score_args(&model, &file, path_str(&log))).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let started = Instant::now();
     while log_tasks_or_empty(&log) < 1 {
         assert!(started.elapsed() < Duration::from_secs(120), "no task was logged");
@@ -76,7 +77,20 @@ fn deterministic_scores_do_not_depend_on_batching() {
         .enumerate()
         .map(|(i, flags)| {
             let log = dir.path().join(format!("{i}.jsonl"));
-            let mut args = vec!["score", "-m", &model, "-bf", &file, "--multiple-choice-tasks", "15", "--deterministic", "-c", "512", "--log-samples", path_str(&log)];
+            let mut args = vec![
+                "score",
+                "-m",
+                &model,
+                "-bf",
+                &file,
+                "--multiple-choice-tasks",
+                "15",
+                "--deterministic",
+                "-c",
+                "512",
+                "--log-samples",
+                path_str(&log),
+            ];
             args.extend_from_slice(flags);
             let out = run(&args);
             assert!(out.status.success(), "{}", stderr(&out));

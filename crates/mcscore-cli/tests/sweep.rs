@@ -150,7 +150,8 @@ fn models_are_ranked_per_format_in_one_run_or_from_saved_sweeps() {
 
     // Sweeps of other formats do not compare.
     let other = dir.path().join("other.json");
-    let out = run(&["sweep", &file, "-m", &model, "--tasks", "3", "--formats", "upper.dot.newline", "-t", "2", "--save-json", path_str(&other)]);
+    let out =
+        run(&["sweep", &file, "-m", &model, "--tasks", "3", "--formats", "upper.dot.newline", "-t", "2", "--save-json", path_str(&other)]);
     assert!(out.status.success(), "{}", stderr(&out));
     let out = run(&["sweep", "--compare", path_str(&both), path_str(&other)]);
     assert_eq!(out.status.code(), Some(1));
@@ -160,7 +161,17 @@ fn models_are_ranked_per_format_in_one_run_or_from_saved_sweeps() {
 #[test]
 fn the_scaffold_format_rebuilds_the_committed_file_from_its_source() {
     let dir = tempdir();
-    let out = run(&["sweep", "--benchmark", "mmlu-validation", "--sources", &sources(), "--formats", "upper.dot.newline", "--write-tasks", path_str(dir.path())]);
+    let out = run(&[
+        "sweep",
+        "--benchmark",
+        "mmlu-validation",
+        "--sources",
+        &sources(),
+        "--formats",
+        "upper.dot.newline",
+        "--write-tasks",
+        path_str(dir.path()),
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let written = std::fs::read(dir.path().join("upper.dot.newline.r0.bin")).unwrap();
     assert_eq!(written, std::fs::read(repo("datasets/mmlu-validation.bin")).unwrap());

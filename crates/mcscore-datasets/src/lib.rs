@@ -8,9 +8,9 @@
 //! [`Scaffold`] → `mcscore_format::TaskWriter` (atomic) → [`manifest::Entry`].
 
 pub mod benchmarks;
+pub mod formats;
 pub mod hub;
 pub mod manifest;
-pub mod formats;
 mod render;
 mod source;
 
@@ -34,7 +34,9 @@ pub enum DatasetError {
     #[error("{}: {message}", path.display())]
     Manifest { path: PathBuf, message: String },
 
-    #[error("{name}: no verified revision of {repo} is pinned, so it is not built from the hub; build it from a local copy with --source PATH")]
+    #[error(
+        "{name}: no verified revision of {repo} is pinned, so it is not built from the hub; build it from a local copy with --source PATH"
+    )]
     Unpinned { name: String, repo: String },
 
     #[error("{name}: hub download failed: {message}")]
@@ -79,7 +81,8 @@ pub fn load_items(benchmark: &Benchmark, sources: &[Source]) -> Result<Vec<Item>
 pub fn source_sha256(path: &Path) -> Result<String, DatasetError> {
     let error = |e: std::io::Error| DatasetError::Source { path: path.to_owned(), message: e.to_string() };
     if path.is_dir() {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(path).map_err(error)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
+        let mut files: Vec<PathBuf> =
+            std::fs::read_dir(path).map_err(error)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
         files.sort();
         let mut all = Vec::new();
         for file in files {
@@ -153,7 +156,12 @@ pub enum Mismatch {
 
 /// Re-derives every task of `file` from `sources` and lists each difference.
 /// `progress` is called with the number of tasks checked so far.
-pub fn verify_tasks(benchmark: &Benchmark, file: &TaskFile, sources: &[Source], progress: &dyn Fn(usize)) -> Result<Vec<Mismatch>, DatasetError> {
+pub fn verify_tasks(
+    benchmark: &Benchmark,
+    file: &TaskFile,
+    sources: &[Source],
+    progress: &dyn Fn(usize),
+) -> Result<Vec<Mismatch>, DatasetError> {
     let items = load_items(benchmark, sources)?;
     let mut mismatches = Vec::new();
     if items.len() != file.len() {

@@ -70,8 +70,8 @@ impl Manifest {
 
     /// Writes atomically (temporary file, then rename).
     pub fn save(&self, path: &Path) -> Result<(), DatasetError> {
-        let mut text = serde_json::to_string_pretty(self)
-            .map_err(|e| DatasetError::Manifest { path: path.to_owned(), message: e.to_string() })?;
+        let mut text =
+            serde_json::to_string_pretty(self).map_err(|e| DatasetError::Manifest { path: path.to_owned(), message: e.to_string() })?;
         text.push('\n');
         Ok(mcscore_format::write_atomic(path, text.as_bytes())?)
     }

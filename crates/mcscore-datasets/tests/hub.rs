@@ -31,6 +31,9 @@ fn an_unreachable_hub_fails_with_a_way_out() {
     let error = hub::fetch(find("boolq-validation").unwrap()).unwrap_err();
     let message = error.to_string();
     assert!(matches!(error, DatasetError::Hub { .. }), "{message}");
-    assert!(message.contains("hf://google/boolq@35b264d03638db9f4ce671b711558bf7ff0f80d5/data/validation-00000-of-00001.parquet"), "{message}");
+    assert!(
+        message.contains("hf://google/boolq@35b264d03638db9f4ce671b711558bf7ff0f80d5/data/validation-00000-of-00001.parquet"),
+        "{message}"
+    );
     assert!(message.contains("--source PATH"), "{message}");
 }

@@ -28,7 +28,8 @@ fn parquet_written_from_a_real_source_reads_back_the_same() {
     let schema = reader.schema();
     let batches: Vec<_> = reader.map(Result::unwrap).collect();
     let parquet_path = dir.path().join("validation-00000-of-00001.parquet");
-    let mut writer = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&parquet_path).unwrap(), Arc::clone(&schema), None).unwrap();
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&parquet_path).unwrap(), Arc::clone(&schema), None).unwrap();
     for batch in &batches {
         writer.write(batch).unwrap();
     }

@@ -19,9 +19,9 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
 use mcscore_format::Task;
 
+pub use mcscore_metrics::OptionScore;
 pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings};
 pub use prepare::PreparedTask;
-pub use mcscore_metrics::OptionScore;
 pub use score::{Completion, Run, TaskScores, TokenCounts};
 pub use subset::select_tasks;
 
@@ -175,7 +175,8 @@ impl Engine {
         let model = &self.model;
         let arch = model.meta_val_str("general.architecture").unwrap_or_default();
         let head = u64::from(model.n_embd().max(1) as u32) / u64::from(model.n_head().max(1));
-        let length = |key: &str| model.meta_val_str(&format!("{arch}.attention.{key}")).ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(head);
+        let length =
+            |key: &str| model.meta_val_str(&format!("{arch}.attention.{key}")).ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(head);
         u64::from(model.n_layer()) * u64::from(model.n_head_kv()) * (length("key_length") + length("value_length")) * 2
     }
 

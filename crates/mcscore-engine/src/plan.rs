@@ -115,11 +115,8 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     if n_ctx > u32::MAX as usize {
         return Err(EngineError::ContextOverflow { n_ctx: n_ctx as u64 });
     }
-    let too_long: Vec<(usize, usize)> = tasks
-        .iter()
-        .filter(|t| t.required_tokens() > n_ctx)
-        .map(|t| (t.index, t.required_tokens()))
-        .collect();
+    let too_long: Vec<(usize, usize)> =
+        tasks.iter().filter(|t| t.required_tokens() > n_ctx).map(|t| (t.index, t.required_tokens())).collect();
     if !too_long.is_empty() {
         return Err(EngineError::TaskTooLong { tasks: too_long, n_ctx });
     }
@@ -158,13 +155,7 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     // llama.cpp reserves an output row per sequence within one batch, and
     // aborts when a batch is narrower than the sequences a fill uses.
     let n_batch = settings.n_batch.max(n_seq_max as u32);
-    Ok(Plan {
-        batches,
-        n_ctx: n_ctx as u64,
-        n_batch,
-        n_ubatch: settings.n_ubatch.min(n_batch),
-        n_seq_max: n_seq_max as u32,
-    })
+    Ok(Plan { batches, n_ctx: n_ctx as u64, n_batch, n_ubatch: settings.n_ubatch.min(n_batch), n_seq_max: n_seq_max as u32 })
 }
 
 #[cfg(test)]

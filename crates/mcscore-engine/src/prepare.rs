@@ -1,8 +1,8 @@
 //! Tokenises tasks the way llama-perplexity does and finds each task's common
 //! prefix, refusing up front the tasks it would mis-score.
 
-use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::token::LlamaToken;
 use mcscore_format::Task;
 use rayon::prelude::*;
 
@@ -37,10 +37,7 @@ impl PreparedTask {
 /// Tokenises `question + " " + option` for every option, with the model's BOS
 /// rule and special text not parsed, exactly as llama-perplexity does.
 pub(crate) fn prepare(model: &LlamaModel, tasks: &[(usize, Task<'_>)]) -> Result<Vec<PreparedTask>, EngineError> {
-    tasks
-        .par_iter()
-        .map(|(index, task)| prepare_one(model, *index, task))
-        .collect()
+    tasks.par_iter().map(|(index, task)| prepare_one(model, *index, task)).collect()
 }
 
 fn prepare_one(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<PreparedTask, EngineError> {
@@ -62,9 +59,7 @@ fn prepare_one(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<Prep
         })
         .collect();
     let shortest = sequences.iter().map(Vec::len).min().unwrap_or(0);
-    let common = (0..shortest)
-        .take_while(|&i| sequences.iter().all(|s| s[i] == sequences[0][i]))
-        .count();
+    let common = (0..shortest).take_while(|&i| sequences.iter().all(|s| s[i] == sequences[0][i])).count();
     if let Some(option) = sequences.iter().position(|s| s.len() == common) {
         // llama-perplexity reads past the end of this option's tokens here.
         return Err(EngineError::PrefixOption { task: index, option, text: task.options()[option].to_owned() });

@@ -13,8 +13,8 @@ use rayon::prelude::*;
 use mcscore_metrics::OptionScore;
 
 use crate::plan::{shares_across_fills, FlashAttention, Plan, Settings};
-use crate::trie::Trie;
 use crate::prepare::PreparedTask;
+use crate::trie::Trie;
 use crate::{Engine, EngineError};
 
 /// Scores of every option of one task.
@@ -32,7 +32,9 @@ pub struct TaskScores {
 pub enum Completion {
     Finished,
     /// The consumer asked to stop (Ctrl-C) after the given number of tasks.
-    Interrupted { scored: usize },
+    Interrupted {
+        scored: usize,
+    },
 }
 
 /// Tokens a run decoded, against what scoring each task on its own decodes
@@ -102,10 +104,7 @@ impl Engine {
             })
             .with_n_threads(settings.threads)
             .with_n_threads_batch(settings.threads_batch);
-        let mut ctx = self
-            .model
-            .new_context(&self.backend, params)
-            .map_err(|e| EngineError::Context(e.to_string()))?;
+        let mut ctx = self.model.new_context(&self.backend, params).map_err(|e| EngineError::Context(e.to_string()))?;
         let max_per_token = plan.n_seq_max.max(1) as i32;
         let mut batch = LlamaBatch::new(plan.n_batch as usize, max_per_token);
         let mut entries: Vec<Entry> = Vec::new();
@@ -193,15 +192,11 @@ impl Engine {
                 for e in part {
                     seqs.clear();
                     seqs.extend(e.seqs.clone());
-                    batch.add(e.token, e.pos, &seqs, e.logits).map_err(|err| EngineError::Decode {
-                        task: group[0].index,
-                        message: err.to_string(),
-                    })?;
+                    batch
+                        .add(e.token, e.pos, &seqs, e.logits)
+                        .map_err(|err| EngineError::Decode { task: group[0].index, message: err.to_string() })?;
                 }
-                ctx.decode(&mut batch).map_err(|err| EngineError::Decode {
-                    task: group[0].index,
-                    message: err.to_string(),
-                })?;
+                ctx.decode(&mut batch).map_err(|err| EngineError::Decode { task: group[0].index, message: err.to_string() })?;
                 // Rows are in entry order, so this chunk's rows are contiguous.
                 let end = rows[next_row..].iter().position(|r| r.entry >= base + part.len()).map_or(rows.len(), |p| next_row + p);
                 let mine = &rows[next_row..end];

@@ -103,9 +103,7 @@ impl Fault {
     pub fn task(&self) -> Option<usize> {
         use Fault::*;
         match self {
-            ShortHeader { .. } | NoTasks | OffsetTableTruncated { .. } | TrailingBytes { .. } => {
-                None
-            }
+            ShortHeader { .. } | NoTasks | OffsetTableTruncated { .. } | TrailingBytes { .. } => None,
             FirstOffset { .. } => Some(0),
             OffsetOutOfBounds { task, .. }
             | OffsetBackwards { task, .. }

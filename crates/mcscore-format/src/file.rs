@@ -62,9 +62,7 @@ impl TaskFile {
         if !faults.is_empty() {
             return Err(Error::Invalid { path, faults });
         }
-        let n_tasks = parse_header(bytes.as_slice(), &mut Vec::new())
-            .expect("a valid file has a header")
-            .n_tasks;
+        let n_tasks = parse_header(bytes.as_slice(), &mut Vec::new()).expect("a valid file has a header").n_tasks;
         Ok(TaskFile { path, bytes, n_tasks })
     }
 
@@ -93,11 +91,7 @@ impl TaskFile {
 
     /// The bytes task `index` takes in the file.
     pub fn task_len(&self, index: usize) -> u64 {
-        let end = if index + 1 < self.n_tasks {
-            self.offset(index + 1)
-        } else {
-            self.bytes().len() as u64
-        };
+        let end = if index + 1 < self.n_tasks { self.offset(index + 1) } else { self.bytes().len() as u64 };
         end - self.offset(index)
     }
 

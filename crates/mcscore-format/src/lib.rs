@@ -17,7 +17,7 @@ mod writer;
 
 use std::path::PathBuf;
 
-pub use fault::{Field, Fault};
+pub use fault::{Fault, Field};
 pub use file::TaskFile;
 pub use lenient::{llama_cpp_rejects, llama_cpp_task_count, read_lenient};
 pub use parse::validate;

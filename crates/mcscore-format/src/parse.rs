@@ -3,7 +3,7 @@
 
 use byteorder::{ByteOrder, LittleEndian};
 
-use crate::fault::{Field, Fault};
+use crate::fault::{Fault, Field};
 use crate::task::{Choices, Task};
 use crate::MAX_OPTIONS;
 
@@ -44,12 +44,7 @@ impl<'a> Cursor<'a, '_> {
                 Ok(word)
             }
             None => {
-                self.faults.push(Fault::CountPastEnd {
-                    task: self.task,
-                    field,
-                    at: at as u64,
-                    len: self.len(),
-                });
+                self.faults.push(Fault::CountPastEnd { task: self.task, field, at: at as u64, len: self.len() });
                 Err(PastEnd)
             }
         }
@@ -69,26 +64,15 @@ impl<'a> Cursor<'a, '_> {
         let at = self.pos as u64;
         let claimed = self.u32(field)? as usize;
         let start = self.pos;
-        let Some(raw) = start.checked_add(claimed).and_then(|end| self.bytes.get(start..end))
-        else {
-            self.faults.push(Fault::StringPastEnd {
-                task: self.task,
-                field,
-                at,
-                claimed: claimed as u64,
-                len: self.len(),
-            });
+        let Some(raw) = start.checked_add(claimed).and_then(|end| self.bytes.get(start..end)) else {
+            self.faults.push(Fault::StringPastEnd { task: self.task, field, at, claimed: claimed as u64, len: self.len() });
             return Err(PastEnd);
         };
         self.pos = start + claimed;
         match std::str::from_utf8(raw) {
             Ok(text) => Ok((text, at)),
             Err(e) => {
-                self.faults.push(Fault::InvalidUtf8 {
-                    task: self.task,
-                    field,
-                    at: (start + e.valid_up_to()) as u64,
-                });
+                self.faults.push(Fault::InvalidUtf8 { task: self.task, field, at: (start + e.valid_up_to()) as u64 });
                 self.bad_text = true;
                 Ok(("", at))
             }
@@ -97,12 +81,11 @@ impl<'a> Cursor<'a, '_> {
 
     /// An option count, its strings and its labels (the layout mc1 and mc2 share).
     fn choices(&mut self, mc2: bool) -> Result<Choices<'a>, PastEnd> {
-        let (count_field, option_field, label_field): (Field, fn(usize) -> Field, fn(usize) -> Field) =
-            if mc2 {
-                (Field::Mc2OptionCount, Field::Mc2Option, Field::Mc2Label)
-            } else {
-                (Field::OptionCount, Field::Option, Field::Label)
-            };
+        let (count_field, option_field, label_field): (Field, fn(usize) -> Field, fn(usize) -> Field) = if mc2 {
+            (Field::Mc2OptionCount, Field::Mc2Option, Field::Mc2Label)
+        } else {
+            (Field::OptionCount, Field::Option, Field::Label)
+        };
         let count_at = self.pos as u64;
         let count = self.u32(count_field)?;
         if count as usize > MAX_OPTIONS {
@@ -127,10 +110,7 @@ impl<'a> Cursor<'a, '_> {
             let (text, at) = self.string(option_field(k))?;
             if text.is_empty() && !self.bad_text {
                 if mc2 {
-                    self.faults.push(Fault::MalformedMc2 {
-                        task: self.task,
-                        reason: format!("option {k} at byte {at} is empty"),
-                    });
+                    self.faults.push(Fault::MalformedMc2 { task: self.task, reason: format!("option {k} at byte {at} is empty") });
                 } else {
                     self.faults.push(Fault::EmptyOption { task: self.task, option: k, at });
                 }
@@ -146,10 +126,7 @@ impl<'a> Cursor<'a, '_> {
             if value != 0 && value != 1 {
                 all_binary = false;
                 self.faults.push(if mc2 {
-                    Fault::MalformedMc2 {
-                        task: self.task,
-                        reason: format!("label {k} at byte {at} is {value}; labels must be 0 or 1"),
-                    }
+                    Fault::MalformedMc2 { task: self.task, reason: format!("label {k} at byte {at} is {value}; labels must be 0 or 1") }
                 } else {
                     Fault::BadLabel { task: self.task, field: label_field(k), at, value }
                 });
@@ -169,12 +146,7 @@ impl<'a> Cursor<'a, '_> {
 }
 
 /// Parses the task that starts at `start`, pushing every fault found onto `faults`.
-pub(crate) fn parse_task<'a>(
-    bytes: &'a [u8],
-    start: usize,
-    task: usize,
-    faults: &mut Vec<Fault>,
-) -> ParsedTask<'a> {
+pub(crate) fn parse_task<'a>(bytes: &'a [u8], start: usize, task: usize, faults: &mut Vec<Fault>) -> ParsedTask<'a> {
     let mut cursor = Cursor { bytes, pos: start, task, faults, bad_text: false };
     let parsed = (|| {
         let (question, at) = cursor.string(Field::Question)?;
@@ -186,11 +158,7 @@ pub(crate) fn parse_task<'a>(
         Ok::<_, PastEnd>(Task { question, mc1, mc2 })
     })();
     match parsed {
-        Ok(parsed) => ParsedTask {
-            end: Some(cursor.pos),
-            task: (!cursor.bad_text).then_some(parsed),
-            reached: cursor.pos,
-        },
+        Ok(parsed) => ParsedTask { end: Some(cursor.pos), task: (!cursor.bad_text).then_some(parsed), reached: cursor.pos },
         Err(PastEnd) => ParsedTask { end: None, task: None, reached: cursor.pos },
     }
 }

@@ -56,10 +56,8 @@ impl Baselines {
                 gold_positions[gold] += 1;
             }
         }
-        let (majority_position, majority) = gold_positions
-            .iter()
-            .enumerate()
-            .fold((0, 0), |best, (k, &c)| if c > best.1 { (k, c) } else { best });
+        let (majority_position, majority) =
+            gold_positions.iter().enumerate().fold((0, 0), |best, (k, &c)| if c > best.1 { (k, c) } else { best });
         let n = n.max(1) as f64;
         Baselines { chance: chance / n, majority_class: 100.0 * majority as f64 / n, majority_position }
     }

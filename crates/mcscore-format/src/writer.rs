@@ -54,11 +54,7 @@ impl TaskWriter {
     pub fn write(&mut self, task: &Task<'_>) -> Result<(), Error> {
         let index = self.offsets.len();
         if index == self.announced {
-            return Err(Error::CountMismatch {
-                path: self.path.clone(),
-                announced: self.announced,
-                written: index + 1,
-            });
+            return Err(Error::CountMismatch { path: self.path.clone(), announced: self.announced, written: index + 1 });
         }
         self.scratch.clear();
         task.encode(&mut self.scratch);
@@ -69,9 +65,7 @@ impl TaskWriter {
             return Err(Error::InvalidTask { path: self.path.clone(), task: index, faults });
         }
         let offset = u32::try_from(self.position).map_err(|_| Error::TooLarge { path: self.path.clone() })?;
-        self.out
-            .write_all(&self.scratch)
-            .map_err(|source| Error::Io { path: self.path.clone(), source })?;
+        self.out.write_all(&self.scratch).map_err(|source| Error::Io { path: self.path.clone(), source })?;
         self.offsets.push(offset);
         self.position += self.scratch.len() as u64;
         Ok(())
@@ -178,10 +172,7 @@ pub fn write_atomic(path: impl AsRef<Path>, bytes: &[u8]) -> Result<(), Error> {
 }
 
 /// Writes `tasks` to `path` atomically.
-pub fn write_tasks<'a>(
-    path: impl AsRef<Path>,
-    tasks: impl ExactSizeIterator<Item = Task<'a>>,
-) -> Result<(), Error> {
+pub fn write_tasks<'a>(path: impl AsRef<Path>, tasks: impl ExactSizeIterator<Item = Task<'a>>) -> Result<(), Error> {
     let mut writer = TaskWriter::create(path, tasks.len())?;
     for task in tasks {
         writer.write(&task)?;

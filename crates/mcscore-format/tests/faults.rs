@@ -60,10 +60,7 @@ fn offset_backwards() {
     let second = offset(&bytes, 1);
     set_offset(&mut bytes, 2, first);
     let faults = validate(&bytes);
-    assert!(
-        faults.contains(&Fault::OffsetBackwards { task: 2, at: 12, offset: first as u64, previous: second as u64 }),
-        "{faults:?}"
-    );
+    assert!(faults.contains(&Fault::OffsetBackwards { task: 2, at: 12, offset: first as u64, previous: second as u64 }), "{faults:?}");
 }
 
 #[test]
@@ -75,10 +72,7 @@ fn gap_between_tasks() {
     let end_of_first = first + a.len() as u32;
     a.extend_from_slice(&[0xEE; 3]); // three stray bytes after task 0
     let bytes = assemble(&[first, end_of_first + 3], &[a, b]);
-    assert_eq!(
-        validate(&bytes),
-        vec![Fault::Gap { task: 1, offset: end_of_first as u64 + 3, previous_end: end_of_first as u64 }]
-    );
+    assert_eq!(validate(&bytes), vec![Fault::Gap { task: 1, offset: end_of_first as u64 + 3, previous_end: end_of_first as u64 }]);
 }
 
 #[test]
@@ -89,20 +83,14 @@ fn overlapping_tasks() {
     let end_of_first = offset(&bytes, 1);
     set_offset(&mut bytes, 1, end_of_first - 4);
     let faults = validate(&bytes);
-    assert_eq!(
-        faults[0],
-        Fault::Overlap { task: 1, offset: end_of_first as u64 - 4, previous_end: end_of_first as u64 }
-    );
+    assert_eq!(faults[0], Fault::Overlap { task: 1, offset: end_of_first as u64 - 4, previous_end: end_of_first as u64 });
 }
 
 #[test]
 fn count_past_end() {
     let mut bytes = one_task(sample("Q?"));
     bytes.truncate(LABELS_AT as usize + 6); // inside label 1
-    assert_eq!(
-        validate(&bytes),
-        vec![Fault::CountPastEnd { task: 0, field: Field::Label(1), at: LABELS_AT + 4, len: LABELS_AT + 6 }]
-    );
+    assert_eq!(validate(&bytes), vec![Fault::CountPastEnd { task: 0, field: Field::Label(1), at: LABELS_AT + 4, len: LABELS_AT + 6 }]);
 }
 
 #[test]
@@ -110,10 +98,7 @@ fn string_past_end() {
     let mut bytes = one_task(sample("Q?"));
     bytes[8..12].copy_from_slice(&1000u32.to_le_bytes());
     let len = bytes.len() as u64;
-    assert_eq!(
-        validate(&bytes),
-        vec![Fault::StringPastEnd { task: 0, field: Field::Question, at: 8, claimed: 1000, len }]
-    );
+    assert_eq!(validate(&bytes), vec![Fault::StringPastEnd { task: 0, field: Field::Question, at: 8, claimed: 1000, len }]);
 }
 
 #[test]
@@ -155,10 +140,7 @@ fn empty_option() {
 fn label_other_than_zero_or_one() {
     let mut task = sample("Q?");
     task.mc1.labels[3] = 7;
-    assert_eq!(
-        validate(&one_task(task)),
-        vec![Fault::BadLabel { task: 0, field: Field::Label(3), at: LABELS_AT + 12, value: 7 }]
-    );
+    assert_eq!(validate(&one_task(task)), vec![Fault::BadLabel { task: 0, field: Field::Label(3), at: LABELS_AT + 12, value: 7 }]);
 }
 
 #[test]
@@ -181,7 +163,10 @@ fn malformed_mc2() {
     task.mc2 = Choices { options: vec!["x", "y"], labels: vec![1, 3] };
     let faults = validate(&one_task(task));
     assert_eq!(faults.len(), 1);
-    assert!(matches!(&faults[0], Fault::MalformedMc2 { task: 0, reason } if reason.contains("label 1") && reason.contains("is 3")), "{faults:?}");
+    assert!(
+        matches!(&faults[0], Fault::MalformedMc2 { task: 0, reason } if reason.contains("label 1") && reason.contains("is 3")),
+        "{faults:?}"
+    );
     // mc2 with content but well formed is valid (and must round-trip).
     let mut task = sample("Q?");
     task.mc2 = Choices { options: vec!["x", "y"], labels: vec![1, 1] };

@@ -53,7 +53,11 @@ pub fn pia(picks: &[usize], golds: &[usize], k: usize) -> f64 {
         .map(|i| {
             let picked = picks.iter().filter(|&&p| p == i).count() as f64;
             let correct = picks.iter().zip(golds).filter(|&(&p, &g)| p == i && g == i).count() as f64;
-            if picked == 0.0 { 0.0 } else { (correct / picked) * (correct / n) }
+            if picked == 0.0 {
+                0.0
+            } else {
+                (correct / picked) * (correct / n)
+            }
         })
         .sum::<f64>()
         / k as f64

@@ -43,8 +43,7 @@ pub enum Normalisation {
 
 impl Normalisation {
     /// The normalisations every log has.
-    pub const ALL: [Normalisation; 4] =
-        [Normalisation::Acc, Normalisation::AccNorm, Normalisation::AccChar, Normalisation::AccByte];
+    pub const ALL: [Normalisation; 4] = [Normalisation::Acc, Normalisation::AccNorm, Normalisation::AccChar, Normalisation::AccByte];
     /// All of them, with acc_pmi, for logs of `score --pmi`.
     pub const WITH_PMI: [Normalisation; 5] =
         [Normalisation::Acc, Normalisation::AccNorm, Normalisation::AccChar, Normalisation::AccByte, Normalisation::AccPmi];

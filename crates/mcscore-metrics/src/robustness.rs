@@ -84,7 +84,11 @@ pub fn reversal_rate(accuracy: &[Vec<f64>]) -> f64 {
             }
         }
     }
-    if total == 0 { 0.0 } else { flips as f64 / total as f64 }
+    if total == 0 {
+        0.0
+    } else {
+        flips as f64 / total as f64
+    }
 }
 
 /// Kendall τ-b between the model rankings of every pair of formats (NaN for

@@ -91,7 +91,11 @@ impl Scheme {
             Scheme::Nr => f64::from(u8::from(correct)),
             Scheme::Nm { tau } => {
                 if t.p_max() > tau.unwrap_or(1.0 / k) {
-                    if correct { 1.0 } else { -1.0 / (k - 1.0) }
+                    if correct {
+                        1.0
+                    } else {
+                        -1.0 / (k - 1.0)
+                    }
                 } else {
                     0.0
                 }
@@ -172,7 +176,14 @@ impl Behaviour {
         }
         Behaviour {
             abstention_rate: rate(&|t| t.p_max() <= 1.0 / t.k() as f64),
-            mean_eliminated: tasks.iter().map(|t| { let (d, k) = eliminated(t, None); d + usize::from(k) }).sum::<usize>() as f64 / n,
+            mean_eliminated: tasks
+                .iter()
+                .map(|t| {
+                    let (d, k) = eliminated(t, None);
+                    d + usize::from(k)
+                })
+                .sum::<usize>() as f64
+                / n,
             key_eliminated_rate: rate(&|t| eliminated(t, None).1),
             confidence_histogram: histogram,
             mean_attempts: tasks.iter().map(|t| t.key_rank() as f64).sum::<f64>() / n,
