@@ -117,7 +117,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("run.jsonl");
         let first = WriteLock::acquire(&log).unwrap();
-        let error = WriteLock::acquire(&log).err().expect("refused").to_string();
+        let Err(error) = WriteLock::acquire(&log) else { panic!("a second lock was granted") };
+        let error = error.to_string();
         assert!(error.contains(&format!("pid {}", std::process::id())), "{error}");
         assert!(error.contains("run.jsonl"), "{error}");
         drop(first);

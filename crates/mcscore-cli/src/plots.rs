@@ -99,23 +99,25 @@ fn heatmap(svg: &mut String, rankings: &[(&str, &[f64])], models: &[String]) -> 
     Ok(())
 }
 
+/// One model's accuracy per format, and its circular accuracy with --circular.
+pub(crate) struct ModelAccuracy {
+    pub model: String,
+    pub accuracy: Vec<f64>,
+    pub circular: Option<Vec<f64>>,
+}
+
 /// `mcscore sweep --plots`: per model, accuracy in each format (and circular
 /// accuracy beside it); with several models, each one's rank distribution.
-pub(crate) fn sweep(
-    dir: &Path,
-    formats: &[String],
-    accuracy: &[(String, Vec<f64>, Option<Vec<f64>>)],
-    ranks: Option<&[Vec<usize>]>,
-) -> anyhow::Result<()> {
+pub(crate) fn sweep(dir: &Path, formats: &[String], accuracy: &[ModelAccuracy], ranks: Option<&[Vec<usize>]>) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
-    for (i, (model, acc, circular)) in accuracy.iter().enumerate() {
+    for (i, ModelAccuracy { model, accuracy: acc, circular }) in accuracy.iter().enumerate() {
         let label = model_label(model);
         let path = dir.join(format!("sweep-accuracy-{}-{}.svg", i + 1, file_name(&label)));
         save(&path, |svg| format_bars(svg, &label, formats, acc, circular.as_deref()))?;
     }
     if let Some(ranks) = ranks {
         let path = dir.join("sweep-ranks.svg");
-        let models: Vec<String> = accuracy.iter().map(|(m, _, _)| m.clone()).collect();
+        let models: Vec<String> = accuracy.iter().map(|m| m.model.clone()).collect();
         save(&path, |svg| rank_bars(svg, &models, ranks, formats.len()))?;
     }
     Ok(())

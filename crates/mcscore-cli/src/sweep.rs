@@ -495,15 +495,13 @@ fn compare_saved(args: &Args) -> anyhow::Result<Outcome> {
 fn emit(report: &SweepReport, args: &Args) -> anyhow::Result<Outcome> {
     let printed = if args.json { crate::print_json(report) } else { print_human(report) };
     let plotted = args.plots.as_ref().map_or(Ok(()), |dir| {
-        let accuracy: Vec<(String, Vec<f64>, Option<Vec<f64>>)> = report
+        let accuracy: Vec<plots::ModelAccuracy> = report
             .models
             .iter()
-            .map(|m| {
-                (
-                    m.model.clone(),
-                    m.formats.iter().map(|f| f.accuracy).collect(),
-                    report.circular.then(|| m.formats.iter().filter_map(|f| f.circular_accuracy).collect()),
-                )
+            .map(|m| plots::ModelAccuracy {
+                model: m.model.clone(),
+                accuracy: m.formats.iter().map(|f| f.accuracy).collect(),
+                circular: report.circular.then(|| m.formats.iter().filter_map(|f| f.circular_accuracy).collect()),
             })
             .collect();
         let ranks = report.comparison.as_ref().map(|c| c.rank_distribution.clone());

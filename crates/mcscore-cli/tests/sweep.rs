@@ -98,8 +98,9 @@ fn shared_prefix_sweep_matches_each_prompt_scored_alone() {
         let circular = task_ids.iter().filter(|&&t| mine.iter().filter(|p| p["task"] == t).all(|p| right(p))).count();
         assert!((f["circular_accuracy"].as_f64().unwrap() - 25.0 * circular as f64).abs() < 1e-9, "{name}");
         let picks: Vec<u64> = f["picks"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect();
-        for position in 0..4 {
-            assert_eq!(picks[position], mine.iter().filter(|p| p["pick"] == position).count() as u64, "{name}");
+        assert_eq!(picks.len(), 4, "{name}");
+        for (position, &count) in picks.iter().enumerate() {
+            assert_eq!(count, mine.iter().filter(|p| p["pick"] == position).count() as u64, "{name}");
         }
         assert_eq!(f["accuracy_by_rotation"].as_array().unwrap().len(), 4);
         let pride = &f["pride"];

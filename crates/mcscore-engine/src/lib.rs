@@ -144,6 +144,9 @@ impl Engine {
     pub fn load(path: &Path, n_gpu_layers: u32) -> Result<Engine, EngineError> {
         let backend = backend()?;
         let load_error = |message: String| EngineError::ModelLoad { path: path.to_owned(), message };
+        if !path.exists() {
+            return Err(load_error("no such file".into()));
+        }
         if path.is_dir() {
             return Err(load_error("a directory, not a GGUF file".into()));
         }

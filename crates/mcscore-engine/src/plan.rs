@@ -193,7 +193,7 @@ mod tests {
 
     #[test]
     fn required_tokens_skip_each_options_last_token() {
-        assert_eq!(task(0, 10, &[1, 1, 3]).required_tokens(), 10 + 0 + 0 + 2);
+        assert_eq!(task(0, 10, &[1, 1, 3]).required_tokens(), 10 + 2);
     }
 
     #[test]

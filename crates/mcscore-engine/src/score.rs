@@ -104,7 +104,7 @@ impl Engine {
             })
             .with_n_threads(settings.threads)
             .with_n_threads_batch(settings.threads_batch);
-        let mut ctx = self.model.new_context(&self.backend, params).map_err(|e| EngineError::Context(e.to_string()))?;
+        let mut ctx = self.model.new_context(self.backend, params).map_err(|e| EngineError::Context(e.to_string()))?;
         let max_per_token = plan.n_seq_max.max(1) as i32;
         let mut batch = LlamaBatch::new(plan.n_batch as usize, max_per_token);
         let mut entries: Vec<Entry> = Vec::new();

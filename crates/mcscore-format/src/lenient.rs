@@ -64,7 +64,7 @@ fn walk<'a>(bytes: &'a [u8], rejects: fn(&Fault) -> bool, mut each: impl FnMut(T
         for index in 0..header.n_tasks {
             let mut faults = Vec::new();
             let parsed = parse_task(bytes, pos, index, &mut faults);
-            fatal.extend(faults.into_iter().filter(|f| rejects(f)));
+            fatal.extend(faults.into_iter().filter(&rejects));
             let Some(end) = parsed.end else { break };
             pos = end;
             count += 1;

@@ -81,10 +81,10 @@ impl<'a> Cursor<'a, '_> {
 
     /// An option count, its strings and its labels (the layout mc1 and mc2 share).
     fn choices(&mut self, mc2: bool) -> Result<Choices<'a>, PastEnd> {
-        let (count_field, option_field, label_field): (Field, fn(usize) -> Field, fn(usize) -> Field) = if mc2 {
-            (Field::Mc2OptionCount, Field::Mc2Option, Field::Mc2Label)
+        let (count_field, option_field, label_field) = if mc2 {
+            (Field::Mc2OptionCount, Field::Mc2Option as fn(usize) -> Field, Field::Mc2Label as fn(usize) -> Field)
         } else {
-            (Field::OptionCount, Field::Option, Field::Label)
+            (Field::OptionCount, Field::Option as fn(usize) -> Field, Field::Label as fn(usize) -> Field)
         };
         let count_at = self.pos as u64;
         let count = self.u32(count_field)?;

@@ -214,6 +214,6 @@ fn lenient_reads_what_llama_cpp_reads() {
 
     // An empty option stops llama.cpp too.
     let bytes = one_task(Task::new("Q?", vec!["A", ""], 0));
-    let error = read_lenient(&bytes, Path::new("x.bin")).err().expect("rejected");
+    let error = read_lenient(&bytes, Path::new("x.bin")).expect_err("rejected");
     assert!(error.to_string().contains("x.bin: invalid task file (1 fault): task 0: option 1"), "{error}");
 }
