@@ -371,6 +371,15 @@ fn directories_are_named_as_directories() {
 }
 
 #[test]
+fn the_os_error_is_said_once() {
+    for args in [vec!["score", "-m", &model_leak(), "-bf", "/no/such.bin"], vec!["sweep", "-m", &model_leak(), "/no/such.bin"]] {
+        let out = run(&args);
+        fails_with(&out, 1, &["/no/such.bin"]);
+        assert_eq!(stderr(&out).matches("No such file or directory").count(), 1, "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
 fn verify_names_a_missing_manifest_and_checks_every_file() {
     let dir = tempdir();
     let missing = dir.path().join("manifest.json");
