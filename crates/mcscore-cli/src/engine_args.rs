@@ -2,6 +2,7 @@
 //! -tb, -ngl, -fa), with llama.cpp's names and defaults.
 
 use mcscore_engine::{ContextSize, EngineError, FlashAttention, Settings};
+use mcscore_eval::EvalError;
 
 #[derive(clap::Args)]
 pub(crate) struct EngineArgs {
@@ -85,14 +86,15 @@ fn parse_context(text: &str) -> Result<ContextSize, String> {
     }
 }
 
-/// A planning error about `path`, with the flags that change the outcome:
-/// the library names no flags, the command line does.
-pub(crate) fn with_flag_hint(error: EngineError, path: &std::path::Path) -> anyhow::Error {
-    let hint = match &error {
-        EngineError::ContextOverflow { .. } | EngineError::ContextTooLarge { .. } => {
+/// A job's error, with the flags that change the outcome where there are
+/// some: the library names no flags, the command line does.
+pub(crate) fn with_flag_hint(error: EvalError) -> anyhow::Error {
+    let hint = match error.engine_error() {
+        Some(EngineError::ContextOverflow { .. } | EngineError::ContextTooLarge { .. }) => {
             "; lower -c or -np, or pass -c auto to size the context to the longest task"
         }
+        Some(EngineError::TaskTooLong { .. }) => "; raise -c, or pass -c auto to size the context to the longest task",
         _ => "",
     };
-    anyhow::anyhow!("{}: {error}{hint}", path.display())
+    anyhow::anyhow!("{error}{hint}")
 }

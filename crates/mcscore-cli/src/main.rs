@@ -26,7 +26,6 @@ mod llama_output;
 mod output;
 mod plots;
 mod report;
-mod samples;
 mod score;
 mod sweep;
 mod tokens;
@@ -77,6 +76,7 @@ fn main() -> ExitCode {
     // Like other Unix tools, end quietly when a pipe reader (`| head`) goes away
     // instead of panicking on the next print.
     #[cfg(unix)]
+    #[allow(unsafe_code)]
     // SAFETY: called first thing in main, before any thread exists; restoring
     // the default disposition of SIGPIPE has no other effect on this process.
     unsafe {

@@ -1,16 +1,13 @@
 //! `mcscore report`: what accuracy alone hides, from `--log-samples` files.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{bail, Context};
-use mcscore_metrics::calibration::{Calibration, ECE_BINS};
-use mcscore_metrics::schemes::{Behaviour, Scheme, TaskProbs};
-use mcscore_metrics::stats::{kendall, spearman, std_dev, Bootstrap, Estimate};
+use mcscore_eval::report::{self, Report, ReportOptions};
+use mcscore_eval::EvalError;
+use mcscore_metrics::calibration::ECE_BINS;
 use mcscore_metrics::Normalisation;
-use serde::Serialize;
 
-use crate::samples::{self, Header, TaskRecord};
 use crate::Outcome;
 
 /// Report every normalisation and scoring scheme, with 95 % bootstrap
@@ -79,210 +76,21 @@ impl From<NormArg> for Normalisation {
     }
 }
 
-#[derive(Serialize)]
-struct ModelReport {
-    label: String,
-    log: String,
-    model_sha256: String,
-    settings: String,
-    tasks: usize,
-    /// Accuracy (%) of each normalisation.
-    normalisations: Vec<(String, Estimate)>,
-    /// Mean score of each scheme.
-    schemes: Vec<(String, Estimate)>,
-    behaviour: Behaviour,
-    calibration: Calibration,
-}
-
-#[derive(Serialize)]
-struct Ranking {
-    scheme: String,
-    /// Rank of each model (1 = best), in model order.
-    ranks: Vec<f64>,
-    spearman_vs_nr: f64,
-    spearman_se: f64,
-    kendall_vs_nr: f64,
-    kendall_se: f64,
-}
-
-#[derive(Serialize)]
-struct Report {
-    file: String,
-    file_sha256: String,
-    normalisation: &'static str,
-    resamples: u32,
-    seed: u64,
-    models: Vec<ModelReport>,
-    rankings: Vec<Ranking>,
-}
-
-struct Run {
-    path: PathBuf,
-    header: Header,
-    records: Vec<TaskRecord>,
-}
-
-fn load(paths: &[PathBuf]) -> anyhow::Result<Vec<Run>> {
-    let mut runs: Vec<Run> = Vec::new();
-    for path in paths {
-        let samples::Contents { header, records, .. } = samples::read(path)?;
-        if records.len() != header.tasks {
-            bail!(
-                "{}: {} of {} announced tasks are logged: the run is incomplete (finish it with `mcscore score ... --resume`)",
-                path.display(),
-                records.len(),
-                header.tasks
-            );
-        }
-        if let Some(first) = runs.first() {
-            if header.file_sha256 != first.header.file_sha256 {
-                bail!(
-                    "{}: scored {} (sha256 {}), but {} scored {} (sha256 {}): a report compares runs on the same dataset",
-                    path.display(),
-                    header.file,
-                    header.file_sha256,
-                    first.path.display(),
-                    first.header.file,
-                    first.header.file_sha256
-                );
-            }
-            let same_tasks = records.iter().map(|r| r.task).eq(first.records.iter().map(|r| r.task));
-            if !same_tasks {
-                bail!(
-                    "{}: scored other tasks (or another order) than {}; use the same --multiple-choice-tasks",
-                    path.display(),
-                    first.path.display()
-                );
-            }
-        }
-        runs.push(Run { path: path.clone(), header, records });
-    }
-    Ok(runs)
-}
-
-/// Model file names, made unique with the settings where they repeat.
-fn labels(runs: &[Run]) -> Vec<String> {
-    let stem =
-        |r: &Run| Path::new(&r.header.model).file_stem().map_or_else(|| r.header.model.clone(), |s| s.to_string_lossy().into_owned());
-    runs.iter()
-        .map(|r| {
-            let repeated = runs.iter().filter(|o| stem(o) == stem(r)).count() > 1;
-            if repeated {
-                format!("{} [{}]", stem(r), r.header.settings)
-            } else {
-                stem(r)
-            }
-        })
-        .collect()
-}
-
-/// Ranks (1 = best) with ties sharing the mean rank.
-fn ranks_desc(values: &[f64]) -> Vec<f64> {
-    values
-        .iter()
-        .map(|&v| {
-            let better = values.iter().filter(|&&o| o > v).count() as f64;
-            let equal = values.iter().filter(|&&o| o == v).count() as f64;
-            better + (equal + 1.0) / 2.0
-        })
-        .collect()
-}
-
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if let Some(dir) = &args.plots {
         crate::output::check_dir(dir, "--plots")?;
     }
-    let runs = load(&args.logs)?;
-    let norm: Normalisation = args.normalisation.into();
-    let n = runs[0].records.len();
-    let bootstrap = Bootstrap { n, resamples: args.resamples as usize, seed: args.seed };
-    let labels = labels(&runs);
-    let schemes_used: Vec<Scheme> = Scheme::DEFAULTS
-        .iter()
-        .map(|&s| match s {
-            Scheme::Nm { .. } => Scheme::Nm { tau: args.tau },
-            Scheme::Elim { .. } => Scheme::Elim { epsilon: args.epsilon },
-            Scheme::ElimNm { .. } => Scheme::ElimNm { epsilon: args.epsilon },
-            other => other,
-        })
-        .collect();
-
-    // Per model: each scheme's mean overall, and under each resample.
-    let mut scheme_means: Vec<Vec<f64>> = Vec::new();
-    let mut scheme_draws: Vec<Vec<Vec<f64>>> = Vec::new();
-    let mut models = Vec::new();
-    for (run, label) in runs.iter().zip(&labels) {
-        if norm == Normalisation::AccPmi && !samples::normalisations(&run.records).contains(&Normalisation::AccPmi) {
-            bail!("{}: --normalisation acc-pmi needs a log of `mcscore score --pmi`", run.path.display());
-        }
-        let probs: Vec<TaskProbs> = run
-            .records
-            .iter()
-            .map(|r| {
-                let scores: Vec<f64> = r.options.iter().map(|o| norm.score(o)).collect();
-                let key =
-                    r.gold.with_context(|| format!("{}: task {} has no gold option (a --lenient run)", run.path.display(), r.task))?;
-                Ok(TaskProbs::from_scores(&scores, key))
-            })
-            .collect::<anyhow::Result<_>>()?;
-        let norms = samples::normalisations(&run.records);
-        let hits: Vec<Vec<f64>> =
-            norms.iter().map(|&nm| run.records.iter().map(|r| 100.0 * f64::from(u8::from(r.correct.get(nm)))).collect()).collect();
-        let per_scheme: Vec<Vec<f64>> = schemes_used.iter().map(|s| probs.iter().map(|t| s.score(t)).collect()).collect();
-        let columns: Vec<&[f64]> = hits.iter().chain(&per_scheme).map(Vec::as_slice).collect();
-        let (estimates, draws) = bootstrap.estimates(&columns);
-        let n_norm = norms.len();
-        let normalisations = norms.iter().zip(&estimates).map(|(nm, e)| (nm.name().to_owned(), *e)).collect();
-        let schemes: Vec<(String, Estimate)> =
-            schemes_used.iter().zip(&estimates[n_norm..]).map(|(s, e)| (s.name().to_owned(), *e)).collect();
-        scheme_means.push(schemes.iter().map(|(_, e)| e.mean).collect());
-        scheme_draws.push(draws.iter().map(|d| d[n_norm..].to_vec()).collect());
-        models.push(ModelReport {
-            label: label.clone(),
-            log: run.path.display().to_string(),
-            model_sha256: run.header.model_sha256.clone(),
-            settings: run.header.settings.clone(),
-            tasks: n,
-            normalisations,
-            schemes,
-            behaviour: Behaviour::of(&probs),
-            calibration: Calibration::of(&probs, ECE_BINS),
-        });
-    }
-
-    let mut rankings = Vec::new();
-    if runs.len() > 1 {
-        let models = 0..runs.len();
-        for (s, scheme) in schemes_used.iter().enumerate() {
-            let means: Vec<f64> = models.clone().map(|m| scheme_means[m][s]).collect();
-            let nr: Vec<f64> = models.clone().map(|m| scheme_means[m][0]).collect();
-            let (boot_rho, boot_tau): (Vec<f64>, Vec<f64>) = (0..bootstrap.resamples)
-                .map(|r| {
-                    let a: Vec<f64> = models.clone().map(|m| scheme_draws[m][r][s]).collect();
-                    let b: Vec<f64> = models.clone().map(|m| scheme_draws[m][r][0]).collect();
-                    (spearman(&a, &b), kendall(&a, &b))
-                })
-                .unzip();
-            rankings.push(Ranking {
-                scheme: scheme.name().to_owned(),
-                ranks: ranks_desc(&means),
-                spearman_vs_nr: spearman(&means, &nr),
-                spearman_se: std_dev(&boot_rho),
-                kendall_vs_nr: kendall(&means, &nr),
-                kendall_se: std_dev(&boot_tau),
-            });
-        }
-    }
-
-    let report = Report {
-        file: runs[0].header.file.clone(),
-        file_sha256: runs[0].header.file_sha256.clone(),
-        normalisation: norm.name(),
+    let options = ReportOptions {
+        normalisation: args.normalisation.into(),
+        tau: args.tau,
+        epsilon: args.epsilon,
         resamples: args.resamples,
         seed: args.seed,
-        models,
-        rankings,
     };
+    let report = report::build(&args.logs, &options).map_err(|e| match e {
+        EvalError::OtherTasks { .. } => anyhow::Error::from(e).context("use the same --multiple-choice-tasks"),
+        e => e.into(),
+    })?;
     // Printed before the plots are written, so a plot that cannot be written
     // (a full disk) loses nothing else.
     if args.json {
@@ -293,6 +101,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         out!("{}", text(&report))?;
     }
     if let Some(dir) = &args.plots {
+        let labels: Vec<String> = report.models.iter().map(|m| m.label.clone()).collect();
         crate::plots::write(
             dir,
             &report.models.iter().map(|m| (m.label.as_str(), &m.calibration)).collect::<Vec<_>>(),

@@ -4,11 +4,7 @@
 
 use std::path::PathBuf;
 
-use mcscore_datasets::formats::{Delimiter, PromptFormat, Separator};
-use mcscore_datasets::Item;
-use mcscore_engine::Engine;
-use mcscore_format::IdSet;
-use serde::Serialize;
+use mcscore_eval::tokens::audit_ids;
 
 use crate::{defaults, Outcome};
 
@@ -25,65 +21,12 @@ pub(crate) struct Args {
     json: bool,
 }
 
-#[derive(Serialize)]
-struct Pair {
-    format: String,
-    /// Tokens covering each option's label (e.g. `(A)`), per option.
-    label_tokens: Vec<usize>,
-    /// Per option: whether the bare ID is exactly one token.
-    id_is_a_token: Vec<bool>,
-    flagged: bool,
-}
-
-/// Byte spans of the tokens, if their pieces spell `text` exactly.
-fn spans(pieces: &[Vec<u8>], text: &str) -> Option<Vec<(usize, usize)>> {
-    let mut at = 0;
-    let mut out = Vec::with_capacity(pieces.len());
-    for piece in pieces {
-        out.push((at, at + piece.len()));
-        at += piece.len();
-    }
-    (pieces.concat() == text.as_bytes()).then_some(out)
-}
-
-/// Per option: tokens covering its label, and whether its bare ID is exactly
-/// one token; `None` if the pieces do not spell the prompt.
-fn audit(prompt: &str, pieces: &[Vec<u8>], delimiter: Delimiter, ids: &[String], item: &Item) -> Option<(Vec<usize>, Vec<bool>)> {
-    let spans = spans(pieces, prompt)?;
-    let mut label_tokens = Vec::new();
-    let mut id_is_a_token = Vec::new();
-    for (k, id) in ids.iter().enumerate() {
-        let label = delimiter.label(id);
-        let start = prompt.find(&format!("\n{label} {}", item.options[k]))? + 1;
-        let end = start + label.len();
-        let id_start = start + label.find(id.as_str())?;
-        label_tokens.push(spans.iter().filter(|&&(a, b)| a < end && b > start).count());
-        id_is_a_token.push(spans.contains(&(id_start, id_start + id.len())));
-    }
-    Some((label_tokens, id_is_a_token))
-}
-
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let model = match args.model {
         Some(m) => m,
         None => defaults::model()?,
     };
-    let engine = Engine::load(&model, 0)?;
-    let item =
-        Item { passage: None, stem: "Which one?".into(), options: ["red", "green", "blue", "yellow"].map(String::from).to_vec(), gold: 0 };
-    let mut pairs = Vec::new();
-    for ids in IdSet::ALL {
-        for delimiter in Delimiter::ALL {
-            let format = PromptFormat { ids, delimiter, separator: Separator::Newline };
-            let (prompt, option_ids, _) = format.render(&item, 0, false).expect("4 options have IDs in every set");
-            let pieces = engine.token_pieces(&prompt);
-            let (label_tokens, id_is_a_token) = audit(&prompt, &pieces, delimiter, &option_ids, &item).ok_or_else(|| {
-                anyhow::anyhow!("{}: the model's token pieces do not spell the prompt back; cannot audit", model.display())
-            })?;
-            let flagged = id_is_a_token.iter().any(|&ok| !ok);
-            pairs.push(Pair { format: format.name().trim_end_matches(".newline").to_owned(), label_tokens, id_is_a_token, flagged });
-        }
-    }
+    let pairs = audit_ids(&model)?;
     if args.json {
         crate::print_json(&pairs)?;
     } else {
@@ -102,27 +45,4 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
     Ok(Outcome::Ok)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pieces(parts: &[&str]) -> Vec<Vec<u8>> {
-        parts.iter().map(|p| p.as_bytes().to_vec()).collect()
-    }
-
-    #[test]
-    fn a_fused_id_is_flagged() {
-        let item = Item { passage: None, stem: "Q".into(), options: vec!["x".into(), "y".into()], gold: 0 };
-        let ids = vec!["A".to_owned(), "B".to_owned()];
-        let prompt = "Question: Q\n(A) x\n(B) y\nAnswer:";
-        // "(A" fused into one token; "B" on its own.
-        let fused = pieces(&["Question", ":", " Q", "\n", "(A", ")", " x", "\n", "(", "B", ")", " y", "\n", "Answer", ":"]);
-        let (labels, atomic) = audit(prompt, &fused, Delimiter::Parens, &ids, &item).unwrap();
-        assert_eq!(labels, [2, 3]);
-        assert_eq!(atomic, [false, true]);
-        // Pieces that do not spell the prompt cannot be audited.
-        assert!(audit(prompt, &pieces(&["Question"]), Delimiter::Parens, &ids, &item).is_none());
-    }
 }

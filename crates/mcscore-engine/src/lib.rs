@@ -90,7 +90,7 @@ fn too_long_message(tasks: &[(usize, usize)], n_ctx: usize) -> String {
     let listed: Vec<String> = tasks.iter().take(5).map(|(i, t)| format!("task {i} needs {t} tokens")).collect();
     let more = if tasks.len() > 5 { format!(" and {} more", tasks.len() - 5) } else { String::new() };
     format!(
-        "{} task{} do not fit the {n_ctx}-token context: {}{more}; raise -c, or pass -c auto to size the context to the longest task",
+        "{} task{} do not fit the {n_ctx}-token context: {}{more}",
         tasks.len(),
         if tasks.len() == 1 { "" } else { "s" },
         listed.join(", ")

@@ -10,7 +10,7 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::token::LlamaToken;
 use rayon::prelude::*;
 
-use mcscore_metrics::OptionScore;
+use mcscore_metrics::{log_softmax_at, OptionScore};
 
 use crate::plan::{shares_across_fills, FlashAttention, Plan, Settings};
 use crate::prepare::PreparedTask;
@@ -68,13 +68,6 @@ struct Row {
     target: LlamaToken,
     task: usize,
     option: usize,
-}
-
-/// log p(target) from a row of logits, with a numerically stable log-softmax.
-fn log_prob(logits: &[f32], target: LlamaToken) -> f64 {
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let sum: f64 = logits.iter().map(|&l| f64::from((l - max).exp())).sum();
-    f64::from(logits[target.0 as usize] - max) - sum.ln()
 }
 
 impl Engine {
@@ -201,7 +194,8 @@ impl Engine {
                 let end = rows[next_row..].iter().position(|r| r.entry >= base + part.len()).map_or(rows.len(), |p| next_row + p);
                 let mine = &rows[next_row..end];
                 let logits: Vec<&[f32]> = mine.iter().map(|r| ctx.get_logits_ith((r.entry - base) as i32)).collect();
-                let values: Vec<f64> = logits.par_iter().zip(mine.par_iter()).map(|(l, r)| log_prob(l, r.target)).collect();
+                let values: Vec<f64> =
+                    logits.par_iter().zip(mine.par_iter()).map(|(l, r)| log_softmax_at(l, r.target.0 as usize)).collect();
                 for (r, v) in mine.iter().zip(values) {
                     if !v.is_finite() {
                         return Err(EngineError::NonFinite { task: group[r.task].index, option: r.option, value: v });
@@ -238,18 +232,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn log_prob_is_a_stable_log_softmax() {
-        let row = [1000.0f32, 1000.0, 1000.0, 1000.0];
-        assert!((log_prob(&row, LlamaToken(2)) - (0.25f64).ln()).abs() < 1e-9);
-        let row = [0.0f32, (3.0f32).ln()];
-        assert!((log_prob(&row, LlamaToken(1)) - (0.75f64).ln()).abs() < 1e-6);
-    }
-
-    #[test]
     fn non_finite_logits_give_non_finite_log_probs() {
         // The decode loop turns these into EngineError::NonFinite.
-        assert!(log_prob(&[0.0, f32::NAN], LlamaToken(0)).is_nan());
-        assert!(!log_prob(&[0.0, f32::NEG_INFINITY, f32::INFINITY], LlamaToken(0)).is_finite());
+        assert!(log_softmax_at(&[0.0, f32::NAN], 0).is_nan());
+        assert!(!log_softmax_at(&[0.0, f32::NEG_INFINITY, f32::INFINITY], 0).is_finite());
         let error = EngineError::NonFinite { task: 7, option: 2, value: f64::NAN };
         assert_eq!(error.to_string(), "task 7: option 2 got a non-finite log-probability (NaN)");
     }

@@ -33,6 +33,7 @@ impl Bytes {
         // cannot stop another process from truncating or rewriting the file while
         // it is mapped; we document that task files must not change while mcscore
         // reads them, as every mmap-based reader (llama.cpp included) assumes.
+        #[allow(unsafe_code)]
         let map = unsafe { Mmap::map(&file) }.map_err(io)?;
         Ok(Bytes::Mapped(map))
     }

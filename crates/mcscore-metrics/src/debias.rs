@@ -2,12 +2,7 @@
 //! PIA (methods.md, "Position-bias debiasing"). Positions are option slots
 //! (ID 0 = A, …); inputs are log-probabilities of each ID.
 
-fn softmax(x: &[f64]) -> Vec<f64> {
-    let max = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let exp: Vec<f64> = x.iter().map(|v| (v - max).exp()).collect();
-    let sum: f64 = exp.iter().sum();
-    exp.iter().map(|e| e / sum).collect()
-}
+use crate::softmax;
 
 /// One task's prior over ID positions from all k cyclic rotations:
 /// `rotations[r][i]` is log P(ID i) under rotation r. Softmax over positions

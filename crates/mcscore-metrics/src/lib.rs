@@ -89,6 +89,49 @@ pub fn first_max(scores: impl IntoIterator<Item = f64>) -> usize {
     best
 }
 
+/// Softmax of `x`, shifted by its maximum so that no exponent overflows.
+/// The one softmax of mcscore: option probabilities, PriDe's priors.
+pub fn softmax(x: &[f64]) -> Vec<f64> {
+    let max = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let exp: Vec<f64> = x.iter().map(|v| (v - max).exp()).collect();
+    let sum: f64 = exp.iter().sum();
+    exp.iter().map(|e| e / sum).collect()
+}
+
+/// `log softmax(logits)[index]`, stable (shifted by the maximum) and summed in
+/// f64: the log-probability of one token from a row of f32 logits. NaN or
+/// infinite logits give a non-finite result, which the caller must refuse.
+pub fn log_softmax_at(logits: &[f32], index: usize) -> f64 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f64 = logits.iter().map(|&l| f64::from((l - max).exp())).sum();
+    f64::from(logits[index] - max) - sum.ln()
+}
+
+/// How tied values share ranks in [`ranks_desc`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ties {
+    /// Each tied value gets the mean of the ranks the ties span (1, 2.5, 2.5, 4):
+    /// what rank correlations need.
+    Mean,
+    /// Each tied value gets the best rank the ties span (1, 2, 2, 4): tied
+    /// models share the better place.
+    Best,
+}
+
+/// Ranks of `values`, 1 for the largest. The one ranking of mcscore.
+pub fn ranks_desc(values: &[f64], ties: Ties) -> Vec<f64> {
+    values
+        .iter()
+        .map(|&v| {
+            let better = values.iter().filter(|&&o| o > v).count() as f64;
+            match ties {
+                Ties::Mean => better + (values.iter().filter(|&&o| o == v).count() as f64 + 1.0) / 2.0,
+                Ties::Best => better + 1.0,
+            }
+        })
+        .collect()
+}
+
 /// A share of successes with its binomial standard error, as llama-perplexity
 /// reports it: 100·p ± 100·sqrt(p(1−p)/(n−1)).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -115,6 +158,21 @@ mod tests {
 
     fn option(logprob_sum: f64, tokens: u32, chars: u32, bytes: u32) -> OptionScore {
         OptionScore { logprob_sum, tokens, chars, bytes, uncond_logprob_sum: None }
+    }
+
+    #[test]
+    fn softmax_and_log_softmax_are_stable() {
+        let p = softmax(&[1000.0, 1000.0, 1000.0, 1000.0]);
+        assert!(p.iter().all(|&x| (x - 0.25).abs() < 1e-12), "{p:?}");
+        assert!((log_softmax_at(&[1000.0, 1000.0, 1000.0, 1000.0], 2) - 0.25f64.ln()).abs() < 1e-9);
+        assert!((log_softmax_at(&[0.0, 3.0f32.ln()], 1) - 0.75f64.ln()).abs() < 1e-6);
+    }
+
+    #[test]
+    fn ranks_share_ties_by_the_rule_asked() {
+        let values = [0.5, 0.7, 0.5, 0.1];
+        assert_eq!(ranks_desc(&values, Ties::Mean), vec![2.5, 1.0, 2.5, 4.0]);
+        assert_eq!(ranks_desc(&values, Ties::Best), vec![2.0, 1.0, 2.0, 4.0]);
     }
 
     #[test]

@@ -5,10 +5,9 @@ use serde::Serialize;
 
 use crate::stats::kendall;
 
-/// Competition ranks, 1 = best: one plus the number of strictly better
-/// scores, so tied models share the better rank.
+/// Competition ranks, 1 = best: tied models share the better rank.
 pub fn ranks(scores: &[f64]) -> Vec<usize> {
-    scores.iter().map(|&s| 1 + scores.iter().filter(|&&o| o > s).count()).collect()
+    crate::ranks_desc(scores, crate::Ties::Best).into_iter().map(|r| r as usize).collect()
 }
 
 /// Per model, over formats: how many formats put it at rank 1, 2, ….

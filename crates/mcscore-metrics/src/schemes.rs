@@ -14,10 +14,7 @@ pub struct TaskProbs {
 impl TaskProbs {
     /// Softmax of `scores` (stable), with `key` the gold option.
     pub fn from_scores(scores: &[f64], key: usize) -> TaskProbs {
-        let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let exp: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
-        let sum: f64 = exp.iter().sum();
-        TaskProbs { p: exp.iter().map(|e| e / sum).collect(), key }
+        TaskProbs { p: crate::softmax(scores), key }
     }
 
     pub fn k(&self) -> usize {

@@ -88,25 +88,6 @@ impl Bootstrap {
     }
 }
 
-/// Average ranks (1-based), ties sharing the mean of their positions.
-fn ranks(x: &[f64]) -> Vec<f64> {
-    let mut order: Vec<usize> = (0..x.len()).collect();
-    order.sort_by(|&a, &b| x[a].total_cmp(&x[b]));
-    let mut r = vec![0.0; x.len()];
-    let mut i = 0;
-    while i < order.len() {
-        let mut j = i;
-        while j + 1 < order.len() && x[order[j + 1]] == x[order[i]] {
-            j += 1;
-        }
-        for &o in &order[i..=j] {
-            r[o] = (i + j) as f64 / 2.0 + 1.0;
-        }
-        i = j + 1;
-    }
-    r
-}
-
 fn pearson(a: &[f64], b: &[f64]) -> f64 {
     let n = a.len() as f64;
     let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
@@ -116,9 +97,10 @@ fn pearson(a: &[f64], b: &[f64]) -> f64 {
     cov / (va * vb).sqrt()
 }
 
-/// Spearman's ρ (Pearson on average ranks); NaN when either side is constant.
+/// Spearman's ρ (Pearson on ranks, ties sharing the mean rank); NaN when
+/// either side is constant.
 pub fn spearman(a: &[f64], b: &[f64]) -> f64 {
-    pearson(&ranks(a), &ranks(b))
+    pearson(&crate::ranks_desc(a, crate::Ties::Mean), &crate::ranks_desc(b, crate::Ties::Mean))
 }
 
 /// Kendall's τ-b.

@@ -1,24 +1,36 @@
-//! `--log-samples`: one JSON line per task, between a header that pins the
-//! inputs and a footer that says whether the run completed. The footer is
-//! what tells a finished log from an interrupted one, and the header is what
-//! `--resume` checks before it trusts the lines in between.
+//! The sample log (`score --log-samples`): one JSON line per task, between a
+//! header that pins the inputs and a footer that says whether the run
+//! completed. The footer is what tells a finished log from an interrupted
+//! one, and the header is what a resume checks before it trusts the lines in
+//! between. The layout is in docs/formats.md.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
 use mcscore_metrics::{Normalisation, OptionScore};
 use serde::{Deserialize, Serialize};
 
-use crate::output::WriteLock;
+use crate::lock::WriteLock;
+use crate::{EvalError, LogFault};
+
+/// The log format this mcscore writes; a reader refuses a newer one by name.
+/// Logs written before the field existed read as version 1.
+pub const LOG_VERSION: u32 = 1;
+
+fn version_1() -> u32 {
+    1
+}
 
 /// What a log was written from; `--resume` requires all of it but the paths
 /// to match. Inputs are identified by content (sha256 and size), so the same
 /// model or file reached through another path, a copy or a link still matches.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Header {
+pub struct Header {
+    /// The log format version ([`LOG_VERSION`]).
+    #[serde(default = "version_1")]
+    pub version: u32,
     pub mcscore: String,
     /// The model's path as given (for people; not compared).
     pub model: String,
@@ -39,8 +51,9 @@ pub(crate) struct Header {
 
 impl Header {
     /// The first field that identifies a run and differs, with both values.
-    fn mismatch(&self, now: &Header) -> Option<(&'static str, String, String)> {
+    pub fn mismatch(&self, now: &Header) -> Option<(&'static str, String, String)> {
         let fields = [
+            ("version", self.version.to_string(), now.version.to_string()),
             ("model_sha256", self.model_sha256.clone(), now.model_sha256.clone()),
             ("model_bytes", self.model_bytes.to_string(), now.model_bytes.to_string()),
             ("file_sha256", self.file_sha256.clone(), now.file_sha256.clone()),
@@ -56,7 +69,7 @@ impl Header {
 
 /// The prediction of each normalisation, or whether it was right.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub(crate) struct PerNormalisation<T> {
+pub struct PerNormalisation<T> {
     pub acc: T,
     pub acc_norm: T,
     pub acc_char: T,
@@ -91,7 +104,7 @@ impl<T: Copy> PerNormalisation<T> {
 
 /// One scored task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct TaskRecord {
+pub struct TaskRecord {
     /// Index of the task in its file.
     pub task: usize,
     pub options: Vec<OptionScore>,
@@ -104,7 +117,7 @@ pub(crate) struct TaskRecord {
 }
 
 /// The normalisations every record of a run has.
-pub(crate) fn normalisations(records: &[TaskRecord]) -> &'static [Normalisation] {
+pub fn normalisations(records: &[TaskRecord]) -> &'static [Normalisation] {
     if !records.is_empty() && records.iter().all(|r| r.pred.acc_pmi.is_some()) {
         &Normalisation::WITH_PMI
     } else {
@@ -132,18 +145,18 @@ enum Line {
 /// The last line of a log that was closed: after Ctrl-C (`complete: false`)
 /// or at the end of the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Footer {
+pub struct Footer {
     pub complete: bool,
     pub scored: usize,
 }
 
 /// A log as read: its header, task lines and footer, and where each line ends.
-pub(crate) struct Contents {
+pub struct Contents {
     pub header: Header,
     pub records: Vec<TaskRecord>,
     pub footer: Option<Footer>,
     /// Byte offset just past the header line and past each task line.
-    line_ends: Vec<u64>,
+    pub(crate) line_ends: Vec<u64>,
 }
 
 impl Contents {
@@ -154,7 +167,7 @@ impl Contents {
 }
 
 /// How [`SampleLog::open`] found the log.
-pub(crate) enum Opened {
+pub enum Opened {
     /// Ready for task lines, after the kept ones.
     Writing { log: SampleLog, kept: Vec<TaskRecord> },
     /// `--resume` of a log that already holds the whole run: left untouched.
@@ -163,7 +176,7 @@ pub(crate) enum Opened {
 
 /// Appends task lines as they are scored, flushing after each batch. It holds
 /// the log's write lock, so a second run on the same log is refused.
-pub(crate) struct SampleLog {
+pub struct SampleLog {
     path: PathBuf,
     out: BufWriter<File>,
     _lock: WriteLock,
@@ -173,24 +186,24 @@ impl SampleLog {
     /// Starts a new log, or (with `resume`) continues one written for the same
     /// inputs and settings, keeping its first `keep(done)` task lines byte for
     /// byte and cutting the file after them.
-    pub fn open(path: &Path, header: &Header, resume: bool, keep: impl FnOnce(usize) -> usize) -> anyhow::Result<Opened> {
+    pub fn open(path: &Path, header: &Header, resume: bool, keep: impl FnOnce(usize) -> usize) -> Result<Opened, EvalError> {
         if path.is_dir() {
-            bail!("{}: --log-samples names a directory; give a file path", path.display());
+            return Err(EvalError::Log { path: path.to_owned(), fault: LogFault::Directory });
         }
         let lock = WriteLock::acquire(path)?;
-        let io = |e: std::io::Error| anyhow::anyhow!("{}: {e}", path.display());
+        let io = EvalError::io(path);
         if !path.exists() {
-            let mut out = BufWriter::new(File::options().write(true).create_new(true).open(path).map_err(io)?);
-            write_line(&mut out, &Line::Header(header.clone())).map_err(io)?;
-            out.flush().map_err(io)?;
+            let file = File::options().write(true).create_new(true).open(path).map_err(EvalError::io(path))?;
+            let mut out = BufWriter::new(file);
+            write_line(&mut out, &Line::Header(header.clone())).and_then(|()| out.flush()).map_err(io)?;
             return Ok(Opened::Writing { log: SampleLog { path: path.to_owned(), out, _lock: lock }, kept: Vec::new() });
         }
         if !resume {
-            bail!("{}: --log-samples file exists; pass --resume to continue it, or remove it to start again", path.display());
+            return Err(EvalError::LogExists { path: path.to_owned() });
         }
         let contents = read(path)?;
         if let Some((field, log, now)) = contents.header.mismatch(header) {
-            bail!("{}: cannot resume: the log was written for another {field}\n  log: {log}\n  now: {now}", path.display());
+            return Err(EvalError::ResumeMismatch { path: path.to_owned(), field, log, now });
         }
         if contents.is_complete() {
             return Ok(Opened::Complete { records: contents.records });
@@ -200,28 +213,32 @@ impl SampleLog {
         records.truncate(kept);
         // Everything after the kept lines (later tasks, a torn line, the
         // footer) goes; the kept bytes are not rewritten.
-        let file = File::options().write(true).open(path).map_err(io)?;
-        file.set_len(line_ends[kept]).map_err(io)?;
-        file.sync_all().map_err(io)?;
+        let cut = |file: &File| {
+            file.set_len(line_ends[kept])?;
+            file.sync_all()
+        };
+        let file = File::options().write(true).open(path).and_then(|f| cut(&f).map(|()| f)).map_err(io)?;
         let mut out = BufWriter::new(file);
-        out.seek(SeekFrom::End(0)).map_err(io)?;
+        out.seek(SeekFrom::End(0)).map_err(EvalError::io(path))?;
         Ok(Opened::Writing { log: SampleLog { path: path.to_owned(), out, _lock: lock }, kept: records })
     }
 
-    pub fn record(&mut self, record: &TaskRecord) -> anyhow::Result<()> {
-        write_line(&mut self.out, &Line::Task(record.clone())).with_context(|| format!("{}: writing the sample log", self.path.display()))
+    pub fn record(&mut self, record: &TaskRecord) -> Result<(), EvalError> {
+        write_line(&mut self.out, &Line::Task(record.clone())).map_err(EvalError::io(&self.path))
     }
 
-    pub fn flush(&mut self) -> anyhow::Result<()> {
-        self.out.flush().with_context(|| format!("{}: writing the sample log", self.path.display()))
+    /// Hands what was written to the OS; called after each fill, so that a
+    /// crash loses at most the fill in progress.
+    pub fn flush(&mut self) -> Result<(), EvalError> {
+        self.out.flush().map_err(EvalError::io(&self.path))
     }
 
     /// Ends the log; `complete: false` marks it as resumable, not finished.
-    pub fn finish(mut self, complete: bool, scored: usize) -> anyhow::Result<()> {
-        let context = || format!("{}: writing the sample log", self.path.display());
-        write_line(&mut self.out, &Line::Footer(Footer { complete, scored })).with_context(context)?;
-        self.out.flush().with_context(context)?;
-        self.out.get_ref().sync_all().with_context(context)
+    pub fn finish(mut self, complete: bool, scored: usize) -> Result<(), EvalError> {
+        write_line(&mut self.out, &Line::Footer(Footer { complete, scored }))
+            .and_then(|()| self.out.flush())
+            .and_then(|()| self.out.get_ref().sync_all())
+            .map_err(EvalError::io(&self.path))
     }
 }
 
@@ -234,12 +251,12 @@ fn write_line(out: &mut impl Write, line: &Line) -> std::io::Result<()> {
 /// without one was cut short by a crash and is dropped, whatever it holds;
 /// any other unreadable line is an error naming its line number, and so is a
 /// task logged twice or a footer that does not match the lines above it.
-pub(crate) fn read(path: &Path) -> anyhow::Result<Contents> {
+pub fn read(path: &Path) -> Result<Contents, EvalError> {
     if path.is_dir() {
-        bail!("{}: a directory, not a sample log", path.display());
+        return Err(EvalError::Log { path: path.to_owned(), fault: LogFault::Directory });
     }
-    let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: cannot read the sample log: {e}", path.display()))?;
-    let mut header = None;
+    let bytes = std::fs::read(path).map_err(EvalError::io(path))?;
+    let mut header: Option<Header> = None;
     let mut records: Vec<TaskRecord> = Vec::new();
     let mut footer = None;
     let mut line_ends = Vec::new();
@@ -250,28 +267,32 @@ pub(crate) fn read(path: &Path) -> anyhow::Result<Contents> {
         n += 1;
         let text = &bytes[start..start + length];
         start += length + 1;
-        let fail = |what: String| anyhow::anyhow!("{}: line {n}: {what}", path.display());
+        let fail = |fault: LogFault| EvalError::LogLine { path: path.to_owned(), line: n, fault };
         if footer.is_some() {
-            return Err(fail("a line after the footer (two runs written into one file?)".into()));
+            return Err(fail(LogFault::AfterFooter));
         }
-        let line: Line = serde_json::from_slice(text).map_err(|e| fail(format!("not a sample-log line: {e}")))?;
+        if n == 1 {
+            // The version is read first, so that a newer log is refused by
+            // name rather than as a line this reader does not understand.
+            let version = serde_json::from_slice::<Versioned>(text).map(|v| v.version).unwrap_or(1);
+            if version > LOG_VERSION {
+                return Err(fail(LogFault::NewerVersion { found: version, supported: LOG_VERSION }));
+            }
+        }
+        let line: Line = serde_json::from_slice(text).map_err(|e| fail(LogFault::NotALogLine(e)))?;
         match line {
             Line::Header(h) if n == 1 => header = Some(h),
-            _ if n == 1 => return Err(fail("the first line must be the header".into())),
-            Line::Header(_) => return Err(fail("a second header".into())),
+            _ if n == 1 => return Err(fail(LogFault::HeaderNotFirst)),
+            Line::Header(_) => return Err(fail(LogFault::SecondHeader)),
             Line::Task(record) => {
-                if let Some(first) = first_line_of.insert(record.task, n) {
-                    return Err(fail(format!("task {} is logged twice (first on line {first})", record.task)));
+                if let Some(first_line) = first_line_of.insert(record.task, n) {
+                    return Err(fail(LogFault::TaskTwice { task: record.task, first_line }));
                 }
                 records.push(record);
             }
             Line::Footer(f) => {
                 if f.scored != records.len() {
-                    return Err(fail(format!(
-                        "the footer says {} tasks were scored, but {} task lines precede it",
-                        f.scored,
-                        records.len()
-                    )));
+                    return Err(fail(LogFault::FooterCount { said: f.scored, lines: records.len() }));
                 }
                 footer = Some(f);
             }
@@ -280,12 +301,20 @@ pub(crate) fn read(path: &Path) -> anyhow::Result<Contents> {
             line_ends.push(start as u64);
         }
     }
-    let header = header.with_context(|| format!("{}: empty sample log (no header line)", path.display()))?;
+    let whole = |fault: LogFault| EvalError::Log { path: path.to_owned(), fault };
+    let header = header.ok_or_else(|| whole(LogFault::Empty))?;
     if records.len() > header.tasks {
-        bail!("{}: {} task lines, but the header announces {} tasks", path.display(), records.len(), header.tasks);
+        return Err(whole(LogFault::TooManyTasks { lines: records.len(), announced: header.tasks }));
     }
     if footer.is_some_and(|f| f.complete) && records.len() != header.tasks {
-        bail!("{}: the footer says the run is complete, but {} of {} tasks are logged", path.display(), records.len(), header.tasks);
+        return Err(whole(LogFault::CompleteButShort { logged: records.len(), announced: header.tasks }));
     }
     Ok(Contents { header, records, footer, line_ends })
+}
+
+/// Just the version of a header line.
+#[derive(Deserialize)]
+struct Versioned {
+    #[serde(default = "version_1")]
+    version: u32,
 }

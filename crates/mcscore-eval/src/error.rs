@@ -1,0 +1,182 @@
+//! What can go wrong in a job, as one typed error that keeps its cause.
+//! Messages name files, tasks and lines, never a command-line flag: a front
+//! end adds the flag that changes the outcome.
+
+use std::path::PathBuf;
+
+use mcscore_engine::EngineError;
+
+/// Why a job could not run or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error(transparent)]
+    Format(#[from] mcscore_format::Error),
+
+    #[error(transparent)]
+    Dataset(#[from] mcscore_datasets::DatasetError),
+
+    /// Scoring failed; `path` is the task file, model or item set concerned.
+    #[error("{}: {source}", path.display())]
+    Engine {
+        path: PathBuf,
+        #[source]
+        source: EngineError,
+    },
+
+    /// The unconditional pass of acc_pmi (options after "Answer:") failed.
+    #[error("{}: the unconditional pass (options after \"Answer:\"): {source}", path.display())]
+    Unconditional {
+        path: PathBuf,
+        #[source]
+        source: EngineError,
+    },
+
+    /// Scoring failed on one prompt of a sweep.
+    #[error("{label}: task {task} in format {format}, rotation {rotation} (prompt {prompt}): {source}")]
+    Prompt {
+        label: String,
+        task: usize,
+        format: String,
+        rotation: usize,
+        prompt: usize,
+        #[source]
+        source: Box<EngineError>,
+    },
+
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("{}: line {line}: {fault}", path.display())]
+    LogLine { path: PathBuf, line: usize, fault: LogFault },
+
+    #[error("{}: {fault}", path.display())]
+    Log { path: PathBuf, fault: LogFault },
+
+    #[error("{}: the sample log exists; resume it, or remove it to start again", path.display())]
+    LogExists { path: PathBuf },
+
+    #[error("{}: cannot resume: the log was written for another {field}\n  log: {log}\n  now: {now}", path.display())]
+    ResumeMismatch { path: PathBuf, field: &'static str, log: String, now: String },
+
+    #[error("{}: another mcscore process (pid {holder}) is writing this file; wait for it to end, or stop it (lock: {})", path.display(), lock.display())]
+    Locked { path: PathBuf, holder: String, lock: PathBuf },
+
+    #[error("{}: scored {scored} tasks but {announced} were announced", path.display())]
+    Incomplete { path: PathBuf, scored: usize, announced: usize },
+
+    #[error("{}: {logged} of {announced} announced tasks are logged: the run is incomplete (finish it with `mcscore score ... --resume`)", path.display())]
+    IncompleteLog { path: PathBuf, logged: usize, announced: usize },
+
+    /// `scored` and `first_scored` read "FILE (sha256 HASH)".
+    #[error("{}: scored {scored}, but {} scored {first_scored}: a report compares runs on the same dataset", path.display(), first.display())]
+    OtherDataset { path: PathBuf, scored: String, first: PathBuf, first_scored: String },
+
+    #[error("{}: scored other tasks (or another order) than {}; score the same subset", path.display(), first.display())]
+    OtherTasks { path: PathBuf, first: PathBuf },
+
+    #[error("a report needs at least one sample log")]
+    NoLogs,
+
+    #[error("{}: task {task} has no gold option (a lenient run)", path.display())]
+    NoGold { path: PathBuf, task: usize },
+
+    #[error("{}: the acc_pmi normalisation needs a log of `mcscore score --pmi`", path.display())]
+    NoPmi { path: PathBuf },
+
+    #[error("{label}: task {task} is not in the letter scaffold (\"Question: …\\nA. …\\nAnswer:\" with options A, B, …); a sweep re-renders items, so it needs that exact layout (or a benchmark's source)")]
+    NotLetterScaffold { label: String, task: usize },
+
+    #[error("{name}: item {row} comes with a passage, which the letter formats have no place for; a sweep takes question-and-options benchmarks")]
+    PassageItem { name: String, row: usize },
+
+    #[error("{label}: no tasks to sweep")]
+    NoItems { label: String },
+
+    #[error("{label}: task {task}: its {options} options have no {format} IDs")]
+    NoIds { label: String, task: usize, options: usize, format: String },
+
+    #[error("{label}: PriDe needs at least two tasks: one to estimate the prior, one to debias")]
+    PrideTooFewTasks { label: String },
+
+    #[error("{label}: PriDe needs one number of options; task {task} has {options} where task {first} has {first_options}")]
+    PrideMixedOptions { label: String, task: usize, options: usize, first: usize, first_options: usize },
+
+    #[error("{}: not a saved sweep (the JSON of mcscore sweep): {source}", path.display())]
+    NotASweep {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+
+    #[error("{}: swept other {what} than {}; only sweeps of the same items and formats compare", path.display(), first.display())]
+    OtherSweep { path: PathBuf, what: &'static str, first: PathBuf },
+
+    #[error("{}: the model's token pieces do not spell the prompt back; cannot audit", path.display())]
+    Unauditable { path: PathBuf },
+
+    /// A progress or output callback of the front end failed.
+    #[error(transparent)]
+    Consumer(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// What is wrong with a sample log.
+#[derive(Debug, thiserror::Error)]
+pub enum LogFault {
+    #[error("not a sample-log line: {0}")]
+    NotALogLine(#[source] serde_json::Error),
+
+    #[error("the first line must be the header")]
+    HeaderNotFirst,
+
+    #[error("a second header")]
+    SecondHeader,
+
+    #[error("a line after the footer (two runs written into one file?)")]
+    AfterFooter,
+
+    #[error("task {task} is logged twice (first on line {first_line})")]
+    TaskTwice { task: usize, first_line: usize },
+
+    #[error("the footer says {said} tasks were scored, but {lines} task lines precede it")]
+    FooterCount { said: usize, lines: usize },
+
+    #[error("log format version {found}, newer than the {supported} this mcscore reads: read it with a newer mcscore")]
+    NewerVersion { found: u32, supported: u32 },
+
+    #[error("empty sample log (no header line)")]
+    Empty,
+
+    #[error("a directory, not a sample log")]
+    Directory,
+
+    #[error("{lines} task lines, but the header announces {announced} tasks")]
+    TooManyTasks { lines: usize, announced: usize },
+
+    #[error("the footer says the run is complete, but {logged} of {announced} tasks are logged")]
+    CompleteButShort { logged: usize, announced: usize },
+}
+
+impl EvalError {
+    pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> EvalError {
+        let path = path.into();
+        move |source| EvalError::Io { path, source }
+    }
+
+    pub(crate) fn engine(path: impl Into<PathBuf>) -> impl FnOnce(EngineError) -> EvalError {
+        let path = path.into();
+        move |source| EvalError::Engine { path, source }
+    }
+
+    /// The engine error behind this one, if any (a front end adds flag hints).
+    pub fn engine_error(&self) -> Option<&EngineError> {
+        match self {
+            EvalError::Engine { source, .. } | EvalError::Unconditional { source, .. } => Some(source),
+            EvalError::Prompt { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

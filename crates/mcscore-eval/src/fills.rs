@@ -1,0 +1,101 @@
+//! The one cancellation rule of every job: a run stops between fills, after
+//! the fill's results were handed over (and made durable), never inside one.
+
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use mcscore_engine::{Completion, Engine, Plan, PreparedTask, Settings, TaskScores, TokenCounts};
+
+use crate::EvalError;
+
+/// A flag a front end sets (from a Ctrl-C handler, a closed connection) to
+/// stop a job at the next fill boundary. Clones share the flag.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    pub fn new() -> Cancel {
+        Cancel::default()
+    }
+
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// How [`score_fills`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FillsEnd {
+    Finished,
+    Cancelled,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fills {
+    pub end: FillsEnd,
+    pub tokens: TokenCounts,
+}
+
+/// What to score: prepared tasks and their plan on an engine; engine errors
+/// name `path`.
+pub(crate) struct Scoring<'a> {
+    pub engine: &'a Engine,
+    pub tasks: &'a [PreparedTask],
+    pub plan: &'a Plan,
+    pub settings: &'a Settings,
+    pub path: &'a Path,
+}
+
+/// What [`score_fills`] hands its consumer.
+pub(crate) enum FillEvent {
+    /// A task's scores, in order.
+    Task(TaskScores),
+    /// The fill's last task was handed over: make it durable now.
+    FillDone,
+}
+
+/// Scores the plan's fills in order, handing each task's scores to `on`,
+/// then [`FillEvent::FillDone`] after a fill's last task; stops there if
+/// `cancel` is set. The first error of `on` ends the run and is returned.
+pub(crate) fn score_fills(
+    scoring: Scoring<'_>,
+    cancel: &Cancel,
+    mut on: impl FnMut(FillEvent) -> Result<(), EvalError>,
+) -> Result<Fills, EvalError> {
+    let Scoring { engine, tasks, plan, settings, path } = scoring;
+    // Tasks done when each fill ends, counted from the plan's first task.
+    let first = plan.batches.first().map_or(0, |b| b.start);
+    let mut fill_ends = plan.batches.iter().map(|b| b.end - first).peekable();
+    let mut done = 0;
+    let mut failure = None;
+    let run = engine
+        .score(tasks, plan, settings, |scores| {
+            let step = on(FillEvent::Task(scores)).and_then(|()| {
+                done += 1;
+                if fill_ends.next_if_eq(&done).is_none() {
+                    return Ok(ControlFlow::Continue(()));
+                }
+                on(FillEvent::FillDone)?;
+                Ok(if cancel.is_cancelled() { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+            });
+            step.unwrap_or_else(|e| {
+                failure = Some(e);
+                ControlFlow::Break(())
+            })
+        })
+        .map_err(EvalError::engine(path))?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let end = match run.completion {
+        Completion::Finished => FillsEnd::Finished,
+        Completion::Interrupted { .. } => FillsEnd::Cancelled,
+    };
+    Ok(Fills { end, tokens: run.tokens })
+}

@@ -1,0 +1,399 @@
+//! A scoring job: a task file (strict or lenient), a subset, the optional
+//! unconditional pass for acc_pmi, a sample log that can be resumed, and
+//! cancellation between fills. [`ScoreJob::prepare`] does everything that can
+//! fail before the first decode; [`ScoreJob::run`] scores.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use mcscore_engine::{plan, select_tasks, Engine, Plan, PreparedTask, Settings, TokenCounts};
+use mcscore_format::{read_lenient, sha256_file, sha256_hex, Baselines, Error as FormatError, Fault, Task, TaskFile};
+use mcscore_metrics::{Normalisation, Proportion};
+
+use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, Scoring};
+use crate::log::{normalisations, Header, Opened, SampleLog, TaskRecord};
+use crate::{EvalError, Phase, Progress};
+
+/// The context of the unconditional pass of acc_pmi (lm-evaluation-harness, OLMES).
+pub const UNCONDITIONAL_CONTEXT: &str = "Answer:";
+
+/// What to score, and how.
+#[derive(Debug, Clone)]
+pub struct ScoreSpec {
+    pub file: PathBuf,
+    pub model: PathBuf,
+    /// Score a file that fails strict validation the way llama.cpp reads it.
+    pub lenient: bool,
+    /// Score this many tasks, picked as llama-perplexity picks them.
+    pub subset: Option<usize>,
+    /// Also score every option after [`UNCONDITIONAL_CONTEXT`] alone.
+    pub pmi: bool,
+    pub settings: Settings,
+    /// Write (or continue) a sample log here.
+    pub log: Option<PathBuf>,
+    /// Continue the log of an interrupted run instead of refusing it.
+    pub resume: bool,
+    /// Hash the model even without a log (for results that name it).
+    pub hash_model: bool,
+}
+
+/// Which tasks a subset request selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selection {
+    /// No subset asked for: every task, in file order.
+    All,
+    /// A subset of 0: every task, as llama-perplexity reads 0.
+    AllForZero,
+    /// More tasks than the file has: every task.
+    AllForMore { asked: usize },
+    /// llama-perplexity's pick of this many tasks, in its order.
+    Subset(usize),
+}
+
+/// The task indices `requested` selects from `n_tasks`, and which rule applied.
+pub fn select(requested: Option<usize>, n_tasks: usize) -> (Selection, Vec<usize>) {
+    match requested {
+        None => (Selection::All, (0..n_tasks).collect()),
+        Some(0) => (Selection::AllForZero, (0..n_tasks).collect()),
+        Some(asked) if asked > n_tasks => (Selection::AllForMore { asked }, (0..n_tasks).collect()),
+        Some(n) => (Selection::Subset(n), select_tasks(n_tasks, n)),
+    }
+}
+
+/// The tasks of a file: strictly validated, or read as llama.cpp would.
+pub enum Input {
+    Strict(TaskFile),
+    /// The bytes of a file that fails strict validation, and its faults.
+    Lenient {
+        bytes: Vec<u8>,
+        faults: Vec<Fault>,
+    },
+}
+
+impl Input {
+    /// Opens `path` strictly; with `lenient`, a file with faults llama.cpp
+    /// reads past is kept with its faults.
+    pub fn open(path: &Path, lenient: bool) -> Result<Input, EvalError> {
+        match TaskFile::open(path) {
+            Ok(file) => Ok(Input::Strict(file)),
+            Err(FormatError::Invalid { faults, .. }) if lenient => {
+                let bytes = std::fs::read(path).map_err(EvalError::io(path))?;
+                Ok(Input::Lenient { bytes, faults })
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub fn tasks(&self, path: &Path) -> Result<Vec<Task<'_>>, EvalError> {
+        Ok(match self {
+            Input::Strict(file) => file.tasks().collect(),
+            Input::Lenient { bytes, .. } => read_lenient(bytes, path)?,
+        })
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Input::Strict(file) => file.bytes(),
+            Input::Lenient { bytes, .. } => bytes,
+        }
+    }
+}
+
+/// A job ready to score: inputs read and checked, tasks tokenised and
+/// planned, the log opened (and its kept lines read back).
+pub struct ScoreJob {
+    spec: ScoreSpec,
+    engine: Engine,
+    prepared: Vec<PreparedTask>,
+    plan: Plan,
+    /// The unconditional pass of acc_pmi, tokenised and planned.
+    unconditional: Option<(Vec<PreparedTask>, Plan)>,
+    header: Header,
+    log: Option<SampleLog>,
+    kept: Vec<TaskRecord>,
+    already_complete: bool,
+    baselines: Baselines,
+    total_options: usize,
+    file_tasks: usize,
+    selection: Selection,
+    lenient_faults: Vec<Fault>,
+    started: Instant,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    Finished,
+    /// Cancelled between fills; the log (if any) is marked incomplete.
+    Interrupted,
+    /// The log already held the complete run; nothing was scored or written.
+    AlreadyComplete,
+}
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct ScoreOutcome {
+    pub header: Header,
+    /// Every task of the run so far, in run order (kept ones first).
+    pub records: Vec<TaskRecord>,
+    /// Tasks taken from the log rather than scored.
+    pub resumed: usize,
+    pub end: End,
+    pub tokens: TokenCounts,
+    /// Decodes (KV-cache fills) this run made.
+    pub decodes: usize,
+    /// Decodes of the whole run, resumed or not.
+    pub planned_decodes: usize,
+    pub n_ctx: u64,
+    pub baselines: Baselines,
+    /// Options over all tasks of the run (llama-perplexity's chance line).
+    pub total_options: usize,
+    pub scoring_seconds: f64,
+    pub wall_seconds: f64,
+}
+
+impl ScoreOutcome {
+    /// The normalisations every record has.
+    pub fn normalisations(&self) -> &'static [Normalisation] {
+        normalisations(&self.records)
+    }
+
+    pub fn accuracy(&self, norm: Normalisation) -> Proportion {
+        Proportion { successes: self.records.iter().filter(|r| r.correct.get(norm)).count(), n: self.records.len() }
+    }
+}
+
+impl ScoreJob {
+    /// Reads and checks everything a run needs, so that every refusal comes
+    /// before the first decode: the file, the subset, the model, each task
+    /// (tokenised), the context and its memory, and the log.
+    pub fn prepare(spec: ScoreSpec) -> Result<ScoreJob, EvalError> {
+        let started = Instant::now();
+        let path = spec.file.as_path();
+        let input = Input::open(path, spec.lenient)?;
+        let all_tasks = input.tasks(path)?;
+        let (selection, order) = select(spec.subset, all_tasks.len());
+        let selected: Vec<(usize, Task<'_>)> = order.iter().map(|&i| (i, all_tasks[i].clone())).collect();
+        let settings = &spec.settings;
+
+        let engine = Engine::load(&spec.model, settings.n_gpu_layers).map_err(EvalError::engine(&spec.model))?;
+        let prepared = engine.prepare(&selected).map_err(EvalError::engine(path))?;
+        let plan = plan(&prepared, settings).map_err(EvalError::engine(path))?;
+        engine.check_memory(&plan, settings.n_gpu_layers).map_err(EvalError::engine(path))?;
+        let unconditional = if spec.pmi {
+            let bare: Vec<(usize, Task<'_>)> = selected
+                .iter()
+                .map(|(i, t)| (*i, Task { question: UNCONDITIONAL_CONTEXT, mc1: t.mc1.clone(), mc2: Default::default() }))
+                .collect();
+            let unconditional_error = |source| EvalError::Unconditional { path: path.to_owned(), source };
+            let prepared = engine.prepare(&bare).map_err(unconditional_error)?;
+            let plan = mcscore_engine::plan(&prepared, settings).map_err(unconditional_error)?;
+            Some((prepared, plan))
+        } else {
+            None
+        };
+
+        let model_sha256 = if spec.log.is_some() || spec.hash_model {
+            sha256_file(&spec.model).map_err(EvalError::io(&spec.model))?
+        } else {
+            String::new()
+        };
+        let header = Header {
+            version: crate::log::LOG_VERSION,
+            mcscore: env!("CARGO_PKG_VERSION").to_owned(),
+            model: spec.model.display().to_string(),
+            model_sha256,
+            model_bytes: std::fs::metadata(&spec.model).map_err(EvalError::io(&spec.model))?.len(),
+            file: path.display().to_string(),
+            file_sha256: sha256_hex(input.bytes()),
+            file_bytes: input.bytes().len() as u64,
+            tasks: prepared.len(),
+            selection: spec.subset,
+            settings: settings.fingerprint() + if spec.lenient { " lenient" } else { "" } + if spec.pmi { " pmi" } else { "" },
+        };
+        // Resume at a fill boundary, so the remaining fills hold the tasks an
+        // uninterrupted run's do (only the tokens shared with the previous
+        // fill, BOS for most files, are decoded again instead of found cached).
+        let (log, kept, already_complete) = match &spec.log {
+            Some(log_path) => {
+                let boundary = |done: usize| plan.batches.iter().map(|b| b.start).filter(|&b| b <= done).max().unwrap_or(0);
+                match SampleLog::open(log_path, &header, spec.resume, boundary)? {
+                    Opened::Writing { log, kept } => (Some(log), kept, false),
+                    Opened::Complete { records } => (None, records, true),
+                }
+            }
+            None => (None, Vec::new(), false),
+        };
+        let lenient_faults = match &input {
+            Input::Lenient { faults, .. } => faults.clone(),
+            Input::Strict(_) => Vec::new(),
+        };
+        Ok(ScoreJob {
+            baselines: Baselines::of(selected.iter().map(|(_, t)| t)),
+            total_options: prepared.iter().map(PreparedTask::n_options).sum(),
+            file_tasks: all_tasks.len(),
+            spec,
+            engine,
+            prepared,
+            plan,
+            unconditional,
+            header,
+            log,
+            kept,
+            already_complete,
+            selection,
+            lenient_faults,
+            started,
+        })
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Records taken from the log (all of them when it was complete).
+    pub fn kept(&self) -> &[TaskRecord] {
+        &self.kept
+    }
+
+    /// Whether the log already held the complete run.
+    pub fn already_complete(&self) -> bool {
+        self.already_complete
+    }
+
+    pub fn selection(&self) -> Selection {
+        self.selection
+    }
+
+    /// Tasks in the file (before any subset).
+    pub fn file_tasks(&self) -> usize {
+        self.file_tasks
+    }
+
+    /// Tasks this run announces.
+    pub fn tasks(&self) -> usize {
+        self.prepared.len()
+    }
+
+    /// The faults of a file read leniently.
+    pub fn lenient_faults(&self) -> &[Fault] {
+        &self.lenient_faults
+    }
+
+    /// Scores what the log does not hold yet, reporting each task to
+    /// `progress`, and stops between fills once `cancel` is set.
+    pub fn run(self, progress: &mut dyn Progress, cancel: &Cancel) -> Result<ScoreOutcome, EvalError> {
+        let ScoreJob {
+            spec,
+            engine,
+            prepared,
+            plan,
+            unconditional,
+            header,
+            mut log,
+            kept,
+            already_complete,
+            baselines,
+            total_options,
+            started,
+            ..
+        } = self;
+        let path = spec.file.as_path();
+        let settings = &spec.settings;
+        let resumed = kept.len();
+        let first_fill = if already_complete {
+            plan.batches.len()
+        } else {
+            plan.batches.iter().position(|b| b.start == resumed).unwrap_or(plan.batches.len())
+        };
+        let mut remaining = plan.clone();
+        remaining.batches.drain(..first_fill);
+
+        let unconditional_sums: Vec<Vec<f64>> = match unconditional.filter(|_| !already_complete) {
+            Some((bare, bare_plan)) => {
+                progress.start(Phase::Unconditional, bare.len(), 0);
+                let mut sums: Vec<Vec<f64>> = Vec::with_capacity(bare.len());
+                let never = Cancel::new();
+                let scoring = Scoring { engine: &engine, tasks: &bare, plan: &bare_plan, settings, path };
+                score_fills(scoring, &never, |event| {
+                    if let FillEvent::Task(scores) = event {
+                        sums.push(scores.options.iter().map(|o| o.logprob_sum).collect());
+                        progress.tick(Phase::Unconditional);
+                    }
+                    Ok(())
+                })?;
+                progress.finish(Phase::Unconditional);
+                if sums.len() != bare.len() {
+                    return Err(EvalError::Incomplete { path: path.to_owned(), scored: sums.len(), announced: bare.len() });
+                }
+                sums
+            }
+            None => Vec::new(),
+        };
+
+        let mut records = kept;
+        progress.start(Phase::Scoring, prepared.len(), resumed);
+        let score_started = Instant::now();
+        let scoring = Scoring { engine: &engine, tasks: &prepared, plan: &remaining, settings, path };
+        let run = score_fills(scoring, cancel, |event| {
+            let mut scores = match event {
+                FillEvent::Task(scores) => scores,
+                FillEvent::FillDone => return log.as_mut().map_or(Ok(()), SampleLog::flush),
+            };
+            if let Some(bare) = unconditional_sums.get(records.len()) {
+                for (option, &sum) in scores.options.iter_mut().zip(bare) {
+                    option.uncond_logprob_sum = Some(sum);
+                }
+            }
+            let record = TaskRecord::new(scores.task, scores.options, scores.correct);
+            if let Some(log) = log.as_mut() {
+                log.record(&record)?;
+            }
+            records.push(record);
+            progress.scored(records.last().expect("just pushed"), records.len()).map_err(EvalError::Consumer)
+        })?;
+        progress.finish(Phase::Scoring);
+        let scoring_seconds = score_started.elapsed().as_secs_f64();
+        let end = match run.end {
+            FillsEnd::Cancelled => {
+                if let Some(log) = log {
+                    log.finish(false, records.len())?;
+                }
+                End::Interrupted
+            }
+            FillsEnd::Finished => {
+                if records.len() != prepared.len() {
+                    return Err(EvalError::Incomplete { path: path.to_owned(), scored: records.len(), announced: prepared.len() });
+                }
+                // Before the results are trusted, or the log marked complete.
+                engine.check_unchanged().map_err(EvalError::engine(&spec.model))?;
+                if let Some(log) = log {
+                    log.finish(true, records.len())?;
+                }
+                if already_complete {
+                    End::AlreadyComplete
+                } else {
+                    End::Finished
+                }
+            }
+        };
+        Ok(ScoreOutcome {
+            header,
+            records,
+            resumed,
+            end,
+            tokens: run.tokens,
+            decodes: remaining.batches.len(),
+            planned_decodes: plan.batches.len(),
+            n_ctx: plan.n_ctx,
+            baselines,
+            total_options,
+            scoring_seconds,
+            wall_seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+}

@@ -1,0 +1,92 @@
+//! mcscore's jobs as a library, shared by every front end (the `mcscore`
+//! command line, a server): scoring a task file with resume and cancellation
+//! ([`ScoreJob`]), the sample log it writes ([`log`]), the report built from
+//! logs ([`report`]), the prompt-format sweep ([`sweep`]) and the option-ID
+//! tokenisation audit ([`tokens`]). Front ends parse, print and plot; every
+//! result is computed here.
+//!
+//! Score a file, write a log, build a report, without the binary:
+//!
+//! ```no_run
+//! use std::path::PathBuf;
+//! use mcscore_engine::{ContextSize, FlashAttention, Settings};
+//! use mcscore_eval::{report, Cancel, NoProgress, ScoreJob, ScoreSpec};
+//!
+//! let settings = Settings {
+//!     context: ContextSize::Auto,
+//!     parallel: None,
+//!     n_batch: 2048,
+//!     n_ubatch: 512,
+//!     threads: 4,
+//!     threads_batch: 4,
+//!     n_gpu_layers: 0,
+//!     flash_attention: FlashAttention::Auto,
+//!     deterministic: false,
+//! };
+//! let spec = ScoreSpec {
+//!     file: PathBuf::from("datasets/arc-easy-validation.bin"),
+//!     model: PathBuf::from("gemma-3-270m-q4_k_m.gguf"),
+//!     lenient: false,
+//!     subset: Some(100),
+//!     pmi: false,
+//!     settings,
+//!     log: Some(PathBuf::from("run.jsonl")),
+//!     resume: false,
+//!     hash_model: false,
+//! };
+//! let outcome = ScoreJob::prepare(spec)?.run(&mut NoProgress, &Cancel::new())?;
+//! println!("acc_norm {:.2} %", outcome.accuracy(mcscore_metrics::Normalisation::AccNorm).percent());
+//!
+//! let built = report::build(&[PathBuf::from("run.jsonl")], &report::ReportOptions::default())?;
+//! println!("ECE {:.4}", built.models[0].calibration.ece);
+//! # Ok::<(), mcscore_eval::EvalError>(())
+//! ```
+
+mod error;
+mod fills;
+mod job;
+mod lock;
+pub mod log;
+pub mod report;
+pub mod sweep;
+pub mod tokens;
+
+pub use error::{EvalError, LogFault};
+pub use fills::Cancel;
+pub use job::{select, End, Input, ScoreJob, ScoreOutcome, ScoreSpec, Selection, UNCONDITIONAL_CONTEXT};
+pub use lock::WriteLock;
+
+/// A stretch of work a job reports progress on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// acc_pmi's pass over the options after "Answer:" alone.
+    Unconditional,
+    /// The tasks of a score job.
+    Scoring,
+    /// The prompts of a sweep, for one model.
+    Prompts,
+}
+
+/// What a front end shows while a job runs (a progress bar, running lines).
+/// Every method has a default that does nothing.
+pub trait Progress {
+    /// `total` units of `phase` start, `done` of them already done (resumed).
+    fn start(&mut self, _phase: Phase, _total: usize, _done: usize) {}
+
+    /// One more unit of `phase` is done.
+    fn tick(&mut self, _phase: Phase) {}
+
+    /// A task of the score job was scored; `done` tasks of the run are now
+    /// done. An error stops the run and is returned by it.
+    fn scored(&mut self, _record: &log::TaskRecord, _done: usize) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        self.tick(Phase::Scoring);
+        Ok(())
+    }
+
+    fn finish(&mut self, _phase: Phase) {}
+}
+
+/// Progress that nobody watches.
+pub struct NoProgress;
+
+impl Progress for NoProgress {}

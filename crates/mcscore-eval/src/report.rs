@@ -1,0 +1,221 @@
+//! `mcscore report`: what accuracy alone hides, from sample logs. Every
+//! normalisation and scoring scheme with seeded bootstrap intervals, behaviour
+//! rates and calibration per model; with several models, each scheme's
+//! ranking and its agreement with NR's.
+
+use std::path::{Path, PathBuf};
+
+use mcscore_metrics::calibration::{Calibration, ECE_BINS};
+use mcscore_metrics::schemes::{Behaviour, Scheme, TaskProbs};
+use mcscore_metrics::stats::{kendall, spearman, std_dev, Bootstrap, Estimate};
+use mcscore_metrics::{ranks_desc, Normalisation, Ties};
+use serde::Serialize;
+
+use crate::log::{self, Header, TaskRecord};
+use crate::EvalError;
+
+/// How a report is computed.
+#[derive(Debug, Clone, Copy)]
+pub struct ReportOptions {
+    /// The normalisation whose softmax gives the option probabilities p.
+    pub normalisation: Normalisation,
+    /// NM's abstention threshold τ (default 1/k).
+    pub tau: Option<f64>,
+    /// Elim's elimination threshold ε (default 1/k).
+    pub epsilon: Option<f64>,
+    pub resamples: u32,
+    pub seed: u64,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions { normalisation: Normalisation::AccNorm, tau: None, epsilon: None, resamples: 1000, seed: 1 }
+    }
+}
+
+/// One model's (one log's) figures.
+#[derive(Debug, Serialize)]
+pub struct ModelReport {
+    pub label: String,
+    pub log: String,
+    pub model_sha256: String,
+    pub settings: String,
+    pub tasks: usize,
+    /// Accuracy (%) of each normalisation.
+    pub normalisations: Vec<(String, Estimate)>,
+    /// Mean score of each scheme.
+    pub schemes: Vec<(String, Estimate)>,
+    pub behaviour: Behaviour,
+    pub calibration: Calibration,
+}
+
+/// One scheme's ranking of the models.
+#[derive(Debug, Serialize)]
+pub struct Ranking {
+    pub scheme: String,
+    /// Rank of each model (1 = best), in model order.
+    pub ranks: Vec<f64>,
+    pub spearman_vs_nr: f64,
+    pub spearman_se: f64,
+    pub kendall_vs_nr: f64,
+    pub kendall_se: f64,
+}
+
+/// A report over one or more logs of the same tasks.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub file: String,
+    pub file_sha256: String,
+    pub normalisation: &'static str,
+    pub resamples: u32,
+    pub seed: u64,
+    pub models: Vec<ModelReport>,
+    pub rankings: Vec<Ranking>,
+}
+
+struct Run {
+    path: PathBuf,
+    header: Header,
+    records: Vec<TaskRecord>,
+}
+
+fn load(paths: &[PathBuf]) -> Result<Vec<Run>, EvalError> {
+    let mut runs: Vec<Run> = Vec::new();
+    for path in paths {
+        let log::Contents { header, records, .. } = log::read(path)?;
+        if records.len() != header.tasks {
+            return Err(EvalError::IncompleteLog { path: path.clone(), logged: records.len(), announced: header.tasks });
+        }
+        if let Some(first) = runs.first() {
+            if header.file_sha256 != first.header.file_sha256 {
+                return Err(EvalError::OtherDataset {
+                    path: path.clone(),
+                    scored: format!("{} (sha256 {})", header.file, header.file_sha256),
+                    first: first.path.clone(),
+                    first_scored: format!("{} (sha256 {})", first.header.file, first.header.file_sha256),
+                });
+            }
+            let same_tasks = records.iter().map(|r| r.task).eq(first.records.iter().map(|r| r.task));
+            if !same_tasks {
+                return Err(EvalError::OtherTasks { path: path.clone(), first: first.path.clone() });
+            }
+        }
+        runs.push(Run { path: path.clone(), header, records });
+    }
+    Ok(runs)
+}
+
+/// Model file names, made unique with the settings where they repeat.
+fn labels(runs: &[Run]) -> Vec<String> {
+    let stem =
+        |r: &Run| Path::new(&r.header.model).file_stem().map_or_else(|| r.header.model.clone(), |s| s.to_string_lossy().into_owned());
+    runs.iter()
+        .map(|r| {
+            let repeated = runs.iter().filter(|o| stem(o) == stem(r)).count() > 1;
+            if repeated {
+                format!("{} [{}]", stem(r), r.header.settings)
+            } else {
+                stem(r)
+            }
+        })
+        .collect()
+}
+
+/// Builds the report of `logs`: complete logs of the same task file (by
+/// sha256) and the same tasks, one per model or setting.
+pub fn build(logs: &[PathBuf], options: &ReportOptions) -> Result<Report, EvalError> {
+    let runs = load(logs)?;
+    if runs.is_empty() {
+        return Err(EvalError::NoLogs);
+    }
+    let norm = options.normalisation;
+    let n = runs[0].records.len();
+    let bootstrap = Bootstrap { n, resamples: options.resamples as usize, seed: options.seed };
+    let labels = labels(&runs);
+    let schemes_used: Vec<Scheme> = Scheme::DEFAULTS
+        .iter()
+        .map(|&s| match s {
+            Scheme::Nm { .. } => Scheme::Nm { tau: options.tau },
+            Scheme::Elim { .. } => Scheme::Elim { epsilon: options.epsilon },
+            Scheme::ElimNm { .. } => Scheme::ElimNm { epsilon: options.epsilon },
+            other => other,
+        })
+        .collect();
+
+    // Per model: each scheme's mean overall, and under each resample.
+    let mut scheme_means: Vec<Vec<f64>> = Vec::new();
+    let mut scheme_draws: Vec<Vec<Vec<f64>>> = Vec::new();
+    let mut models = Vec::new();
+    for (run, label) in runs.iter().zip(&labels) {
+        if norm == Normalisation::AccPmi && !log::normalisations(&run.records).contains(&Normalisation::AccPmi) {
+            return Err(EvalError::NoPmi { path: run.path.clone() });
+        }
+        let probs: Vec<TaskProbs> = run
+            .records
+            .iter()
+            .map(|r| {
+                let scores: Vec<f64> = r.options.iter().map(|o| norm.score(o)).collect();
+                let key = r.gold.ok_or_else(|| EvalError::NoGold { path: run.path.clone(), task: r.task })?;
+                Ok(TaskProbs::from_scores(&scores, key))
+            })
+            .collect::<Result<_, EvalError>>()?;
+        let norms = log::normalisations(&run.records);
+        let hits: Vec<Vec<f64>> =
+            norms.iter().map(|&nm| run.records.iter().map(|r| 100.0 * f64::from(u8::from(r.correct.get(nm)))).collect()).collect();
+        let per_scheme: Vec<Vec<f64>> = schemes_used.iter().map(|s| probs.iter().map(|t| s.score(t)).collect()).collect();
+        let columns: Vec<&[f64]> = hits.iter().chain(&per_scheme).map(Vec::as_slice).collect();
+        let (estimates, draws) = bootstrap.estimates(&columns);
+        let n_norm = norms.len();
+        let normalisations = norms.iter().zip(&estimates).map(|(nm, e)| (nm.name().to_owned(), *e)).collect();
+        let schemes: Vec<(String, Estimate)> =
+            schemes_used.iter().zip(&estimates[n_norm..]).map(|(s, e)| (s.name().to_owned(), *e)).collect();
+        scheme_means.push(schemes.iter().map(|(_, e)| e.mean).collect());
+        scheme_draws.push(draws.iter().map(|d| d[n_norm..].to_vec()).collect());
+        models.push(ModelReport {
+            label: label.clone(),
+            log: run.path.display().to_string(),
+            model_sha256: run.header.model_sha256.clone(),
+            settings: run.header.settings.clone(),
+            tasks: n,
+            normalisations,
+            schemes,
+            behaviour: Behaviour::of(&probs),
+            calibration: Calibration::of(&probs, ECE_BINS),
+        });
+    }
+
+    let mut rankings = Vec::new();
+    if runs.len() > 1 {
+        let models = 0..runs.len();
+        for (s, scheme) in schemes_used.iter().enumerate() {
+            let means: Vec<f64> = models.clone().map(|m| scheme_means[m][s]).collect();
+            let nr: Vec<f64> = models.clone().map(|m| scheme_means[m][0]).collect();
+            let (boot_rho, boot_tau): (Vec<f64>, Vec<f64>) = (0..bootstrap.resamples)
+                .map(|r| {
+                    let a: Vec<f64> = models.clone().map(|m| scheme_draws[m][r][s]).collect();
+                    let b: Vec<f64> = models.clone().map(|m| scheme_draws[m][r][0]).collect();
+                    (spearman(&a, &b), kendall(&a, &b))
+                })
+                .unzip();
+            rankings.push(Ranking {
+                scheme: scheme.name().to_owned(),
+                ranks: ranks_desc(&means, Ties::Mean),
+                spearman_vs_nr: spearman(&means, &nr),
+                spearman_se: std_dev(&boot_rho),
+                kendall_vs_nr: kendall(&means, &nr),
+                kendall_se: std_dev(&boot_tau),
+            });
+        }
+    }
+
+    let report = Report {
+        file: runs[0].header.file.clone(),
+        file_sha256: runs[0].header.file_sha256.clone(),
+        normalisation: norm.name(),
+        resamples: options.resamples,
+        seed: options.seed,
+        models,
+        rankings,
+    };
+    Ok(report)
+}

@@ -1,0 +1,566 @@
+//! The prompt-format sweep: each item re-rendered in many option-ID /
+//! delimiter / separator formats (docs/formats.md) and, with circular
+//! evaluation, every cyclic rotation of its options; scored in one engine
+//! run, so that prompts sharing a stem share its evaluation; then analysed
+//! per format (accuracy, circular accuracy, picks, RStd, PIA, PriDe) and
+//! across formats and models. The analysis is a pure function of the
+//! log-probabilities, so it is tested without a model.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use mcscore_datasets::formats::{parse_letter_task, PromptFormat};
+use mcscore_datasets::{Benchmark, Item, Source};
+use mcscore_engine::{plan, Engine, EngineError, Settings, TokenCounts};
+use mcscore_format::{sha256_hex, write_tasks, AtomicFile, Task, TaskFile};
+use mcscore_metrics::robustness::{self, PairRecord};
+use mcscore_metrics::stats::{std_dev, SplitMix64};
+use mcscore_metrics::{debias, first_max};
+use serde::{Deserialize, Serialize};
+
+use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, Scoring};
+use crate::job::{select, Selection};
+use crate::{EvalError, Phase, Progress};
+
+/// One prompt: an item rendered in a format under a rotation.
+pub struct Prompt {
+    /// Position of the item among the swept items.
+    pub item: usize,
+    pub format: usize,
+    pub rotation: usize,
+    pub question: String,
+    pub ids: Vec<String>,
+    pub gold: usize,
+}
+
+/// The swept items, with their index in the file or source.
+pub struct Items {
+    pub label: String,
+    pub indices: Vec<usize>,
+    pub items: Vec<Item>,
+}
+
+/// Where the items come from.
+pub enum ItemSource<'a> {
+    /// A letter-mode task file in the letter scaffold, parsed back to items.
+    File(&'a Path),
+    /// A benchmark's items, read from its source files.
+    Benchmark { benchmark: &'a Benchmark, sources: &'a [Source] },
+}
+
+/// The items to sweep: all of them, or `subset` picked as llama-perplexity
+/// picks tasks; with the selection rule that applied.
+pub fn load_items(source: ItemSource<'_>, subset: Option<usize>) -> Result<(Items, Selection), EvalError> {
+    let (label, all): (String, Vec<Item>) = match source {
+        ItemSource::File(path) => {
+            let label = path.display().to_string();
+            let file = TaskFile::open(path)?;
+            let items = file
+                .tasks()
+                .enumerate()
+                .map(|(task, t)| parse_letter_task(&t).ok_or_else(|| EvalError::NotLetterScaffold { label: label.clone(), task }))
+                .collect::<Result<_, _>>()?;
+            (label, items)
+        }
+        ItemSource::Benchmark { benchmark, sources } => {
+            let items = mcscore_datasets::load_items(benchmark, sources)?;
+            if let Some(row) = items.iter().position(|i| i.passage.is_some()) {
+                return Err(EvalError::PassageItem { name: benchmark.name.to_owned(), row });
+            }
+            (benchmark.name.to_owned(), items)
+        }
+    };
+    if all.is_empty() {
+        return Err(EvalError::NoItems { label });
+    }
+    let (selection, indices) = select(subset, all.len());
+    let items = indices.iter().map(|&i| all[i].clone()).collect();
+    Ok((Items { label, indices, items }, selection))
+}
+
+/// How to sweep.
+#[derive(Debug, Clone)]
+pub struct SweepSpec {
+    pub formats: Vec<PromptFormat>,
+    /// Score every cyclic rotation of the options.
+    pub circular: bool,
+    /// Add the line naming the IDs after the options.
+    pub instruction: bool,
+    /// PriDe's calibration share α (0 < α < 1).
+    pub pride: Option<f64>,
+}
+
+/// A sweep ready to score: its items, formats and rendered prompts.
+pub struct Sweep {
+    pub items: Items,
+    pub spec: SweepSpec,
+    /// The formats' names, in order.
+    pub names: Vec<String>,
+    /// Items whose rotations calibrate PriDe.
+    calibration: HashSet<usize>,
+    pub prompts: Vec<Prompt>,
+}
+
+impl Sweep {
+    /// Renders every prompt; refuses a PriDe split that cannot work.
+    pub fn new(items: Items, spec: SweepSpec) -> Result<Sweep, EvalError> {
+        let n = items.items.len();
+        if spec.pride.is_some() {
+            if n < 2 {
+                return Err(EvalError::PrideTooFewTasks { label: items.label });
+            }
+            let k = items.items[0].options.len();
+            if let Some(p) = items.items.iter().position(|i| i.options.len() != k) {
+                return Err(EvalError::PrideMixedOptions {
+                    label: items.label.clone(),
+                    task: items.indices[p],
+                    options: items.items[p].options.len(),
+                    first: items.indices[0],
+                    first_options: k,
+                });
+            }
+        }
+        let calibration = spec.pride.map(|alpha| calibration_items(n, alpha)).unwrap_or_default();
+        let rotations_of = |p: usize| if spec.circular || calibration.contains(&p) { items.items[p].options.len() } else { 1 };
+        let prompts = render(&items, &spec.formats, rotations_of, spec.instruction)?;
+        let names = spec.formats.iter().map(PromptFormat::name).collect();
+        Ok(Sweep { items, spec, names, calibration, prompts })
+    }
+
+    /// Scores every prompt with `model`: the log-probability of each ID, or
+    /// `None` when cancelled (between fills).
+    pub fn score(
+        &self,
+        model: &Path,
+        settings: &Settings,
+        progress: &mut dyn Progress,
+        cancel: &Cancel,
+    ) -> Result<Option<Scores>, EvalError> {
+        let started = Instant::now();
+        let engine = Engine::load(model, settings.n_gpu_layers).map_err(EvalError::engine(model))?;
+        let tasks: Vec<(usize, Task<'_>)> = self.prompts.iter().enumerate().map(|(i, p)| (i, task_of(p))).collect();
+        let label = Path::new(&self.items.label);
+        let prepared = engine.prepare(&tasks).map_err(|e| self.describe(e))?;
+        let plan = plan(&prepared, settings).map_err(EvalError::engine(label))?;
+        engine.check_memory(&plan, settings.n_gpu_layers).map_err(EvalError::engine(label))?;
+        progress.start(Phase::Prompts, self.prompts.len(), 0);
+        let mut log_probs = Vec::with_capacity(self.prompts.len());
+        let scoring = Scoring { engine: &engine, tasks: &prepared, plan: &plan, settings, path: label };
+        let run = score_fills(scoring, cancel, |event| {
+            if let FillEvent::Task(scores) = event {
+                log_probs.push(scores.options.iter().map(|o| o.logprob_sum).collect::<Vec<f64>>());
+                progress.tick(Phase::Prompts);
+            }
+            Ok(())
+        });
+        progress.finish(Phase::Prompts);
+        let run = run.map_err(|e| match e {
+            EvalError::Engine { source, .. } => self.describe(source),
+            e => e,
+        })?;
+        if run.end == FillsEnd::Cancelled {
+            return Ok(None);
+        }
+        if log_probs.len() != self.prompts.len() {
+            return Err(EvalError::Incomplete { path: model.to_owned(), scored: log_probs.len(), announced: self.prompts.len() });
+        }
+        engine.check_unchanged().map_err(EvalError::engine(model))?;
+        Ok(Some(Scores { log_probs, tokens: run.tokens, seconds: started.elapsed().as_secs_f64() }))
+    }
+
+    /// An engine error, with the prompt it is about.
+    fn describe(&self, source: EngineError) -> EvalError {
+        match source.task().and_then(|i| Some((i, self.prompts.get(i)?))) {
+            Some((prompt, p)) => EvalError::Prompt {
+                label: self.items.label.clone(),
+                task: self.items.indices[p.item],
+                format: self.names[p.format].clone(),
+                rotation: p.rotation,
+                prompt,
+                source: Box::new(source),
+            },
+            None => EvalError::Engine { path: self.items.label.clone().into(), source },
+        }
+    }
+
+    /// One JSON line per prompt (task, format, rotation, gold, log P of each
+    /// ID, pick): the sweep's sample log.
+    pub fn write_log(&self, out: &mut impl Write, model: &Path, scores: &Scores) -> std::io::Result<()> {
+        for (prompt, lp) in self.prompts.iter().zip(&scores.log_probs) {
+            let line = serde_json::json!({
+                "model": model.display().to_string(),
+                "task": self.items.indices[prompt.item],
+                "format": self.names[prompt.format],
+                "rotation": prompt.rotation,
+                "gold": prompt.gold,
+                "log_probs": lp,
+                "pick": first_max(lp.iter().copied()),
+            });
+            writeln!(out, "{line}")?;
+        }
+        Ok(())
+    }
+
+    /// The sweep of one model, from its log-probabilities.
+    pub fn analyse(&self, model: &Path, scores: &Scores) -> ModelSweep {
+        let scored: Vec<Scored<'_>> = self
+            .prompts
+            .iter()
+            .zip(&scores.log_probs)
+            .map(|(prompt, lp)| Scored { prompt, log_probs: lp, pick: first_max(lp.iter().copied()) })
+            .collect();
+        analyse(self, model, &scored, scores)
+    }
+
+    /// The report of the models swept, with their comparison.
+    pub fn report(&self, subset: Option<usize>, settings: &Settings, models: Vec<ModelSweep>) -> Result<SweepReport, EvalError> {
+        let comparison = (models.len() > 1).then(|| compare(&models, self.spec.circular));
+        Ok(SweepReport {
+            file: self.items.label.clone(),
+            tasks: self.items.items.len(),
+            selection: subset,
+            formats: self.names.clone(),
+            circular: self.spec.circular,
+            instruction: self.spec.instruction,
+            pride_alpha: self.spec.pride,
+            items_sha256: items_sha256(&self.items.items),
+            settings: serde_json::to_value(settings).expect("settings serialise"),
+            models,
+            comparison,
+        })
+    }
+
+    /// Writes each format and rotation as its own task file `FORMAT.rR.bin` in
+    /// `dir`; returns how many.
+    pub fn write_tasks(&self, dir: &Path) -> Result<usize, EvalError> {
+        std::fs::create_dir_all(dir).map_err(EvalError::io(dir))?;
+        let widest = self.items.items.iter().map(|i| i.options.len()).max().unwrap_or(1);
+        let rotations = if self.spec.circular { widest } else { 1 };
+        let mut written = 0;
+        for format in &self.spec.formats {
+            for rotation in 0..rotations {
+                let prompts = render(
+                    &self.items,
+                    std::slice::from_ref(format),
+                    |p| if self.items.items[p].options.len() > rotation { rotation + 1 } else { 0 },
+                    self.spec.instruction,
+                )?;
+                let path = dir.join(format!("{}.r{rotation}.bin", format.name()));
+                write_tasks(&path, prompts.iter().filter(|p| p.rotation == rotation).map(task_of).collect::<Vec<_>>().into_iter())?;
+                written += 1;
+            }
+        }
+        Ok(written)
+    }
+}
+
+/// One model's log-probabilities of every prompt's IDs, in prompt order.
+pub struct Scores {
+    pub log_probs: Vec<Vec<f64>>,
+    pub tokens: TokenCounts,
+    pub seconds: f64,
+}
+
+fn items_sha256(items: &[Item]) -> String {
+    let key: Vec<(&str, &[String], usize)> = items.iter().map(|i| (i.stem.as_str(), &i.options[..], i.gold)).collect();
+    sha256_hex(&serde_json::to_vec(&key).expect("strings serialise"))
+}
+
+/// Saved sweeps of the same items side by side: their models in one report,
+/// compared again.
+pub fn merge_saved(paths: &[std::path::PathBuf]) -> Result<SweepReport, EvalError> {
+    let mut merged: Option<SweepReport> = None;
+    for path in paths {
+        let text = std::fs::read_to_string(path).map_err(EvalError::io(path))?;
+        let report: SweepReport = serde_json::from_str(&text).map_err(|source| EvalError::NotASweep { path: path.clone(), source })?;
+        let Some(first) = merged.as_mut() else {
+            merged = Some(report);
+            continue;
+        };
+        let differs = [
+            ("items (items_sha256)", first.items_sha256 != report.items_sha256),
+            ("formats", first.formats != report.formats),
+            ("rotations (circular)", first.circular != report.circular),
+            ("instruction line", first.instruction != report.instruction),
+        ];
+        if let Some((what, _)) = differs.iter().find(|(_, d)| *d) {
+            return Err(EvalError::OtherSweep { path: path.clone(), what, first: paths[0].clone() });
+        }
+        first.models.extend(report.models);
+    }
+    let mut report = merged.ok_or(EvalError::NoLogs)?;
+    report.comparison = (report.models.len() > 1).then(|| compare(&report.models, report.circular));
+    Ok(report)
+}
+
+/// Writes `report` as pretty JSON to `path`, atomically.
+pub fn save(report: &SweepReport, path: &Path) -> Result<(), EvalError> {
+    let mut file = AtomicFile::create(path)?;
+    serde_json::to_writer_pretty(&mut file, report).map_err(|e| EvalError::Io { path: path.to_owned(), source: e.into() })?;
+    file.commit()?;
+    Ok(())
+}
+
+/// Items whose rotations calibrate PriDe: a seeded share α of them.
+fn calibration_items(n: usize, alpha: f64) -> HashSet<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut rng = SplitMix64::new(0);
+    for i in (1..n).rev() {
+        order.swap(i, rng.below(i + 1));
+    }
+    // At least one task calibrates and one is debiased.
+    let take = ((alpha * n as f64).ceil() as usize).clamp(1, n - 1);
+    order.into_iter().take(take).collect()
+}
+
+/// Every prompt, item by item, then rotation, then format: prompts that share
+/// the most leading tokens sit next to each other, for the engine's prefix tree.
+fn render(
+    items: &Items,
+    formats: &[PromptFormat],
+    rotations_of: impl Fn(usize) -> usize,
+    instruction: bool,
+) -> Result<Vec<Prompt>, EvalError> {
+    let mut prompts = Vec::new();
+    for (p, item) in items.items.iter().enumerate() {
+        for rotation in 0..rotations_of(p) {
+            for (f, format) in formats.iter().enumerate() {
+                let (question, ids, gold) = format.render(item, rotation, instruction).ok_or_else(|| EvalError::NoIds {
+                    label: items.label.clone(),
+                    task: items.indices[p],
+                    options: item.options.len(),
+                    format: format.name(),
+                })?;
+                prompts.push(Prompt { item: p, format: f, rotation, question, ids, gold });
+            }
+        }
+    }
+    Ok(prompts)
+}
+
+fn task_of(prompt: &Prompt) -> Task<'_> {
+    Task::new(&prompt.question, prompt.ids.iter().map(String::as_str).collect(), prompt.gold)
+}
+
+/// A prompt with the log-probability of each ID and the ID picked (the first
+/// maximum, as every accuracy in mcscore).
+struct Scored<'a> {
+    prompt: &'a Prompt,
+    log_probs: &'a [f64],
+    pick: usize,
+}
+
+impl Scored<'_> {
+    fn right(&self) -> bool {
+        self.pick == self.prompt.gold
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct Spread {
+    pub mean: f64,
+    pub std: f64,
+    pub min: f64,
+    pub min_format: String,
+    pub max: f64,
+    pub max_format: String,
+}
+
+fn spread(values: &[f64], names: &[String]) -> Spread {
+    // The first minimum is the first maximum of the negated values.
+    let argmin = first_max(values.iter().map(|v| -v));
+    let argmax = first_max(values.iter().copied());
+    Spread {
+        mean: values.iter().sum::<f64>() / values.len() as f64,
+        std: if values.len() > 1 { std_dev(values) } else { 0.0 },
+        min: values[argmin],
+        min_format: names[argmin].clone(),
+        max: values[argmax],
+        max_format: names[argmax].clone(),
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct Pride {
+    /// The position prior, per ID position.
+    pub prior: Vec<f64>,
+    pub calibration_tasks: usize,
+    /// Tasks debiased (scored in the original order only).
+    pub debiased_tasks: usize,
+    pub accuracy_before: f64,
+    pub accuracy_after: f64,
+    pub rstd_before: f64,
+    pub rstd_after: f64,
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct FormatResult {
+    pub format: String,
+    /// Percent correct with the options in source order.
+    pub accuracy: f64,
+    /// Percent correct per rotation (rotation r puts option r first); with --circular.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accuracy_by_rotation: Vec<f64>,
+    /// Percent of tasks right under every rotation; with --circular.
+    pub circular_accuracy: Option<f64>,
+    /// How often each position was picked (all scored rotations with --circular).
+    pub picks: Vec<usize>,
+    /// Recall standard deviation across positions, in points.
+    pub rstd: f64,
+    /// PIA, where every task has the same number of options.
+    pub pia: Option<f64>,
+    pub pride: Option<Pride>,
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct ModelSweep {
+    pub model: String,
+    pub prompts: usize,
+    pub tokens_decoded: usize,
+    /// What scoring every prompt on its own would decode.
+    pub tokens_unshared: usize,
+    pub scoring_seconds: f64,
+    pub formats: Vec<FormatResult>,
+    pub accuracy_across_formats: Spread,
+    pub circular_accuracy_across_formats: Option<Spread>,
+}
+
+#[derive(Serialize)]
+pub struct Comparison {
+    /// What models are ranked by.
+    pub ranked_by: &'static str,
+    /// Per model: how many formats rank it 1st, 2nd, ….
+    pub rank_distribution: Vec<Vec<usize>>,
+    pub pairs: Vec<PairRecord>,
+    /// Share of (model pair, format pair) combinations whose order flips.
+    pub reversal_rate: f64,
+    pub kendall_tau_mean: f64,
+    pub kendall_tau_min: f64,
+    /// Format pairs where τ is defined (neither format ties every model).
+    pub kendall_pairs: usize,
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct SweepReport {
+    pub file: String,
+    pub tasks: usize,
+    pub selection: Option<usize>,
+    pub formats: Vec<String>,
+    pub circular: bool,
+    pub instruction: bool,
+    pub pride_alpha: Option<f64>,
+    /// sha256 of the swept items (stem, options, gold, in order): sweeps
+    /// compare only when they scored the same items.
+    pub items_sha256: String,
+    pub settings: serde_json::Value,
+    pub models: Vec<ModelSweep>,
+    /// Recomputed whenever sweeps are put side by side.
+    #[serde(skip_deserializing)]
+    pub comparison: Option<Comparison>,
+}
+
+fn analyse(sweep: &Sweep, model: &Path, scored: &[Scored<'_>], scores: &Scores) -> ModelSweep {
+    let Sweep { items, names, calibration, .. } = sweep;
+    let circular = sweep.spec.circular;
+    let (tokens, seconds) = (scores.tokens, scores.seconds);
+    let n = items.items.len();
+    let ks: HashSet<usize> = items.items.iter().map(|i| i.options.len()).collect();
+    let fixed_k = (ks.len() == 1).then(|| items.items[0].options.len());
+    let widest = ks.iter().copied().max().unwrap_or(0);
+    let percent = |hits: usize, of: usize| 100.0 * hits as f64 / of.max(1) as f64;
+    let mut results = Vec::new();
+    for (f, name) in names.iter().enumerate() {
+        let mine: Vec<&Scored<'_>> = scored.iter().filter(|s| s.prompt.format == f).collect();
+        let counted: Vec<&Scored<'_>> = mine.iter().copied().filter(|s| circular || s.prompt.rotation == 0).collect();
+        let original: Vec<&Scored<'_>> = mine.iter().copied().filter(|s| s.prompt.rotation == 0).collect();
+        let accuracy = percent(original.iter().filter(|s| s.right()).count(), n);
+        let (accuracy_by_rotation, circular_accuracy) = if circular {
+            let by_rotation = (0..widest)
+                .map(|r| {
+                    let at: Vec<_> = mine.iter().filter(|s| s.prompt.rotation == r).collect();
+                    percent(at.iter().filter(|s| s.right()).count(), at.len())
+                })
+                .collect();
+            let mut all_right = vec![true; n];
+            for s in &mine {
+                all_right[s.prompt.item] &= s.right();
+            }
+            (by_rotation, Some(percent(all_right.iter().filter(|&&r| r).count(), n)))
+        } else {
+            (Vec::new(), None)
+        };
+        let picks_list: Vec<usize> = counted.iter().map(|s| s.pick).collect();
+        let golds: Vec<usize> = counted.iter().map(|s| s.prompt.gold).collect();
+        let mut picks = vec![0; widest];
+        for &p in &picks_list {
+            picks[p] += 1;
+        }
+        let pride = (!calibration.is_empty()).then(|| {
+            let k = fixed_k.expect("--pride checked one k");
+            let task_priors: Vec<Vec<f64>> = calibration
+                .iter()
+                .map(|&item| {
+                    let mut rotations: Vec<&Scored<'_>> = mine.iter().copied().filter(|s| s.prompt.item == item).collect();
+                    rotations.sort_by_key(|s| s.prompt.rotation);
+                    debias::task_prior(&rotations.iter().map(|s| s.log_probs.to_vec()).collect::<Vec<_>>())
+                })
+                .collect();
+            let prior = debias::prior(&task_priors);
+            let rest: Vec<&Scored<'_>> = original.iter().copied().filter(|s| !calibration.contains(&s.prompt.item)).collect();
+            let golds: Vec<usize> = rest.iter().map(|s| s.prompt.gold).collect();
+            let before: Vec<usize> = rest.iter().map(|s| s.pick).collect();
+            let after: Vec<usize> = rest.iter().map(|s| debias::debiased_pick(s.log_probs, &prior)).collect();
+            let hits = |picks: &[usize]| picks.iter().zip(&golds).filter(|(p, g)| p == g).count();
+            Pride {
+                calibration_tasks: calibration.len(),
+                debiased_tasks: rest.len(),
+                accuracy_before: percent(hits(&before), rest.len()),
+                accuracy_after: percent(hits(&after), rest.len()),
+                rstd_before: debias::rstd(&before, &golds, k),
+                rstd_after: debias::rstd(&after, &golds, k),
+                prior,
+            }
+        });
+        results.push(FormatResult {
+            format: name.clone(),
+            accuracy,
+            accuracy_by_rotation,
+            circular_accuracy,
+            rstd: debias::rstd(&picks_list, &golds, widest),
+            pia: fixed_k.map(|k| debias::pia(&picks_list, &golds, k)),
+            picks,
+            pride,
+        });
+    }
+    let accuracies: Vec<f64> = results.iter().map(|r| r.accuracy).collect();
+    let circular_accuracies: Vec<f64> = results.iter().filter_map(|r| r.circular_accuracy).collect();
+    ModelSweep {
+        model: model.display().to_string(),
+        prompts: scored.len(),
+        tokens_decoded: tokens.decoded,
+        tokens_unshared: tokens.unshared,
+        scoring_seconds: seconds,
+        accuracy_across_formats: spread(&accuracies, names),
+        circular_accuracy_across_formats: circular.then(|| spread(&circular_accuracies, names)),
+        formats: results,
+    }
+}
+
+fn compare(sweeps: &[ModelSweep], circular: bool) -> Comparison {
+    let accuracy: Vec<Vec<f64>> = sweeps
+        .iter()
+        .map(|m| m.formats.iter().map(|f| if circular { f.circular_accuracy.unwrap_or(f.accuracy) } else { f.accuracy }).collect())
+        .collect();
+    let taus: Vec<f64> = robustness::kendall_between_formats(&accuracy).into_iter().filter(|t| t.is_finite()).collect();
+    Comparison {
+        ranked_by: if circular { "circular_accuracy" } else { "accuracy" },
+        rank_distribution: robustness::rank_distribution(&accuracy),
+        pairs: robustness::pair_records(&accuracy),
+        reversal_rate: robustness::reversal_rate(&accuracy),
+        kendall_tau_mean: if taus.is_empty() { f64::NAN } else { taus.iter().sum::<f64>() / taus.len() as f64 },
+        kendall_tau_min: taus.iter().copied().fold(f64::NAN, f64::min),
+        kendall_pairs: taus.len(),
+    }
+}
