@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
-use mcscore_datasets::{build, find, hub, source_sha256, verify_tasks, Benchmark, Entry, Manifest, Mismatch, Source, BENCHMARKS};
-use mcscore_format::{sha256_hex, TaskFile};
+use mcscore_datasets::{build, find, hub, Benchmark, DatasetError, Entry, Manifest, Mismatch, Source, BENCHMARKS};
+use mcscore_format::TaskFile;
 
 use crate::Outcome;
 
@@ -40,7 +40,13 @@ impl SourceArgs {
             }
             return Ok(vec![Source::local(&path, relative)]);
         }
-        Ok(hub::fetch(benchmark)?.into_iter().map(|(url, path)| Source { name: url, path }).collect())
+        let fetched = hub::fetch(benchmark).map_err(|e| match e {
+            e @ (DatasetError::Hub { .. } | DatasetError::Unpinned { .. }) => {
+                anyhow::anyhow!("{e} (offline, or no pinned revision? build from a local copy with --source PATH or --sources DIR)")
+            }
+            e => e.into(),
+        })?;
+        Ok(fetched.into_iter().map(|(url, path)| Source { name: url, path }).collect())
     }
 }
 
@@ -196,23 +202,11 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
 }
 
 fn verify_entry(entry: &Entry, path: &Path, source_args: &SourceArgs) -> anyhow::Result<Vec<Mismatch>> {
-    let benchmark = benchmark(&entry.name)?;
     let file = TaskFile::open(path)?;
-    let mut mismatches = Vec::new();
-    let sha256 = sha256_hex(file.bytes());
-    if sha256 != entry.sha256 {
-        mismatches.push(Mismatch::FileSha256 { expected: entry.sha256.clone(), found: sha256 });
-    }
-    let sources = source_args.resolve(benchmark)?;
-    for (source, recorded) in sources.iter().zip(&entry.source.files) {
-        let found = source_sha256(&source.path)?;
-        if found != recorded.sha256 {
-            mismatches.push(Mismatch::SourceSha256 { path: source.name.clone(), expected: recorded.sha256.clone(), found });
-        }
-    }
+    let sources = source_args.resolve(benchmark(&entry.name)?)?;
     let progress = ProgressBar::new(file.len() as u64).with_message(entry.name.clone());
     progress.set_style(ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} tasks").expect("valid template"));
-    mismatches.extend(verify_tasks(benchmark, &file, &sources, &|done| progress.set_position(done as u64))?);
+    let mismatches = mcscore_datasets::verify_entry(entry, &file, &sources, &|done| progress.set_position(done as u64))?;
     progress.finish_and_clear();
     Ok(mismatches)
 }

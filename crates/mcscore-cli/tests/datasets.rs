@@ -50,6 +50,21 @@ fn unknown_benchmark_and_missing_source_fail_loudly() {
     let out = run(&["build", "medqa-train", "--sources", &sources()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("medqa-train: no local copy is registered"), "{}", stderr(&out));
+    // From the hub: an unpinned benchmark, and an unreachable hub (a closed
+    // local port), each with the flags that build from a local copy instead.
+    let dir = tempdir();
+    let out = run(&["build", "mmlu-test", "--out", path_str(dir.path())]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("no verified revision") && stderr(&out).contains("--source PATH"), "{}", stderr(&out));
+    let out = mcscore()
+        .args(["build", "boolq-validation", "--out", path_str(dir.path())])
+        .env("HF_ENDPOINT", "http://127.0.0.1:9")
+        .env("HF_HOME", dir.path())
+        .env_remove("MCSCORE_SOURCES")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("hub download failed") && stderr(&out).contains("--source PATH"), "{}", stderr(&out));
 }
 
 #[test]

@@ -225,3 +225,17 @@ fn ctrl_c_stops_a_sweep_and_writes_nothing() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "no output, not even a partial one: {left:?}");
 }
+
+#[test]
+fn the_recorded_sweep_re_renders_byte_for_byte() {
+    let dir = tempdir();
+    let recorded = |ext: &str| repo(&format!("docs/results/sweep-mmlu-validation-200.{ext}"));
+    let plots = dir.path().join("plots");
+    let saved = dir.path().join("sweep.json");
+    let out = run(&["sweep", "--compare", &recorded("json"), "--plots", path_str(&plots), "--save-json", path_str(&saved)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), std::fs::read_to_string(recorded("txt")).unwrap(), "text report");
+    assert_eq!(std::fs::read(&saved).unwrap(), std::fs::read(recorded("json")).unwrap(), "saved JSON");
+    let svg = plots.join("sweep-accuracy-1-gemma-3-270m-q4_k_m.gguf.svg");
+    assert_eq!(std::fs::read(svg).unwrap(), std::fs::read(recorded("svg")).unwrap(), "accuracy plot");
+}

@@ -2,6 +2,7 @@
 //! converter per source schema (each accepts the hub's schema and, where the
 //! local copy differs, that one too).
 
+use mcscore_format::IdSet;
 use serde_json::Value;
 
 use crate::render::{Item, Scaffold};
@@ -30,31 +31,70 @@ pub struct Benchmark {
     pub local: Option<&'static str>,
     pub scaffold: Scaffold,
     pub licence: &'static str,
-    pub convert: fn(&Value) -> Result<Item, String>,
+    pub convert: fn(&Value) -> Result<Item, ConvertError>,
 }
 
-fn text<'a>(row: &'a Value, key: &str) -> Result<&'a str, String> {
-    row.get(key).and_then(Value::as_str).ok_or_else(|| format!("field {key:?} missing or not a string"))
+/// Why a source row is not an item of its benchmark.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConvertError {
+    #[error("{field} missing or not {expected}")]
+    Field { field: String, expected: &'static str },
+
+    #[error("{field} holds a non-string")]
+    NonString { field: String },
+
+    #[error("answer key {key:?} is not among the labels {labels:?}")]
+    UnknownKey { key: String, labels: Vec<String> },
+
+    #[error("answer {answer:?} is not a letter among {options} options")]
+    NotALetter { answer: String, options: usize },
+
+    #[error("{labels} labels for {options} options")]
+    LabelCount { labels: usize, options: usize },
+
+    #[error("{field} {value} is out of range for {options} options")]
+    OutOfRange { field: &'static str, value: String, options: usize },
+
+    #[error("option {option} {text:?} does not start with {label:?}")]
+    Unlabelled { option: usize, text: String, label: String },
+
+    #[error("{field} key {key:?} where {expected:?} was expected")]
+    UnexpectedKey { field: String, key: String, expected: String },
+
+    #[error("mc1_targets must have exactly one label 1, found {found}")]
+    GoldCount { found: usize },
 }
 
-fn strings(value: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
+fn missing(field: impl Into<String>, expected: &'static str) -> ConvertError {
+    ConvertError::Field { field: field.into(), expected }
+}
+
+fn text<'a>(row: &'a Value, key: &str) -> Result<&'a str, ConvertError> {
+    row.get(key).and_then(Value::as_str).ok_or_else(|| missing(format!("field {key:?}"), "a string"))
+}
+
+fn strings(value: Option<&Value>, what: &str) -> Result<Vec<String>, ConvertError> {
     value
         .and_then(Value::as_array)
-        .ok_or_else(|| format!("{what} missing or not a list"))?
+        .ok_or_else(|| missing(what, "a list"))?
         .iter()
-        .map(|v| v.as_str().map(str::to_owned).ok_or_else(|| format!("{what} holds a non-string")))
+        .map(|v| v.as_str().map(str::to_owned).ok_or_else(|| ConvertError::NonString { field: what.to_owned() }))
         .collect()
 }
 
-fn position(labels: &[String], key: &str) -> Result<usize, String> {
-    labels.iter().position(|l| l == key).ok_or_else(|| format!("answer key {key:?} is not among the labels {labels:?}"))
+fn position(labels: &[String], key: &str) -> Result<usize, ConvertError> {
+    labels.iter().position(|l| l == key).ok_or_else(|| ConvertError::UnknownKey { key: key.to_owned(), labels: labels.to_vec() })
 }
 
-fn letter_index(letter: &str, n: usize) -> Result<usize, String> {
-    match letter.as_bytes() {
-        [c @ b'A'..=b'Z'] if ((c - b'A') as usize) < n => Ok((c - b'A') as usize),
-        _ => Err(format!("answer {letter:?} is not a letter among {n} options")),
-    }
+/// The position of the upper-case option ID `letter` among `n` options.
+fn letter_index(letter: &str, n: usize) -> Result<usize, ConvertError> {
+    (0..n)
+        .position(|k| IdSet::Upper.id(k).as_deref() == Some(letter))
+        .ok_or_else(|| ConvertError::NotALetter { answer: letter.to_owned(), options: n })
+}
+
+fn out_of_range(field: &'static str, value: impl ToString, options: usize) -> ConvertError {
+    ConvertError::OutOfRange { field, value: value.to_string(), options }
 }
 
 fn item(stem: &str, options: Vec<String>, gold: usize) -> Item {
@@ -64,11 +104,11 @@ fn item(stem: &str, options: Vec<String>, gold: usize) -> Item {
 /// `{"question", "choices": {"text": [..], "label": [..]}, "answerKey"}` (ARC,
 /// CommonsenseQA on the hub); OpenBookQA names the question `question_stem`;
 /// CommonsenseQA's original release nests `{"stem", "choices": [{"label","text"}]}`.
-fn labelled_choices(row: &Value) -> Result<Item, String> {
+fn labelled_choices(row: &Value) -> Result<Item, ConvertError> {
     let key = text(row, "answerKey")?;
     let question = row.get("question");
     if let Some(nested) = question.filter(|q| q.is_object()) {
-        let choices = nested.get("choices").and_then(Value::as_array).ok_or("question.choices missing")?;
+        let choices = nested.get("choices").and_then(Value::as_array).ok_or_else(|| missing("question.choices", "a list"))?;
         let labels = choices.iter().map(|c| text(c, "label").map(str::to_owned)).collect::<Result<Vec<_>, _>>()?;
         let options = choices.iter().map(|c| text(c, "text").map(str::to_owned)).collect::<Result<Vec<_>, _>>()?;
         return Ok(item(text(nested, "stem")?, options, position(&labels, key)?));
@@ -77,32 +117,37 @@ fn labelled_choices(row: &Value) -> Result<Item, String> {
         Some(_) => text(row, "question_stem")?,
         None => text(row, "question")?,
     };
-    let choices = row.get("choices").ok_or("choices missing")?;
+    let choices = row.get("choices").ok_or_else(|| missing("choices", "an object"))?;
     let options = strings(choices.get("text"), "choices.text")?;
     let labels = strings(choices.get("label"), "choices.label")?;
     if labels.len() != options.len() {
-        return Err(format!("{} labels for {} options", labels.len(), options.len()));
+        return Err(ConvertError::LabelCount { labels: labels.len(), options: options.len() });
     }
     Ok(item(stem, options, position(&labels, key)?))
 }
 
 /// MMLU: `{"question", "choices": [..], "answer": int}`.
-fn mmlu(row: &Value) -> Result<Item, String> {
+fn mmlu(row: &Value) -> Result<Item, ConvertError> {
     let options = strings(row.get("choices"), "choices")?;
-    let gold = row.get("answer").and_then(Value::as_u64).ok_or("answer missing or not an integer")? as usize;
+    let gold = row.get("answer").and_then(Value::as_u64).ok_or_else(|| missing("answer", "an integer"))? as usize;
     if gold >= options.len() {
-        return Err(format!("answer {gold} is out of range for {} options", options.len()));
+        return Err(out_of_range("answer", gold, options.len()));
     }
     Ok(item(text(row, "question")?, options, gold))
 }
 
 /// AQuA-RAT: options keep their label (`A)21`); the label is stripped.
-fn aqua(row: &Value) -> Result<Item, String> {
+fn aqua(row: &Value) -> Result<Item, ConvertError> {
     let raw = strings(row.get("options"), "options")?;
     let mut options = Vec::with_capacity(raw.len());
     for (k, option) in raw.iter().enumerate() {
-        let label = format!("{})", (b'A' + k as u8) as char);
-        let stripped = option.strip_prefix(&label).ok_or_else(|| format!("option {k} {option:?} does not start with {label:?}"))?;
+        let label =
+            format!("{})", IdSet::Upper.id(k).ok_or_else(|| ConvertError::NotALetter { answer: k.to_string(), options: raw.len() })?);
+        let stripped = option.strip_prefix(&label).ok_or_else(|| ConvertError::Unlabelled {
+            option: k,
+            text: option.clone(),
+            label: label.clone(),
+        })?;
         options.push(stripped.to_owned());
     }
     let gold = letter_index(text(row, "correct")?, options.len())?;
@@ -110,8 +155,8 @@ fn aqua(row: &Value) -> Result<Item, String> {
 }
 
 /// BoolQ: `{"question", "answer": bool, "passage"}` → options `no`, `yes`.
-fn boolq(row: &Value) -> Result<Item, String> {
-    let answer = row.get("answer").and_then(Value::as_bool).ok_or("answer missing or not a boolean")?;
+fn boolq(row: &Value) -> Result<Item, ConvertError> {
+    let answer = row.get("answer").and_then(Value::as_bool).ok_or_else(|| missing("answer", "a boolean"))?;
     Ok(Item {
         passage: Some(text(row, "passage")?.to_owned()),
         stem: text(row, "question")?.to_owned(),
@@ -121,24 +166,24 @@ fn boolq(row: &Value) -> Result<Item, String> {
 }
 
 /// Options given as an object `{"A": .., "B": ..}` in key order.
-fn lettered_object(row: &Value, field: &str) -> Result<Vec<String>, String> {
-    let object = row.get(field).and_then(Value::as_object).ok_or_else(|| format!("{field} missing or not an object"))?;
+fn lettered_object(row: &Value, field: &str) -> Result<Vec<String>, ConvertError> {
+    let object = row.get(field).and_then(Value::as_object).ok_or_else(|| missing(field, "an object"))?;
     object
         .iter()
         .enumerate()
         .map(|(k, (key, value))| {
-            let expected = ((b'A' + k as u8) as char).to_string();
+            let expected = IdSet::Upper.id(k).unwrap_or_default();
             if *key != expected {
-                return Err(format!("{field} key {key:?} where {expected:?} was expected"));
+                return Err(ConvertError::UnexpectedKey { field: field.to_owned(), key: key.clone(), expected });
             }
-            value.as_str().map(str::to_owned).ok_or_else(|| format!("{field}.{key} is not a string"))
+            value.as_str().map(str::to_owned).ok_or_else(|| ConvertError::NonString { field: format!("{field}.{key}") })
         })
         .collect()
 }
 
 /// CareQA: hub `{"question", "op1".."op4", "cop": 1-based}`; the authors'
 /// reformatted copy `{"question", "options": {"A".."D"}, "correct_answer"}`.
-fn careqa(row: &Value) -> Result<Item, String> {
+fn careqa(row: &Value) -> Result<Item, ConvertError> {
     if row.get("options").is_some() {
         let options = lettered_object(row, "options")?;
         let gold = letter_index(text(row, "correct_answer")?, options.len())?;
@@ -148,41 +193,41 @@ fn careqa(row: &Value) -> Result<Item, String> {
 }
 
 /// `{prefix}1..{prefix}N` option columns and a 1-based answer column.
-fn numbered_options(row: &Value, prefix: &str, answer: &str) -> Result<Item, String> {
+fn numbered_options(row: &Value, prefix: &str, answer: &'static str) -> Result<Item, ConvertError> {
     let options: Vec<String> = (1..).map_while(|k| row.get(format!("{prefix}{k}")).and_then(Value::as_str).map(str::to_owned)).collect();
-    let gold = row.get(answer).and_then(Value::as_u64).ok_or_else(|| format!("{answer} missing or not an integer"))? as usize;
+    let gold = row.get(answer).and_then(Value::as_u64).ok_or_else(|| missing(answer, "an integer"))? as usize;
     if gold == 0 || gold > options.len() {
-        return Err(format!("{answer} {gold} is out of range for {} options", options.len()));
+        return Err(out_of_range(answer, gold, options.len()));
     }
     Ok(item(text(row, "question")?, options, gold - 1))
 }
 
 /// MedQA (hub and raw release): `{"question", "options": {"A".."D"}, "answer_idx"}`.
-fn medqa(row: &Value) -> Result<Item, String> {
+fn medqa(row: &Value) -> Result<Item, ConvertError> {
     let options = lettered_object(row, "options")?;
     let gold = letter_index(text(row, "answer_idx")?, options.len())?;
     Ok(item(text(row, "question")?, options, gold))
 }
 
 /// MedConceptsQA: `{"question", "option1".."option4", "answer_id": letter}`.
-fn medconceptsqa(row: &Value) -> Result<Item, String> {
+fn medconceptsqa(row: &Value) -> Result<Item, ConvertError> {
     let options: Vec<String> = (1..=4).map(|k| text(row, &format!("option{k}")).map(str::to_owned)).collect::<Result<_, _>>()?;
     let gold = letter_index(text(row, "answer_id")?, options.len())?;
     Ok(item(text(row, "question")?, options, gold))
 }
 
 /// PIQA: `{"goal", "sol1", "sol2", "label"}`.
-fn piqa(row: &Value) -> Result<Item, String> {
-    let gold = row.get("label").and_then(Value::as_u64).ok_or("label missing or not an integer")? as usize;
+fn piqa(row: &Value) -> Result<Item, ConvertError> {
+    let gold = row.get("label").and_then(Value::as_u64).ok_or_else(|| missing("label", "an integer"))? as usize;
     if gold > 1 {
-        return Err(format!("label {gold} is not 0 or 1"));
+        return Err(out_of_range("label", gold, 2));
     }
     Ok(item(text(row, "goal")?, vec![text(row, "sol1")?.to_owned(), text(row, "sol2")?.to_owned()], gold))
 }
 
 /// SciQ: three distractors then the correct answer, as lm-evaluation-harness
 /// orders them (so the gold is always last: majority_class shows it).
-fn sciq(row: &Value) -> Result<Item, String> {
+fn sciq(row: &Value) -> Result<Item, ConvertError> {
     let options = ["distractor1", "distractor2", "distractor3", "correct_answer"]
         .iter()
         .map(|k| text(row, k).map(str::to_owned))
@@ -192,35 +237,35 @@ fn sciq(row: &Value) -> Result<Item, String> {
 
 /// TruthfulQA MC1: hub `mc1_targets: {"choices": [..], "labels": [..]}`; the
 /// original `mc_task.json` maps each answer to its label, in order.
-fn truthfulqa_mc1(row: &Value) -> Result<Item, String> {
-    let targets = row.get("mc1_targets").ok_or("mc1_targets missing")?;
+fn truthfulqa_mc1(row: &Value) -> Result<Item, ConvertError> {
+    let targets = row.get("mc1_targets").ok_or_else(|| missing("mc1_targets", "an object"))?;
     let (options, labels): (Vec<String>, Vec<i64>) = if let Some(choices) = targets.get("choices") {
-        let labels = targets.get("labels").and_then(Value::as_array).ok_or("mc1_targets.labels missing")?;
+        let labels = targets.get("labels").and_then(Value::as_array).ok_or_else(|| missing("mc1_targets.labels", "a list"))?;
         (strings(Some(choices), "mc1_targets.choices")?, labels.iter().map(|l| l.as_i64().unwrap_or(-1)).collect())
     } else {
-        let object = targets.as_object().ok_or("mc1_targets is not an object")?;
+        let object = targets.as_object().ok_or_else(|| missing("mc1_targets", "an object"))?;
         object.iter().map(|(k, v)| (k.clone(), v.as_i64().unwrap_or(-1))).unzip()
     };
     let gold: Vec<usize> = labels.iter().enumerate().filter(|(_, &l)| l == 1).map(|(k, _)| k).collect();
     match gold[..] {
         [g] if options.len() == labels.len() => Ok(item(text(row, "question")?, options, g)),
-        _ => Err(format!("mc1_targets must have exactly one label 1, found {}", gold.len())),
+        _ => Err(ConvertError::GoldCount { found: gold.len() }),
     }
 }
 
 /// HellaSwag: the context is the source's `ctx` (`ctx_a + " " + ctx_b`) and the
 /// options its `endings`, both verbatim (no lm-evaluation-harness clean-up of
 /// `[title]` markers); `label` is a digit string.
-fn hellaswag(row: &Value) -> Result<Item, String> {
+fn hellaswag(row: &Value) -> Result<Item, ConvertError> {
     let options = strings(row.get("endings"), "endings")?;
-    let label = row.get("label").ok_or("label missing")?;
-    let gold = match label {
-        Value::String(s) => s.parse::<usize>().map_err(|_| format!("label {s:?} is not a number"))?,
-        Value::Number(n) => n.as_u64().ok_or("label is not a non-negative integer")? as usize,
-        _ => return Err("label is not a number".into()),
+    let not_a_number = || missing("label", "a non-negative integer or a digit string");
+    let gold = match row.get("label") {
+        Some(Value::String(s)) => s.parse::<usize>().map_err(|_| not_a_number())?,
+        Some(Value::Number(n)) => n.as_u64().ok_or_else(not_a_number)? as usize,
+        _ => return Err(not_a_number()),
     };
     if gold >= options.len() {
-        return Err(format!("label {gold} is out of range for {} options", options.len()));
+        return Err(out_of_range("label", gold, options.len()));
     }
     Ok(item(text(row, "ctx")?, options, gold))
 }
@@ -494,7 +539,7 @@ mod tests {
         let item = convert("careqa-es-test", row);
         assert_eq!((item.options, item.gold), (vec!["a".into(), "b".into(), "c".into(), "d".into()], 2));
         let bad = json!({"question": "Q?", "op1": "a", "op2": "b", "cop": 3});
-        assert!((find("careqa-es-test").unwrap().convert)(&bad).unwrap_err().contains("out of range"));
+        assert!((find("careqa-es-test").unwrap().convert)(&bad).unwrap_err().to_string().contains("out of range"));
     }
 
     #[test]
@@ -515,7 +560,7 @@ mod tests {
         let item = convert("aqua-rat-train", aqua);
         assert_eq!((item.options[1].as_str(), item.gold), ("4", 1));
         let wrong_label = json!({"question": "?", "options": ["A)3", "C)4"], "rationale": "", "correct": "A"});
-        assert!((find("aqua-rat-train").unwrap().convert)(&wrong_label).unwrap_err().contains("does not start with \"B)\""));
+        assert!((find("aqua-rat-train").unwrap().convert)(&wrong_label).unwrap_err().to_string().contains("does not start with \"B)\""));
         let boolq = json!({"question": "is it", "answer": true, "passage": "It is."});
         assert_eq!(convert("boolq-train", boolq).gold, 1);
     }
@@ -533,7 +578,7 @@ mod tests {
         let row = json!({"id": "x", "question": "Q?", "choices": {"text": ["a", "b", "c"], "label": ["1", "2", "3"]}, "answerKey": "3"});
         assert_eq!(convert("arc-easy-test", row).gold, 2);
         let row = json!({"id": "x", "question": "Q?", "choices": {"text": ["a", "b"], "label": ["A", "B"]}, "answerKey": "E"});
-        assert!((find("arc-easy-test").unwrap().convert)(&row).unwrap_err().contains("not among the labels"));
+        assert!((find("arc-easy-test").unwrap().convert)(&row).unwrap_err().to_string().contains("not among the labels"));
     }
 
     #[test]

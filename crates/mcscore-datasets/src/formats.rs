@@ -1,7 +1,8 @@
-//! The prompt-format family of methods.md ("Unexplored flaws in
-//! multiple-choice VQA", 2025): option-ID set × delimiter × separator, 48
-//! formats, and cyclic rotations of the options. The letter scaffold of
-//! task-format.md is the uppercase / dot / newline member.
+//! The prompt-format family ("Unexplored flaws in multiple-choice VQA",
+//! 2025; docs/formats.md): option-ID set × delimiter × separator, 48 formats,
+//! and cyclic rotations of the options. The letter scaffold (docs/datasets.md)
+//! is the uppercase / dot / newline member, and `Scaffold::Letter` renders
+//! through it.
 
 use mcscore_format::{IdSet, Task};
 
@@ -63,7 +64,7 @@ impl Separator {
 }
 
 impl PromptFormat {
-    /// task-format.md's letter scaffold.
+    /// The letter scaffold of the committed letter-mode files.
     pub const SCAFFOLD: PromptFormat = PromptFormat { ids: IdSet::Upper, delimiter: Delimiter::Dot, separator: Separator::Newline };
 
     /// All 48, ID set outermost, then delimiter, then separator.

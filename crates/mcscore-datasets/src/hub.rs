@@ -27,17 +27,19 @@ pub fn url(repo: &str, revision: &str, file: &str) -> String {
 /// Downloads (or finds in the hub cache) every file of `benchmark`.
 pub fn fetch(benchmark: &Benchmark) -> Result<Vec<(String, PathBuf)>, DatasetError> {
     let (repo, revision, files) = resolve(benchmark)?;
-    let api = hf_hub::api::sync::ApiBuilder::from_env()
-        .with_progress(false)
-        .build()
-        .map_err(|e| DatasetError::Hub { name: benchmark.name.to_owned(), message: e.to_string() })?;
+    let api = hf_hub::api::sync::ApiBuilder::from_env().with_progress(false).build().map_err(|source| DatasetError::Hub {
+        name: benchmark.name.to_owned(),
+        url: format!("hf://{repo}@{revision}"),
+        source: Box::new(source),
+    })?;
     let repo_api = api.repo(Repo::with_revision(repo.to_owned(), RepoType::Dataset, revision.to_owned()));
     files
         .iter()
         .map(|file| {
-            repo_api.get(file).map(|path| (url(repo, revision, file), path)).map_err(|e| DatasetError::Hub {
+            repo_api.get(file).map(|path| (url(repo, revision, file), path)).map_err(|source| DatasetError::Hub {
                 name: benchmark.name.to_owned(),
-                message: format!("{}: {e} (offline? build from a local copy with --source PATH)", url(repo, revision, file)),
+                url: url(repo, revision, file),
+                source: Box::new(source),
             })
         })
         .collect()

@@ -18,29 +18,49 @@ use std::path::{Path, PathBuf};
 
 use mcscore_format::{sha256_file, sha256_hex, write_tasks, Summary, Task, TaskFile};
 
-pub use benchmarks::{find, Benchmark, BENCHMARKS};
+pub use benchmarks::{find, Benchmark, ConvertError, BENCHMARKS};
 pub use manifest::{Entry, Manifest, Provenance, SourceFile};
 pub use render::{Item, Scaffold};
 pub use source::{read_records, SourceFormat};
 
+/// A cause of another crate's type (a reader's, a parser's), kept as the source.
+pub type Cause = Box<dyn std::error::Error + Send + Sync>;
+
 #[derive(Debug, thiserror::Error)]
 pub enum DatasetError {
-    #[error("{}: {message}", path.display())]
-    Source { path: PathBuf, message: String },
+    #[error("{}: {source}", path.display())]
+    Source {
+        path: PathBuf,
+        #[source]
+        source: Cause,
+    },
 
-    #[error("{name}: row {row} of {}: {message}", file.display())]
-    Row { name: String, file: PathBuf, row: usize, message: String },
+    #[error("{name}: row {row} of {}: {source}", file.display())]
+    Row {
+        name: String,
+        file: PathBuf,
+        row: usize,
+        #[source]
+        source: Box<ConvertError>,
+    },
 
-    #[error("{}: {message}", path.display())]
-    Manifest { path: PathBuf, message: String },
+    #[error("{}: {source}", path.display())]
+    Manifest {
+        path: PathBuf,
+        #[source]
+        source: Cause,
+    },
 
-    #[error(
-        "{name}: no verified revision of {repo} is pinned, so it is not built from the hub; build it from a local copy with --source PATH"
-    )]
+    #[error("{name}: no verified revision of {repo} is pinned, so it is not built from the hub; build it from a local copy of its files")]
     Unpinned { name: String, repo: String },
 
-    #[error("{name}: hub download failed: {message}")]
-    Hub { name: String, message: String },
+    #[error("{name}: {url}: hub download failed: {source}")]
+    Hub {
+        name: String,
+        url: String,
+        #[source]
+        source: Box<hf_hub::api::sync::ApiError>,
+    },
 
     #[error(transparent)]
     Format(#[from] mcscore_format::Error),
@@ -65,11 +85,11 @@ pub fn load_items(benchmark: &Benchmark, sources: &[Source]) -> Result<Vec<Item>
     let mut items = Vec::new();
     for source in sources {
         for (row, record) in read_records(&source.path)?.iter().enumerate() {
-            let item = (benchmark.convert)(record).map_err(|message| DatasetError::Row {
+            let item = (benchmark.convert)(record).map_err(|source_error| DatasetError::Row {
                 name: benchmark.name.to_owned(),
                 file: source.path.clone(),
                 row,
-                message,
+                source: Box::new(source_error),
             })?;
             items.push(item);
         }
@@ -79,7 +99,7 @@ pub fn load_items(benchmark: &Benchmark, sources: &[Source]) -> Result<Vec<Item>
 
 /// sha256 of a source: of the file, or of a folder's files in name order.
 pub fn source_sha256(path: &Path) -> Result<String, DatasetError> {
-    let error = |e: std::io::Error| DatasetError::Source { path: path.to_owned(), message: e.to_string() };
+    let error = |e: std::io::Error| DatasetError::Source { path: path.to_owned(), source: e.into() };
     if path.is_dir() {
         let mut files: Vec<PathBuf> =
             std::fs::read_dir(path).map_err(error)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
@@ -188,5 +208,28 @@ pub fn verify_tasks(
         }
     }
     progress(file.len());
+    Ok(mismatches)
+}
+
+/// Everything `verify` checks of a task file against its manifest entry: the
+/// file's sha256, each source's sha256, then every task re-derived from the
+/// sources ([`verify_tasks`]).
+pub fn verify_entry(entry: &Entry, file: &TaskFile, sources: &[Source], progress: &dyn Fn(usize)) -> Result<Vec<Mismatch>, DatasetError> {
+    let benchmark = find(&entry.name).ok_or_else(|| DatasetError::Manifest {
+        path: PathBuf::from(&entry.file),
+        source: format!("no benchmark named {:?} is registered", entry.name).into(),
+    })?;
+    let mut mismatches = Vec::new();
+    let sha256 = sha256_hex(file.bytes());
+    if sha256 != entry.sha256 {
+        mismatches.push(Mismatch::FileSha256 { expected: entry.sha256.clone(), found: sha256 });
+    }
+    for (source, recorded) in sources.iter().zip(&entry.source.files) {
+        let found = source_sha256(&source.path)?;
+        if found != recorded.sha256 {
+            mismatches.push(Mismatch::SourceSha256 { path: source.name.clone(), expected: recorded.sha256.clone(), found });
+        }
+    }
+    mismatches.extend(verify_tasks(benchmark, file, sources, progress)?);
     Ok(mismatches)
 }

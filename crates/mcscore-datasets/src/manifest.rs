@@ -53,8 +53,8 @@ impl Manifest {
         if !path.exists() {
             return Ok(Manifest::default());
         }
-        let text = std::fs::read_to_string(path).map_err(|e| DatasetError::Manifest { path: path.to_owned(), message: e.to_string() })?;
-        serde_json::from_str(&text).map_err(|e| DatasetError::Manifest { path: path.to_owned(), message: e.to_string() })
+        let text = std::fs::read_to_string(path).map_err(|e| DatasetError::Manifest { path: path.to_owned(), source: e.into() })?;
+        serde_json::from_str(&text).map_err(|e| DatasetError::Manifest { path: path.to_owned(), source: e.into() })
     }
 
     /// Adds or replaces the entry of the same name, keeping names sorted.
@@ -71,7 +71,7 @@ impl Manifest {
     /// Writes atomically (temporary file, then rename).
     pub fn save(&self, path: &Path) -> Result<(), DatasetError> {
         let mut text =
-            serde_json::to_string_pretty(self).map_err(|e| DatasetError::Manifest { path: path.to_owned(), message: e.to_string() })?;
+            serde_json::to_string_pretty(self).map_err(|e| DatasetError::Manifest { path: path.to_owned(), source: e.into() })?;
         text.push('\n');
         Ok(mcscore_format::write_atomic(path, text.as_bytes())?)
     }

@@ -40,8 +40,8 @@ impl SourceFormat {
     }
 }
 
-fn error(path: &Path, message: impl std::fmt::Display) -> DatasetError {
-    DatasetError::Source { path: path.to_owned(), message: message.to_string() }
+fn error(path: &Path, cause: impl Into<crate::Cause>) -> DatasetError {
+    DatasetError::Source { path: path.to_owned(), source: cause.into() }
 }
 
 /// Every row of a source file, in file order. A `save_to_disk` folder is read
@@ -84,7 +84,7 @@ pub fn read_records(path: &Path) -> Result<Vec<Value>, DatasetError> {
             text.lines()
                 .enumerate()
                 .filter(|(_, line)| !line.trim().is_empty())
-                .map(|(n, line)| serde_json::from_str(line).map_err(|e| error(path, format!("line {}: {e}", n + 1))))
+                .map(|(n, line)| serde_json::from_str(line).map_err(|e| error(path, SourceLine { line: n + 1, source: e })))
                 .collect()
         }
         SourceFormat::Json => {
@@ -138,4 +138,13 @@ fn batches_to_json(path: &Path, batches: &[RecordBatch]) -> Result<Vec<Value>, D
         return Ok(Vec::new());
     }
     serde_json::from_slice(&bytes).map_err(|e| error(path, e))
+}
+
+/// A JSON Lines line that does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("line {line}: {source}")]
+struct SourceLine {
+    line: usize,
+    #[source]
+    source: serde_json::Error,
 }

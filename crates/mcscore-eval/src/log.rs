@@ -151,6 +151,7 @@ pub struct Footer {
 }
 
 /// A log as read: its header, task lines and footer, and where each line ends.
+#[derive(Debug)]
 pub struct Contents {
     pub header: Header,
     pub records: Vec<TaskRecord>,

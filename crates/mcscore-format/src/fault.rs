@@ -91,8 +91,14 @@ pub enum Fault {
     #[error("task {task}: {count} labels are 1 (labels start at byte {at}); exactly one option must be gold")]
     SeveralGoldLabels { task: usize, at: u64, count: usize },
 
-    #[error("task {task}: mc2 is malformed: {reason}")]
-    MalformedMc2 { task: usize, reason: String },
+    #[error("task {task}: {count} mc2 options (count at byte {at}); at most {max} are allowed", max = crate::MAX_OPTIONS)]
+    Mc2TooManyOptions { task: usize, at: u64, count: u32 },
+
+    #[error("task {task}: mc2 option {option} at byte {at} is empty")]
+    Mc2EmptyOption { task: usize, option: usize, at: u64 },
+
+    #[error("task {task}: mc2 label {label} at byte {at} is {value}; labels must be 0 or 1")]
+    Mc2BadLabel { task: usize, label: usize, at: u64, value: i32 },
 
     #[error("{count} bytes after the last task, from byte {at} to the end of the file")]
     TrailingBytes { at: u64, count: u64 },
@@ -120,7 +126,9 @@ impl Fault {
             | BadLabel { task, .. }
             | NoGoldLabel { task, .. }
             | SeveralGoldLabels { task, .. }
-            | MalformedMc2 { task, .. } => Some(*task),
+            | Mc2TooManyOptions { task, .. }
+            | Mc2EmptyOption { task, .. }
+            | Mc2BadLabel { task, .. } => Some(*task),
         }
     }
 
@@ -147,7 +155,9 @@ impl Fault {
             BadLabel { .. } => "bad_label",
             NoGoldLabel { .. } => "no_gold_label",
             SeveralGoldLabels { .. } => "several_gold_labels",
-            MalformedMc2 { .. } => "malformed_mc2",
+            Mc2TooManyOptions { .. } => "mc2_too_many_options",
+            Mc2EmptyOption { .. } => "mc2_empty_option",
+            Mc2BadLabel { .. } => "mc2_bad_label",
             TrailingBytes { .. } => "trailing_bytes",
         }
     }

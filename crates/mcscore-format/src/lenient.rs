@@ -35,7 +35,9 @@ pub fn llama_cpp_rejects(fault: &Fault) -> bool {
         | Fault::BadLabel { .. }
         | Fault::NoGoldLabel { .. }
         | Fault::SeveralGoldLabels { .. }
-        | Fault::MalformedMc2 { .. }
+        | Fault::Mc2TooManyOptions { .. }
+        | Fault::Mc2EmptyOption { .. }
+        | Fault::Mc2BadLabel { .. }
         | Fault::TrailingBytes { .. } => false,
     }
 }

@@ -90,10 +90,7 @@ impl<'a> Cursor<'a, '_> {
         let count = self.u32(count_field)?;
         if count as usize > MAX_OPTIONS {
             let fault = if mc2 {
-                Fault::MalformedMc2 {
-                    task: self.task,
-                    reason: format!("{count} options (count at byte {count_at}); at most {MAX_OPTIONS} are allowed"),
-                }
+                Fault::Mc2TooManyOptions { task: self.task, at: count_at, count }
             } else {
                 Fault::TooManyOptions { task: self.task, at: count_at, count }
             };
@@ -110,7 +107,7 @@ impl<'a> Cursor<'a, '_> {
             let (text, at) = self.string(option_field(k))?;
             if text.is_empty() && !self.bad_text {
                 if mc2 {
-                    self.faults.push(Fault::MalformedMc2 { task: self.task, reason: format!("option {k} at byte {at} is empty") });
+                    self.faults.push(Fault::Mc2EmptyOption { task: self.task, option: k, at });
                 } else {
                     self.faults.push(Fault::EmptyOption { task: self.task, option: k, at });
                 }
@@ -126,7 +123,7 @@ impl<'a> Cursor<'a, '_> {
             if value != 0 && value != 1 {
                 all_binary = false;
                 self.faults.push(if mc2 {
-                    Fault::MalformedMc2 { task: self.task, reason: format!("label {k} at byte {at} is {value}; labels must be 0 or 1") }
+                    Fault::Mc2BadLabel { task: self.task, label: k, at, value }
                 } else {
                     Fault::BadLabel { task: self.task, field: label_field(k), at, value }
                 });

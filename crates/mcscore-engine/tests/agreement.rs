@@ -1,0 +1,138 @@
+//! The engine alone, with the real model: per-option scores against
+//! llama-perplexity's real outputs (../shared/reference), and tasks that share
+//! text decode it once with the scores they get alone.
+//!
+//! Tolerances are those of the command-line agreement tests (measured there):
+//! every option's per-token score within 0.9 nats of the reference, each
+//! file's median within 0.1, token counts identical.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use mcscore_engine::{plan, ContextSize, Engine, FlashAttention, Settings, TaskScores};
+use mcscore_format::{Task, TaskFile};
+
+const TOLERANCE: f64 = 0.9;
+const MEDIAN_TOLERANCE: f64 = 0.1;
+/// Tasks of each reference file scored here (the CLI tests score them all).
+const TASKS: usize = 40;
+
+fn model() -> PathBuf {
+    let path = std::env::var_os("MCSCORE_MODEL").map(PathBuf::from).unwrap_or_else(|| {
+        let cache = std::env::var_os("MCSCORE_CACHE_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/mcscore"));
+        cache.join("models/gemma-3-270m-q4_k_m.gguf")
+    });
+    assert!(path.is_file(), "the model is not at {}: run scripts/fetch-model first", path.display());
+    path
+}
+
+fn reference(name: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference").join(name);
+    assert!(path.exists(), "{} is missing: the tests read ../shared/reference beside the checkout", path.display());
+    path
+}
+
+fn settings(deterministic: bool) -> Settings {
+    Settings {
+        context: ContextSize::PerSequence(512),
+        parallel: Some(16),
+        n_batch: 2048,
+        n_ubatch: 512,
+        threads: 2,
+        threads_batch: 2,
+        n_gpu_layers: 0,
+        flash_attention: FlashAttention::Auto,
+        deterministic,
+    }
+}
+
+/// Scores `tasks` (with their file indices) in one run.
+fn score(engine: &Engine, tasks: &[(usize, Task<'_>)], settings: &Settings) -> (Vec<TaskScores>, mcscore_engine::TokenCounts) {
+    let prepared = engine.prepare(tasks).unwrap();
+    let plan = plan(&prepared, settings).unwrap();
+    let mut scores = Vec::new();
+    let run = engine
+        .score(&prepared, &plan, settings, |s| {
+            scores.push(s);
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert_eq!(scores.len(), tasks.len());
+    (scores, run.tokens)
+}
+
+fn check_agreement(stem: &str) {
+    let engine = Engine::load(&model(), 0).unwrap();
+    let file = TaskFile::open(reference(&format!("{stem}.bin"))).unwrap();
+    let tasks: Vec<(usize, Task<'_>)> = file.tasks().enumerate().take(TASKS).collect();
+    let reference: HashMap<(usize, usize), (f64, u32)> =
+        std::fs::read_to_string(reference(&format!("{stem}.llama-perplexity.options.tsv")))
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|line| {
+                let f: Vec<&str> = line.split('\t').collect();
+                ((f[0].parse().unwrap(), f[1].parse().unwrap()), (f[2].parse().unwrap(), f[3].parse().unwrap()))
+            })
+            .collect();
+    let (scores, _) = score(&engine, &tasks, &settings(false));
+    let mut diffs = Vec::new();
+    for task in &scores {
+        for (k, option) in task.options.iter().enumerate() {
+            let (sum, tokens) = reference[&(task.task, k)];
+            assert_eq!(option.tokens, tokens, "{stem} task {} option {k}: token count", task.task);
+            let diff = (option.logprob_sum - sum).abs() / f64::from(tokens);
+            assert!(diff <= TOLERANCE, "{stem} task {} option {k}: per-token score differs by {diff}", task.task);
+            diffs.push(diff);
+        }
+    }
+    diffs.sort_by(f64::total_cmp);
+    let median = diffs[diffs.len() / 2];
+    assert!(median <= MEDIAN_TOLERANCE, "{stem}: median difference {median}");
+}
+
+#[test]
+fn letter_tasks_agree_with_llama_perplexity() {
+    check_agreement("mc_letter4");
+}
+
+#[test]
+fn text_tasks_agree_with_llama_perplexity() {
+    check_agreement("mc_text5");
+}
+
+#[test]
+fn mixed_tasks_agree_with_llama_perplexity() {
+    check_agreement("mc_mixed");
+}
+
+/// Twelve tasks that share a long stem: the stem is decoded about once, and
+/// every option scores as it does when its task is scored alone.
+#[test]
+fn shared_text_is_decoded_once_with_the_scores_of_each_task_alone() {
+    let engine = Engine::load(&model(), 0).unwrap();
+    let stem = "The following passage is about the water cycle. Water evaporates from oceans and lakes, rises as vapour, \
+                cools into clouds and falls again as rain or snow, which flows back to the sea through rivers.";
+    let questions: Vec<String> = (0..12).map(|i| format!("{stem} Question {i}: what happens to water after it falls?")).collect();
+    let tasks: Vec<(usize, Task<'_>)> =
+        questions.iter().enumerate().map(|(i, q)| (i, Task::new(q, vec!["it flows back to the sea", "it turns into stone"], 0))).collect();
+    let (shared, tokens) = score(&engine, &tasks, &settings(false));
+    let (alone, alone_tokens) = score(&engine, &tasks, &settings(true));
+    assert_eq!(alone_tokens.decoded, alone_tokens.unshared, "each task alone shares nothing");
+    // Measured: 247 of 722 (each task keeps about 20 tokens of its own).
+    assert!(
+        (tokens.decoded as f64) < 0.4 * tokens.unshared as f64,
+        "{} tokens decoded of {} unshared: the stem was not shared",
+        tokens.decoded,
+        tokens.unshared
+    );
+    for (a, b) in shared.iter().zip(&alone) {
+        for (x, y) in a.options.iter().zip(&b.options) {
+            assert_eq!(x.tokens, y.tokens);
+            assert!((x.logprob_sum - y.logprob_sum).abs() / f64::from(x.tokens) <= TOLERANCE, "task {}: {x:?} vs {y:?}", a.task);
+        }
+    }
+}
