@@ -3,8 +3,6 @@
 
 use std::path::PathBuf;
 
-use std::io::Write;
-
 use anyhow::{bail, Context};
 
 /// `$MCSCORE_CACHE_DIR`, or `~/.cache/mcscore`.
@@ -46,8 +44,6 @@ pub(crate) fn dataset() -> anyhow::Result<PathBuf> {
         return Ok(path);
     }
     std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
-    let mut tmp = mcscore_format::temp_file_beside(&path).with_context(|| dir.display().to_string())?;
-    tmp.write_all(DATASET).with_context(|| path.display().to_string())?;
-    tmp.persist(&path).with_context(|| path.display().to_string())?;
+    mcscore_format::write_atomic(&path, DATASET)?;
     Ok(path)
 }

@@ -1,5 +1,5 @@
 //! llama-perplexity's multiple-choice output, byte for byte, so pipelines
-//! that parse it keep working (docs/llama-perplexity.md, "Output").
+//! that parse it keep working (the reference runs' stdout, which the agreement tests compare byte for byte).
 
 /// The two progress lines and the table header that precede the first task.
 /// `n_file` tasks were read; `n_scored` are scored; a subset run skips the

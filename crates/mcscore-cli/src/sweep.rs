@@ -1,4 +1,4 @@
-//! `mcscore sweep`: accuracy under each prompt format of methods.md (option-ID
+//! `mcscore sweep`: accuracy under each prompt format of docs/methods.md (option-ID
 //! set × delimiter × separator) and each cyclic rotation of the options, and
 //! how much of a result, or of a model ranking, is the format's doing.
 
@@ -29,24 +29,24 @@ Examples:
 
 Formats are named ids.delimiter.separator: ids upper|lower|digit|roman, delimiter
 colon (A:) | dot (A.) | paren (A)) | parens ((A)), separator newline|comma|semicolon.
-upper.dot.newline is the letter scaffold of task-format.md. Prompts that share a
+upper.dot.newline is the letter scaffold of the committed files. Prompts that share a
 question stem share its evaluation, so 48 formats × 4 rotations cost far less than
 192 runs; the summary says how many tokens were decoded against a naive run.";
 
 /// Score a letter-mode benchmark under many prompt formats and option orders.
 ///
 /// Each item is re-rendered in every chosen format (option-ID set, delimiter,
-/// separator; methods.md) and, with --circular, every cyclic rotation of its
+/// separator; docs/methods.md) and, with --circular, every cyclic rotation of its
 /// options. Per format: accuracy, circular accuracy (right under every
 /// rotation), the histogram of picked positions, RStd and PIA. Across formats:
 /// mean, std, min, max. With several -m: each model's rank distribution over
 /// formats, rank reversals and Kendall τ between formats. Items are parsed back
-/// from a letter-mode task file in the scaffold of task-format.md, or read from
+/// from a letter-mode task file in the letter scaffold ("Question: …\nA. …\nAnswer:"), or read from
 /// a benchmark's source (--benchmark).
 #[derive(clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
-    /// Letter-mode task file (.bin) written in the letter scaffold of task-format.md.
+    /// Letter-mode task file (.bin) written in the letter scaffold ("Question: …\nA. …\nAnswer:").
     #[arg(value_name = "FILE", required_unless_present_any = ["benchmark", "compare"], conflicts_with = "benchmark")]
     file: Option<PathBuf>,
     /// Instead of scoring: report sweeps saved with --save-json (one, to render

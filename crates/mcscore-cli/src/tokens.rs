@@ -1,6 +1,6 @@
 //! `mcscore tokens`: does each option ID survive tokenisation as a token of
 //! its own, in the context the letter scaffold puts it? A tokenizer that fuses
-//! `(A` or `A.` hides the ID the model is asked to produce (methods.md).
+//! `(A` or `A.` hides the ID the model is asked to produce (docs/methods.md).
 
 use std::path::PathBuf;
 

@@ -4,7 +4,7 @@
 //! reference runs (0c1e570) and mcscore packs other batches (fills of one
 //! micro-batch whose tasks share their common tokens, no decode of each
 //! option's last token), and log-probabilities move with both
-//! (docs/llama-cpp-2-notes.md). Measured with the default `-fa auto`
+//! (kernels and batch shapes change the rounding). Measured with the default `-fa auto`
 //! (llama-perplexity's default too), the per-token score (logprob_sum /
 //! tokens) differs by a median of 0.05–0.08 nats per file. The largest single
 //! differences depend on how tasks are packed: 0.62 (text) and 0.66 (mixed)

@@ -32,7 +32,7 @@ mod tests {
 
     #[test]
     fn matches_llama_perplexity_order() {
-        // From llama-perplexity.md: 300 tasks, 100 picks.
+        // llama-perplexity's picks of 100 of 300 tasks (a run of the reference build).
         let picks = select_tasks(300, 100);
         assert_eq!(&picks[..10], &[125, 298, 214, 276, 0, 37, 88, 292, 42, 68]);
         let mut sorted = picks.clone();

@@ -23,7 +23,7 @@ pub use lenient::{llama_cpp_rejects, llama_cpp_task_count, read_lenient};
 pub use parse::validate;
 pub use summary::{sha256_file, sha256_hex, Baselines, Summary};
 pub use task::{Choices, IdSet, Mode, Task};
-pub use writer::{temp_file_beside, write_atomic, write_tasks, AtomicFile, TaskWriter};
+pub use writer::{write_atomic, write_tasks, AtomicFile, TaskWriter};
 
 /// llama.cpp rejects tasks with more options than this.
 pub const MAX_OPTIONS: usize = 100;

@@ -1,4 +1,4 @@
-//! The statistics every task file reports (task-format.md, "Statistics").
+//! The statistics every task file reports (docs/datasets.md lists them per file).
 
 use std::collections::BTreeMap;
 

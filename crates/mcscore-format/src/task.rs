@@ -74,7 +74,7 @@ impl<'a> Task<'a> {
     }
 }
 
-/// The option-ID families a letter-mode file may use (methods.md's format sweep).
+/// The option-ID families a letter-mode file may use (docs/methods.md, prompt formats).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IdSet {
     /// A, B, C, …
@@ -135,7 +135,7 @@ fn roman(mut n: usize) -> Option<String> {
     Some(out)
 }
 
-/// How a file's options relate to its prompts (task-format.md, "Two prompt modes").
+/// How a file's options relate to its prompts (docs/formats.md, `mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {

@@ -97,7 +97,7 @@ impl TaskWriter {
 /// A temporary file in `path`'s folder (so a rename onto `path` is atomic),
 /// named `.mcscore-partial-*` and readable as a normal file would be (0644
 /// less the umask) once renamed; it is deleted if dropped before `persist`.
-pub fn temp_file_beside(path: &Path) -> std::io::Result<NamedTempFile> {
+pub(crate) fn temp_file_beside(path: &Path) -> std::io::Result<NamedTempFile> {
     let mut builder = tempfile::Builder::new();
     builder.prefix(".mcscore-partial-");
     #[cfg(unix)]

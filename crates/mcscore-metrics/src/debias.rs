@@ -1,5 +1,5 @@
 //! Position bias: PriDe (Zheng et al., ICLR 2024) and its measures, RStd and
-//! PIA (methods.md, "Position-bias debiasing"). Positions are option slots
+//! PIA (docs/methods.md, "Position bias"). Positions are option slots
 //! (ID 0 = A, …); inputs are log-probabilities of each ID.
 
 use crate::softmax;

@@ -1,4 +1,4 @@
-//! Does a model ranking survive a change of prompt format? (methods.md,
+//! Does a model ranking survive a change of prompt format? (docs/methods.md,
 //! "Prompt-format sensitivity"). Input: `accuracy[model][format]`.
 
 use serde::Serialize;

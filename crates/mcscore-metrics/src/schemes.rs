@@ -1,5 +1,5 @@
 //! Education-testing scoring rules applied to a model's option probabilities
-//! (methods.md, after "Check the Scoreboard", 2026). The response each rule
+//! (docs/methods.md, after "Check the Scoreboard", 2026). The response each rule
 //! scores is derived from `p`, the softmax over options of a normalised score.
 
 use serde::Serialize;
