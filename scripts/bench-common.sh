@@ -11,3 +11,58 @@ best_of5() {
     done
     printf '%.3f' "$best"
 }
+
+# reference_tools: builds (once, cached) llama-perplexity and llama-bench from
+# the llama.cpp that llama-cpp-python 0.3.36 vendors on PyPI, the commit the
+# reference outputs in ../shared/reference were made with, for this CPU
+# (GGML_NATIVE=ON). On CPUs with AMX, ggml's native build dies with SIGILL in
+# its AMX kernels (tilezero), so there the reference is built without AMX
+# (-mno-amx-*), keeping its other native kernels. Sets reference_bin (the
+# folder holding both tools) and reference_build (a line saying which build).
+reference_tools() {
+    local cache variant flags=""
+    cache="${MCSCORE_CACHE_DIR:-$HOME/.cache/mcscore}/bench/llama-cpp-python-0.3.36"
+    variant=native
+    if grep -qw amx_tile /proc/cpuinfo 2>/dev/null; then
+        variant=native-no-amx
+        flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    fi
+    reference_bin="$cache/build-$variant/bin"
+    reference_build="llama.cpp of llama-cpp-python 0.3.36, GGML_NATIVE=ON${flags:+ with $flags (this CPU has AMX, whose native kernels die with SIGILL)}"
+    if [[ -x "$reference_bin/llama-perplexity" && -x "$reference_bin/llama-bench" ]]; then
+        return
+    fi
+    echo "bench: building llama-perplexity and llama-bench ($reference_build), once; several minutes" >&2
+    mkdir -p "$cache"
+    if [[ ! -f "$cache/llama_cpp_python-0.3.36.tar.gz" ]]; then
+        python3 -m pip download --quiet --no-deps --no-binary :all: --dest "$cache" llama-cpp-python==0.3.36 >&2
+    fi
+    if [[ ! -d "$cache/llama_cpp_python-0.3.36/vendor/llama.cpp/src" ]]; then
+        tar -xzf "$cache/llama_cpp_python-0.3.36.tar.gz" -C "$cache"
+    fi
+    cmake -S "$cache/llama_cpp_python-0.3.36/vendor/llama.cpp" -B "$cache/build-$variant" -DCMAKE_BUILD_TYPE=Release \
+        -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+        -DLLAMA_BUILD_TOOLS=ON -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" >&2
+    cmake --build "$cache/build-$variant" --target llama-perplexity llama-bench -j "$(nproc)" >&2
+}
+
+# mcscore_uses_amx: "yes" when this CPU has AMX and mcscore's build (for the
+# host CPU, .cargo/config.toml) therefore compiles ggml's AMX kernels in.
+mcscore_uses_amx() {
+    if grep -qw amx_tile /proc/cpuinfo 2>/dev/null; then echo yes; else echo no; fi
+}
+
+# measure CMD...: prints "wall_seconds peak_kb" of a command, its output discarded.
+measure() {
+    local times
+    times=$(mktemp)
+    /usr/bin/time -f "%e %M" -o "$times" "$@" >/dev/null 2>&1 || { echo "bench: failed: $*" >&2; rm -f "$times"; return 1; }
+    cat "$times"
+    rm -f "$times"
+}
+
+# pp512 MODEL THREADS: llama-bench's prompt-processing rate (tokens/s) of MODEL.
+pp512() {
+    "$reference_bin/llama-bench" -m "$1" -p 512 -n 0 -t "$2" -o json 2>/dev/null |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["avg_ts"])'
+}
