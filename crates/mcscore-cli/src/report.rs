@@ -133,22 +133,11 @@ fn csv(report: &Report) -> String {
         }
     }
     for r in &report.rankings {
-        let _ = writeln!(
-            out,
-            "all,ranking,spearman_vs_nr:{},{},{},{}",
-            r.scheme,
-            r.spearman_vs_nr,
-            r.spearman_vs_nr - 1.96 * r.spearman_se,
-            r.spearman_vs_nr + 1.96 * r.spearman_se
-        );
-        let _ = writeln!(
-            out,
-            "all,ranking,kendall_vs_nr:{},{},{},{}",
-            r.scheme,
-            r.kendall_vs_nr,
-            r.kendall_vs_nr - 1.96 * r.kendall_se,
-            r.kendall_vs_nr + 1.96 * r.kendall_se
-        );
+        for (name, value, (low, high)) in
+            [("spearman_vs_nr", r.spearman_vs_nr, r.spearman_interval()), ("kendall_vs_nr", r.kendall_vs_nr, r.kendall_interval())]
+        {
+            let _ = writeln!(out, "all,ranking,{name}:{},{value},{low},{high}", r.scheme);
+        }
     }
     out
 }

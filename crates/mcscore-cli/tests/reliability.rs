@@ -139,6 +139,7 @@ fn a_full_stdout_is_an_error_not_a_panic() {
     let file = small_file(dir.path());
     let log = dir.path().join("run.jsonl");
     let model = model();
+    let recorded = repo("docs/results/sweep-mmlu-validation-200.json");
     assert!(run(&["score", "-m", &model, "-bf", &file, "--log-samples", path_str(&log)]).status.success());
     let cases: Vec<Vec<&str>> = vec![
         vec!["inspect", &file],
@@ -149,6 +150,8 @@ fn a_full_stdout_is_an_error_not_a_panic() {
         vec!["score", "-m", &model, "-bf", &file, "--json"],
         vec!["score", "-m", &model, "-bf", &file],
         vec!["tokens", "-m", &model],
+        vec!["sweep", "--compare", &recorded, "--json"],
+        vec!["sweep", "--compare", &recorded],
     ];
     for args in cases {
         let out = run_to_full_disk(&args);

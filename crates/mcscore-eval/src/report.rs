@@ -61,6 +61,22 @@ pub struct Ranking {
     pub kendall_se: f64,
 }
 
+impl Ranking {
+    /// The 95 % normal interval of Spearman's ρ with NR's ranking.
+    pub fn spearman_interval(&self) -> (f64, f64) {
+        interval(self.spearman_vs_nr, self.spearman_se)
+    }
+
+    /// The 95 % normal interval of Kendall's τ with NR's ranking.
+    pub fn kendall_interval(&self) -> (f64, f64) {
+        interval(self.kendall_vs_nr, self.kendall_se)
+    }
+}
+
+fn interval(value: f64, se: f64) -> (f64, f64) {
+    (value - 1.96 * se, value + 1.96 * se)
+}
+
 /// A report over one or more logs of the same tasks.
 #[derive(Debug, Serialize)]
 pub struct Report {
