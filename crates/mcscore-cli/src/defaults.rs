@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 
 /// `$MCSCORE_CACHE_DIR`, or `~/.cache/mcscore`.
-fn cache_dir() -> PathBuf {
+pub(crate) fn cache_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("MCSCORE_CACHE_DIR") {
         return PathBuf::from(dir);
     }

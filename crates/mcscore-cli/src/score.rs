@@ -171,6 +171,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         log: args.log_samples.clone(),
         resume: args.resume,
         hash_model: args.json,
+        hash_cache: Some(defaults::cache_dir()),
     };
     let job = ScoreJob::prepare(spec).map_err(|e| match e {
         e @ EvalError::Format(mcscore_format::Error::Invalid { .. }) => invalid_file(e, true),
@@ -266,6 +267,7 @@ fn print_results(
         crate::print_json(&json!({
             "model": outcome.header.model,
             "model_sha256": outcome.header.model_sha256,
+            "model_sha256_cached": outcome.header.model_sha256_cached,
             "file": outcome.header.file,
             "file_sha256": outcome.header.file_sha256,
             "tasks": n,

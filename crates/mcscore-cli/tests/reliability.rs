@@ -484,3 +484,27 @@ fn a_model_touched_during_a_run_fails_the_run() {
 fn log_lines(path: &Path) -> usize {
     std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
 }
+
+// The model's sha256 is cached by path, size and modification time.
+
+#[test]
+fn the_model_hash_is_read_from_the_cache_until_the_model_changes() {
+    let dir = tempdir();
+    let copy = dir.path().join("model.gguf");
+    std::fs::copy(model(), &copy).unwrap();
+    let score = || {
+        let out = mcscore()
+            .args(["score", "-m", path_str(&copy), "-bf", &reference("edge/mc_small8.bin"), "--json"])
+            .env("MCSCORE_CACHE_DIR", dir.path().join("cache"))
+            .output()
+            .unwrap();
+        json(&out)
+    };
+    let first = score();
+    assert_eq!(first["model_sha256_cached"], false);
+    let second = score();
+    assert_eq!(second["model_sha256_cached"], true);
+    assert_eq!(first["model_sha256"], second["model_sha256"]);
+    File::options().write(true).open(&copy).unwrap().set_modified(std::time::SystemTime::now() + Duration::from_secs(60)).unwrap();
+    assert_eq!(score()["model_sha256_cached"], false, "a touched model is hashed again");
+}

@@ -35,6 +35,8 @@ pub struct ScoreSpec {
     pub resume: bool,
     /// Hash the model even without a log (for results that name it).
     pub hash_model: bool,
+    /// A folder to cache model hashes in (by path, size and modification time).
+    pub hash_cache: Option<PathBuf>,
 }
 
 /// Which tasks a subset request selects.
@@ -193,16 +195,17 @@ impl ScoreJob {
             None
         };
 
-        let model_sha256 = if spec.log.is_some() || spec.hash_model {
-            sha256_file(&spec.model).map_err(EvalError::io(&spec.model))?
-        } else {
-            String::new()
+        let (model_sha256, model_sha256_cached) = match (spec.log.is_some() || spec.hash_model, &spec.hash_cache) {
+            (false, _) => (String::new(), false),
+            (true, Some(cache)) => crate::hashes::sha256_cached(&spec.model, cache)?,
+            (true, None) => (sha256_file(&spec.model).map_err(EvalError::io(&spec.model))?, false),
         };
         let header = Header {
             version: crate::log::LOG_VERSION,
             mcscore: env!("CARGO_PKG_VERSION").to_owned(),
             model: spec.model.display().to_string(),
             model_sha256,
+            model_sha256_cached,
             model_bytes: std::fs::metadata(&spec.model).map_err(EvalError::io(&spec.model))?.len(),
             file: path.display().to_string(),
             file_sha256: sha256_hex(input.bytes()),

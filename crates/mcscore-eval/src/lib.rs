@@ -33,6 +33,7 @@
 //!     log: Some(PathBuf::from("run.jsonl")),
 //!     resume: false,
 //!     hash_model: false,
+//!     hash_cache: None,
 //! };
 //! let outcome = ScoreJob::prepare(spec)?.run(&mut NoProgress, &Cancel::new())?;
 //! println!("acc_norm {:.2} %", outcome.accuracy(mcscore_metrics::Normalisation::AccNorm).percent());
@@ -44,6 +45,7 @@
 
 mod error;
 mod fills;
+mod hashes;
 mod job;
 mod lock;
 pub mod log;
@@ -53,6 +55,7 @@ pub mod tokens;
 
 pub use error::{EvalError, LogFault};
 pub use fills::Cancel;
+pub use hashes::sha256_cached;
 pub use job::{select, End, Input, ScoreJob, ScoreOutcome, ScoreSpec, Selection, UNCONDITIONAL_CONTEXT};
 pub use lock::WriteLock;
 

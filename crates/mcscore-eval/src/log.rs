@@ -35,6 +35,10 @@ pub struct Header {
     /// The model's path as given (for people; not compared).
     pub model: String,
     pub model_sha256: String,
+    /// Whether `model_sha256` came from the hash cache rather than a read of
+    /// the model (for people; not compared).
+    #[serde(default)]
+    pub model_sha256_cached: bool,
     #[serde(default)]
     pub model_bytes: u64,
     /// The task file's path as given (for people; not compared).

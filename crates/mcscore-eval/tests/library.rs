@@ -20,6 +20,7 @@ fn header(tasks: usize, model: &str) -> Header {
         mcscore: "test".into(),
         model: model.into(),
         model_sha256: format!("sha-of-{model}"),
+        model_sha256_cached: false,
         model_bytes: 1,
         file: "tasks.bin".into(),
         file_sha256: "file-sha".into(),
