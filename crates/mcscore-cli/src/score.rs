@@ -100,16 +100,37 @@ pub(crate) fn note_selection(selection: Selection, n_tasks: usize, flag: &str) {
     }
 }
 
-/// The bar of the current phase, and llama-perplexity's running lines.
-struct Shown {
+/// A job's progress on stderr (a bar per phase) and, for `--output llama`,
+/// llama-perplexity's running lines on stdout. `score` and `sweep` share it.
+pub(crate) struct Shown {
     bar: Option<ProgressBar>,
+    /// Print the running lines, counting acc_norm hits from `hits`.
     llama: bool,
     hits: usize,
 }
 
+impl Shown {
+    /// Progress bars alone.
+    pub(crate) fn bars() -> Shown {
+        Shown { bar: None, llama: false, hits: 0 }
+    }
+}
+
+/// Stops `cancel`'s job at its next fill boundary on Ctrl-C.
+pub(crate) fn cancel_on_ctrl_c() -> anyhow::Result<Cancel> {
+    let cancel = Cancel::new();
+    let handle = cancel.clone();
+    ctrlc::set_handler(move || handle.cancel()).map_err(|e| anyhow::anyhow!("installing the Ctrl-C handler: {e}"))?;
+    Ok(cancel)
+}
+
 impl Progress for Shown {
     fn start(&mut self, phase: Phase, total: usize, done: usize) {
-        let message = if phase == Phase::Unconditional { "--pmi: options after \"Answer:\"" } else { "" };
+        let message = match phase {
+            Phase::Unconditional => "--pmi: options after \"Answer:\"",
+            Phase::Prompts => "prompts",
+            Phase::Scoring => "",
+        };
         self.bar = Some(task_progress(total, done, message));
     }
 
@@ -214,11 +235,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             out!("{}", llama_output::running_line(i + 1, hits))?;
         }
     }
-    let cancel = Cancel::new();
-    {
-        let cancel = cancel.clone();
-        ctrlc::set_handler(move || cancel.cancel()).map_err(|e| anyhow::anyhow!("installing the Ctrl-C handler: {e}"))?;
-    }
+    let cancel = cancel_on_ctrl_c()?;
     let mut shown = Shown { bar: None, llama, hits };
     let outcome = job.run(&mut shown, &cancel).map_err(|e| match e {
         EvalError::Consumer(e) => anyhow::anyhow!("{e}"),

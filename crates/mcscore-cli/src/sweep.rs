@@ -9,13 +9,13 @@ use anyhow::{bail, Context};
 use mcscore_datasets::find;
 use mcscore_datasets::formats::PromptFormat;
 use mcscore_eval::sweep::{load_items, merge_saved, save, ItemSource, Sweep, SweepReport, SweepSpec};
-use mcscore_eval::{Cancel, EvalError, Phase, Progress, WriteLock};
+use mcscore_eval::{EvalError, WriteLock};
 use mcscore_format::AtomicFile;
 
 use crate::datasets::SourceArgs;
 use crate::engine_args::{self, EngineArgs};
 use crate::output;
-use crate::score::{note_selection, task_progress};
+use crate::score::{cancel_on_ctrl_c, note_selection, Shown};
 use crate::{defaults, plots, Outcome};
 
 const EXAMPLES: &str = "\
@@ -177,14 +177,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let models = if args.models.is_empty() { vec![defaults::model()?] } else { args.models.clone() };
     // Written beside its final name and renamed when complete.
     let mut log = args.log_samples.as_ref().map(AtomicFile::create).transpose()?;
-    let cancel = Cancel::new();
-    {
-        let cancel = cancel.clone();
-        ctrlc::set_handler(move || cancel.cancel()).context("installing the Ctrl-C handler")?;
-    }
+    let cancel = cancel_on_ctrl_c()?;
     let mut sweeps = Vec::new();
     for model in &models {
-        let mut bar = Bar(None);
+        let mut bar = Shown::bars();
         let Some(scores) = sweep.score(model, &settings, &mut bar, &cancel).map_err(engine_args::with_flag_hint)? else {
             eprintln!("mcscore: interrupted while scoring {}; nothing was written", model.display());
             return Ok(Outcome::Interrupted);
@@ -198,27 +194,6 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         log.commit()?;
     }
     emit(&sweep.report(args.tasks, &settings, sweeps)?, &args)
-}
-
-/// A progress bar over the prompts of one model.
-struct Bar(Option<indicatif::ProgressBar>);
-
-impl Progress for Bar {
-    fn start(&mut self, _phase: Phase, total: usize, done: usize) {
-        self.0 = Some(task_progress(total, done, "prompts"));
-    }
-
-    fn tick(&mut self, _phase: Phase) {
-        if let Some(bar) = &self.0 {
-            bar.inc(1);
-        }
-    }
-
-    fn finish(&mut self, _phase: Phase) {
-        if let Some(bar) = self.0.take() {
-            bar.finish_and_clear();
-        }
-    }
 }
 
 /// The report as text or JSON, with its plots and saved copy. The report is
