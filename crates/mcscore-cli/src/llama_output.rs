@@ -1,5 +1,8 @@
-//! llama-perplexity's multiple-choice output, byte for byte, so pipelines
-//! that parse it keep working (the reference runs' stdout, which the agreement tests compare byte for byte).
+//! llama-perplexity's output in its three multiple-choice modes, byte for
+//! byte in format, so pipelines that parse it keep working (the reference
+//! runs' stdout, which the agreement tests compare).
+
+use mcscore_eval::log::TaskRecord;
 
 /// The two progress lines and the table header that precede the first task.
 /// `n_file` tasks were read; `n_scored` are scored; a subset run skips the
@@ -31,6 +34,63 @@ pub(crate) fn final_lines(hits: usize, n: usize, total_options: usize) -> String
     let k = n as f32 - 1.0;
     let line = |label: &str, p: f32| format!("{label}: {:.4} +/- {:.4}\n", 100.0 * p, 100.0 * (p * (1.0 - p) / k).sqrt());
     line("Final result", hits as f32 / n as f32) + &line("Random chance", n as f32 / total_options as f32)
+}
+
+/// HellaSwag's table header (its stdout starts with an empty line).
+pub(crate) const HELLASWAG_PREAMBLE: &str = "\ntask\tacc_norm\t95% confidence interval\n";
+
+/// HellaSwag's running line: the accuracy after `done` tasks and its 95 %
+/// Wilson score interval, as llama-perplexity computes them.
+pub(crate) fn hellaswag_line(done: usize, hits: usize) -> String {
+    const ZA: f64 = 1.95996398454;
+    let n = done as f64;
+    let freq = hits as f64 / n;
+    let z = ZA * ZA / n;
+    let cnf = z * (n * (4.0 * freq * (1.0 - freq) + z)).sqrt() / (ZA + ZA);
+    let a = (freq + z * 0.5 - cnf) / (1.0 + z);
+    let b = (freq + z * 0.5 + cnf) / (1.0 + z);
+    format!("{done}\t{:3.8}%\t[{:3.4}%, {:3.4}%]\n", freq * 100.0, a * 100.0, b * 100.0)
+}
+
+/// Winogrande's choice: 1 where the first option's mean log-probability is
+/// strictly higher, else 2 (so a tie goes to the second, unlike acc_norm).
+fn winogrande_choice(record: &TaskRecord) -> usize {
+    let mean = |k: usize| record.options[k].logprob_sum / f64::from(record.options[k].tokens);
+    if mean(0) > mean(1) {
+        1
+    } else {
+        2
+    }
+}
+
+/// Whether llama-perplexity's Winogrande rule picks the gold option.
+pub(crate) fn winogrande_hit(record: &TaskRecord) -> bool {
+    record.gold == Some(winogrande_choice(record) - 1)
+}
+
+/// Winogrande's running line: the accuracy after `done` tasks, the two
+/// options' mean log-probabilities, the choice and the answer.
+pub(crate) fn winogrande_line(done: usize, hits: usize, record: &TaskRecord) -> String {
+    let mean = |k: usize| record.options[k].logprob_sum / f64::from(record.options[k].tokens);
+    format!(
+        "{done}\t{:.4}\t{:10.6}  {:10.6}  {}  {}\n",
+        100.0 * hits as f64 / done as f64,
+        mean(0),
+        mean(1),
+        winogrande_choice(record),
+        record.gold.map_or(0, |g| g + 1)
+    )
+}
+
+/// Winogrande's final line, computed in float as llama-perplexity does; it
+/// prints none below 100 tasks.
+pub(crate) fn winogrande_final(hits: usize, n: usize) -> Option<String> {
+    if n < 100 {
+        return None;
+    }
+    let p = hits as f32 / n as f32;
+    let sigma = 100.0 * (p * (1.0 - p) / (n - 1) as f32).sqrt();
+    Some(format!("Final Winogrande score({n} tasks): {:.4} +/- {:.4}\n", 100.0 * p, sigma))
 }
 
 #[cfg(test)]
@@ -88,6 +148,53 @@ mod tests {
                 assert!(stderr.contains(&format!("I {line}\n")), "{stem}: {line:?} not in its stderr");
             }
         }
+    }
+
+    fn committed(name: &str) -> String {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/llama-perplexity").join(name);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    #[test]
+    fn hellaswag_stdout_is_reproduced_from_its_hits() {
+        let reference = committed("hellaswag-200.llama-perplexity.stdout");
+        let mut stdout = HELLASWAG_PREAMBLE.to_owned();
+        let mut hits = 0;
+        for line in reference.lines().filter(|l| l.starts_with(|c: char| c.is_ascii_digit())) {
+            let fields: Vec<&str> = line.split('\t').collect();
+            let done: usize = fields[0].parse().unwrap();
+            hits = (fields[1].trim_end_matches('%').parse::<f64>().unwrap() * done as f64 / 100.0).round() as usize;
+            stdout.push_str(&hellaswag_line(done, hits));
+        }
+        assert!(hits > 0);
+        stdout.push_str(EPILOGUE);
+        assert_eq!(stdout, reference);
+    }
+
+    #[test]
+    fn winogrande_stdout_and_final_line_are_reproduced_from_its_scores() {
+        let reference = committed("winogrande-201.llama-perplexity.stdout");
+        let mut stdout = String::new();
+        let mut hits = 0;
+        let mut n = 0;
+        for line in reference.lines().filter(|l| l.starts_with(|c: char| c.is_ascii_digit())) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let means: Vec<f64> = fields[2..4].iter().map(|f| f.parse().unwrap()).collect();
+            let gold = fields[5].parse::<usize>().unwrap() - 1;
+            let options = means
+                .iter()
+                .map(|&m| mcscore_metrics::OptionScore { logprob_sum: m, tokens: 1, chars: 1, bytes: 1, uncond_logprob_sum: None })
+                .collect();
+            let record = TaskRecord::new(n, options, vec![gold == 0, gold == 1]);
+            n += 1;
+            hits += usize::from(winogrande_hit(&record));
+            stdout.push_str(&winogrande_line(n, hits, &record));
+        }
+        stdout.push_str(EPILOGUE);
+        assert_eq!(stdout, reference);
+        let stderr = committed("winogrande-201.llama-perplexity.stderr");
+        assert!(stderr.contains(&format!("I {}", winogrande_final(hits, n).unwrap())), "{stderr}");
+        assert_eq!(winogrande_final(50, 99), None);
     }
 
     #[test]

@@ -103,10 +103,23 @@ fn main() -> ExitCode {
         Ok(Outcome::Interrupted) => ExitCode::from(130),
         Err(error) => {
             eprintln!("mcscore: error: {}", describe(&error));
-            ExitCode::from(1)
+            ExitCode::from(if error.is::<UsageError>() { 2 } else { 1 })
         }
     }
 }
+
+/// A command line that parses but asks for something impossible, found after
+/// parsing: exits 2, as clap's usage errors do.
+#[derive(Debug)]
+pub(crate) struct UsageError(pub(crate) String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
 
 /// An error and its causes on one line, each cause once: typed errors often
 /// show their source in their own message already (`path: os error`).

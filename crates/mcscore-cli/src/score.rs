@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use mcscore_eval::log::TaskRecord;
-use mcscore_eval::{Cancel, End, EvalError, Phase, Progress, ScoreJob, ScoreSpec, Selection};
+use mcscore_eval::{Cancel, End, EvalError, Phase, Progress, ScoreJob, ScoreSpec, Selection, TaskKind};
 use mcscore_metrics::Normalisation;
 use serde_json::json;
 
@@ -17,6 +17,8 @@ Examples:
   mcscore score                                   the default model on the bundled dataset
   mcscore score -m model.gguf -bf mmlu.bin --json
   mcscore score -m model.gguf -bf hellaswag.bin --multiple-choice -c 512 -np 16 -t 2 --output llama
+  mcscore score -m model.gguf -f hellaswag_val_full.txt --hellaswag --hellaswag-tasks 400
+  mcscore score -m model.gguf -f winogrande-debiased-eval.csv --winogrande   (every line, the last included)
   mcscore score -m model.gguf -bf f.bin --log-samples run.jsonl    (Ctrl-C, then the same command
                                                                   with --resume continues it)";
 
@@ -26,9 +28,11 @@ Examples:
 /// `question + " " + option`, evaluate the shared prefix once, score each option
 /// by its tokens' log-probabilities, first maximum wins), from one pass:
 /// acc (sum), acc_norm (per token, llama-perplexity's number), acc_char and
-/// acc_byte. Unlike llama-perplexity it fails loudly: an invalid file, a task
-/// that does not fit, a model that does not load, or fewer scored tasks than
-/// announced all exit 1 with a message naming the file, task and flag.
+/// acc_byte. `--hellaswag` and `--winogrande` read llama-perplexity's text
+/// inputs for those modes and score them as it does. Unlike llama-perplexity
+/// it fails loudly: an invalid file or line, a task that does not fit, a model
+/// that does not load, or fewer scored tasks than announced all exit 1 with a
+/// message naming the file, task or line, and flag.
 #[derive(clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
@@ -41,22 +45,42 @@ pub(crate) struct Args {
     /// GGUF model; default: gemma-3-270m Q4_K_M from scripts/fetch-model (or $MCSCORE_MODEL).
     #[arg(short = 'm', long = "model", value_name = "MODEL")]
     model: Option<PathBuf>,
-    /// Accepted for llama-perplexity compatibility; multiple choice is what mcscore does.
-    #[arg(long)]
+    /// FILE is a multiple-choice task file (.bin): the default mode.
+    #[arg(long, conflicts_with_all = ["hellaswag", "winogrande"])]
     multiple_choice: bool,
     /// Score N tasks picked as llama-perplexity picks them (mt19937 seeded 1), in its
     /// order. 0, as in llama-perplexity, and N at or above the task count score every
     /// task in file order.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", conflicts_with_all = ["hellaswag", "winogrande"])]
     multiple_choice_tasks: Option<usize>,
+    /// FILE is HellaSwag in llama.cpp's six-line text format (hellaswag_val_full.txt:
+    /// context, gold index 0-3, four endings per task), scored as llama-perplexity
+    /// --hellaswag: in its shuffled order, each ending after `context + " "`.
+    #[arg(long, conflicts_with = "winogrande")]
+    hellaswag: bool,
+    /// HellaSwag tasks to score, picked as llama-perplexity picks them (default 400,
+    /// as it); 0, or N at or above the task count, scores every task (llama-perplexity
+    /// scores none for 0).
+    #[arg(long, value_name = "N", requires = "hellaswag")]
+    hellaswag_tasks: Option<usize>,
+    /// FILE is a Winogrande CSV (index,sentence,option1,option2,answer; the sentence
+    /// quoted when it holds commas; `mcscore build winogrande-debiased-eval` writes it),
+    /// scored as llama-perplexity --winogrande: each option fills the `_`, and the
+    /// sentence after it is scored. Every line is read (llama-perplexity drops the last).
+    #[arg(long)]
+    winogrande: bool,
+    /// Winogrande tasks to score, picked as llama-perplexity picks them; 0 (its
+    /// default), or N at or above the task count, scores every task in file order.
+    #[arg(long, value_name = "N", requires = "winogrande")]
+    winogrande_tasks: Option<usize>,
     #[command(flatten)]
     engine: EngineArgs,
     /// Also score every option after the context "Answer:" alone, for acc_pmi
     /// (log-probability given the question minus log-probability without it).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "winogrande")]
     pmi: bool,
     /// Score a file that fails strict validation the way llama.cpp would, listing what is wrong.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["hellaswag", "winogrande"])]
     lenient: bool,
     /// `human` (summary, progress bar) or `llama` (llama-perplexity's stdout byte for byte,
     /// and its Final result / Random chance lines on stderr).
@@ -81,6 +105,30 @@ enum OutputFormat {
     Llama,
 }
 
+impl Args {
+    fn kind(&self) -> TaskKind {
+        if self.hellaswag {
+            TaskKind::HellaSwag
+        } else if self.winogrande {
+            TaskKind::Winogrande
+        } else {
+            TaskKind::MultipleChoice
+        }
+    }
+
+    /// The subset flag of the mode, and its value (HellaSwag's default is llama-perplexity's 400).
+    fn subset(&self) -> (&'static str, Option<usize>) {
+        match self.kind() {
+            TaskKind::MultipleChoice => ("--multiple-choice-tasks", self.multiple_choice_tasks),
+            TaskKind::HellaSwag => ("--hellaswag-tasks", Some(self.hellaswag_tasks.unwrap_or(HELLASWAG_TASKS))),
+            TaskKind::Winogrande => ("--winogrande-tasks", self.winogrande_tasks),
+        }
+    }
+}
+
+/// llama-perplexity's default `--hellaswag-tasks`.
+const HELLASWAG_TASKS: usize = 400;
+
 /// A progress bar over tasks on stderr (hidden when stderr is not a terminal).
 pub(crate) fn task_progress(len: usize, done: usize, message: &'static str) -> ProgressBar {
     let progress = ProgressBar::new(len as u64).with_position(done as u64).with_message(message);
@@ -104,15 +152,28 @@ pub(crate) fn note_selection(selection: Selection, n_tasks: usize, flag: &str) {
 /// llama-perplexity's running lines on stdout. `score` and `sweep` share it.
 pub(crate) struct Shown {
     bar: Option<ProgressBar>,
-    /// Print the running lines, counting acc_norm hits from `hits`.
-    llama: bool,
+    /// Print the running lines of this mode, counting its hits from `hits`.
+    llama: Option<TaskKind>,
     hits: usize,
 }
 
 impl Shown {
     /// Progress bars alone.
     pub(crate) fn bars() -> Shown {
-        Shown { bar: None, llama: false, hits: 0 }
+        Shown { bar: None, llama: None, hits: 0 }
+    }
+
+    /// Counts `record` and prints its running line, the `done`th of the run.
+    fn llama_line(&mut self, kind: TaskKind, record: &TaskRecord, done: usize) -> anyhow::Result<()> {
+        if kind == TaskKind::Winogrande {
+            self.hits += usize::from(llama_output::winogrande_hit(record));
+            return out!("{}", llama_output::winogrande_line(done, self.hits, record));
+        }
+        self.hits += usize::from(record.correct.acc_norm);
+        match kind {
+            TaskKind::HellaSwag => out!("{}", llama_output::hellaswag_line(done, self.hits)),
+            _ => out!("{}", llama_output::running_line(done, self.hits)),
+        }
     }
 }
 
@@ -142,9 +203,8 @@ impl Progress for Shown {
 
     fn scored(&mut self, record: &TaskRecord, done: usize) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         self.tick(Phase::Scoring);
-        if self.llama {
-            self.hits += usize::from(record.correct.acc_norm);
-            out!("{}", llama_output::running_line(done, self.hits))?;
+        if let Some(kind) = self.llama {
+            self.llama_line(kind, record, done)?;
         }
         Ok(())
     }
@@ -170,10 +230,13 @@ fn invalid_file(error: EvalError, lenient_hint: bool) -> anyhow::Error {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+    let kind = args.kind();
     let path = match args.file.clone().or(args.binary_file.clone()) {
         Some(path) => path,
-        None => defaults::dataset()?,
+        None if kind == TaskKind::MultipleChoice => defaults::dataset()?,
+        None => return Err(crate::UsageError(format!("{} needs the file to score: -f FILE", kind.flag())).into()),
     };
+    let (subset_flag, subset) = args.subset();
     let model = match &args.model {
         Some(model) => model.clone(),
         None => defaults::model()?,
@@ -184,9 +247,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let settings = args.engine.settings();
     let spec = ScoreSpec {
         file: path.clone(),
+        kind,
         model: model.clone(),
         lenient: args.lenient,
-        subset: args.multiple_choice_tasks,
+        subset,
         pmi: args.pmi,
         settings: settings.clone(),
         log: args.log_samples.clone(),
@@ -211,7 +275,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             eprintln!("  ... and {} more (mcscore validate lists them all)", faults.len() - 20);
         }
     }
-    note_selection(job.selection(), job.file_tasks(), "--multiple-choice-tasks");
+    note_selection(job.selection(), job.file_tasks(), subset_flag);
     let plan = job.plan().clone();
     if plan.n_batch > settings.n_batch {
         eprintln!(
@@ -225,18 +289,22 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
 
-    let llama = args.output == OutputFormat::Llama && !args.json;
-    let mut hits = 0;
-    if llama {
-        let subset = job.tasks() < job.file_tasks();
-        out!("{}", llama_output::preamble(job.file_tasks(), job.tasks(), subset))?;
+    let llama = (args.output == OutputFormat::Llama && !args.json).then_some(kind);
+    let mut shown = Shown { bar: None, llama, hits: 0 };
+    if let Some(kind) = llama {
+        match kind {
+            TaskKind::MultipleChoice => {
+                let subset = job.tasks() < job.file_tasks();
+                out!("{}", llama_output::preamble(job.file_tasks(), job.tasks(), subset))?
+            }
+            TaskKind::HellaSwag => out!("{}", llama_output::HELLASWAG_PREAMBLE)?,
+            TaskKind::Winogrande => {}
+        }
         for (i, record) in job.kept().iter().enumerate() {
-            hits += usize::from(record.correct.acc_norm);
-            out!("{}", llama_output::running_line(i + 1, hits))?;
+            shown.llama_line(kind, record, i + 1)?;
         }
     }
     let cancel = cancel_on_ctrl_c()?;
-    let mut shown = Shown { bar: None, llama, hits };
     let outcome = job.run(&mut shown, &cancel).map_err(|e| match e {
         EvalError::Consumer(e) => anyhow::anyhow!("{e}"),
         e => e.into(),
@@ -254,7 +322,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         );
         return Ok(Outcome::Interrupted);
     }
-    print_results(&args, &outcome, &model, &path, &settings)?;
+    print_results(&args, &outcome, &model, &path, &settings, shown.hits)?;
     Ok(Outcome::Ok)
 }
 
@@ -264,6 +332,7 @@ fn print_results(
     model: &Path,
     path: &Path,
     settings: &mcscore_engine::Settings,
+    llama_hits: usize,
 ) -> anyhow::Result<()> {
     let n = outcome.records.len();
     let baselines = &outcome.baselines;
@@ -271,7 +340,11 @@ fn print_results(
     if args.output == OutputFormat::Llama && !args.json {
         out!("{}", llama_output::EPILOGUE)?;
         std::io::stdout().flush().map_err(crate::stdout_error)?;
-        eprint!("{}", llama_output::final_lines(outcome.accuracy(Normalisation::AccNorm).successes, n, outcome.total_options));
+        match args.kind() {
+            TaskKind::MultipleChoice => eprint!("{}", llama_output::final_lines(llama_hits, n, outcome.total_options)),
+            TaskKind::HellaSwag => {}
+            TaskKind::Winogrande => eprint!("{}", llama_output::winogrande_final(llama_hits, n).unwrap_or_default()),
+        }
     } else if args.json {
         let metrics: serde_json::Map<String, serde_json::Value> = outcome
             .normalisations()
@@ -288,7 +361,8 @@ fn print_results(
             "file": outcome.header.file,
             "file_sha256": outcome.header.file_sha256,
             "tasks": n,
-            "selection": args.multiple_choice_tasks,
+            "mode": args.kind().flag().trim_start_matches('-'),
+            "selection": args.subset().1,
             "lenient": args.lenient,
             "settings": settings,
             "n_ctx": outcome.n_ctx,

@@ -23,7 +23,7 @@ pub use mcscore_metrics::OptionScore;
 pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings};
 pub use prepare::PreparedTask;
 pub use score::{Completion, Run, TaskScores, TokenCounts};
-pub use subset::select_tasks;
+pub use subset::{hellaswag_order, select_tasks};
 
 /// Why scoring could not run or finish. Every variant names the task (index in
 /// the file) or the file concerned.
@@ -62,6 +62,18 @@ pub enum EngineError {
     #[error("task {task}: the options share no leading token (the model adds no BOS), so the first option token cannot be scored")]
     NoCommonPrefix { task: usize },
 
+    #[error("task {task}: {options} options; a Winogrande task has exactly 2")]
+    NotTwoOptions { task: usize, options: usize },
+
+    #[error("task {task}: the sentence has no `_` for the options to fill")]
+    NoBlank { task: usize },
+
+    #[error("task {task}: with option {option} in the blank, no token follows it to score")]
+    NothingAfterBlank { task: usize, option: usize },
+
+    #[error("task {task}: option {option} ({text:?}) merges with the text after the blank into shared tokens, so the sentence after the blank cannot be scored on its own (llama-perplexity reads the wrong logits here)")]
+    BlankBoundary { task: usize, option: usize, text: String },
+
     #[error("decode failed in the batch starting at task {task}: {message}")]
     Decode { task: usize, message: String },
 
@@ -76,6 +88,10 @@ impl EngineError {
             EngineError::PrefixOption { task, .. }
             | EngineError::OneOption { task }
             | EngineError::NoCommonPrefix { task }
+            | EngineError::NotTwoOptions { task, .. }
+            | EngineError::NoBlank { task }
+            | EngineError::NothingAfterBlank { task, .. }
+            | EngineError::BlankBoundary { task, .. }
             | EngineError::Decode { task, .. }
             | EngineError::NonFinite { task, .. } => Some(*task),
             EngineError::TaskTooLong { tasks, .. } => tasks.first().map(|t| t.0),
@@ -209,5 +225,11 @@ impl Engine {
     /// llama-perplexity would mis-score.
     pub fn prepare(&self, tasks: &[(usize, Task<'_>)]) -> Result<Vec<PreparedTask>, EngineError> {
         prepare::prepare(&self.model, tasks)
+    }
+
+    /// Tokenises Winogrande tasks: the question is a sentence with a `_`
+    /// that each of the two options fills; the sentence after it is scored.
+    pub fn prepare_blanks(&self, tasks: &[(usize, Task<'_>)]) -> Result<Vec<PreparedTask>, EngineError> {
+        prepare::prepare_blanks(&self.model, tasks)
     }
 }

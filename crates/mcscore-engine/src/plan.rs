@@ -171,6 +171,7 @@ mod tests {
             index,
             prefix: std::iter::once(LlamaToken(1)).chain(std::iter::repeat_n(own, prefix - 1)).collect(),
             continuations: options.iter().enumerate().map(|(k, &n)| vec![LlamaToken(2 + k as i32); n]).collect(),
+            scored: options.iter().map(|&n| 0..n).collect(),
             correct: vec![false; options.len()],
             option_chars: vec![1; options.len()],
             option_bytes: vec![1; options.len()],

@@ -1,6 +1,8 @@
 //! Tokenises tasks the way llama-perplexity does and finds each task's common
 //! prefix, refusing up front the tasks it would mis-score.
 
+use std::ops::Range;
+
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 use mcscore_format::Task;
@@ -16,6 +18,9 @@ pub struct PreparedTask {
     pub index: usize,
     pub(crate) prefix: Vec<LlamaToken>,
     pub(crate) continuations: Vec<Vec<LlamaToken>>,
+    /// Per option: the continuation tokens that count towards its score
+    /// (all of them, but for Winogrande's sentence after the blank).
+    pub(crate) scored: Vec<Range<usize>>,
     /// Per option: whether its label is 1 (llama.cpp's notion of correct).
     pub correct: Vec<bool>,
     pub option_chars: Vec<u32>,
@@ -68,13 +73,72 @@ fn prepare_one(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<Prep
         return Err(EngineError::NoCommonPrefix { task: index });
     }
     let prefix = sequences[0][..common].to_vec();
-    let continuations = sequences.into_iter().map(|s| s[common..].to_vec()).collect();
+    let continuations: Vec<Vec<LlamaToken>> = sequences.into_iter().map(|s| s[common..].to_vec()).collect();
     Ok(PreparedTask {
         index,
         prefix,
+        scored: continuations.iter().map(|c| 0..c.len()).collect(),
         continuations,
         correct: (0..task.options().len()).map(|k| task.is_correct(k)).collect(),
         option_chars: task.options().iter().map(|o| o.chars().count() as u32).collect(),
         option_bytes: task.options().iter().map(|o| o.len() as u32).collect(),
+    })
+}
+
+/// Llama-perplexity's Winogrande rule: below this many tokens after the shared
+/// prefix, the option's own tokens are scored too.
+const MIN_TRAILING_TOKENS: usize = 3;
+
+/// Tokenises Winogrande tasks as llama-perplexity does: each option fills the
+/// question's first `_`, and what is scored is the sentence after it (the
+/// partial scoring of Trinh & Le), without its last token (the full stop).
+/// Where either sentence has at most three tokens after the shared prefix, the
+/// option's own tokens are scored as well.
+pub(crate) fn prepare_blanks(model: &LlamaModel, tasks: &[(usize, Task<'_>)]) -> Result<Vec<PreparedTask>, EngineError> {
+    tasks.par_iter().map(|(index, task)| prepare_blank(model, *index, task)).collect()
+}
+
+fn prepare_blank(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<PreparedTask, EngineError> {
+    let options = task.options();
+    if options.len() != 2 {
+        return Err(EngineError::NotTwoOptions { task: index, options: options.len() });
+    }
+    let (first, second) = task.question.split_once('_').ok_or(EngineError::NoBlank { task: index })?;
+    let vocab = model.vocab();
+    let tokenize = |text: String| vocab.tokenize(text.as_bytes(), true, false);
+    let sequences: Vec<Vec<LlamaToken>> = options.iter().map(|o| tokenize(format!("{first}{o}{second}"))).collect();
+    let bases: Vec<usize> = options.iter().map(|o| tokenize(format!("{first}{o}")).len()).collect();
+    let shortest = sequences.iter().map(Vec::len).min().unwrap_or(0);
+    let common = (0..shortest).take_while(|&i| sequences[0][i] == sequences[1][i]).count();
+    if let Some(option) = sequences.iter().position(|s| s.len() == common) {
+        return Err(EngineError::PrefixOption { task: index, option, text: options[option].to_owned() });
+    }
+    if common == 0 {
+        return Err(EngineError::NoCommonPrefix { task: index });
+    }
+    let skip_option = sequences.iter().all(|s| s.len() - common > MIN_TRAILING_TOKENS);
+    let mut scored = Vec::with_capacity(2);
+    for (option, (sequence, &base)) in sequences.iter().zip(&bases).enumerate() {
+        let start = if skip_option { base } else { common };
+        if start >= sequence.len() {
+            return Err(EngineError::NothingAfterBlank { task: index, option });
+        }
+        if start < common {
+            // The option's tokens merge with the text after the blank, so
+            // there is no token boundary where the blank ends.
+            return Err(EngineError::BlankBoundary { task: index, option, text: options[option].to_owned() });
+        }
+        let end = if sequence.len() - start > 1 { sequence.len() - 1 } else { sequence.len() };
+        scored.push(start - common..end - common);
+    }
+    let suffix_chars = second.chars().count() as u32;
+    Ok(PreparedTask {
+        index,
+        prefix: sequences[0][..common].to_vec(),
+        continuations: sequences.iter().map(|s| s[common..].to_vec()).collect(),
+        scored,
+        correct: (0..2).map(|k| task.is_correct(k)).collect(),
+        option_chars: vec![suffix_chars; 2],
+        option_bytes: vec![second.len() as u32; 2],
     })
 }

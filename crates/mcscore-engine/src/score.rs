@@ -117,8 +117,12 @@ impl Engine {
             let scoring: Vec<Vec<Vec<u32>>> = group.iter().map(|t| trie.insert(t)).collect();
             let layout = trie.layout();
             let mut has_row = vec![false; trie.len()];
-            for node in scoring.iter().flatten().flatten() {
-                has_row[*node as usize] = true;
+            for (task, options) in group.iter().zip(&scoring) {
+                for (scored, nodes) in task.scored.iter().zip(options) {
+                    for &node in &nodes[scored.clone()] {
+                        has_row[node as usize] = true;
+                    }
+                }
             }
             // Reuse the cached chain up to where it differs, but never a cell
             // whose logits this fill must read.
@@ -167,7 +171,8 @@ impl Engine {
             rows.clear();
             for (t, (task, options)) in group.iter().zip(&scoring).enumerate() {
                 for (option, (cont, nodes)) in task.continuations.iter().zip(options).enumerate() {
-                    for (&target, &node) in cont.iter().zip(nodes) {
+                    let scored = task.scored[option].clone();
+                    for (&target, &node) in cont[scored.clone()].iter().zip(&nodes[scored]) {
                         rows.push(Row { entry: entry_of[node as usize], target, task: t, option });
                     }
                 }
@@ -211,7 +216,7 @@ impl Engine {
                     .enumerate()
                     .map(|(k, &logprob_sum)| OptionScore {
                         logprob_sum,
-                        tokens: task.continuations[k].len() as u32,
+                        tokens: task.scored[k].len() as u32,
                         chars: task.option_chars[k],
                         bytes: task.option_bytes[k],
                         uncond_logprob_sum: None,

@@ -43,6 +43,9 @@ pub enum EvalError {
         source: Box<EngineError>,
     },
 
+    #[error("{}: acc_pmi is not defined for Winogrande, whose options fill a blank rather than follow a context", path.display())]
+    PmiWinogrande { path: PathBuf },
+
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,

@@ -6,8 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use mcscore_engine::{plan, select_tasks, Engine, Plan, PreparedTask, Settings, TokenCounts};
-use mcscore_format::{read_lenient, sha256_file, sha256_hex, Baselines, Error as FormatError, Fault, Task, TaskFile};
+use mcscore_engine::{hellaswag_order, plan, select_tasks, Engine, Plan, PreparedTask, Settings, TokenCounts};
+use mcscore_format::{
+    read_hellaswag, read_lenient, read_winogrande, sha256_file, sha256_hex, Baselines, Error as FormatError, Fault, Task, TaskFile,
+};
 use mcscore_metrics::{Normalisation, Proportion};
 
 use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, Scoring};
@@ -17,14 +19,42 @@ use crate::{EvalError, Phase, Progress};
 /// The context of the unconditional pass of acc_pmi (lm-evaluation-harness, OLMES).
 pub const UNCONDITIONAL_CONTEXT: &str = "Answer:";
 
+/// Which of llama-perplexity's multiple-choice modes a job is: what its file
+/// holds, how its tasks are picked and what of each option is scored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TaskKind {
+    /// A task file (`.bin`, `--multiple-choice`): `question + " " + option`,
+    /// the option's tokens scored.
+    #[default]
+    MultipleChoice,
+    /// HellaSwag's six-line text file (`--hellaswag`): scored as multiple
+    /// choice, in llama-perplexity's shuffled order.
+    HellaSwag,
+    /// A Winogrande CSV (`--winogrande`): each option fills the sentence's
+    /// `_`, and the sentence after it is scored.
+    Winogrande,
+}
+
+impl TaskKind {
+    /// llama-perplexity's flag for this mode.
+    pub fn flag(self) -> &'static str {
+        match self {
+            TaskKind::MultipleChoice => "--multiple-choice",
+            TaskKind::HellaSwag => "--hellaswag",
+            TaskKind::Winogrande => "--winogrande",
+        }
+    }
+}
+
 /// What to score, and how.
 #[derive(Debug, Clone)]
 pub struct ScoreSpec {
     pub file: PathBuf,
+    pub kind: TaskKind,
     pub model: PathBuf,
     /// Score a file that fails strict validation the way llama.cpp reads it.
     pub lenient: bool,
-    /// Score this many tasks, picked as llama-perplexity picks them.
+    /// Score this many tasks, picked as llama-perplexity picks them for `kind`.
     pub subset: Option<usize>,
     /// Also score every option after [`UNCONDITIONAL_CONTEXT`] alone.
     pub pmi: bool,
@@ -39,10 +69,12 @@ pub struct ScoreSpec {
     pub hash_cache: Option<PathBuf>,
 }
 
-/// Which tasks a subset request selects.
+/// Which tasks a subset request selects. HellaSwag's are always in
+/// llama-perplexity's shuffled order; the others' are in file order but for
+/// a subset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Selection {
-    /// No subset asked for: every task, in file order.
+    /// No subset asked for: every task.
     All,
     /// A subset of 0: every task, as llama-perplexity reads 0.
     AllForZero,
@@ -52,14 +84,19 @@ pub enum Selection {
     Subset(usize),
 }
 
-/// The task indices `requested` selects from `n_tasks`, and which rule applied.
-pub fn select(requested: Option<usize>, n_tasks: usize) -> (Selection, Vec<usize>) {
-    match requested {
-        None => (Selection::All, (0..n_tasks).collect()),
-        Some(0) => (Selection::AllForZero, (0..n_tasks).collect()),
-        Some(asked) if asked > n_tasks => (Selection::AllForMore { asked }, (0..n_tasks).collect()),
-        Some(n) => (Selection::Subset(n), select_tasks(n_tasks, n)),
-    }
+/// The task indices `requested` selects from `n_tasks` for `kind`, and which rule applied.
+pub fn select(kind: TaskKind, requested: Option<usize>, n_tasks: usize) -> (Selection, Vec<usize>) {
+    let (selection, n) = match requested {
+        None => (Selection::All, n_tasks),
+        Some(0) => (Selection::AllForZero, n_tasks),
+        Some(asked) if asked > n_tasks => (Selection::AllForMore { asked }, n_tasks),
+        Some(n) => (Selection::Subset(n), n),
+    };
+    let order = match kind {
+        TaskKind::HellaSwag => hellaswag_order(n_tasks, n),
+        TaskKind::MultipleChoice | TaskKind::Winogrande => select_tasks(n_tasks, n),
+    };
+    (selection, order)
 }
 
 /// The tasks of a file: strictly validated, or read as llama.cpp would.
@@ -70,12 +107,21 @@ pub enum Input {
         bytes: Vec<u8>,
         faults: Vec<Fault>,
     },
+    /// A HellaSwag or Winogrande text file.
+    Text {
+        bytes: Vec<u8>,
+        kind: TaskKind,
+    },
 }
 
 impl Input {
-    /// Opens `path` strictly; with `lenient`, a file with faults llama.cpp
-    /// reads past is kept with its faults.
-    pub fn open(path: &Path, lenient: bool) -> Result<Input, EvalError> {
+    /// Opens `path` as `kind` says: a task file strictly or, with `lenient`,
+    /// kept with the faults llama.cpp reads past; a text file as it is (its
+    /// tasks are read, strictly, by [`Input::tasks`]).
+    pub fn open(path: &Path, kind: TaskKind, lenient: bool) -> Result<Input, EvalError> {
+        if kind != TaskKind::MultipleChoice {
+            return Ok(Input::Text { bytes: std::fs::read(path).map_err(EvalError::io(path))?, kind });
+        }
         match TaskFile::open(path) {
             Ok(file) => Ok(Input::Strict(file)),
             Err(FormatError::Invalid { faults, .. }) if lenient => {
@@ -90,13 +136,15 @@ impl Input {
         Ok(match self {
             Input::Strict(file) => file.tasks().collect(),
             Input::Lenient { bytes, .. } => read_lenient(bytes, path)?,
+            Input::Text { bytes, kind: TaskKind::HellaSwag } => read_hellaswag(bytes, path)?,
+            Input::Text { bytes, .. } => read_winogrande(bytes, path)?,
         })
     }
 
     pub fn bytes(&self) -> &[u8] {
         match self {
             Input::Strict(file) => file.bytes(),
-            Input::Lenient { bytes, .. } => bytes,
+            Input::Lenient { bytes, .. } | Input::Text { bytes, .. } => bytes,
         }
     }
 }
@@ -172,14 +220,21 @@ impl ScoreJob {
     pub fn prepare(spec: ScoreSpec) -> Result<ScoreJob, EvalError> {
         let started = Instant::now();
         let path = spec.file.as_path();
-        let input = Input::open(path, spec.lenient)?;
+        if spec.pmi && spec.kind == TaskKind::Winogrande {
+            return Err(EvalError::PmiWinogrande { path: path.to_owned() });
+        }
+        let input = Input::open(path, spec.kind, spec.lenient)?;
         let all_tasks = input.tasks(path)?;
-        let (selection, order) = select(spec.subset, all_tasks.len());
+        let (selection, order) = select(spec.kind, spec.subset, all_tasks.len());
         let selected: Vec<(usize, Task<'_>)> = order.iter().map(|&i| (i, all_tasks[i].clone())).collect();
         let settings = &spec.settings;
 
         let engine = Engine::load(&spec.model, settings.n_gpu_layers).map_err(EvalError::engine(&spec.model))?;
-        let prepared = engine.prepare(&selected).map_err(EvalError::engine(path))?;
+        let prepared = match spec.kind {
+            TaskKind::Winogrande => engine.prepare_blanks(&selected),
+            TaskKind::MultipleChoice | TaskKind::HellaSwag => engine.prepare(&selected),
+        }
+        .map_err(EvalError::engine(path))?;
         let plan = plan(&prepared, settings).map_err(EvalError::engine(path))?;
         engine.check_memory(&plan, settings.n_gpu_layers).map_err(EvalError::engine(path))?;
         let unconditional = if spec.pmi {
@@ -212,7 +267,14 @@ impl ScoreJob {
             file_bytes: input.bytes().len() as u64,
             tasks: prepared.len(),
             selection: spec.subset,
-            settings: settings.fingerprint() + if spec.lenient { " lenient" } else { "" } + if spec.pmi { " pmi" } else { "" },
+            settings: settings.fingerprint()
+                + match spec.kind {
+                    TaskKind::MultipleChoice => "",
+                    TaskKind::HellaSwag => " hellaswag",
+                    TaskKind::Winogrande => " winogrande",
+                }
+                + if spec.lenient { " lenient" } else { "" }
+                + if spec.pmi { " pmi" } else { "" },
         };
         // Resume at a fill boundary, so the remaining fills hold the tasks an
         // uninterrupted run's do (only the tokens shared with the previous
@@ -229,7 +291,7 @@ impl ScoreJob {
         };
         let lenient_faults = match &input {
             Input::Lenient { faults, .. } => faults.clone(),
-            Input::Strict(_) => Vec::new(),
+            Input::Strict(_) | Input::Text { .. } => Vec::new(),
         };
         Ok(ScoreJob {
             baselines: Baselines::of(selected.iter().map(|(_, t)| t)),

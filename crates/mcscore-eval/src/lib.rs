@@ -10,7 +10,7 @@
 //! ```no_run
 //! use std::path::PathBuf;
 //! use mcscore_engine::{ContextSize, FlashAttention, Settings};
-//! use mcscore_eval::{report, Cancel, NoProgress, ScoreJob, ScoreSpec};
+//! use mcscore_eval::{report, Cancel, NoProgress, ScoreJob, ScoreSpec, TaskKind};
 //!
 //! let settings = Settings {
 //!     context: ContextSize::Auto,
@@ -25,6 +25,7 @@
 //! };
 //! let spec = ScoreSpec {
 //!     file: PathBuf::from("datasets/arc-easy-validation.bin"),
+//!     kind: TaskKind::MultipleChoice,
 //!     model: PathBuf::from("gemma-3-270m-q4_k_m.gguf"),
 //!     lenient: false,
 //!     subset: Some(100),
@@ -56,7 +57,7 @@ pub mod tokens;
 pub use error::{EvalError, LogFault};
 pub use fills::Cancel;
 pub use hashes::sha256_cached;
-pub use job::{select, End, Input, ScoreJob, ScoreOutcome, ScoreSpec, Selection, UNCONDITIONAL_CONTEXT};
+pub use job::{select, End, Input, ScoreJob, ScoreOutcome, ScoreSpec, Selection, TaskKind, UNCONDITIONAL_CONTEXT};
 pub use lock::WriteLock;
 
 /// A stretch of work a job reports progress on.

@@ -21,7 +21,7 @@ use mcscore_metrics::{debias, first_max};
 use serde::{Deserialize, Serialize};
 
 use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, Scoring};
-use crate::job::{select, Selection};
+use crate::job::{select, Selection, TaskKind};
 use crate::{EvalError, Phase, Progress};
 
 /// One prompt: an item rendered in a format under a rotation.
@@ -75,7 +75,7 @@ pub fn load_items(source: ItemSource<'_>, subset: Option<usize>) -> Result<(Item
     if all.is_empty() {
         return Err(EvalError::NoItems { label });
     }
-    let (selection, indices) = select(subset, all.len());
+    let (selection, indices) = select(TaskKind::MultipleChoice, subset, all.len());
     let items = indices.iter().map(|&i| all[i].clone()).collect();
     Ok((Items { label, indices, items }, selection))
 }

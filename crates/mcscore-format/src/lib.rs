@@ -13,6 +13,7 @@ mod lenient;
 mod parse;
 mod summary;
 mod task;
+mod text;
 mod writer;
 
 use std::path::PathBuf;
@@ -23,6 +24,7 @@ pub use lenient::{llama_cpp_rejects, llama_cpp_task_count, read_lenient};
 pub use parse::validate;
 pub use summary::{sha256_file, sha256_hex, Baselines, Summary};
 pub use task::{Choices, IdSet, Mode, Task};
+pub use text::{read_hellaswag, read_winogrande, winogrande_line, TextFault, HELLASWAG_ENDINGS, WINOGRANDE_HEADER};
 pub use writer::{write_atomic, write_tasks, AtomicFile, TaskWriter};
 
 /// llama.cpp rejects tasks with more options than this.
@@ -43,6 +45,9 @@ pub enum Error {
 
     #[error("{}: {announced} tasks were announced but {written} were written", path.display())]
     CountMismatch { path: PathBuf, announced: usize, written: usize },
+
+    #[error("{}: line {line} (byte {offset}): {fault}", path.display())]
+    Text { path: PathBuf, line: usize, offset: usize, fault: TextFault },
 
     #[error("{}: the file would pass 4 GiB, beyond the format's 32-bit offsets", path.display())]
     TooLarge { path: PathBuf },
