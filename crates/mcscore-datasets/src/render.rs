@@ -22,13 +22,16 @@ pub enum Scaffold {
     Text,
     /// `<passage>\nQuestion: "<stem>?" Answer:` with options `no` / `yes`.
     Passage,
+    /// The sentence with its `_`, which each option fills (Winogrande),
+    /// written as llama.cpp's Winogrande CSV rather than a task file.
+    Blank,
 }
 
 impl Scaffold {
     pub fn mode(self) -> mcscore_format::Mode {
         match self {
             Scaffold::Letter => mcscore_format::Mode::Letter,
-            Scaffold::Text | Scaffold::Passage => mcscore_format::Mode::Text,
+            Scaffold::Text | Scaffold::Passage | Scaffold::Blank => mcscore_format::Mode::Text,
         }
     }
 
@@ -46,6 +49,7 @@ impl Scaffold {
                 let passage = item.passage.as_deref().unwrap_or_default();
                 (format!("{passage}\nQuestion: \"{}?\" Answer:", item.stem), item.options.clone())
             }
+            Scaffold::Blank => (item.stem.clone(), item.options.clone()),
         }
     }
 }

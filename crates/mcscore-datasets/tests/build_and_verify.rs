@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mcscore_datasets::{build, find, load_items, verify_tasks, Manifest, Mismatch, Source, BENCHMARKS};
+use mcscore_datasets::{build, find, load_items, verify_tasks, Manifest, Mismatch, Scaffold, Source, BENCHMARKS};
 use mcscore_format::{write_tasks, Task, TaskFile};
 
 fn sources_root() -> PathBuf {
@@ -39,9 +39,30 @@ fn every_local_benchmark_rebuilds_the_committed_file() {
         assert_eq!(entry.source, committed.source, "{}", benchmark.name);
         let committed_bytes = std::fs::read(repo_root().join(&committed.file)).unwrap();
         assert_eq!(mcscore_format::sha256_hex(&committed_bytes), committed.sha256, "{}: datasets/ file vs manifest", benchmark.name);
-        let file = TaskFile::open(dir.path().join(format!("{}.bin", benchmark.name))).unwrap();
-        assert_eq!(verify_tasks(benchmark, &file, &local_source(benchmark.name), &|_| {}).unwrap(), vec![]);
+        let path = dir.path().join(benchmark.file_name());
+        let bytes = std::fs::read(&path).unwrap();
+        let tasks = match benchmark.scaffold {
+            Scaffold::Blank => mcscore_format::read_winogrande(&bytes, &path).unwrap(),
+            _ => mcscore_format::read_lenient(&bytes, &path).unwrap(),
+        };
+        assert_eq!(verify_tasks(benchmark, &tasks, &local_source(benchmark.name), &|_| {}).unwrap(), vec![]);
     }
+}
+
+/// llama.cpp's winogrande-debiased-eval.csv, re-derived: its first row is the
+/// one perplexity.cpp quotes, every row reads back, and a moved answer is caught.
+#[test]
+fn winogrande_csv_is_llama_cpps_and_verifies() {
+    let name = "winogrande-debiased-eval";
+    let path = repo_root().join("datasets").join(find(name).unwrap().file_name());
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with("0,Sarah was a much better surgeon than Maria so _ always got the easier cases.,Sarah,Maria,2\n"));
+    let mut tasks = mcscore_format::read_winogrande(text.as_bytes(), &path).unwrap();
+    assert_eq!(tasks.len(), 1267);
+    assert_eq!(verify_tasks(find(name).unwrap(), &tasks, &local_source(name), &|_| {}).unwrap(), vec![]);
+    tasks[5] = Task::new(tasks[5].question, tasks[5].options().to_vec(), 1 - tasks[5].gold().unwrap());
+    let found = verify_tasks(find(name).unwrap(), &tasks, &local_source(name), &|_| {}).unwrap();
+    assert!(matches!(found[..], [Mismatch::Gold { task: 5, .. }]), "{found:?}");
 }
 
 /// Row counts and a first task checked by hand against each source.
@@ -125,7 +146,7 @@ fn verify_mutant(name: &str, edit: impl FnOnce(&mut Vec<(String, Vec<String>, us
     let dir = tempfile::tempdir().unwrap();
     let mutant = dir.path().join("mutant.bin");
     rewrite(&repo_root().join(format!("datasets/{name}.bin")), &mutant, edit);
-    verify_tasks(find(name).unwrap(), &TaskFile::open(&mutant).unwrap(), &local_source(name), &|_| {}).unwrap()
+    verify_tasks(find(name).unwrap(), &TaskFile::open(&mutant).unwrap().tasks().collect::<Vec<_>>(), &local_source(name), &|_| {}).unwrap()
 }
 
 #[test]
@@ -179,7 +200,7 @@ fn verify_catches_a_source_of_another_revision() {
     std::fs::write(&other, changed).unwrap();
     let sources = vec![Source::local(&other, find(name).unwrap().local.unwrap())];
     let file = TaskFile::open(repo_root().join(format!("datasets/{name}.bin"))).unwrap();
-    let found = verify_tasks(find(name).unwrap(), &file, &sources, &|_| {}).unwrap();
+    let found = verify_tasks(find(name).unwrap(), &file.tasks().collect::<Vec<_>>(), &sources, &|_| {}).unwrap();
     assert!(matches!(found[..], [Mismatch::Gold { task: 0, expected: 1, found: Some(0) }]), "{found:?}");
     let recorded = Manifest::load(&repo_root().join("manifest.json")).unwrap();
     let recorded = &recorded.entry(name).unwrap().source.files[0].sha256;
