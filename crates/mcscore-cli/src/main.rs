@@ -23,6 +23,7 @@ mod engine_args;
 mod inspect;
 mod llama_args;
 mod llama_output;
+mod llama_perplexity;
 mod output;
 mod plots;
 mod report;
@@ -82,7 +83,21 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse_from(llama_args::rewrite(std::env::args_os()));
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if llama_perplexity::invoked_as(args.first()) {
+        if args.iter().skip(1).any(|a| a == "-h" || a == "--help") {
+            print!("{}", llama_perplexity::help());
+            return ExitCode::SUCCESS;
+        }
+        args = match llama_perplexity::translate(&args) {
+            Ok(args) => args,
+            Err(error) => {
+                eprintln!("{} (mcscore): error: {error}", llama_perplexity::NAME);
+                return ExitCode::from(2);
+            }
+        };
+    }
+    let cli = Cli::parse_from(llama_args::rewrite(args));
     let result = match cli.command {
         Command::Score(args) => score::run(args),
         Command::Inspect(args) => inspect::run(args),

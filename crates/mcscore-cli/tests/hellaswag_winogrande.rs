@@ -11,17 +11,12 @@
 
 mod common;
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::*;
 
 const TOLERANCE: f64 = 0.9;
 const MEDIAN_TOLERANCE: f64 = 0.1;
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/llama-perplexity").join(name)
-}
 
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -96,16 +91,6 @@ fn winogrande_agrees_with_llama_perplexity_and_scores_the_last_line() {
         "winogrande: median |Δ| {median:.4}, max {:.4}; {compared} clear margins agree; {misread} tasks compared on option 1 alone",
         diffs.last().unwrap()
     );
-}
-
-/// The real hellaswag_val_full.txt, decompressed from its source.
-fn hellaswag_file(dir: &Path) -> PathBuf {
-    let source = Path::new(&sources()).join("llamacpp_validation/klosax_hellaswag_text_data_1105d37/hellaswag_val_full.txt.bz2");
-    let mut text = Vec::new();
-    bzip2::read::BzDecoder::new(std::fs::File::open(&source).unwrap()).read_to_end(&mut text).unwrap();
-    let path = dir.join("hellaswag_val_full.txt");
-    std::fs::write(&path, text).unwrap();
-    path
 }
 
 #[test]

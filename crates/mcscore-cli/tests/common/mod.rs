@@ -75,6 +75,22 @@ pub fn first_max(values: &[f64]) -> usize {
     (1..values.len()).fold(0, |b, k| if values[k] > values[b] { k } else { b })
 }
 
+/// A file of tests/data/llama-perplexity: llama-perplexity's own outputs.
+pub fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/llama-perplexity").join(name)
+}
+
+/// The real hellaswag_val_full.txt, decompressed from its source into `dir`.
+pub fn hellaswag_file(dir: &Path) -> PathBuf {
+    use std::io::Read;
+    let source = Path::new(&sources()).join("llamacpp_validation/klosax_hellaswag_text_data_1105d37/hellaswag_val_full.txt.bz2");
+    let mut text = Vec::new();
+    bzip2::read::BzDecoder::new(std::fs::File::open(&source).unwrap()).read_to_end(&mut text).unwrap();
+    let path = dir.join("hellaswag_val_full.txt");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }

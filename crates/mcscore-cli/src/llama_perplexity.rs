@@ -1,0 +1,180 @@
+//! mcscore invoked as `llama-perplexity` (a link or a copy of that name):
+//! llama-perplexity's command line for its three multiple-choice modes,
+//! rewritten to `mcscore score --output llama`, so a script that calls it
+//! works unchanged with mcscore first on `PATH`. What mcscore does not
+//! implement is refused with exit 2, never run as something else.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use crate::UsageError;
+
+/// The name that selects this entry point.
+pub(crate) const NAME: &str = "llama-perplexity";
+
+/// Whether `argv0` names this entry point (`llama-perplexity`, with any
+/// folder or `.exe`).
+pub(crate) fn invoked_as(argv0: Option<&OsString>) -> bool {
+    argv0.and_then(|a| Path::new(a).file_stem()).is_some_and(|stem| stem == NAME)
+}
+
+enum Flag {
+    /// Passed on under mcscore's name; `true` when it takes a value.
+    Pass(&'static str, bool),
+    /// Accepted with no effect (llama.cpp's log formatting); `true` when it takes a value.
+    Ignore(bool),
+}
+
+const FLAGS: &[(&[&str], Flag)] = &[
+    (&["-m", "--model"], Flag::Pass("--model", true)),
+    (&["-f", "--file"], Flag::Pass("--binary-file", true)),
+    (&["-bf", "--binary-file"], Flag::Pass("--binary-file", true)),
+    (&["--multiple-choice"], Flag::Pass("--multiple-choice", false)),
+    (&["--multiple-choice-tasks"], Flag::Pass("--multiple-choice-tasks", true)),
+    (&["--hellaswag"], Flag::Pass("--hellaswag", false)),
+    (&["--hellaswag-tasks"], Flag::Pass("--hellaswag-tasks", true)),
+    (&["--winogrande"], Flag::Pass("--winogrande", false)),
+    (&["--winogrande-tasks"], Flag::Pass("--winogrande-tasks", true)),
+    (&["-c", "--ctx-size"], Flag::Pass("--ctx-size", true)),
+    (&["-np", "--parallel"], Flag::Pass("--parallel", true)),
+    (&["-b", "--batch-size"], Flag::Pass("--batch-size", true)),
+    (&["-ub", "--ubatch-size"], Flag::Pass("--ubatch-size", true)),
+    (&["-t", "--threads"], Flag::Pass("--threads", true)),
+    (&["-tb", "--threads-batch"], Flag::Pass("--threads-batch", true)),
+    (&["-ngl", "--gpu-layers", "--n-gpu-layers"], Flag::Pass("--n-gpu-layers", true)),
+    (&["-fa", "--flash-attn"], Flag::Pass("--flash-attn", true)),
+    (&["--log-prefix", "--no-log-prefix", "--log-timestamps", "--no-log-timestamps", "--log-disable"], Flag::Ignore(false)),
+    (&["--log-colors"], Flag::Ignore(true)),
+];
+
+/// Flags of llama-perplexity's other modes, refused by name.
+const OTHER_MODES: &[&str] = &["--kl-divergence", "--kl-divergence-base", "--ppl-stride", "--ppl-output-type", "--all-logits"];
+
+/// What `llama-perplexity --help` prints here.
+pub(crate) fn help() -> String {
+    let mut text = String::from(
+        "llama-perplexity (mcscore): llama-perplexity's multiple-choice modes, scored by mcscore\n\n\
+         usage: llama-perplexity -m MODEL (-bf FILE --multiple-choice | -f FILE --hellaswag | -f FILE --winogrande) [flags]\n\n\
+         flags, as llama-perplexity takes them:\n",
+    );
+    for (names, flag) in FLAGS {
+        let (value, note) = match flag {
+            Flag::Pass(_, true) => (" N", ""),
+            Flag::Pass(_, false) => ("", ""),
+            Flag::Ignore(taking) => (if *taking { " X" } else { "" }, "   (accepted; mcscore formats its own log)"),
+        };
+        text.push_str(&format!("  {}{value}{note}\n", names.join(", ")));
+    }
+    text.push_str(
+        "\nDefaults are llama-perplexity's (-c 512, --hellaswag-tasks 400). Plain perplexity over a text file and\n\
+         --kl-divergence are not supported: they exit 2. Every Winogrande line is scored (llama-perplexity drops\n\
+         the file's last one). For everything else mcscore offers: mcscore score --help.\n",
+    );
+    text
+}
+
+/// Rewrites llama-perplexity's arguments (`args[0]` is the program) to
+/// `mcscore score --output llama ...`, or says why they cannot be.
+pub(crate) fn translate(args: &[OsString]) -> Result<Vec<OsString>, UsageError> {
+    let mut out: Vec<OsString> = ["mcscore", "score", "--output", "llama"].map(OsString::from).to_vec();
+    let (mut mode, mut context) = (false, false);
+    let mut rest = args.iter().skip(1);
+    while let Some(arg) = rest.next() {
+        let text = arg.to_str().ok_or_else(|| UsageError(format!("{}: not valid UTF-8", arg.to_string_lossy())))?;
+        let (name, inline) = match text.split_once('=') {
+            Some((name, value)) if name.starts_with('-') => (name, Some(value)),
+            _ => (text, None),
+        };
+        if OTHER_MODES.contains(&name) {
+            return Err(UsageError(format!("{name}: not supported (mcscore implements llama-perplexity's multiple-choice modes only)")));
+        }
+        let Some((_, flag)) = FLAGS.iter().find(|(names, _)| names.contains(&name)) else {
+            return Err(UsageError(if name.starts_with('-') {
+                format!("{name}: not supported by mcscore's llama-perplexity (llama-perplexity --help lists what is)")
+            } else {
+                format!("{name}: unexpected argument (llama-perplexity takes flags only)")
+            }));
+        };
+        let takes_value = matches!(flag, Flag::Pass(_, true) | Flag::Ignore(true));
+        let value = match (takes_value, inline) {
+            (true, Some(value)) => Some(OsString::from(value)),
+            (true, None) => Some(rest.next().cloned().ok_or_else(|| UsageError(format!("{name}: a value is required")))?),
+            (false, Some(_)) => return Err(UsageError(format!("{name}: takes no value"))),
+            (false, None) => None,
+        };
+        if let Flag::Pass(long, _) = flag {
+            mode |= matches!(*long, "--multiple-choice" | "--hellaswag" | "--winogrande");
+            context |= *long == "--ctx-size";
+            out.push(OsString::from(long));
+            out.extend(value);
+        }
+    }
+    if !mode {
+        return Err(UsageError(
+            "plain perplexity (no --multiple-choice, --hellaswag or --winogrande) is not supported: mcscore scores the multiple-choice modes only"
+                .to_owned(),
+        ));
+    }
+    if !context {
+        // llama-perplexity's default context per sequence.
+        out.extend(["--ctx-size", "512"].map(OsString::from));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(args: &[&str]) -> Result<Vec<String>, String> {
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        translate(&args).map(|out| out.into_iter().map(|a| a.into_string().unwrap()).collect()).map_err(|e| e.0)
+    }
+
+    #[test]
+    fn llama_perplexity_lines_become_score_lines() {
+        let out = words(&["llama-perplexity", "-m", "m.gguf", "-bf", "x.bin", "--multiple-choice", "-np", "16", "-t=2", "--log-prefix"]);
+        assert_eq!(
+            out.unwrap(),
+            [
+                "mcscore",
+                "score",
+                "--output",
+                "llama",
+                "--model",
+                "m.gguf",
+                "--binary-file",
+                "x.bin",
+                "--multiple-choice",
+                "--parallel",
+                "16",
+                "--threads",
+                "2",
+                "--ctx-size",
+                "512"
+            ]
+        );
+        let out = words(&["llama-perplexity", "-f", "h.txt", "--hellaswag", "--hellaswag-tasks", "10", "-c", "1024"]).unwrap();
+        assert_eq!(&out[4..], ["--binary-file", "h.txt", "--hellaswag", "--hellaswag-tasks", "10", "--ctx-size", "1024"]);
+    }
+
+    #[test]
+    fn what_is_not_implemented_is_refused_by_name() {
+        assert!(words(&["llama-perplexity", "-m", "m", "-f", "wiki.txt"]).unwrap_err().starts_with("plain perplexity"));
+        assert!(words(&["llama-perplexity", "-m", "m", "--kl-divergence", "--multiple-choice"])
+            .unwrap_err()
+            .starts_with("--kl-divergence: not supported"));
+        assert!(words(&["llama-perplexity", "--winogrande", "--temp", "0"]).unwrap_err().starts_with("--temp: not supported"));
+        assert!(words(&["llama-perplexity", "--winogrande", "-c"]).unwrap_err().starts_with("-c: a value is required"));
+        assert!(words(&["llama-perplexity", "--winogrande=1"]).unwrap_err().starts_with("--winogrande: takes no value"));
+        assert!(words(&["llama-perplexity", "--winogrande", "stray"]).unwrap_err().starts_with("stray: unexpected argument"));
+    }
+
+    #[test]
+    fn the_entry_point_is_chosen_by_program_name() {
+        assert!(invoked_as(Some(&OsString::from("/usr/local/bin/llama-perplexity"))));
+        assert!(invoked_as(Some(&OsString::from("llama-perplexity.exe"))));
+        assert!(!invoked_as(Some(&OsString::from("mcscore"))));
+        assert!(!invoked_as(None));
+    }
+}
