@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
-use mcscore_datasets::{build, find, hub, Benchmark, DatasetError, Entry, Manifest, Mismatch, Scaffold, Source, BENCHMARKS};
+use mcscore_datasets::{
+    build, build_with_shots, entry_benchmark, find, hub, shot_name, Benchmark, DatasetError, Entry, Manifest, Mismatch, Scaffold, Source,
+    BENCHMARKS,
+};
 use mcscore_format::{read_winogrande, Task, TaskFile};
 
 use crate::Outcome;
@@ -73,6 +76,28 @@ pub(crate) struct BuildArgs {
     out: PathBuf,
     #[arg(long, value_name = "FILE", default_value = "manifest.json")]
     manifest: PathBuf,
+    /// Build the K-shot variant, NAME-Kshot.bin: K solved examples from the
+    /// benchmark's own dev or training split before each question (MMLU: its dev
+    /// split's first K of the task's subject, after "The following are multiple
+    /// choice questions (with answers) about SUBJECT."; CommonsenseQA: K drawn
+    /// from its training split with --shot-seed, the same for every task).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=64))]
+    shots: Option<u32>,
+    /// Seed of a seeded shot draw (default 1234, lm-evaluation-harness's).
+    #[arg(long, value_name = "S", requires = "shots")]
+    shot_seed: Option<u64>,
+}
+
+/// The sources of the split `benchmark`'s shots come from (none for a 0-shot file).
+fn shot_sources(benchmark: &Benchmark, args: &SourceArgs, shots: bool) -> anyhow::Result<Vec<Source>> {
+    if !shots {
+        return Ok(Vec::new());
+    }
+    let Some(shot) = benchmark.shots else { return Ok(Vec::new()) };
+    if args.source.is_some() {
+        bail!("--source names one file; a k-shot file also reads {}: pass --sources DIR (or build from the hub)", shot.from);
+    }
+    args.resolve(self::benchmark(shot.from)?)
 }
 
 fn benchmark(name: &str) -> anyhow::Result<&'static Benchmark> {
@@ -110,8 +135,17 @@ pub(crate) fn run_build(args: BuildArgs) -> anyhow::Result<Outcome> {
     for name in names {
         let benchmark = benchmark(name)?;
         let sources = args.source.resolve(benchmark)?;
-        let file_name = relative_to_manifest(&args.manifest, &args.out.join(benchmark.file_name()));
-        let entry = build(benchmark, &sources, &args.out, &file_name)?;
+        let entry = match args.shots {
+            Some(k) => {
+                let shot_sources = shot_sources(benchmark, &args.source, true)?;
+                let file_name = relative_to_manifest(&args.manifest, &args.out.join(format!("{}.bin", shot_name(name, k as usize))));
+                build_with_shots(benchmark, &sources, &shot_sources, k as usize, args.shot_seed, &args.out, &file_name)?
+            }
+            None => {
+                let file_name = relative_to_manifest(&args.manifest, &args.out.join(benchmark.file_name()));
+                build(benchmark, &sources, &args.out, &file_name)?
+            }
+        };
         outln!(
             "{}: {} tasks, {} mode, chance {:.2} %, majority_class {:.2} %, sha256 {}",
             entry.file,
@@ -202,7 +236,7 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
 }
 
 fn verify_entry(entry: &Entry, path: &Path, source_args: &SourceArgs) -> anyhow::Result<Vec<Mismatch>> {
-    let benchmark = benchmark(&entry.name)?;
+    let benchmark = entry_benchmark(entry)?;
     // A task file strictly validated, or Winogrande's CSV strictly read.
     let (file, csv);
     let (bytes, tasks): (&[u8], Vec<Task<'_>>) = if benchmark.scaffold == Scaffold::Blank {
@@ -213,9 +247,11 @@ fn verify_entry(entry: &Entry, path: &Path, source_args: &SourceArgs) -> anyhow:
         (file.bytes(), file.tasks().collect())
     };
     let sources = source_args.resolve(benchmark)?;
+    let shot_sources = shot_sources(benchmark, source_args, entry.shots.is_some())?;
     let progress = ProgressBar::new(tasks.len() as u64).with_message(entry.name.clone());
     progress.set_style(ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} tasks").expect("valid template"));
-    let mismatches = mcscore_datasets::verify_entry(entry, bytes, &tasks, &sources, &|done| progress.set_position(done as u64))?;
+    let mismatches =
+        mcscore_datasets::verify_entry(entry, bytes, &tasks, &sources, &shot_sources, &|done| progress.set_position(done as u64))?;
     progress.finish_and_clear();
     Ok(mismatches)
 }

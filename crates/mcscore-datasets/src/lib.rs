@@ -13,6 +13,7 @@ pub mod formats;
 pub mod hub;
 pub mod manifest;
 mod render;
+pub mod shots;
 mod source;
 
 use std::path::{Path, PathBuf};
@@ -22,8 +23,9 @@ use std::collections::BTreeMap;
 use mcscore_format::{sha256_file, sha256_hex, winogrande_line, write_atomic, write_tasks, Baselines, Summary, Task, TaskFile};
 
 pub use benchmarks::{find, Benchmark, ConvertError, BENCHMARKS};
-pub use manifest::{Entry, Manifest, Provenance, SourceFile};
+pub use manifest::{Entry, Manifest, Provenance, ShotsRecord, SourceFile};
 pub use render::{Item, Scaffold};
+pub use shots::{render_with_shots, shot_name, ShotError};
 pub use source::{read_records, SourceFormat};
 
 /// A cause of another crate's type (a reader's, a parser's), kept as the source.
@@ -67,6 +69,9 @@ pub enum DatasetError {
 
     #[error(transparent)]
     Format(#[from] mcscore_format::Error),
+
+    #[error(transparent)]
+    Shots(#[from] ShotError),
 }
 
 /// A source file to read: how the manifest names it, and where it is.
@@ -117,20 +122,75 @@ pub fn source_sha256(path: &Path) -> Result<String, DatasetError> {
     sha256_file(path).map_err(error)
 }
 
-/// Builds `benchmark` from `sources` into `out_dir/`[`Benchmark::file_name`]
-/// (atomically) and returns its manifest entry. `file_name` is how the
-/// manifest refers to it.
-pub fn build(benchmark: &Benchmark, sources: &[Source], out_dir: &Path, file_name: &str) -> Result<Entry, DatasetError> {
-    let items = load_items(benchmark, sources)?;
-    let rendered: Vec<(String, Vec<String>, usize)> = items
+/// A task as built: question, options, gold.
+pub(crate) type Rendered = (String, Vec<String>, usize);
+
+/// Every task of `benchmark`, rendered in its scaffold.
+fn render(benchmark: &Benchmark, sources: &[Source]) -> Result<Vec<Rendered>, DatasetError> {
+    Ok(load_items(benchmark, sources)?
         .iter()
         .map(|item| {
             let (question, options) = benchmark.scaffold.render(item);
             (question, options, item.gold)
         })
-        .collect();
-    let tasks = rendered.iter().map(|(q, o, g)| Task::new(q, o.iter().map(String::as_str).collect(), *g));
+        .collect())
+}
+
+/// Builds `benchmark` from `sources` into `out_dir/`[`Benchmark::file_name`]
+/// (atomically) and returns its manifest entry. `file_name` is how the
+/// manifest refers to it.
+pub fn build(benchmark: &Benchmark, sources: &[Source], out_dir: &Path, file_name: &str) -> Result<Entry, DatasetError> {
+    let rendered = render(benchmark, sources)?;
     let path = out_dir.join(benchmark.file_name());
+    write_entry(benchmark, benchmark.name, &rendered, sources, &path, file_name)
+}
+
+/// Builds `benchmark` with `k` solved examples before each question (see
+/// [`shots`]) into `out_dir/NAME-Kshot.bin` and returns its manifest entry,
+/// which records the shots, their seed and their split's source files.
+pub fn build_with_shots(
+    benchmark: &Benchmark,
+    sources: &[Source],
+    shot_sources: &[Source],
+    k: usize,
+    seed: Option<u64>,
+    out_dir: &Path,
+    file_name: &str,
+) -> Result<Entry, DatasetError> {
+    let (rendered, seed) = render_with_shots(benchmark, sources, shot_sources, k, seed)?;
+    let name = shot_name(benchmark.name, k);
+    let mut entry = write_entry(benchmark, &name, &rendered, sources, &out_dir.join(format!("{name}.bin")), file_name)?;
+    let split = find(benchmark.shots.expect("render_with_shots checked it").from).expect("registered");
+    entry.shots = Some(ShotsRecord { of: benchmark.name.to_owned(), k, seed, from: provenance(split, shot_sources)? });
+    Ok(entry)
+}
+
+/// Where `benchmark` was built from: its hub coordinates and `sources` with their sha256.
+fn provenance(benchmark: &Benchmark, sources: &[Source]) -> Result<Provenance, DatasetError> {
+    let files = sources
+        .iter()
+        .map(|s| Ok(SourceFile { path: s.name.clone(), sha256: source_sha256(&s.path)? }))
+        .collect::<Result<Vec<_>, DatasetError>>()?;
+    Ok(Provenance {
+        repo: benchmark.hub.repo.to_owned(),
+        config: benchmark.hub.config.to_owned(),
+        split: benchmark.hub.split.to_owned(),
+        revision: benchmark.hub.revision.map(str::to_owned),
+        files,
+    })
+}
+
+/// Writes `rendered` to `path` (a task file, or Winogrande's CSV) and returns
+/// the manifest entry called `name`.
+fn write_entry(
+    benchmark: &Benchmark,
+    name: &str,
+    rendered: &[Rendered],
+    sources: &[Source],
+    path: &Path,
+    file_name: &str,
+) -> Result<Entry, DatasetError> {
+    let tasks = rendered.iter().map(|(q, o, g)| Task::new(q, o.iter().map(String::as_str).collect(), *g));
     // What the manifest records of the file, whichever format it is.
     let (sha256, bytes, option_counts, mode, baselines, min_parallel) = if benchmark.scaffold == Scaffold::Blank {
         let csv: String = rendered
@@ -140,22 +200,18 @@ pub fn build(benchmark: &Benchmark, sources: &[Source], out_dir: &Path, file_nam
                 winogrande_line(i, sentence, [&options[0], &options[1]], gold + 1).expect("the converter admits only CSV-safe rows")
             })
             .collect();
-        write_atomic(&path, csv.as_bytes())?;
+        write_atomic(path, csv.as_bytes())?;
         let tasks: Vec<Task<'_>> = tasks.collect();
         let baselines = Baselines::of(&tasks);
         (sha256_hex(csv.as_bytes()), csv.len() as u64, BTreeMap::from([(2, tasks.len())]), benchmark.scaffold.mode(), baselines, 2)
     } else {
-        write_tasks(&path, tasks)?;
-        let s = Summary::of(&TaskFile::open(&path)?);
+        write_tasks(path, tasks)?;
+        let s = Summary::of(&TaskFile::open(path)?);
         let baselines = Baselines { chance: s.chance, majority_class: s.majority_class, majority_position: s.majority_position };
         (s.sha256, s.bytes, s.option_counts, s.mode, baselines, s.min_parallel)
     };
-    let files = sources
-        .iter()
-        .map(|s| Ok(SourceFile { path: s.name.clone(), sha256: source_sha256(&s.path)? }))
-        .collect::<Result<Vec<_>, DatasetError>>()?;
     Ok(Entry {
-        name: benchmark.name.to_owned(),
+        name: name.to_owned(),
         file: file_name.to_owned(),
         sha256,
         bytes,
@@ -165,14 +221,9 @@ pub fn build(benchmark: &Benchmark, sources: &[Source], out_dir: &Path, file_nam
         chance: baselines.chance,
         majority_class: baselines.majority_class,
         min_parallel,
-        source: Provenance {
-            repo: benchmark.hub.repo.to_owned(),
-            config: benchmark.hub.config.to_owned(),
-            split: benchmark.hub.split.to_owned(),
-            revision: benchmark.hub.revision.map(str::to_owned),
-            files,
-        },
+        source: provenance(benchmark, sources)?,
         licence: benchmark.licence.to_owned(),
+        shots: None,
     })
 }
 
@@ -204,60 +255,77 @@ pub fn verify_tasks(
     sources: &[Source],
     progress: &dyn Fn(usize),
 ) -> Result<Vec<Mismatch>, DatasetError> {
-    let items = load_items(benchmark, sources)?;
+    Ok(compare(benchmark.scaffold, &render(benchmark, sources)?, tasks, progress))
+}
+
+/// The differences between the tasks as built (`expected`) and as read.
+fn compare(scaffold: Scaffold, expected: &[Rendered], tasks: &[Task<'_>], progress: &dyn Fn(usize)) -> Vec<Mismatch> {
     let mut mismatches = Vec::new();
-    if items.len() != tasks.len() {
-        mismatches.push(Mismatch::TaskCount { expected: items.len(), found: tasks.len() });
+    if expected.len() != tasks.len() {
+        mismatches.push(Mismatch::TaskCount { expected: expected.len(), found: tasks.len() });
     }
-    for (index, (item, task)) in items.iter().zip(tasks).enumerate() {
-        let (question, options) = benchmark.scaffold.render(item);
+    for (index, ((question, options, gold), task)) in expected.iter().zip(tasks).enumerate() {
         if task.question != question {
             mismatches.push(Mismatch::Question { task: index });
         }
         if task.options() != options.iter().map(String::as_str).collect::<Vec<_>>() {
             let found: Vec<String> = task.options().iter().map(|o| o.to_string()).collect();
-            if benchmark.scaffold == Scaffold::Letter {
+            if scaffold == Scaffold::Letter {
                 mismatches.push(Mismatch::LetterOptions { task: index, found });
             } else {
-                mismatches.push(Mismatch::Options { task: index, expected: options, found });
+                mismatches.push(Mismatch::Options { task: index, expected: options.clone(), found });
             }
         }
-        if task.gold() != Some(item.gold) {
-            mismatches.push(Mismatch::Gold { task: index, expected: item.gold, found: task.gold() });
+        if task.gold() != Some(*gold) {
+            mismatches.push(Mismatch::Gold { task: index, expected: *gold, found: task.gold() });
         }
         if index % 1024 == 0 {
             progress(index);
         }
     }
     progress(tasks.len());
-    Ok(mismatches)
+    mismatches
+}
+
+/// The registered benchmark an entry was built from (a k-shot file's is the
+/// benchmark it holds the tasks of).
+pub fn entry_benchmark(entry: &Entry) -> Result<&'static Benchmark, DatasetError> {
+    let name = entry.shots.as_ref().map_or(&entry.name, |s| &s.of);
+    find(name).ok_or_else(|| DatasetError::Manifest {
+        path: PathBuf::from(&entry.file),
+        source: format!("no benchmark named {name:?} is registered").into(),
+    })
 }
 
 /// Everything `verify` checks of a file against its manifest entry: the
-/// file's sha256 (of `bytes`), each source's sha256, then every task (`tasks`,
-/// read from it) re-derived from the sources ([`verify_tasks`]).
+/// file's sha256 (of `bytes`), each source's sha256 (and, for a k-shot file,
+/// each of `shot_sources`), then every task (`tasks`, read from it) re-derived
+/// from the sources.
 pub fn verify_entry(
     entry: &Entry,
     bytes: &[u8],
     tasks: &[Task<'_>],
     sources: &[Source],
+    shot_sources: &[Source],
     progress: &dyn Fn(usize),
 ) -> Result<Vec<Mismatch>, DatasetError> {
-    let benchmark = find(&entry.name).ok_or_else(|| DatasetError::Manifest {
-        path: PathBuf::from(&entry.file),
-        source: format!("no benchmark named {:?} is registered", entry.name).into(),
-    })?;
+    let benchmark = entry_benchmark(entry)?;
     let mut mismatches = Vec::new();
     let sha256 = sha256_hex(bytes);
     if sha256 != entry.sha256 {
         mismatches.push(Mismatch::FileSha256 { expected: entry.sha256.clone(), found: sha256 });
     }
-    for (source, recorded) in sources.iter().zip(&entry.source.files) {
+    let recorded_shots = entry.shots.as_ref().map_or(&[][..], |s| &s.from.files[..]);
+    for (source, recorded) in sources.iter().zip(&entry.source.files).chain(shot_sources.iter().zip(recorded_shots)) {
         let found = source_sha256(&source.path)?;
         if found != recorded.sha256 {
             mismatches.push(Mismatch::SourceSha256 { path: source.name.clone(), expected: recorded.sha256.clone(), found });
         }
     }
-    mismatches.extend(verify_tasks(benchmark, tasks, sources, progress)?);
+    let expected = match &entry.shots {
+        Some(shots) => render_with_shots(benchmark, sources, shot_sources, shots.k, shots.seed)?.0,
+        None => render(benchmark, sources)?,
+    };
+    mismatches.extend(compare(benchmark.scaffold, &expected, tasks, progress));
     Ok(mismatches)
 }

@@ -25,6 +25,18 @@ pub struct Provenance {
     pub files: Vec<SourceFile>,
 }
 
+/// A k-shot file's examples: how many, from which split, drawn how.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShotsRecord {
+    /// The benchmark whose tasks the file holds.
+    pub of: String,
+    pub k: usize,
+    /// The seed of a seeded draw; none where the examples are fixed (MMLU's dev split).
+    pub seed: Option<u64>,
+    /// The split the examples come from.
+    pub from: Provenance,
+}
+
 /// A manifest entry: the file, its statistics and its provenance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
@@ -40,6 +52,9 @@ pub struct Entry {
     pub min_parallel: usize,
     pub source: Provenance,
     pub licence: String,
+    /// Set for a k-shot file (`build --shots K`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shots: Option<ShotsRecord>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -3,7 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use mcscore_datasets::{build, find, load_items, verify_tasks, Manifest, Mismatch, Scaffold, Source, BENCHMARKS};
+use mcscore_datasets::{
+    build, build_with_shots, find, load_items, verify_entry, verify_tasks, DatasetError, Manifest, Mismatch, Scaffold, ShotError, Source,
+    BENCHMARKS,
+};
 use mcscore_format::{write_tasks, Task, TaskFile};
 
 fn sources_root() -> PathBuf {
@@ -31,7 +34,8 @@ fn every_local_benchmark_rebuilds_the_committed_file() {
     let manifest = Manifest::load(&repo_root().join("manifest.json")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let local: Vec<_> = BENCHMARKS.iter().filter(|b| b.local.is_some()).collect();
-    assert_eq!(manifest.datasets.len(), local.len(), "manifest.json lists every buildable benchmark");
+    let zero_shot = manifest.datasets.iter().filter(|e| e.shots.is_none()).count();
+    assert_eq!(zero_shot, local.len(), "manifest.json lists every buildable benchmark");
     for benchmark in local {
         let entry = build(benchmark, &local_source(benchmark.name), dir.path(), "x.bin").unwrap();
         let committed = manifest.entry(benchmark.name).unwrap_or_else(|| panic!("{} missing from manifest.json", benchmark.name));
@@ -220,4 +224,80 @@ fn committed_letter_files_parse_back_to_their_source_items() {
     // A text-mode file is refused.
     let text = TaskFile::open(repo_root().join("datasets/arc-easy-validation.bin")).unwrap();
     assert!(parse_letter_task(&text.task(0)).is_none());
+}
+
+/// The committed k-shot file rebuilds byte for byte from its two sources, its
+/// preamble is MMLU's (header, then the subject's dev examples in order), and
+/// verify re-derives it and catches a changed example.
+#[test]
+fn five_shot_mmlu_rebuilds_and_verifies() {
+    let manifest = Manifest::load(&repo_root().join("manifest.json")).unwrap();
+    let committed = manifest.entry("mmlu-validation-5shot").expect("mmlu-validation-5shot in manifest.json");
+    let shots = committed.shots.as_ref().unwrap();
+    assert_eq!((shots.of.as_str(), shots.k, shots.seed, shots.from.split.as_str()), ("mmlu-validation", 5, None, "dev"));
+    let dir = tempfile::tempdir().unwrap();
+    let benchmark = find("mmlu-validation").unwrap();
+    let (sources, dev) = (local_source("mmlu-validation"), local_source("mmlu-dev"));
+    let entry = build_with_shots(benchmark, &sources, &dev, 5, None, dir.path(), &committed.file).unwrap();
+    assert_eq!(&entry, committed);
+
+    let bytes = std::fs::read(repo_root().join(&committed.file)).unwrap();
+    let file = TaskFile::open(repo_root().join(&committed.file)).unwrap();
+    let mut tasks: Vec<Task<'_>> = file.tasks().collect();
+    let dev_items = load_items(find("mmlu-dev").unwrap(), &dev).unwrap();
+    let first = &tasks[0].question;
+    assert!(first.starts_with("The following are multiple choice questions (with answers) about abstract algebra.\n\nQuestion: "));
+    assert!(first.contains(&format!("Question: {}\n", dev_items[4].stem)) && !first.contains(&dev_items[5].stem));
+    assert_eq!(first.matches("\nAnswer: ").count(), 5, "five solved examples");
+    assert_eq!(verify_entry(committed, &bytes, &tasks, &sources, &dev, &|_| {}).unwrap(), vec![]);
+
+    // One example's answer changed in one task: that task's question differs.
+    let changed = tasks[3].question.replacen("Answer: B", "Answer: C", 1);
+    tasks[3] = Task::new(&changed, tasks[3].options().to_vec(), tasks[3].gold().unwrap());
+    let found = verify_entry(committed, &bytes, &tasks, &sources, &dev, &|_| {}).unwrap();
+    assert!(matches!(found[..], [Mismatch::Question { task: 3 }]), "{found:?}");
+}
+
+#[test]
+fn seeded_shots_are_shared_by_every_task_and_bad_requests_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let benchmark = find("commonsense-qa-validation").unwrap();
+    let (sources, train) = (local_source("commonsense-qa-validation"), local_source("commonsense-qa-train"));
+    let entry = build_with_shots(benchmark, &sources, &train, 3, Some(9), dir.path(), "x.bin").unwrap();
+    assert_eq!((entry.name.as_str(), entry.shots.as_ref().unwrap().seed), ("commonsense-qa-validation-3shot", Some(9)));
+    let file = TaskFile::open(dir.path().join("commonsense-qa-validation-3shot.bin")).unwrap();
+    let preamble = |q: &str| q[..q.rfind("Question: ").unwrap()].to_owned();
+    let tasks: Vec<Task<'_>> = file.tasks().collect();
+    assert_eq!(preamble(tasks[0].question).matches("\nAnswer: ").count(), 3);
+    assert!(tasks.iter().all(|t| preamble(t.question) == preamble(tasks[0].question)), "one draw for every task");
+    let other = build_with_shots(benchmark, &sources, &train, 3, Some(10), dir.path(), "x.bin").unwrap();
+    assert_ne!(other.sha256, entry.sha256, "another seed, other shots");
+
+    let refused = |name: &str, k: usize, seed: Option<u64>| match build_with_shots(
+        find(name).unwrap(),
+        &local_source(name),
+        &train,
+        k,
+        seed,
+        dir.path(),
+        "y.bin",
+    ) {
+        Err(DatasetError::Shots(e)) => e,
+        other => panic!("{name}: {other:?}"),
+    };
+    assert!(matches!(refused("arc-easy-validation", 5, None), ShotError::NoSplit { .. }));
+    assert!(matches!(refused("commonsense-qa-validation", 0, None), ShotError::Zero { .. }));
+    let mmlu = |k, seed| {
+        build_with_shots(
+            find("mmlu-validation").unwrap(),
+            &local_source("mmlu-validation"),
+            &local_source("mmlu-dev"),
+            k,
+            seed,
+            dir.path(),
+            "z.bin",
+        )
+    };
+    assert!(matches!(mmlu(6, None), Err(DatasetError::Shots(ShotError::TooFewInGroup { task: 0, available: 5, k: 6, .. }))));
+    assert!(matches!(mmlu(5, Some(1)), Err(DatasetError::Shots(ShotError::SeedNotApplicable { .. }))));
 }
