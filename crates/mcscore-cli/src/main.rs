@@ -24,6 +24,7 @@ mod inspect;
 mod llama_args;
 mod llama_output;
 mod llama_perplexity;
+mod merge;
 mod output;
 mod plots;
 mod report;
@@ -56,6 +57,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Score(score::Args),
+    Merge(merge::Args),
     Inspect(inspect::Args),
     Validate(validate::Args),
     Report(report::Args),
@@ -100,6 +102,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse_from(llama_args::rewrite(args));
     let result = match cli.command {
         Command::Score(args) => score::run(args),
+        Command::Merge(args) => merge::run(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Validate(args) => validate::run(args),
         Command::Report(args) => report::run(args),

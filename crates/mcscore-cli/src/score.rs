@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use mcscore_eval::log::TaskRecord;
+use mcscore_eval::shard::Shard;
 use mcscore_eval::{Cancel, End, EvalError, Phase, Progress, ScoreJob, ScoreSpec, Selection, TaskKind};
 use mcscore_metrics::Normalisation;
 use serde_json::json;
@@ -92,6 +93,16 @@ pub(crate) struct Args {
     /// Write one JSON line per task (per-option sums and counts, predictions, gold) to FILE.
     #[arg(long, value_name = "FILE")]
     log_samples: Option<PathBuf>,
+    /// Score one shard of the run: K/N (K from 0), or `auto`: K and N from a Slurm
+    /// array job (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN, SLURM_ARRAY_TASK_COUNT)
+    /// or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, with N from --shards).
+    /// Shards are contiguous runs of tasks balanced by tokens; `mcscore merge`
+    /// joins their logs into one run's.
+    #[arg(long, value_name = "K/N|auto", requires = "log_samples")]
+    shard: Option<String>,
+    /// The number of shards, for `--shard auto` under Kubernetes (checked against Slurm's count).
+    #[arg(long, value_name = "N", requires = "shard", value_parser = clap::value_parser!(u32).range(1..))]
+    shards: Option<u32>,
     /// Continue the --log-samples file of an interrupted run with the same inputs and
     /// settings (the same contents: paths may differ). A complete log is left as it is
     /// and its results are printed.
@@ -163,8 +174,18 @@ impl Shown {
         Shown { bar: None, llama: None, hits: 0 }
     }
 
+    /// llama-perplexity's running lines of `kind`, without bars.
+    pub(crate) fn llama(kind: TaskKind) -> Shown {
+        Shown { bar: None, llama: Some(kind), hits: 0 }
+    }
+
+    /// Tasks counted right by llama-perplexity's rule so far.
+    pub(crate) fn hits(&self) -> usize {
+        self.hits
+    }
+
     /// Counts `record` and prints its running line, the `done`th of the run.
-    fn llama_line(&mut self, kind: TaskKind, record: &TaskRecord, done: usize) -> anyhow::Result<()> {
+    pub(crate) fn llama_line(&mut self, kind: TaskKind, record: &TaskRecord, done: usize) -> anyhow::Result<()> {
         if kind == TaskKind::Winogrande {
             self.hits += usize::from(llama_output::winogrande_hit(record));
             return out!("{}", llama_output::winogrande_line(done, self.hits, record));
@@ -216,6 +237,70 @@ impl Progress for Shown {
     }
 }
 
+/// What llama-perplexity prints on stdout before the first task of `kind`:
+/// `n_scored` of `n_file` tasks, `subset` when they were picked.
+pub(crate) fn llama_preamble(kind: TaskKind, n_file: usize, n_scored: usize, subset: bool) -> String {
+    match kind {
+        TaskKind::MultipleChoice => llama_output::preamble(n_file, n_scored, subset),
+        TaskKind::HellaSwag => llama_output::HELLASWAG_PREAMBLE.to_owned(),
+        TaskKind::Winogrande => String::new(),
+    }
+}
+
+/// What llama-perplexity logs on stderr after the last task of `kind`.
+pub(crate) fn llama_final(kind: TaskKind, hits: usize, n: usize, total_options: usize) -> String {
+    match kind {
+        TaskKind::MultipleChoice => llama_output::final_lines(hits, n, total_options),
+        TaskKind::HellaSwag => String::new(),
+        TaskKind::Winogrande => llama_output::winogrande_final(hits, n).unwrap_or_default(),
+    }
+}
+
+/// The shard `--shard` names: `K/N`, or `auto` from the scheduler's
+/// environment (`env`). A missing or inconsistent variable is a usage error,
+/// never shard 0 of 1.
+fn shard_from(text: &str, shards: Option<usize>, env: &dyn Fn(&str) -> Option<String>) -> Result<Shard, crate::UsageError> {
+    let usage = |message: String| crate::UsageError(format!("--shard {text}: {message}"));
+    if text != "auto" {
+        let shard: Shard = text.parse().map_err(|e: String| crate::UsageError(format!("--shard {e}")))?;
+        if shards.is_some_and(|n| n != shard.count) {
+            return Err(usage(format!("--shards {} differs from N", shards.unwrap_or_default())));
+        }
+        return Ok(shard);
+    }
+    let number = |name: &str| -> Result<Option<usize>, crate::UsageError> {
+        env(name).map(|v| v.trim().parse::<usize>().map_err(|_| usage(format!("{name}={v:?} is not a whole number")))).transpose()
+    };
+    let (slurm, kubernetes) = (number("SLURM_ARRAY_TASK_ID")?, number("JOB_COMPLETION_INDEX")?);
+    let (index, count) = match (slurm, kubernetes) {
+        (Some(id), None) => {
+            let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+            let count = number("SLURM_ARRAY_TASK_COUNT")?
+                .ok_or_else(|| usage("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not".to_owned()))?;
+            if let Some(n) = shards.filter(|&n| n != count) {
+                return Err(usage(format!("--shards {n} differs from SLURM_ARRAY_TASK_COUNT={count}")));
+            }
+            let index =
+                id.checked_sub(min).ok_or_else(|| usage(format!("SLURM_ARRAY_TASK_ID={id} is below SLURM_ARRAY_TASK_MIN={min}")))?;
+            (index, count)
+        }
+        (None, Some(index)) => {
+            let count = shards.ok_or_else(|| usage("JOB_COMPLETION_INDEX is set; give the number of shards with --shards N".to_owned()))?;
+            (index, count)
+        }
+        (Some(_), Some(_)) => return Err(usage("both SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX are set".to_owned())),
+        (None, None) => {
+            return Err(usage(
+                "neither SLURM_ARRAY_TASK_ID (a Slurm array job) nor JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is set".to_owned(),
+            ))
+        }
+    };
+    if index >= count {
+        return Err(usage(format!("shard {index} is not below the shard count {count} (are the array indices contiguous?)")));
+    }
+    Ok(Shard { index, count })
+}
+
 /// The message of a strictly invalid file: its first faults, and what to do.
 fn invalid_file(error: EvalError, lenient_hint: bool) -> anyhow::Error {
     let EvalError::Format(mcscore_format::Error::Invalid { path, faults }) = &error else { return error.into() };
@@ -237,6 +322,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         None => return Err(crate::UsageError(format!("{} needs the file to score: -f FILE", kind.flag())).into()),
     };
     let (subset_flag, subset) = args.subset();
+    let shard = match &args.shard {
+        Some(text) => Some(shard_from(text, args.shards.map(|n| n as usize), &|name| std::env::var(name).ok())?),
+        None => None,
+    };
     let model = match &args.model {
         Some(model) => model.clone(),
         None => defaults::model()?,
@@ -257,6 +346,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         resume: args.resume,
         hash_model: args.json,
         hash_cache: Some(defaults::cache_dir()),
+        shard,
     };
     let job = ScoreJob::prepare(spec).map_err(|e| match e {
         e @ EvalError::Format(mcscore_format::Error::Invalid { .. }) => invalid_file(e, true),
@@ -292,14 +382,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let llama = (args.output == OutputFormat::Llama && !args.json).then_some(kind);
     let mut shown = Shown { bar: None, llama, hits: 0 };
     if let Some(kind) = llama {
-        match kind {
-            TaskKind::MultipleChoice => {
-                let subset = job.tasks() < job.file_tasks();
-                out!("{}", llama_output::preamble(job.file_tasks(), job.tasks(), subset))?
-            }
-            TaskKind::HellaSwag => out!("{}", llama_output::HELLASWAG_PREAMBLE)?,
-            TaskKind::Winogrande => {}
-        }
+        out!("{}", llama_preamble(kind, job.file_tasks(), job.tasks(), job.tasks() < job.file_tasks()))?;
         for (i, record) in job.kept().iter().enumerate() {
             shown.llama_line(kind, record, i + 1)?;
         }
@@ -340,11 +423,7 @@ fn print_results(
     if args.output == OutputFormat::Llama && !args.json {
         out!("{}", llama_output::EPILOGUE)?;
         std::io::stdout().flush().map_err(crate::stdout_error)?;
-        match args.kind() {
-            TaskKind::MultipleChoice => eprint!("{}", llama_output::final_lines(llama_hits, n, outcome.total_options)),
-            TaskKind::HellaSwag => {}
-            TaskKind::Winogrande => eprint!("{}", llama_output::winogrande_final(llama_hits, n).unwrap_or_default()),
-        }
+        eprint!("{}", llama_final(args.kind(), llama_hits, n, outcome.total_options));
     } else if args.json {
         let metrics: serde_json::Map<String, serde_json::Value> = outcome
             .normalisations()
@@ -397,4 +476,32 @@ fn print_results(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auto(vars: &[(&str, &str)], shards: Option<usize>) -> Result<Shard, String> {
+        let env = |name: &str| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string());
+        shard_from("auto", shards, &env).map_err(|e| e.0)
+    }
+
+    #[test]
+    fn shard_auto_reads_slurm_or_kubernetes_and_refuses_guesses() {
+        let slurm = [("SLURM_ARRAY_TASK_ID", "3"), ("SLURM_ARRAY_TASK_MIN", "1"), ("SLURM_ARRAY_TASK_COUNT", "4")];
+        assert_eq!(auto(&slurm, None), Ok(Shard { index: 2, count: 4 }));
+        assert_eq!(auto(&slurm, Some(4)), Ok(Shard { index: 2, count: 4 }));
+        assert!(auto(&slurm, Some(5)).unwrap_err().contains("--shards 5 differs from SLURM_ARRAY_TASK_COUNT=4"));
+        assert!(auto(&slurm[..1], None).unwrap_err().contains("SLURM_ARRAY_TASK_COUNT is not"));
+        assert_eq!(auto(&[("JOB_COMPLETION_INDEX", "0")], Some(2)), Ok(Shard { index: 0, count: 2 }));
+        assert!(auto(&[("JOB_COMPLETION_INDEX", "0")], None).unwrap_err().contains("--shards N"));
+        assert!(auto(&[("JOB_COMPLETION_INDEX", "2")], Some(2)).unwrap_err().contains("not below the shard count 2"));
+        assert!(auto(&[("JOB_COMPLETION_INDEX", "x")], Some(2)).unwrap_err().contains("not a whole number"));
+        assert!(auto(&[], Some(2)).unwrap_err().contains("neither SLURM_ARRAY_TASK_ID"));
+        assert!(auto(&[("JOB_COMPLETION_INDEX", "0"), ("SLURM_ARRAY_TASK_ID", "0")], Some(2)).unwrap_err().contains("both"));
+        assert_eq!(shard_from("1/3", None, &|_| None).map_err(|e| e.0), Ok(Shard { index: 1, count: 3 }));
+        assert!(shard_from("3/3", None, &|_| None).is_err());
+        assert!(shard_from("1/3", Some(4), &|_| None).is_err());
+    }
 }

@@ -169,3 +169,16 @@ fn malformed_lines_exit_1_naming_file_line_and_byte() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn hellaswag_tasks_0_scores_every_task_and_says_so() {
+    let dir = tempdir();
+    let file = dir.path().join("two.txt");
+    std::fs::write(&file, "A man sits: he\n1\nstands.\nsleeps.\nsings.\nswims.\nA dog runs: it\n0\nbarks.\nflies.\nreads.\nsews.\n")
+        .unwrap();
+    let out = run(&["score", "-m", &model(), "-f", path_str(&file), "--hellaswag", "--hellaswag-tasks", "0", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--hellaswag-tasks 0: scoring all 2 tasks"), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!((json["tasks"].as_u64(), json["mode"].as_str()), (Some(2), Some("hellaswag")));
+}

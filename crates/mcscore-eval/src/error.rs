@@ -46,6 +46,30 @@ pub enum EvalError {
     #[error("{}: acc_pmi is not defined for Winogrande, whose options fill a blank rather than follow a context", path.display())]
     PmiWinogrande { path: PathBuf },
 
+    #[error("{shards} shards for {tasks} tasks: at most one shard per task")]
+    TooManyShards { shards: usize, tasks: usize },
+
+    #[error("{}: not a shard log (its header has no shard; `score --shard K/N` writes them)", path.display())]
+    NotAShard { path: PathBuf },
+
+    #[error("{}: shard {shard} is incomplete: {logged} of {announced} tasks logged (finish it with `mcscore score ... --shard {shard}/N --resume`)", path.display())]
+    ShardIncomplete { path: PathBuf, shard: usize, logged: usize, announced: usize },
+
+    #[error("{}: shard {shard} is of another run than {}: its {field} differs\n  {}: {log}\n  this log: {now}", path.display(), first.display(), first.display())]
+    OtherRun { path: PathBuf, shard: usize, field: &'static str, first: PathBuf, log: String, now: String },
+
+    #[error("shard {shard} is given twice: {} and {}", first.display(), second.display())]
+    ShardTwice { shard: usize, first: PathBuf, second: PathBuf },
+
+    #[error("shard{} {} of {count} missing", if missing.len() == 1 { "" } else { "s" }, missing.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", "))]
+    ShardsMissing { missing: Vec<usize>, count: usize },
+
+    #[error("task {task} is scored by two shards: {} and {}", first.display(), second.display())]
+    TaskInTwoShards { task: usize, first: PathBuf, second: PathBuf },
+
+    #[error("the shards hold {merged} tasks, not the run's {run} in its order: the logs do not tile one run")]
+    ShardsOtherTasks { merged: usize, run: usize },
+
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,

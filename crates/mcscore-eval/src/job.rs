@@ -14,6 +14,7 @@ use mcscore_metrics::{Normalisation, Proportion};
 
 use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, Scoring};
 use crate::log::{normalisations, Header, Opened, SampleLog, TaskRecord};
+use crate::shard::{partition, run_sha256, Shard, ShardHeader};
 use crate::{EvalError, Phase, Progress};
 
 /// The context of the unconditional pass of acc_pmi (lm-evaluation-harness, OLMES).
@@ -67,6 +68,8 @@ pub struct ScoreSpec {
     pub hash_model: bool,
     /// A folder to cache model hashes in (by path, size and modification time).
     pub hash_cache: Option<PathBuf>,
+    /// Score only this shard of the run ([`crate::shard`]).
+    pub shard: Option<Shard>,
 }
 
 /// Which tasks a subset request selects. HellaSwag's are always in
@@ -226,15 +229,34 @@ impl ScoreJob {
         let input = Input::open(path, spec.kind, spec.lenient)?;
         let all_tasks = input.tasks(path)?;
         let (selection, order) = select(spec.kind, spec.subset, all_tasks.len());
-        let selected: Vec<(usize, Task<'_>)> = order.iter().map(|&i| (i, all_tasks[i].clone())).collect();
+        let mut selected: Vec<(usize, Task<'_>)> = order.iter().map(|&i| (i, all_tasks[i].clone())).collect();
         let settings = &spec.settings;
 
         let engine = Engine::load(&spec.model, settings.n_gpu_layers).map_err(EvalError::engine(&spec.model))?;
-        let prepared = match spec.kind {
+        let mut prepared = match spec.kind {
             TaskKind::Winogrande => engine.prepare_blanks(&selected),
             TaskKind::MultipleChoice | TaskKind::HellaSwag => engine.prepare(&selected),
         }
         .map_err(EvalError::engine(path))?;
+        // A shard tokenises the whole run to find its range, then keeps it.
+        let shard = match spec.shard {
+            Some(shard) => {
+                let tokens: Vec<usize> = prepared.iter().map(PreparedTask::required_tokens).collect();
+                let range = partition(&tokens, shard.count)?.swap_remove(shard.index);
+                let header = ShardHeader {
+                    index: shard.index,
+                    count: shard.count,
+                    rule: crate::shard::RULE.to_owned(),
+                    run_tasks: order.len(),
+                    file_tasks: all_tasks.len(),
+                    run_sha256: run_sha256(order.iter().copied()),
+                };
+                prepared = prepared.drain(range.clone()).collect();
+                selected = selected.drain(range).collect();
+                Some(header)
+            }
+            None => None,
+        };
         let plan = plan(&prepared, settings).map_err(EvalError::engine(path))?;
         engine.check_memory(&plan, settings.n_gpu_layers).map_err(EvalError::engine(path))?;
         let unconditional = if spec.pmi {
@@ -275,6 +297,7 @@ impl ScoreJob {
                 }
                 + if spec.lenient { " lenient" } else { "" }
                 + if spec.pmi { " pmi" } else { "" },
+            shard,
         };
         // Resume at a fill boundary, so the remaining fills hold the tasks an
         // uninterrupted run's do (only the tokens shared with the previous

@@ -35,6 +35,7 @@
 //!     resume: false,
 //!     hash_model: false,
 //!     hash_cache: None,
+//!     shard: None,
 //! };
 //! let outcome = ScoreJob::prepare(spec)?.run(&mut NoProgress, &Cancel::new())?;
 //! println!("acc_norm {:.2} %", outcome.accuracy(mcscore_metrics::Normalisation::AccNorm).percent());
@@ -51,6 +52,7 @@ mod job;
 mod lock;
 pub mod log;
 pub mod report;
+pub mod shard;
 pub mod sweep;
 pub mod tokens;
 

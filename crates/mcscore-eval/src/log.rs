@@ -51,9 +51,24 @@ pub struct Header {
     /// `--multiple-choice-tasks`, if a subset was scored.
     pub selection: Option<usize>,
     pub settings: String,
+    /// Set in the log of one shard of a run (`--shard K/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::ShardHeader>,
 }
 
 impl Header {
+    /// Which mode the run scored, as its settings record it.
+    pub fn kind(&self) -> crate::TaskKind {
+        let words: Vec<&str> = self.settings.split(' ').collect();
+        if words.contains(&"hellaswag") {
+            crate::TaskKind::HellaSwag
+        } else if words.contains(&"winogrande") {
+            crate::TaskKind::Winogrande
+        } else {
+            crate::TaskKind::MultipleChoice
+        }
+    }
+
     /// The first field that identifies a run and differs, with both values.
     pub fn mismatch(&self, now: &Header) -> Option<(&'static str, String, String)> {
         let fields = [
@@ -66,6 +81,7 @@ impl Header {
             ("selection", format!("{:?}", self.selection), format!("{:?}", now.selection)),
             ("settings", self.settings.clone(), now.settings.clone()),
             ("mcscore", self.mcscore.clone(), now.mcscore.clone()),
+            ("shard", format!("{:?}", self.shard), format!("{:?}", now.shard)),
         ];
         fields.into_iter().find(|(_, log, now)| log != now)
     }
@@ -245,6 +261,26 @@ impl SampleLog {
             .and_then(|()| self.out.get_ref().sync_all())
             .map_err(EvalError::io(&self.path))
     }
+}
+
+/// Writes a complete log (header, every record, footer) to `path`,
+/// atomically: what `merge` produces, readable like any finished run's log.
+pub fn write_complete(path: &Path, header: &Header, records: &[TaskRecord]) -> Result<(), EvalError> {
+    let _lock = WriteLock::acquire(path)?;
+    // AtomicFile buffers its writes itself.
+    let mut file = mcscore_format::AtomicFile::create(path)?;
+    let out = &mut file;
+    let written = (|| {
+        write_line(out, &Line::Header(header.clone()))?;
+        for record in records {
+            write_line(out, &Line::Task(record.clone()))?;
+        }
+        write_line(out, &Line::Footer(Footer { complete: true, scored: records.len() }))?;
+        out.flush()
+    })();
+    written.map_err(EvalError::io(path))?;
+    file.commit()?;
+    Ok(())
 }
 
 fn write_line(out: &mut impl Write, line: &Line) -> std::io::Result<()> {

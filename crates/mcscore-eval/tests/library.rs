@@ -28,6 +28,7 @@ fn header(tasks: usize, model: &str) -> Header {
         tasks,
         selection: None,
         settings: "c=auto".into(),
+        shard: None,
     }
 }
 

@@ -44,12 +44,17 @@ impl Baselines {
     /// Tasks without a gold label (only the lenient reader yields them) count
     /// towards no position.
     pub fn of<'a, 't: 'a>(tasks: impl IntoIterator<Item = &'a Task<'t>>) -> Baselines {
+        Baselines::from_tasks(tasks.into_iter().map(|t| (t.options().len(), t.gold())))
+    }
+
+    /// The baselines of tasks given as (option count, gold position).
+    pub fn from_tasks(tasks: impl IntoIterator<Item = (usize, Option<usize>)>) -> Baselines {
         let (mut n, mut chance) = (0usize, 0.0);
         let mut gold_positions: Vec<usize> = Vec::new();
-        for task in tasks {
+        for (options, gold) in tasks {
             n += 1;
-            chance += 100.0 / task.options().len() as f64;
-            if let Some(gold) = task.gold() {
+            chance += 100.0 / options as f64;
+            if let Some(gold) = gold {
                 if gold_positions.len() <= gold {
                     gold_positions.resize(gold + 1, 0);
                 }

@@ -1,0 +1,111 @@
+//! `mcscore merge`: the logs of a run's shards joined into the log of one run.
+
+use std::path::PathBuf;
+
+use mcscore_eval::log::{normalisations, write_complete};
+use mcscore_eval::shard::merge;
+use mcscore_eval::TaskKind;
+use mcscore_metrics::Normalisation;
+use serde_json::json;
+
+use crate::score::{llama_final, llama_preamble, Shown};
+use crate::{output, Outcome};
+
+const EXAMPLES: &str = "\
+Examples:
+  mcscore merge logs/run.*.jsonl -o run.jsonl            the shards of `score --shard K/N --log-samples logs/run.K.jsonl`
+  mcscore merge logs/run.*.jsonl -o run.jsonl --json
+  mcscore merge logs/run.*.jsonl --output llama          llama-perplexity's stdout of the whole run";
+
+/// Merge the sample logs of every shard of a run (`score --shard K/N
+/// --log-samples ...`) into the log of one run, and print its results.
+///
+/// Refuses logs of different models, files, settings, subsets or partitions,
+/// an incomplete shard (finish it with --resume), a shard given twice or
+/// missing, and a task in two shards, naming the log and shard. The merged
+/// log is a complete log like any run's: `report`, `score --resume` and
+/// every other reader accept it, and its results are those of an unsharded
+/// run (with --deterministic, its task lines are byte-identical to one).
+#[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
+pub(crate) struct Args {
+    /// The shard logs, in any order.
+    #[arg(value_name = "LOG", required = true)]
+    logs: Vec<PathBuf>,
+    /// Write the merged log here (atomically).
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Print the results as JSON on stdout.
+    #[arg(long, conflicts_with = "output")]
+    json: bool,
+    /// `human` (a summary) or `llama` (llama-perplexity's stdout for the whole run, and its final lines on stderr).
+    #[arg(long, value_enum, default_value = "human")]
+    output: Format,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Human,
+    Llama,
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+    if let Some(out) = &args.out {
+        output::check_file(out, "-o")?;
+    }
+    let merged = merge(&args.logs)?;
+    if let Some(out) = &args.out {
+        write_complete(out, &merged.header, &merged.records)?;
+        eprintln!("mcscore: {} shards merged into {} ({} tasks)", merged.shards, out.display(), merged.records.len());
+    }
+    let header = &merged.header;
+    let n = merged.records.len();
+    let baselines = merged.baselines();
+    if args.json {
+        let metrics: serde_json::Map<String, serde_json::Value> = normalisations(&merged.records)
+            .iter()
+            .map(|&norm| {
+                let a = merged.accuracy(norm);
+                (norm.name().to_owned(), json!({ "accuracy": a.percent(), "stderr": a.stderr_percent(), "correct": a.successes }))
+            })
+            .collect();
+        crate::print_json(&json!({
+            "model": header.model,
+            "model_sha256": header.model_sha256,
+            "file": header.file,
+            "file_sha256": header.file_sha256,
+            "tasks": n,
+            "shards": merged.shards,
+            "mode": header.kind().flag().trim_start_matches('-'),
+            "selection": header.selection,
+            "settings": header.settings,
+            "metrics": metrics,
+            "chance": baselines.chance,
+            "majority_class": baselines.majority_class,
+            "log": args.out,
+        }))?;
+    } else if args.output == Format::Llama {
+        let kind = header.kind();
+        out!("{}", llama_preamble(kind, merged.file_tasks, n, n < merged.file_tasks))?;
+        let mut shown = Shown::llama(kind);
+        for (i, record) in merged.records.iter().enumerate() {
+            shown.llama_line(kind, record, i + 1)?;
+        }
+        out!("{}", crate::llama_output::EPILOGUE)?;
+        std::io::Write::flush(&mut std::io::stdout()).map_err(crate::stdout_error)?;
+        eprint!("{}", llama_final(kind, shown.hits(), n, merged.total_options()));
+    } else {
+        let model = std::path::Path::new(&header.model).file_name().unwrap_or_default().to_string_lossy().into_owned();
+        outln!("{model} on {}: {n} tasks, merged from {} shards", header.file, merged.shards)?;
+        outln!("  {:<16}{:>9}  {:>7}", "", "accuracy", "± s.e.")?;
+        for &norm in normalisations(&merged.records) {
+            let a = merged.accuracy(norm);
+            let note =
+                if norm == Normalisation::AccNorm && header.kind() != TaskKind::Winogrande { "  (llama-perplexity's number)" } else { "" };
+            outln!("  {:<16}{:>8.2}%  {:>7.2}{note}", norm.name(), a.percent(), a.stderr_percent())?;
+        }
+        outln!("  {:<16}{:>8.2}%", "chance", baselines.chance)?;
+        outln!("  {:<16}{:>8.2}%  (always answer position {})", "majority_class", baselines.majority_class, baselines.majority_position)?;
+    }
+    Ok(Outcome::Ok)
+}

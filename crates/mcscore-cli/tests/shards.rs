@@ -1,0 +1,135 @@
+//! `score --shard K/N` and `mcscore merge`: a run split over shards and merged
+//! is the unsplit run, task line for task line (with --deterministic), and
+//! every way logs can fail to form one run is refused by name.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+/// Scores 60 of the reference's letter tasks (llama-perplexity's pick) as shard `shard`, or unsharded.
+fn score(dir: &Path, name: &str, shard: Option<&str>, extra: &[&str]) -> PathBuf {
+    let log = dir.join(name);
+    let model = model();
+    let file = reference("mc_letter4.bin");
+    let mut args =
+        vec!["score", "-m", &model, &file, "--multiple-choice-tasks", "60", "--deterministic", "-t", "2", "--log-samples", path_str(&log)];
+    if let Some(shard) = shard {
+        args.extend(["--shard", shard]);
+    }
+    args.extend(extra);
+    let out = run(&args);
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    log
+}
+
+fn task_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path).unwrap().lines().filter(|l| l.contains("\"type\":\"task\"")).map(str::to_owned).collect()
+}
+
+fn merge(args: &[&str]) -> std::process::Output {
+    run(&[&["merge"], args].concat())
+}
+
+#[test]
+fn merged_shards_are_the_unsharded_run() {
+    let dir = tempdir();
+    let shards: Vec<PathBuf> = (0..3).map(|k| score(dir.path(), &format!("s{k}.jsonl"), Some(&format!("{k}/3")), &[])).collect();
+    let whole = score(dir.path(), "whole.jsonl", None, &["--json"]);
+    // Shards are contiguous, balanced, and together the run.
+    let sizes: Vec<usize> = shards.iter().map(|s| task_lines(s).len()).collect();
+    assert_eq!(sizes.iter().sum::<usize>(), 60);
+    assert!(sizes.iter().all(|&n| (15..=25).contains(&n)), "{sizes:?}");
+
+    let merged = dir.path().join("merged.jsonl");
+    let mut args: Vec<&str> = shards.iter().rev().map(|p| path_str(p)).collect();
+    args.extend(["-o", path_str(&merged), "--json"]);
+    let out = merge(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&merged).unwrap(), std::fs::read(&whole).unwrap(), "the merged log is the unsharded run's, byte for byte");
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!((json["tasks"].as_u64(), json["shards"].as_u64()), (Some(60), Some(3)));
+
+    // The merged log is a log like any other: report reads it, --resume finds it complete.
+    let report = run(&["report", path_str(&merged)]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let model = model();
+    let file = reference("mc_letter4.bin");
+    let resumed = run(&[
+        "score",
+        "-m",
+        &model,
+        &file,
+        "--multiple-choice-tasks",
+        "60",
+        "--deterministic",
+        "-t",
+        "2",
+        "--log-samples",
+        path_str(&merged),
+        "--resume",
+        "--json",
+    ]);
+    assert!(resumed.status.success() && stderr(&resumed).contains("already holds the complete run"), "{}", stderr(&resumed));
+    let again: serde_json::Value = serde_json::from_str(&stdout(&resumed)).unwrap();
+    assert_eq!(again["metrics"], json["metrics"]);
+
+    // --output llama: the unsharded run's stdout.
+    let llama = merge(&[path_str(&shards[0]), path_str(&shards[1]), path_str(&shards[2]), "--output", "llama"]);
+    let direct = run(&["score", "-m", &model, &file, "--multiple-choice-tasks", "60", "--deterministic", "-t", "2", "--output", "llama"]);
+    assert_eq!(stdout(&llama), stdout(&direct));
+}
+
+#[test]
+fn logs_that_do_not_form_one_run_are_refused_by_name() {
+    let dir = tempdir();
+    let d = dir.path();
+    let s0 = score(d, "s0.jsonl", Some("0/2"), &[]);
+    let s1 = score(d, "s1.jsonl", Some("1/2"), &[]);
+    let other_settings = score(d, "other.jsonl", Some("1/2"), &["-ub", "256"]);
+    let other_count = score(d, "three.jsonl", Some("1/3"), &[]);
+    let plain = score(d, "plain.jsonl", None, &[]);
+    // An interrupted shard: its footer says incomplete.
+    let text = std::fs::read_to_string(&s1).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let cut = d.join("cut.jsonl");
+    std::fs::write(&cut, format!("{}\n{}\n{{\"type\":\"footer\",\"complete\":false,\"scored\":1}}\n", lines[0], lines[1])).unwrap();
+    // A shard whose task line was moved into another shard's log.
+    let dup = d.join("dup.jsonl");
+    let s0_text = std::fs::read_to_string(&s0).unwrap();
+    let s0_lines: Vec<&str> = s0_text.lines().collect();
+    let mut moved: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    moved[1] = s0_lines[1].to_owned();
+    std::fs::write(&dup, moved.join("\n") + "\n").unwrap();
+
+    let s = |p: &PathBuf| path_str(p).to_owned();
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (vec![s(&s0)], "shard 1 of 2 missing".into()),
+        (vec![s(&s0), s(&s0)], format!("shard 0 is given twice: {} and {}", s0.display(), s0.display())),
+        (
+            vec![s(&s0), s(&other_settings)],
+            format!("{}: shard 1 is of another run than {}: its settings differs", other_settings.display(), s0.display()),
+        ),
+        (vec![s(&s0), s(&other_count)], "its shard count differs".into()),
+        (vec![s(&s0), s(&cut)], format!("{}: shard 1 is incomplete: 1 of", cut.display())),
+        (vec![s(&s0), s(&plain)], format!("{}: not a shard log", plain.display())),
+        (vec![s(&s0), s(&dup)], "is scored by two shards".into()),
+    ];
+    for (args, expected) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = merge(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(stderr(&out).contains(&expected), "{args:?}: {}", stderr(&out));
+    }
+    // Shard flags that cannot be honoured are usage errors.
+    let model = model();
+    let file = reference("mc_letter4.bin");
+    for shard in ["2/2", "x", "auto"] {
+        let out = run(&["score", "-m", &model, &file, "--shard", shard, "--log-samples", path_str(&d.join("x.jsonl"))]);
+        assert_eq!(out.status.code(), Some(2), "--shard {shard}: {}", stderr(&out));
+    }
+    let out = run(&["score", "-m", &model, &file, "--shard", "0/300", "--log-samples", path_str(&d.join("y.jsonl"))]);
+    assert!(stderr(&out).contains("300 shards for 200 tasks"), "{}", stderr(&out));
+    assert!(!d.join("y.jsonl").exists(), "nothing written for a refused shard");
+}

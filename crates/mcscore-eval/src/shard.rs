@@ -1,0 +1,223 @@
+//! One run split over N processes (`score --shard K/N`, one per array task of a
+//! cluster scheduler) and their logs merged back into the log of one run.
+//!
+//! The partition is of the run's tasks (after any subset) in run order, into
+//! N contiguous ranges cut where the running count of tokens to decode
+//! crosses k/N of the total, so shards finish together and tasks that share a
+//! prefix (a subject's few-shot preamble) mostly stay together. Every shard
+//! tokenises the whole run to find its range, and records in its header the
+//! rule, N and a hash of the whole run's task list, which `merge` checks.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use mcscore_format::sha256_hex;
+use serde::{Deserialize, Serialize};
+
+use crate::log::{read, Header, TaskRecord};
+use crate::EvalError;
+
+/// The partition rule's name, recorded in shard logs (a later rule gets a new name).
+pub const RULE: &str = "contiguous-by-tokens";
+
+/// Shard `index` (0-based) of `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl FromStr for Shard {
+    type Err = String;
+
+    /// `K/N`, 0 ≤ K < N.
+    fn from_str(text: &str) -> Result<Shard, String> {
+        let (k, n) = text.split_once('/').ok_or_else(|| format!("{text:?}: expected K/N, e.g. 0/4 (K counts from 0)"))?;
+        let number = |s: &str, what: &str| s.trim().parse::<usize>().map_err(|_| format!("{text:?}: {what} {s:?} is not a whole number"));
+        let (index, count) = (number(k, "K")?, number(n, "N")?);
+        if count == 0 || index >= count {
+            return Err(format!("{text:?}: need 0 <= K < N (K counts from 0)"));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// What a shard log's header says about its shard and the whole run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardHeader {
+    pub index: usize,
+    pub count: usize,
+    /// The partition rule ([`RULE`]).
+    pub rule: String,
+    /// Tasks of the whole run, and in its file (for llama-perplexity's output of a merged run).
+    pub run_tasks: usize,
+    pub file_tasks: usize,
+    /// sha256 of the whole run's task indices in run order ([`run_sha256`]).
+    pub run_sha256: String,
+}
+
+/// sha256 of task indices in run order, written as decimal numbers joined by commas.
+pub fn run_sha256(tasks: impl IntoIterator<Item = usize>) -> String {
+    let text: Vec<String> = tasks.into_iter().map(|t| t.to_string()).collect();
+    sha256_hex(text.join(",").as_bytes())
+}
+
+/// The ranges of `tokens.len()` tasks (each costing `tokens[i]`) that `count`
+/// shards score: contiguous, each cut at the first task whose preceding
+/// tokens reach k/`count` of the total, and never empty.
+pub fn partition(tokens: &[usize], count: usize) -> Result<Vec<Range<usize>>, EvalError> {
+    let n = tokens.len();
+    if count > n {
+        return Err(EvalError::TooManyShards { shards: count, tasks: n });
+    }
+    let total: u128 = tokens.iter().map(|&t| t as u128).sum();
+    let mut before = Vec::with_capacity(n);
+    let mut sum = 0u128;
+    for &t in tokens {
+        before.push(sum);
+        sum += t as u128;
+    }
+    let mut starts = vec![0usize];
+    for k in 1..count {
+        let wanted = before.partition_point(|&b| b * (count as u128) < (k as u128) * total);
+        // At least one task per shard, and one left for each shard after it.
+        let start = wanted.max(starts[k - 1] + 1).min(n - (count - k));
+        starts.push(start);
+    }
+    starts.push(n);
+    Ok(starts.windows(2).map(|w| w[0]..w[1]).collect())
+}
+
+/// Shard logs merged: the header and records of one run over every task.
+#[derive(Debug, Clone)]
+pub struct Merged {
+    pub header: Header,
+    pub records: Vec<TaskRecord>,
+    pub shards: usize,
+    /// Tasks in the file the run picked from.
+    pub file_tasks: usize,
+}
+
+impl Merged {
+    pub fn accuracy(&self, norm: mcscore_metrics::Normalisation) -> mcscore_metrics::Proportion {
+        mcscore_metrics::Proportion { successes: self.records.iter().filter(|r| r.correct.get(norm)).count(), n: self.records.len() }
+    }
+
+    /// Chance and majority-class accuracy over the run's tasks.
+    pub fn baselines(&self) -> mcscore_format::Baselines {
+        mcscore_format::Baselines::from_tasks(self.records.iter().map(|r| (r.options.len(), r.gold)))
+    }
+
+    /// Options over all tasks (llama-perplexity's chance line).
+    pub fn total_options(&self) -> usize {
+        self.records.iter().map(|r| r.options.len()).sum()
+    }
+}
+
+/// Reads the complete logs of every shard of one run and merges them in run
+/// order, refusing logs of different runs, incomplete shards, a shard given
+/// twice or missing, and a task in two shards, each by name.
+pub fn merge(paths: &[PathBuf]) -> Result<Merged, EvalError> {
+    let mut shards: Vec<(PathBuf, Header, ShardHeader, Vec<TaskRecord>)> = Vec::new();
+    for path in paths {
+        let contents = read(path)?;
+        let shard = contents.header.shard.clone().ok_or_else(|| EvalError::NotAShard { path: path.clone() })?;
+        if !contents.is_complete() {
+            return Err(EvalError::ShardIncomplete {
+                path: path.clone(),
+                shard: shard.index,
+                logged: contents.records.len(),
+                announced: contents.header.tasks,
+            });
+        }
+        if let Some((first, first_header, first_shard, _)) = shards.first() {
+            if let Some((field, log, now)) = run_mismatch(first_header, first_shard, &contents.header, &shard) {
+                return Err(EvalError::OtherRun { path: path.clone(), shard: shard.index, field, first: first.clone(), log, now });
+            }
+        }
+        if let Some((other, ..)) = shards.iter().find(|s| s.2.index == shard.index) {
+            return Err(EvalError::ShardTwice { shard: shard.index, first: other.clone(), second: path.clone() });
+        }
+        shards.push((path.clone(), contents.header, shard, contents.records));
+    }
+    let Some((_, first_header, first_shard, _)) = shards.first() else { return Err(EvalError::NoLogs) };
+    let count = first_shard.count;
+    let missing: Vec<usize> = (0..count).filter(|k| !shards.iter().any(|s| s.2.index == *k)).collect();
+    if !missing.is_empty() {
+        return Err(EvalError::ShardsMissing { missing, count });
+    }
+    let mut header = first_header.clone();
+    let run = first_shard.clone();
+    shards.sort_by_key(|s| s.2.index);
+    let mut seen: std::collections::HashMap<usize, &Path> = std::collections::HashMap::new();
+    for (path, _, _, records) in &shards {
+        for record in records {
+            if let Some(first) = seen.insert(record.task, path) {
+                return Err(EvalError::TaskInTwoShards { task: record.task, first: first.to_owned(), second: path.clone() });
+            }
+        }
+    }
+    let records: Vec<TaskRecord> = shards.into_iter().flat_map(|s| s.3).collect();
+    if records.len() != run.run_tasks || run_sha256(records.iter().map(|r| r.task)) != run.run_sha256 {
+        return Err(EvalError::ShardsOtherTasks { merged: records.len(), run: run.run_tasks });
+    }
+    header.shard = None;
+    header.tasks = records.len();
+    Ok(Merged { header, records, shards: count, file_tasks: run.file_tasks })
+}
+
+/// The first field that tells two shard logs' runs apart, with both values.
+fn run_mismatch(first: &Header, first_shard: &ShardHeader, now: &Header, shard: &ShardHeader) -> Option<(&'static str, String, String)> {
+    let fields = [
+        ("model_sha256", first.model_sha256.clone(), now.model_sha256.clone()),
+        ("model_bytes", first.model_bytes.to_string(), now.model_bytes.to_string()),
+        ("file_sha256", first.file_sha256.clone(), now.file_sha256.clone()),
+        ("file_bytes", first.file_bytes.to_string(), now.file_bytes.to_string()),
+        ("selection", format!("{:?}", first.selection), format!("{:?}", now.selection)),
+        ("settings", first.settings.clone(), now.settings.clone()),
+        ("mcscore", first.mcscore.clone(), now.mcscore.clone()),
+        ("version", first.version.to_string(), now.version.to_string()),
+        ("shard count", first_shard.count.to_string(), shard.count.to_string()),
+        ("partition rule", first_shard.rule.clone(), shard.rule.clone()),
+        ("run tasks", first_shard.run_tasks.to_string(), shard.run_tasks.to_string()),
+        ("run task list (run_sha256)", first_shard.run_sha256.clone(), shard.run_sha256.clone()),
+    ];
+    fields.into_iter().find(|(_, a, b)| a != b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_parse_as_k_of_n() {
+        assert_eq!("2/4".parse::<Shard>(), Ok(Shard { index: 2, count: 4 }));
+        for bad in ["4/4", "1/0", "3", "a/4", "-1/4", "1/4/2"] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn partitions_are_contiguous_balanced_by_tokens_and_never_empty() {
+        assert_eq!(partition(&[10; 8], 4).unwrap(), vec![0..2, 2..4, 4..6, 6..8]);
+        // One long task fills its own shard; the rest share by tokens.
+        assert_eq!(partition(&[100, 10, 10, 10, 10], 2).unwrap(), vec![0..1, 1..5]);
+        assert_eq!(partition(&[1, 1, 1, 100], 3).unwrap(), vec![0..2, 2..3, 3..4]);
+        assert_eq!(partition(&[5, 5, 5], 3).unwrap(), vec![0..1, 1..2, 2..3]);
+        assert_eq!(partition(&[7], 1).unwrap(), vec![0..1]);
+        assert!(matches!(partition(&[1, 2], 3), Err(EvalError::TooManyShards { shards: 3, tasks: 2 })));
+        let tokens: Vec<usize> = (0..1000).map(|i| 20 + (i * 37) % 200).collect();
+        let ranges = partition(&tokens, 7).unwrap();
+        let sums: Vec<usize> = ranges.iter().map(|r| tokens[r.clone()].iter().sum()).collect();
+        let (min, max) = (sums.iter().min().unwrap(), sums.iter().max().unwrap());
+        assert!(max - min <= 2 * 220, "{sums:?}");
+        assert_eq!(ranges.last().unwrap().end, 1000);
+    }
+}
