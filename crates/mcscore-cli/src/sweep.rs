@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use mcscore_datasets::find;
 use mcscore_datasets::formats::PromptFormat;
+use mcscore_eval::shard::Shard;
 use mcscore_eval::sweep::{load_items, merge_saved, save, ItemSource, Sweep, SweepReport, SweepSpec};
 use mcscore_eval::{EvalError, WriteLock};
 use mcscore_format::AtomicFile;
@@ -96,6 +97,15 @@ pub(crate) struct Args {
     /// (to score them one by one, with mcscore or llama-perplexity).
     #[arg(long, value_name = "DIR", conflicts_with_all = ["json", "save_json", "plots", "log_samples", "models"])]
     write_tasks: Option<PathBuf>,
+    /// Score one shard of the items (K/N, K from 0): every format and rotation of
+    /// an item stays in its shard. --save-json then saves the shard's scores, for
+    /// --merge-shards; one model.
+    #[arg(long, value_name = "K/N", requires = "save_json", conflicts_with_all = ["compare", "write_tasks", "log_samples", "plots", "merge_shards"])]
+    shard: Option<Shard>,
+    /// Instead of scoring: the saved shards of this sweep (run with the same FILE
+    /// and flags and --shard K/N), merged into the report of one run.
+    #[arg(long, value_name = "SHARD.json", num_args = 1.., conflicts_with_all = ["compare", "write_tasks", "models"])]
+    merge_shards: Vec<PathBuf>,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -174,7 +184,30 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Ok);
     }
     let settings = args.engine.settings();
+    if !args.merge_shards.is_empty() {
+        let (model, scores) = sweep.merge_shards(&args.merge_shards)?;
+        if let Some(path) = &args.log_samples {
+            let mut log = AtomicFile::create(path)?;
+            sweep.write_log(&mut log, &model, &scores).with_context(|| path.display().to_string())?;
+            log.commit()?;
+        }
+        let merged = sweep.analyse(&model, &scores);
+        return emit(&sweep.report(args.tasks, &settings, vec![merged])?, &args);
+    }
     let models = if args.models.is_empty() { vec![defaults::model()?] } else { args.models.clone() };
+    if let Some(shard) = args.shard {
+        let [model] = &models[..] else { bail!("--shard scores one model; {} were given", models.len()) };
+        let cancel = cancel_on_ctrl_c()?;
+        let Some(scores) = sweep.score_shard(model, &settings, shard, &mut Shown::bars(), &cancel).map_err(engine_args::with_flag_hint)?
+        else {
+            eprintln!("mcscore: interrupted while scoring {}; nothing was written", model.display());
+            return Ok(Outcome::Interrupted);
+        };
+        let path = args.save_json.as_ref().expect("clap requires --save-json with --shard");
+        save(&scores, path)?;
+        eprintln!("mcscore: shard {shard}: {} prompts scored, saved to {}", scores.log_probs.len(), path.display());
+        return Ok(Outcome::Ok);
+    }
     // Written beside its final name and renamed when complete.
     let mut log = args.log_samples.as_ref().map(AtomicFile::create).transpose()?;
     let cancel = cancel_on_ctrl_c()?;

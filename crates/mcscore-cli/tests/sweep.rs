@@ -239,3 +239,59 @@ fn the_recorded_sweep_re_renders_byte_for_byte() {
     let svg = plots.join("sweep-accuracy-1-gemma-3-270m-q4_k_m.gguf.svg");
     assert_eq!(std::fs::read(svg).unwrap(), std::fs::read(recorded("svg")).unwrap(), "accuracy plot");
 }
+
+/// A sweep split over 2 shards by item and merged is the unsplit sweep's report
+/// (all but its token counts and seconds, which depend on what a process shared).
+#[test]
+fn sweep_shards_merge_into_the_unsplit_report() {
+    let dir = tempdir();
+    let model = model();
+    let file = repo("datasets/mmlu-validation.bin");
+    let common = [
+        "--tasks",
+        "12",
+        "--formats",
+        "upper.dot.newline,digit.parens.comma,lower.colon.newline",
+        "--circular",
+        "--deterministic",
+        "-t",
+        "2",
+    ];
+    let sweep = |extra: &[&str]| {
+        let mut args = vec!["sweep", file.as_str()];
+        args.extend(common);
+        args.extend(extra);
+        let out = run(&args);
+        assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
+        out
+    };
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    sweep(&["-m", &model, "--save-json", &path("whole.json")]);
+    sweep(&["-m", &model, "--shard", "0/2", "--save-json", &path("s0.json")]);
+    sweep(&["-m", &model, "--shard", "1/2", "--save-json", &path("s1.json")]);
+    sweep(&["--merge-shards", &path("s1.json"), &path("s0.json"), "--save-json", &path("merged.json")]);
+    let read = |name: &str| {
+        let mut report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap();
+        for m in report["models"].as_array_mut().unwrap() {
+            for key in ["tokens_decoded", "tokens_unshared", "scoring_seconds"] {
+                m.as_object_mut().unwrap().remove(key);
+            }
+        }
+        report
+    };
+    assert_eq!(read("merged.json"), read("whole.json"));
+    let shard =
+        |name: &str| -> serde_json::Value { serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap() };
+    let (n0, n1) = (shard("s0.json")["log_probs"].as_array().unwrap().len(), shard("s1.json")["log_probs"].as_array().unwrap().len());
+    assert_eq!(n0 + n1, 12 * 4 * 3, "every prompt once");
+    assert_eq!(n0 % 12, 0, "whole items: 3 formats × 4 rotations each");
+
+    // A missing shard, or a shard of another sweep, is refused by name.
+    let mut args = vec!["sweep", file.as_str()];
+    args.extend(common);
+    let missing = run(&[&args[..], &["--merge-shards", &path("s0.json")]].concat());
+    assert!(stderr(&missing).contains("shard 1 of 2 missing"), "{}", stderr(&missing));
+    let other = run(&["sweep", &file, "--tasks", "12", "--formats", "upper.dot.newline", "--circular", "--merge-shards", &path("s0.json")]);
+    assert!(stderr(&other).contains("a shard of another sweep: its formats differ"), "{}", stderr(&other));
+    assert_eq!((missing.status.code(), other.status.code()), (Some(1), Some(1)));
+}

@@ -58,6 +58,16 @@ pub enum EvalError {
     #[error("{}: shard {shard} is of another run than {}: its {field} differs\n  {}: {log}\n  this log: {now}", path.display(), first.display(), first.display())]
     OtherRun { path: PathBuf, shard: usize, field: &'static str, first: PathBuf, log: String, now: String },
 
+    #[error("{}: not a saved sweep shard (`sweep --shard K/N --save-json` writes them): {source}", path.display())]
+    NotASweepShard {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+
+    #[error("{}: a shard of another sweep: its {what} differ from this sweep's (give the flags the shards were run with)", path.display())]
+    ShardOfOtherSweep { path: PathBuf, what: &'static str },
+
     #[error("shard {shard} is given twice: {} and {}", first.display(), second.display())]
     ShardTwice { shard: usize, first: PathBuf, second: PathBuf },
 

@@ -8,7 +8,8 @@
 
 use std::collections::HashSet;
 use std::io::Write;
-use std::path::Path;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use mcscore_datasets::formats::{parse_letter_task, PromptFormat};
@@ -22,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, Scoring};
 use crate::job::{select, Selection, TaskKind};
+use crate::shard::{partition, Shard, ShardHeader};
 use crate::{EvalError, Phase, Progress};
 
 /// One prompt: an item rendered in a format under a rotation.
@@ -138,15 +140,79 @@ impl Sweep {
         progress: &mut dyn Progress,
         cancel: &Cancel,
     ) -> Result<Option<Scores>, EvalError> {
+        Ok(self.score_prompts(model, settings, None, progress, cancel)?.map(|(_, scores)| scores))
+    }
+
+    /// Scores the prompts of one shard of the items (every format and rotation
+    /// of an item stays in its shard, so shared stems stay shared): contiguous
+    /// items balanced by tokens, as [`crate::shard`] splits tasks.
+    pub fn score_shard(
+        &self,
+        model: &Path,
+        settings: &Settings,
+        shard: Shard,
+        progress: &mut dyn Progress,
+        cancel: &Cancel,
+    ) -> Result<Option<SweepShard>, EvalError> {
+        let Some((prompts, scores)) = self.score_prompts(model, settings, Some(shard), progress, cancel)? else { return Ok(None) };
+        let items_sha256 = items_sha256(&self.items.items);
+        Ok(Some(SweepShard {
+            model: model.display().to_string(),
+            items_sha256: items_sha256.clone(),
+            formats: self.names.clone(),
+            circular: self.spec.circular,
+            instruction: self.spec.instruction,
+            pride_alpha: self.spec.pride,
+            settings: serde_json::to_value(settings).expect("settings serialise"),
+            shard: ShardHeader {
+                index: shard.index,
+                count: shard.count,
+                rule: crate::shard::RULE.to_owned(),
+                run_tasks: self.items.items.len(),
+                file_tasks: self.items.items.len(),
+                run_sha256: items_sha256,
+            },
+            first_prompt: prompts.start,
+            log_probs: scores.log_probs,
+            tokens_decoded: scores.tokens.decoded,
+            tokens_unshared: scores.tokens.unshared,
+            seconds: scores.seconds,
+        }))
+    }
+
+    /// Scores the prompts of `shard` (all without one), returning which.
+    fn score_prompts(
+        &self,
+        model: &Path,
+        settings: &Settings,
+        shard: Option<Shard>,
+        progress: &mut dyn Progress,
+        cancel: &Cancel,
+    ) -> Result<Option<(Range<usize>, Scores)>, EvalError> {
         let started = Instant::now();
         let engine = Engine::load(model, settings.n_gpu_layers).map_err(EvalError::engine(model))?;
         let tasks: Vec<(usize, Task<'_>)> = self.prompts.iter().enumerate().map(|(i, p)| (i, task_of(p))).collect();
         let label = Path::new(&self.items.label);
-        let prepared = engine.prepare(&tasks).map_err(|e| self.describe(e))?;
+        let mut prepared = engine.prepare(&tasks).map_err(|e| self.describe(e))?;
+        let prompts = match shard {
+            Some(shard) => {
+                let mut item_tokens = vec![0; self.items.items.len()];
+                for (prompt, task) in self.prompts.iter().zip(&prepared) {
+                    item_tokens[prompt.item] += task.required_tokens();
+                }
+                let items = partition(&item_tokens, shard.count)?.swap_remove(shard.index);
+                // Prompts are in item order.
+                let first = |item: usize| self.prompts.partition_point(|p| p.item < item);
+                let prompts = first(items.start)..first(items.end);
+                prepared = prepared.drain(prompts.clone()).collect();
+                prompts
+            }
+            None => 0..self.prompts.len(),
+        };
         let plan = plan(&prepared, settings).map_err(EvalError::engine(label))?;
         engine.check_memory(&plan, settings.n_gpu_layers).map_err(EvalError::engine(label))?;
-        progress.start(Phase::Prompts, self.prompts.len(), 0);
-        let mut log_probs = Vec::with_capacity(self.prompts.len());
+        progress.start(Phase::Prompts, prepared.len(), 0);
+        let mut log_probs = Vec::with_capacity(prepared.len());
         let scoring = Scoring { engine: &engine, tasks: &prepared, plan: &plan, settings, path: label };
         let run = score_fills(scoring, cancel, |event| {
             if let FillEvent::Task(scores) = event {
@@ -163,11 +229,77 @@ impl Sweep {
         if run.end == FillsEnd::Cancelled {
             return Ok(None);
         }
-        if log_probs.len() != self.prompts.len() {
-            return Err(EvalError::Incomplete { path: model.to_owned(), scored: log_probs.len(), announced: self.prompts.len() });
+        if log_probs.len() != prepared.len() {
+            return Err(EvalError::Incomplete { path: model.to_owned(), scored: log_probs.len(), announced: prepared.len() });
         }
         engine.check_unchanged().map_err(EvalError::engine(model))?;
-        Ok(Some(Scores { log_probs, tokens: run.tokens, seconds: started.elapsed().as_secs_f64() }))
+        Ok(Some((prompts, Scores { log_probs, tokens: run.tokens, seconds: started.elapsed().as_secs_f64() })))
+    }
+
+    /// The scores of one model from the saved shards of a sweep of these
+    /// items, formats and rotations (`sweep --shard K/N --save-json`), checked
+    /// to tile every prompt once; with the model they were scored with.
+    pub fn merge_shards(&self, paths: &[PathBuf]) -> Result<(PathBuf, Scores), EvalError> {
+        let items_sha256 = items_sha256(&self.items.items);
+        let mut shards: Vec<(PathBuf, SweepShard)> = Vec::new();
+        for path in paths {
+            let text = std::fs::read_to_string(path).map_err(EvalError::io(path))?;
+            let shard: SweepShard =
+                serde_json::from_str(&text).map_err(|source| EvalError::NotASweepShard { path: path.clone(), source })?;
+            let differs = [
+                ("items", shard.items_sha256 != items_sha256),
+                ("formats", shard.formats != self.names),
+                ("rotations (circular)", shard.circular != self.spec.circular),
+                ("instruction line", shard.instruction != self.spec.instruction),
+                ("PriDe share", shard.pride_alpha != self.spec.pride),
+            ];
+            if let Some((what, _)) = differs.iter().find(|(_, d)| *d) {
+                return Err(EvalError::ShardOfOtherSweep { path: path.clone(), what });
+            }
+            if let Some((first, f)) = shards.first() {
+                let fields = [
+                    ("model", f.model.clone(), shard.model.clone()),
+                    ("settings", f.settings.to_string(), shard.settings.to_string()),
+                    ("shard count", f.shard.count.to_string(), shard.shard.count.to_string()),
+                    ("partition rule", f.shard.rule.clone(), shard.shard.rule.clone()),
+                ];
+                if let Some((field, log, now)) = fields.into_iter().find(|(_, a, b)| a != b) {
+                    return Err(EvalError::OtherRun {
+                        path: path.clone(),
+                        shard: shard.shard.index,
+                        field,
+                        first: first.clone(),
+                        log,
+                        now,
+                    });
+                }
+            }
+            if let Some((other, _)) = shards.iter().find(|(_, s)| s.shard.index == shard.shard.index) {
+                return Err(EvalError::ShardTwice { shard: shard.shard.index, first: other.clone(), second: path.clone() });
+            }
+            shards.push((path.clone(), shard));
+        }
+        let count = shards.first().ok_or(EvalError::NoLogs)?.1.shard.count;
+        let missing: Vec<usize> = (0..count).filter(|k| !shards.iter().any(|(_, s)| s.shard.index == *k)).collect();
+        if !missing.is_empty() {
+            return Err(EvalError::ShardsMissing { missing, count });
+        }
+        shards.sort_by_key(|(_, s)| s.shard.index);
+        let model = PathBuf::from(&shards[0].1.model);
+        let mut scores = Scores { log_probs: Vec::with_capacity(self.prompts.len()), tokens: TokenCounts::default(), seconds: 0.0 };
+        for (_, shard) in shards {
+            if shard.first_prompt != scores.log_probs.len() {
+                return Err(EvalError::ShardsOtherTasks { merged: scores.log_probs.len(), run: self.prompts.len() });
+            }
+            scores.log_probs.extend(shard.log_probs);
+            scores.tokens.decoded += shard.tokens_decoded;
+            scores.tokens.unshared += shard.tokens_unshared;
+            scores.seconds += shard.seconds;
+        }
+        if scores.log_probs.len() != self.prompts.len() {
+            return Err(EvalError::ShardsOtherTasks { merged: scores.log_probs.len(), run: self.prompts.len() });
+        }
+        Ok((model, scores))
     }
 
     /// An engine error, with the prompt it is about.
@@ -256,6 +388,27 @@ impl Sweep {
     }
 }
 
+/// A shard of a sweep's scores as saved (`sweep --shard K/N --save-json`):
+/// the log-probabilities of a contiguous run of prompts (whole items), and
+/// what identifies the sweep they belong to.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SweepShard {
+    pub model: String,
+    pub items_sha256: String,
+    pub formats: Vec<String>,
+    pub circular: bool,
+    pub instruction: bool,
+    pub pride_alpha: Option<f64>,
+    pub settings: serde_json::Value,
+    pub shard: ShardHeader,
+    /// The first prompt this shard scored, in the sweep's prompt order.
+    pub first_prompt: usize,
+    pub log_probs: Vec<Vec<f64>>,
+    pub tokens_decoded: usize,
+    pub tokens_unshared: usize,
+    pub seconds: f64,
+}
+
 /// One model's log-probabilities of every prompt's IDs, in prompt order.
 pub struct Scores {
     pub log_probs: Vec<Vec<f64>>,
@@ -270,7 +423,7 @@ fn items_sha256(items: &[Item]) -> String {
 
 /// Saved sweeps of the same items side by side: their models in one report,
 /// compared again.
-pub fn merge_saved(paths: &[std::path::PathBuf]) -> Result<SweepReport, EvalError> {
+pub fn merge_saved(paths: &[PathBuf]) -> Result<SweepReport, EvalError> {
     let mut merged: Option<SweepReport> = None;
     for path in paths {
         let text = std::fs::read_to_string(path).map_err(EvalError::io(path))?;
@@ -295,8 +448,8 @@ pub fn merge_saved(paths: &[std::path::PathBuf]) -> Result<SweepReport, EvalErro
     Ok(report)
 }
 
-/// Writes `report` as pretty JSON to `path`, atomically.
-pub fn save(report: &SweepReport, path: &Path) -> Result<(), EvalError> {
+/// Writes a report (or a shard's scores) as pretty JSON to `path`, atomically.
+pub fn save(report: &impl Serialize, path: &Path) -> Result<(), EvalError> {
     let mut file = AtomicFile::create(path)?;
     serde_json::to_writer_pretty(&mut file, report).map_err(|e| EvalError::Io { path: path.to_owned(), source: e.into() })?;
     file.commit()?;
