@@ -26,6 +26,7 @@ mod llama_output;
 mod llama_perplexity;
 mod merge;
 mod output;
+mod plan;
 mod plots;
 mod report;
 mod score;
@@ -58,6 +59,7 @@ struct Cli {
 enum Command {
     Score(score::Args),
     Merge(merge::Args),
+    Plan(plan::Args),
     Inspect(inspect::Args),
     Validate(validate::Args),
     Report(report::Args),
@@ -103,6 +105,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Score(args) => score::run(args),
         Command::Merge(args) => merge::run(args),
+        Command::Plan(args) => plan::run(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Validate(args) => validate::run(args),
         Command::Report(args) => report::run(args),

@@ -68,6 +68,16 @@ pub enum EvalError {
     #[error("{}: a shard of another sweep: its {what} differ from this sweep's (give the flags the shards were run with)", path.display())]
     ShardOfOtherSweep { path: PathBuf, what: &'static str },
 
+    #[error("{}: not a study file: {source}", path.display())]
+    NotAStudy {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+
+    #[error("{}: {what}", path.display())]
+    BadStudy { path: PathBuf, what: String },
+
     #[error("shard {shard} is given twice: {} and {}", first.display(), second.display())]
     ShardTwice { shard: usize, first: PathBuf, second: PathBuf },
 

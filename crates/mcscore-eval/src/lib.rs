@@ -53,6 +53,7 @@ mod lock;
 pub mod log;
 pub mod report;
 pub mod shard;
+pub mod study;
 pub mod sweep;
 pub mod tokens;
 

@@ -1,0 +1,102 @@
+//! `mcscore plan`: a study (models × task files × settings, each run in
+//! shards) as one Slurm array job or one Kubernetes Indexed Job, and the
+//! merge of its shards afterwards.
+
+use std::path::PathBuf;
+
+use mcscore_eval::study::Study;
+use mcscore_format::write_atomic;
+
+use crate::{output, Outcome};
+
+const EXAMPLES: &str = "\
+Examples:
+  mcscore plan study.json --slurm -o study.sbatch && sbatch study.sbatch
+  mcscore plan study.json --kubernetes | kubectl apply -f -
+  mcscore plan study.json --merge            after the jobs: one log per run, then
+  mcscore report OUT/FILE/*.jsonl            every model and setting on one file
+
+A study file (JSON):
+  {\"models\": [\"/data/models/a.gguf\", \"/data/models/b.gguf\"],
+   \"files\": [\"/data/datasets/mmlu-test.bin\"],
+   \"settings\": {\"default\": [\"-c\", \"512\", \"--deterministic\"], \"fa-off\": [\"-fa\", \"off\"]},
+   \"shards\": 8, \"out\": \"/data/results\",
+   \"slurm\": {\"partition\": \"gpu\", \"gpus_per_task\": 1, \"cpus_per_task\": 8, \"time\": \"02:00:00\"},
+   \"kubernetes\": {\"image\": \"registry/mcscore:1\", \"volume_claim\": \"mcscore-data\", \"mount\": \"/data\", \"gpus\": 1}}
+Array index i scores run i / shards, shard i % shards; runs go by file, model, settings.
+Shard logs: OUT/shards/FILE/MODEL.SETTINGS.shard-K.jsonl; merged: OUT/FILE/MODEL.SETTINGS.jsonl.";
+
+/// Plan a study for a cluster scheduler: print (or write) one Slurm array job
+/// or one Kubernetes Indexed Job that scores every model on every task file
+/// with every named setting, each run in shards; afterwards, merge each run's
+/// shards into one log (`--merge`). Each array task resumes its own log, so a
+/// failed one is rerun by resubmitting its index.
+#[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
+pub(crate) struct Args {
+    /// The study file (JSON; see below).
+    #[arg(value_name = "STUDY.json")]
+    study: PathBuf,
+    /// Print the sbatch script of the study.
+    #[arg(long, group = "what")]
+    slurm: bool,
+    /// Print the Kubernetes Indexed Job manifest of the study.
+    #[arg(long, group = "what")]
+    kubernetes: bool,
+    /// Merge each run whose shards are complete into OUT/FILE/MODEL.SETTINGS.jsonl.
+    #[arg(long, group = "what")]
+    merge: bool,
+    /// Write the script or manifest to FILE instead of stdout.
+    #[arg(short = 'o', long = "out", value_name = "FILE", conflicts_with = "merge")]
+    out: Option<PathBuf>,
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+    if let Some(out) = &args.out {
+        output::check_file(out, "-o")?;
+    }
+    let study = Study::load(&args.study)?;
+    let text = if args.slurm {
+        study.slurm_script()
+    } else if args.kubernetes {
+        study.kubernetes_manifest()
+    } else if args.merge {
+        let mut failed = 0;
+        for (run, merged) in study.merge_all() {
+            match merged {
+                Ok(merged) => outln!(
+                    "{}: {} tasks from {} shards, acc_norm {:.2} %",
+                    study.merged_log(&run),
+                    merged.records.len(),
+                    merged.shards,
+                    merged.accuracy(mcscore_metrics::Normalisation::AccNorm).percent()
+                )?,
+                Err(error) => {
+                    failed += 1;
+                    eprintln!("mcscore: {} on {} ({}): not merged: {error}", run.model, run.file, run.settings_name);
+                }
+            }
+        }
+        if failed > 0 {
+            eprintln!("mcscore: {failed} run(s) not merged; finish their shards and run --merge again");
+            return Ok(Outcome::InvalidInput);
+        }
+        return Ok(Outcome::Ok);
+    } else {
+        return Err(crate::UsageError("say what to plan: --slurm, --kubernetes or --merge".into()).into());
+    };
+    match &args.out {
+        Some(path) => {
+            write_atomic(path, text.as_bytes())?;
+            eprintln!(
+                "mcscore: {} array tasks ({} runs × {} shards) planned in {}",
+                study.tasks(),
+                study.runs().len(),
+                study.shards,
+                path.display()
+            );
+        }
+        None => out!("{text}")?,
+    }
+    Ok(Outcome::Ok)
+}
