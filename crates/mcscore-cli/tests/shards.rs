@@ -133,3 +133,32 @@ fn logs_that_do_not_form_one_run_are_refused_by_name() {
     assert!(stderr(&out).contains("300 shards for 200 tasks"), "{}", stderr(&out));
     assert!(!d.join("y.jsonl").exists(), "nothing written for a refused shard");
 }
+
+#[test]
+fn plan_checks_the_study_and_merges_only_complete_runs() {
+    let dir = tempdir();
+    let study = dir.path().join("study.json");
+    let write = |text: &str| std::fs::write(&study, text).unwrap();
+    let plan = |args: &[&str]| run(&[&["plan", path_str(&study)], args].concat());
+    let out = path_str(dir.path()).to_owned();
+    for (text, expected) in [
+        (format!(r#"{{"models": ["a.gguf"], "files": ["f.bin"], "shards": 0, "out": "{out}"}}"#), "shards must be at least 1"),
+        (format!(r#"{{"models": ["a.gguf"], "files": ["f.bin"], "shards": 2, "out": "{out}", "settings": {{"x": ["--shard", "0/2"]}}}}"#), "--shard is set by the plan"),
+        (format!(r#"{{"models": ["a/m.gguf", "b/m.gguf"], "files": ["f.bin"], "shards": 2, "out": "{out}"}}"#), "share the name \"m\""),
+        (format!(r#"{{"models": ["a.gguf"], "files": ["f.bin"], "shards": 2, "out": "{out}", "gpus": 1}}"#), "unknown field `gpus`"),
+    ] {
+        write(&text);
+        let result = plan(&["--slurm"]);
+        assert_eq!(result.status.code(), Some(1), "{text}");
+        assert!(stderr(&result).contains(expected), "{text}: {}", stderr(&result));
+    }
+    write(&format!(r#"{{"models": ["a.gguf"], "files": ["f.bin"], "shards": 3, "out": "{out}"}}"#));
+    assert_eq!(plan(&[]).status.code(), Some(2), "nothing asked for");
+    let script = plan(&["--slurm"]);
+    assert!(stdout(&script).contains("#SBATCH --array=0-2\n") && stdout(&script).contains("--shard \"$shard/3\""), "{}", stdout(&script));
+    let manifest = plan(&["--kubernetes"]);
+    assert!(stdout(&manifest).contains("completionMode: Indexed\n  completions: 3\n"), "{}", stdout(&manifest));
+    let merge = plan(&["--merge"]);
+    assert_eq!(merge.status.code(), Some(1));
+    assert!(stderr(&merge).contains("shard-0.jsonl: shard log not written yet"), "{}", stderr(&merge));
+}
