@@ -90,6 +90,11 @@ pub(crate) struct Args {
     /// Print the results as JSON on stdout.
     #[arg(long, conflicts_with = "output")]
     json: bool,
+    /// Say where the time went, phase by phase (read, model load, tokenising,
+    /// planning, hashing, log; then context, batching, decode, logits, logging):
+    /// on stderr, and as "timings" in --json.
+    #[arg(long)]
+    timings: bool,
     /// Write one JSON line per task (per-option sums and counts, predictions, gold) to FILE.
     #[arg(long, value_name = "FILE")]
     log_samples: Option<PathBuf>,
@@ -234,6 +239,37 @@ impl Progress for Shown {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// The phase profile of a run, on stderr (`--timings`).
+fn print_timings(outcome: &mcscore_eval::ScoreOutcome) {
+    let t = &outcome.timings;
+    let s = &t.scoring;
+    let share = |x: f64| 100.0 * x / t.total.max(1e-9);
+    let mut lines = vec![
+        ("read task file", t.read),
+        ("load model", t.load),
+        ("tokenise", t.tokenise),
+        ("plan fills", t.plan),
+        ("model sha256", t.hash),
+        ("open log", t.log),
+        ("unconditional pass", t.unconditional),
+        ("create context", s.context),
+        ("build batches", s.batching),
+        ("decode", s.decode),
+        ("logits, log-softmax", s.logits),
+        ("log, progress", s.consumer),
+    ];
+    let accounted: f64 = lines.iter().map(|l| l.1).sum();
+    lines.push(("other", (t.total - accounted).max(0.0)));
+    eprintln!("timings ({} fills, {} decodes, {} tokens):", s.fills, s.decodes, outcome.tokens.decoded);
+    for (what, seconds) in lines {
+        eprintln!("  {what:<22}{seconds:>9.3} s {:>6.1} %", share(seconds));
+    }
+    eprintln!("  {:<22}{:>9.3} s  (first decode after {:.3} s)", "total", t.total, t.first_decode);
+    if s.decode > 0.0 {
+        eprintln!("  {:<22}{:>9.0} tokens/s of decode time", "throughput", outcome.tokens.decoded as f64 / s.decode);
     }
 }
 
@@ -406,6 +442,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Interrupted);
     }
     print_results(&args, &outcome, &model, &path, &settings, shown.hits)?;
+    if args.timings {
+        print_timings(&outcome);
+    }
     Ok(Outcome::Ok)
 }
 
@@ -454,6 +493,7 @@ fn print_results(
             "resumed_tasks": outcome.resumed,
             "scoring_seconds": outcome.scoring_seconds,
             "wall_seconds": outcome.wall_seconds,
+            "timings": args.timings.then_some(outcome.timings),
         }))?;
     } else {
         outln!("{} on {}: {n} tasks", model.file_name().unwrap_or_default().to_string_lossy(), path.display())?;

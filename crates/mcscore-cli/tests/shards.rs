@@ -143,7 +143,12 @@ fn plan_checks_the_study_and_merges_only_complete_runs() {
     let out = path_str(dir.path()).to_owned();
     for (text, expected) in [
         (format!(r#"{{"models": ["a.gguf"], "files": ["f.bin"], "shards": 0, "out": "{out}"}}"#), "shards must be at least 1"),
-        (format!(r#"{{"models": ["a.gguf"], "files": ["f.bin"], "shards": 2, "out": "{out}", "settings": {{"x": ["--shard", "0/2"]}}}}"#), "--shard is set by the plan"),
+        (
+            format!(
+                r#"{{"models": ["a.gguf"], "files": ["f.bin"], "shards": 2, "out": "{out}", "settings": {{"x": ["--shard", "0/2"]}}}}"#
+            ),
+            "--shard is set by the plan",
+        ),
         (format!(r#"{{"models": ["a/m.gguf", "b/m.gguf"], "files": ["f.bin"], "shards": 2, "out": "{out}"}}"#), "share the name \"m\""),
         (format!(r#"{{"models": ["a.gguf"], "files": ["f.bin"], "shards": 2, "out": "{out}", "gpus": 1}}"#), "unknown field `gpus`"),
     ] {

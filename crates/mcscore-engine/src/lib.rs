@@ -22,7 +22,7 @@ use mcscore_format::Task;
 pub use mcscore_metrics::OptionScore;
 pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings};
 pub use prepare::PreparedTask;
-pub use score::{Completion, Run, TaskScores, TokenCounts};
+pub use score::{Completion, Run, ScoreTimes, TaskScores, TokenCounts};
 pub use subset::{hellaswag_order, select_tasks};
 
 /// Why scoring could not run or finish. Every variant names the task (index in

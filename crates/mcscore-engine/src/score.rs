@@ -4,6 +4,7 @@
 
 use std::num::NonZeroU32;
 use std::ops::ControlFlow;
+use std::time::Instant;
 
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -45,11 +46,30 @@ pub struct TokenCounts {
     pub unshared: usize,
 }
 
+/// Where [`Engine::score`] spent its time, in seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct ScoreTimes {
+    /// Creating the llama.cpp context (KV cache, compute buffers).
+    pub context: f64,
+    /// Building each fill's prefix tree and batch, and reusing cached tokens.
+    pub batching: f64,
+    /// `llama_decode`: the model's arithmetic.
+    pub decode: f64,
+    /// Reading logits rows and their log-softmax.
+    pub logits: f64,
+    /// The consumer of the scores (logging, progress), between fills.
+    pub consumer: f64,
+    /// Decodes (`llama_decode` calls) and fills.
+    pub decodes: usize,
+    pub fills: usize,
+}
+
 /// What [`Engine::score`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Run {
     pub completion: Completion,
     pub tokens: TokenCounts,
+    pub times: ScoreTimes,
 }
 
 /// One token of a batch: what it is, where, for which sequences, and whether
@@ -83,6 +103,8 @@ impl Engine {
         mut sink: impl FnMut(TaskScores) -> ControlFlow<()>,
     ) -> Result<Run, EngineError> {
         self.check_memory(plan, settings.n_gpu_layers)?;
+        let mut times = ScoreTimes::default();
+        let started = Instant::now();
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(u32::try_from(plan.n_ctx).map_err(|_| EngineError::ContextOverflow { n_ctx: plan.n_ctx })?))
             .with_n_batch(plan.n_batch)
@@ -98,6 +120,7 @@ impl Engine {
             .with_n_threads(settings.threads)
             .with_n_threads_batch(settings.threads_batch);
         let mut ctx = self.model.new_context(self.backend, params).map_err(|e| EngineError::Context(e.to_string()))?;
+        times.context = started.elapsed().as_secs_f64();
         let max_per_token = plan.n_seq_max.max(1) as i32;
         let mut batch = LlamaBatch::new(plan.n_batch as usize, max_per_token);
         let mut entries: Vec<Entry> = Vec::new();
@@ -112,6 +135,8 @@ impl Engine {
         let mut cached: Vec<LlamaToken> = Vec::new();
 
         for range in &plan.batches {
+            let fill_started = Instant::now();
+            times.fills += 1;
             let group = &tasks[range.clone()];
             let mut trie = Trie::default();
             let scoring: Vec<Vec<Vec<u32>>> = group.iter().map(|t| trie.insert(t)).collect();
@@ -184,7 +209,9 @@ impl Engine {
             let mut sums: Vec<Vec<f64>> = group.iter().map(|t| vec![0.0; t.n_options()]).collect();
             let chunk = plan.n_batch as usize;
             let mut next_row = 0;
+            times.batching += fill_started.elapsed().as_secs_f64();
             for (c, part) in entries.chunks(chunk).enumerate() {
+                let batch_started = Instant::now();
                 let base = c * chunk;
                 batch.clear();
                 for e in part {
@@ -194,7 +221,12 @@ impl Engine {
                         .add(e.token, e.pos, &seqs, e.logits)
                         .map_err(|err| EngineError::Decode { task: group[0].index, message: err.to_string() })?;
                 }
+                let decode_started = Instant::now();
+                times.batching += (decode_started - batch_started).as_secs_f64();
                 ctx.decode(&mut batch).map_err(|err| EngineError::Decode { task: group[0].index, message: err.to_string() })?;
+                let logits_started = Instant::now();
+                times.decode += (logits_started - decode_started).as_secs_f64();
+                times.decodes += 1;
                 // Rows are in entry order, so this chunk's rows are contiguous.
                 let end = rows[next_row..].iter().position(|r| r.entry >= base + part.len()).map_or(rows.len(), |p| next_row + p);
                 let mine = &rows[next_row..end];
@@ -208,7 +240,9 @@ impl Engine {
                     sums[r.task][r.option] += v;
                 }
                 next_row = end;
+                times.logits += logits_started.elapsed().as_secs_f64();
             }
+            let consumer_started = Instant::now();
 
             for (task, sums) in group.iter().zip(sums) {
                 let options = sums
@@ -224,11 +258,13 @@ impl Engine {
                     .collect();
                 scored += 1;
                 if sink(TaskScores { task: task.index, options, correct: task.correct.clone() }).is_break() {
-                    return Ok(Run { completion: Completion::Interrupted { scored }, tokens });
+                    times.consumer += consumer_started.elapsed().as_secs_f64();
+                    return Ok(Run { completion: Completion::Interrupted { scored }, tokens, times });
                 }
             }
+            times.consumer += consumer_started.elapsed().as_secs_f64();
         }
-        Ok(Run { completion: Completion::Finished, tokens })
+        Ok(Run { completion: Completion::Finished, tokens, times })
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use mcscore_engine::{Completion, Engine, Plan, PreparedTask, Settings, TaskScores, TokenCounts};
+use mcscore_engine::{Completion, Engine, Plan, PreparedTask, ScoreTimes, Settings, TaskScores, TokenCounts};
 
 use crate::EvalError;
 
@@ -40,6 +40,7 @@ pub(crate) enum FillsEnd {
 pub(crate) struct Fills {
     pub end: FillsEnd,
     pub tokens: TokenCounts,
+    pub times: ScoreTimes,
 }
 
 /// What to score: prepared tasks and their plan on an engine; engine errors
@@ -97,5 +98,5 @@ pub(crate) fn score_fills(
         Completion::Finished => FillsEnd::Finished,
         Completion::Interrupted { .. } => FillsEnd::Cancelled,
     };
-    Ok(Fills { end, tokens: run.tokens })
+    Ok(Fills { end, tokens: run.tokens, times: run.times })
 }

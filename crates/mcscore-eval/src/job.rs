@@ -171,6 +171,7 @@ pub struct ScoreJob {
     selection: Selection,
     lenient_faults: Vec<Fault>,
     started: Instant,
+    timings: Timings,
 }
 
 /// How a run ended.
@@ -181,6 +182,30 @@ pub enum End {
     Interrupted,
     /// The log already held the complete run; nothing was scored or written.
     AlreadyComplete,
+}
+
+/// Where a run's time went, in seconds, phase by phase (`score --timings`).
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct Timings {
+    /// Reading and validating the task file.
+    pub read: f64,
+    /// Loading the model.
+    pub load: f64,
+    /// Tokenising every task (and finding common prefixes).
+    pub tokenise: f64,
+    /// Planning fills and checking memory.
+    pub plan: f64,
+    /// The model's sha256 (read, or from the hash cache) for the log or JSON.
+    pub hash: f64,
+    /// Opening the log (and reading it back, for --resume).
+    pub log: f64,
+    /// From the start to the first decode.
+    pub first_decode: f64,
+    /// acc_pmi's unconditional pass.
+    pub unconditional: f64,
+    /// Scoring, broken down.
+    pub scoring: mcscore_engine::ScoreTimes,
+    pub total: f64,
 }
 
 /// What a run produced.
@@ -203,6 +228,7 @@ pub struct ScoreOutcome {
     pub total_options: usize,
     pub scoring_seconds: f64,
     pub wall_seconds: f64,
+    pub timings: Timings,
 }
 
 impl ScoreOutcome {
@@ -228,11 +254,19 @@ impl ScoreJob {
         }
         let input = Input::open(path, spec.kind, spec.lenient)?;
         let all_tasks = input.tasks(path)?;
+        let mut timings = Timings::default();
+        let mut lap = Instant::now();
+        let mut phase = |slot: &mut f64| {
+            *slot = lap.elapsed().as_secs_f64();
+            lap = Instant::now();
+        };
+        timings.read = started.elapsed().as_secs_f64();
         let (selection, order) = select(spec.kind, spec.subset, all_tasks.len());
         let mut selected: Vec<(usize, Task<'_>)> = order.iter().map(|&i| (i, all_tasks[i].clone())).collect();
         let settings = &spec.settings;
 
         let engine = Engine::load(&spec.model, settings.n_gpu_layers).map_err(EvalError::engine(&spec.model))?;
+        phase(&mut timings.load);
         let mut prepared = match spec.kind {
             TaskKind::Winogrande => engine.prepare_blanks(&selected),
             TaskKind::MultipleChoice | TaskKind::HellaSwag => engine.prepare(&selected),
@@ -257,6 +291,7 @@ impl ScoreJob {
             }
             None => None,
         };
+        phase(&mut timings.tokenise);
         let plan = plan(&prepared, settings).map_err(EvalError::engine(path))?;
         engine.check_memory(&plan, settings.n_gpu_layers).map_err(EvalError::engine(path))?;
         let unconditional = if spec.pmi {
@@ -272,11 +307,13 @@ impl ScoreJob {
             None
         };
 
+        phase(&mut timings.plan);
         let (model_sha256, model_sha256_cached) = match (spec.log.is_some() || spec.hash_model, &spec.hash_cache) {
             (false, _) => (String::new(), false),
             (true, Some(cache)) => crate::hashes::sha256_cached(&spec.model, cache)?,
             (true, None) => (sha256_file(&spec.model).map_err(EvalError::io(&spec.model))?, false),
         };
+        phase(&mut timings.hash);
         let header = Header {
             version: crate::log::LOG_VERSION,
             mcscore: env!("CARGO_PKG_VERSION").to_owned(),
@@ -312,6 +349,7 @@ impl ScoreJob {
             }
             None => (None, Vec::new(), false),
         };
+        phase(&mut timings.log);
         let lenient_faults = match &input {
             Input::Lenient { faults, .. } => faults.clone(),
             Input::Strict(_) | Input::Text { .. } => Vec::new(),
@@ -332,6 +370,7 @@ impl ScoreJob {
             selection,
             lenient_faults,
             started,
+            timings,
         })
     }
 
@@ -388,6 +427,7 @@ impl ScoreJob {
             baselines,
             total_options,
             started,
+            mut timings,
             ..
         } = self;
         let path = spec.file.as_path();
@@ -401,6 +441,7 @@ impl ScoreJob {
         let mut remaining = plan.clone();
         remaining.batches.drain(..first_fill);
 
+        let unconditional_started = Instant::now();
         let unconditional_sums: Vec<Vec<f64>> = match unconditional.filter(|_| !already_complete) {
             Some((bare, bare_plan)) => {
                 progress.start(Phase::Unconditional, bare.len(), 0);
@@ -423,6 +464,7 @@ impl ScoreJob {
             None => Vec::new(),
         };
 
+        timings.unconditional = unconditional_started.elapsed().as_secs_f64();
         let mut records = kept;
         progress.start(Phase::Scoring, prepared.len(), resumed);
         let score_started = Instant::now();
@@ -446,6 +488,8 @@ impl ScoreJob {
         })?;
         progress.finish(Phase::Scoring);
         let scoring_seconds = score_started.elapsed().as_secs_f64();
+        timings.scoring = run.times;
+        timings.first_decode = (score_started - started).as_secs_f64() + run.times.context;
         let end = match run.end {
             FillsEnd::Cancelled => {
                 if let Some(log) = log {
@@ -482,6 +526,7 @@ impl ScoreJob {
             total_options,
             scoring_seconds,
             wall_seconds: started.elapsed().as_secs_f64(),
+            timings: Timings { total: started.elapsed().as_secs_f64(), ..timings },
         })
     }
 }
