@@ -6,11 +6,12 @@ use mcscore_eval::EvalError;
 
 #[derive(clap::Args)]
 pub(crate) struct EngineArgs {
-    /// Context per sequence, as llama.cpp's -c (the context is -np × -c), or `auto`:
-    /// just large enough for the longest task.
+    /// Context per sequence, as llama.cpp's -c: -np × -c is the longest task
+    /// allowed, as in llama-perplexity; or `auto`: any task. The KV cache
+    /// allocated is what the fills need (a micro-batch, or the longest task).
     #[arg(short = 'c', long = "ctx-size", value_name = "N|auto", default_value = "auto", value_parser = parse_context)]
     ctx_size: ContextSize,
-    /// Parallel sequences (-np): with -c, the context is np × c. Sequences per decode
+    /// Parallel sequences (-np): with -c, the limit is np × c. Sequences per decode
     /// follow from the data, so a task wider than -np does not stop the run.
     #[arg(long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
     parallel: Option<u32>,

@@ -59,9 +59,19 @@ fn contexts_that_wrap_or_cannot_fit_are_refused_before_allocating() {
     // Used to abort in llama.cpp.
     let out = run(&["score", "-m", &model(), "-bf", &file, "-c", "1073741888"]);
     fails_with(&out, 1, &["beyond llama.cpp's limit"]);
-    // Used to be killed by the OOM killer at 23 GB with no message.
+    // Used to be killed by the OOM killer at 23 GB with no message: -c is a
+    // limit now, and the context allocated is what the fills need.
+    let out = run(&["score", "-m", &model(), "-bf", &file, "-c", "2000000", "--multiple-choice-tasks", "5", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(json["n_ctx"].as_u64().unwrap() <= 1024, "{}", json["n_ctx"]);
+    // A task that really needs more KV cache than memory holds is refused before allocating.
+    let dir = tempdir();
+    let huge = dir.path().join("huge.bin");
+    let question = "word ".repeat(2_000_000);
+    write_tasks(&huge, [Task::new(&question, vec!["a", "b"], 0)].into_iter()).unwrap();
     let started = Instant::now();
-    let out = run(&["score", "-m", &model(), "-bf", &file, "-c", "2000000"]);
+    let out = run(&["score", "-m", &model(), "-bf", path_str(&huge), "-c", "2000000"]);
     fails_with(&out, 1, &["KV cache", "GiB of memory is available", "lower -c or -np"]);
     assert!(started.elapsed() < Duration::from_secs(60), "refused only after {:?}", started.elapsed());
 }

@@ -69,7 +69,9 @@ impl Settings {
 pub struct Plan {
     /// Ranges into the prepared tasks, one per KV-cache fill.
     pub batches: Vec<std::ops::Range<usize>>,
-    /// At most `u32::MAX` ([`plan`] refuses more).
+    /// The context allocated: what the largest fill holds, rounded up to 256
+    /// cells, never above the limit `-c` × `-np` sets. At most `u32::MAX`
+    /// ([`plan`] refuses more).
     pub n_ctx: u64,
     /// Tokens per `llama_decode` call: `-b`, raised to the sequences of the
     /// widest fill where `-b` is smaller (llama.cpp needs that many rows).
@@ -104,7 +106,7 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     if widest > max_leaves {
         return Err(EngineError::TooManySequences { widest, max: max_leaves });
     }
-    let n_ctx = match settings.context {
+    let limit = match settings.context {
         // llama-perplexity forces -np to at least 4 and rounds the context up to 256.
         ContextSize::PerSequence(c) => {
             let np = settings.parallel.unwrap_or(4).max(4) as usize;
@@ -112,13 +114,13 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
         }
         ContextSize::Auto => round_up(longest.max(settings.n_ubatch as usize), 256),
     };
-    if n_ctx > u32::MAX as usize {
-        return Err(EngineError::ContextOverflow { n_ctx: n_ctx as u64 });
+    if limit > u32::MAX as usize {
+        return Err(EngineError::ContextOverflow { n_ctx: limit as u64 });
     }
     let too_long: Vec<(usize, usize)> =
-        tasks.iter().filter(|t| t.required_tokens() > n_ctx).map(|t| (t.index, t.required_tokens())).collect();
+        tasks.iter().filter(|t| t.required_tokens() > limit).map(|t| (t.index, t.required_tokens())).collect();
     if !too_long.is_empty() {
-        return Err(EngineError::TaskTooLong { tasks: too_long, n_ctx });
+        return Err(EngineError::TaskTooLong { tasks: too_long, n_ctx: limit });
     }
     if settings.deterministic {
         // Each task alone, in a single micro-batch, whatever the flags say.
@@ -135,14 +137,18 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     // Attention over a unified KV cache costs (tokens in the fill)², so fills
     // of one micro-batch are fastest; a longer task goes alone, decoded in
     // chunks of -b tokens.
-    let budget = n_ctx.min(settings.n_ubatch.min(settings.n_batch) as usize);
+    let budget = limit.min(settings.n_ubatch.min(settings.n_batch) as usize);
     let mut batches = Vec::new();
     let (mut start, mut n_seq_max) = (0, 0);
+    // The KV cells the largest fill uses: its prefix tree, kept tokens included.
+    let mut cells = 0;
     let mut trie = Trie::default();
     for (i, task) in tasks.iter().enumerate() {
+        let before = trie.len();
         trie.insert(task);
         if i > start && (trie.len() > budget || trie.leaves() > max_leaves) {
             batches.push(start..i);
+            cells = cells.max(before);
             start = i;
             trie = Trie::default();
             trie.insert(task);
@@ -151,7 +157,11 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     }
     if start < tasks.len() {
         batches.push(start..tasks.len());
+        cells = cells.max(trie.len());
     }
+    // A context larger than the fills need costs time to allocate and clear,
+    // and memory; it changes no score.
+    let n_ctx = round_up(cells.max(1), 256).min(limit);
     // llama.cpp reserves an output row per sequence within one batch, and
     // aborts when a batch is narrower than the sequences a fill uses.
     let n_batch = settings.n_batch.max(n_seq_max as u32);
@@ -198,13 +208,20 @@ mod tests {
     }
 
     #[test]
-    fn context_is_np_times_c_as_in_llama_cpp() {
+    fn the_context_limit_is_np_times_c_and_the_allocation_what_fills_need() {
         let tasks = [task(0, 10, &[1, 1])];
-        assert_eq!(plan(&tasks, &settings(ContextSize::PerSequence(512), Some(16))).unwrap().n_ctx, 8192);
-        // -np is forced to at least 4, and the context rounded up to 256.
-        assert_eq!(plan(&tasks, &settings(ContextSize::PerSequence(100), None)).unwrap().n_ctx, 512);
-        assert_eq!(plan(&tasks, &settings(ContextSize::Auto, None)).unwrap().n_ctx, 512);
+        // -np 16 -c 512 allows 8192 tokens a task, as llama-perplexity; a fill of
+        // 11 tokens needs one 256-cell block.
+        assert_eq!(plan(&tasks, &settings(ContextSize::PerSequence(512), Some(16))).unwrap().n_ctx, 256);
+        assert!(plan(&[task(0, 8000, &[1, 1])], &settings(ContextSize::PerSequence(512), Some(16))).is_ok());
+        assert!(plan(&[task(0, 8200, &[1, 1])], &settings(ContextSize::PerSequence(512), Some(16))).is_err());
+        // -np is forced to at least 4, and the limit rounded up to 256.
+        assert!(plan(&[task(0, 512, &[1, 1])], &settings(ContextSize::PerSequence(100), None)).is_ok());
+        assert_eq!(plan(&tasks, &settings(ContextSize::Auto, None)).unwrap().n_ctx, 256);
         assert_eq!(plan(&[task(0, 1000, &[1, 1])], &settings(ContextSize::Auto, None)).unwrap().n_ctx, 1024);
+        // Fills of one 512-token micro-batch need 512 cells.
+        let many: Vec<_> = (0..40).map(|i| task(i, 60, &[1, 1, 1, 1])).collect();
+        assert_eq!(plan(&many, &settings(ContextSize::PerSequence(512), Some(16))).unwrap().n_ctx, 512);
     }
 
     #[test]
