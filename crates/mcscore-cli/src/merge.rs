@@ -17,9 +17,9 @@ Examples:
   mcscore merge logs/run.*.jsonl -o run.jsonl --json
   mcscore merge logs/run.*.jsonl --output llama          llama-perplexity's stdout of the whole run";
 
-/// Merge the sample logs of every shard of a run (`score --shard K/N
-/// --log-samples ...`) into the log of one run, and print its results.
+/// Merge the logs of a run's shards (`score --shard K/N`) into one run's log.
 ///
+/// Reads the sample logs of every shard of a run and prints the run's results.
 /// Refuses logs of different models, files, settings, subsets or partitions,
 /// an incomplete shard (finish it with --resume), a shard given twice or
 /// missing, and a task in two shards, naming the log and shard. The merged

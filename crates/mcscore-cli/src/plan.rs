@@ -26,11 +26,13 @@ A study file (JSON):
 Array index i scores run i / shards, shard i % shards; runs go by file, model, settings.
 Shard logs: OUT/shards/FILE/MODEL.SETTINGS.shard-K.jsonl; merged: OUT/FILE/MODEL.SETTINGS.jsonl.";
 
-/// Plan a study for a cluster scheduler: print (or write) one Slurm array job
-/// or one Kubernetes Indexed Job that scores every model on every task file
-/// with every named setting, each run in shards; afterwards, merge each run's
-/// shards into one log (`--merge`). Each array task resumes its own log, so a
-/// failed one is rerun by resubmitting its index.
+/// Plan a study (models × task files × settings) for Slurm or Kubernetes, then merge it.
+///
+/// Prints (or writes) one Slurm array job or one Kubernetes Indexed Job that
+/// scores every model on every task file with every named setting, each run in
+/// shards; afterwards, `--merge` joins each run's shards into one log. Each
+/// array task resumes its own log, so a failed one is rerun by resubmitting its
+/// index.
 #[derive(clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
