@@ -238,7 +238,7 @@ impl ScoreOutcome {
     }
 
     pub fn accuracy(&self, norm: Normalisation) -> Proportion {
-        Proportion { successes: self.records.iter().filter(|r| r.correct.get(norm)).count(), n: self.records.len() }
+        crate::log::accuracy(&self.records, norm)
     }
 }
 

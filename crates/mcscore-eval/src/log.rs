@@ -81,9 +81,17 @@ impl Header {
             ("selection", format!("{:?}", self.selection), format!("{:?}", now.selection)),
             ("settings", self.settings.clone(), now.settings.clone()),
             ("mcscore", self.mcscore.clone(), now.mcscore.clone()),
-            ("shard", format!("{:?}", self.shard), format!("{:?}", now.shard)),
         ];
-        fields.into_iter().find(|(_, log, now)| log != now)
+        // A shard's fields, or "none" for each in the log of a whole run.
+        let shard = |h: &Header| match &h.shard {
+            Some(s) => [s.index.to_string(), s.count.to_string(), s.rule.clone(), s.run_tasks.to_string(), s.run_sha256.clone()],
+            None => std::array::from_fn(|_| "none".to_owned()),
+        };
+        let shard_names = ["shard index", "shard count", "partition rule", "run tasks", "run task list (run_sha256)"];
+        fields
+            .into_iter()
+            .chain(shard_names.into_iter().zip(shard(self)).zip(shard(now)).map(|((name, log), now)| (name, log, now)))
+            .find(|(_, log, now)| log != now)
     }
 }
 
@@ -120,6 +128,11 @@ impl<T: Copy> PerNormalisation<T> {
             Normalisation::AccPmi => self.acc_pmi.expect("acc_pmi is logged only by score --pmi"),
         }
     }
+}
+
+/// The share of `records` that `norm` got right.
+pub fn accuracy(records: &[TaskRecord], norm: Normalisation) -> mcscore_metrics::Proportion {
+    mcscore_metrics::Proportion { successes: records.iter().filter(|r| r.correct.get(norm)).count(), n: records.len() }
 }
 
 /// One scored task.

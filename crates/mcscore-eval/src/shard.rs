@@ -107,7 +107,7 @@ pub struct Merged {
 
 impl Merged {
     pub fn accuracy(&self, norm: mcscore_metrics::Normalisation) -> mcscore_metrics::Proportion {
-        mcscore_metrics::Proportion { successes: self.records.iter().filter(|r| r.correct.get(norm)).count(), n: self.records.len() }
+        crate::log::accuracy(&self.records, norm)
     }
 
     /// Chance and majority-class accuracy over the run's tasks.
@@ -137,8 +137,8 @@ pub fn merge(paths: &[PathBuf]) -> Result<Merged, EvalError> {
                 announced: contents.header.tasks,
             });
         }
-        if let Some((first, first_header, first_shard, _)) = shards.first() {
-            if let Some((field, log, now)) = run_mismatch(first_header, first_shard, &contents.header, &shard) {
+        if let Some((first, first_header, ..)) = shards.first() {
+            if let Some((field, log, now)) = as_run(first_header).mismatch(&as_run(&contents.header)) {
                 return Err(EvalError::OtherRun { path: path.clone(), shard: shard.index, field, first: first.clone(), log, now });
             }
         }
@@ -149,10 +149,7 @@ pub fn merge(paths: &[PathBuf]) -> Result<Merged, EvalError> {
     }
     let Some((_, first_header, first_shard, _)) = shards.first() else { return Err(EvalError::NoLogs) };
     let count = first_shard.count;
-    let missing: Vec<usize> = (0..count).filter(|k| !shards.iter().any(|s| s.2.index == *k)).collect();
-    if !missing.is_empty() {
-        return Err(EvalError::ShardsMissing { missing, count });
-    }
+    check_all_present(count, shards.iter().map(|s| s.2.index))?;
     let mut header = first_header.clone();
     let run = first_shard.clone();
     shards.sort_by_key(|s| s.2.index);
@@ -173,23 +170,26 @@ pub fn merge(paths: &[PathBuf]) -> Result<Merged, EvalError> {
     Ok(Merged { header, records, shards: count, file_tasks: run.file_tasks })
 }
 
-/// The first field that tells two shard logs' runs apart, with both values.
-fn run_mismatch(first: &Header, first_shard: &ShardHeader, now: &Header, shard: &ShardHeader) -> Option<(&'static str, String, String)> {
-    let fields = [
-        ("model_sha256", first.model_sha256.clone(), now.model_sha256.clone()),
-        ("model_bytes", first.model_bytes.to_string(), now.model_bytes.to_string()),
-        ("file_sha256", first.file_sha256.clone(), now.file_sha256.clone()),
-        ("file_bytes", first.file_bytes.to_string(), now.file_bytes.to_string()),
-        ("selection", format!("{:?}", first.selection), format!("{:?}", now.selection)),
-        ("settings", first.settings.clone(), now.settings.clone()),
-        ("mcscore", first.mcscore.clone(), now.mcscore.clone()),
-        ("version", first.version.to_string(), now.version.to_string()),
-        ("shard count", first_shard.count.to_string(), shard.count.to_string()),
-        ("partition rule", first_shard.rule.clone(), shard.rule.clone()),
-        ("run tasks", first_shard.run_tasks.to_string(), shard.run_tasks.to_string()),
-        ("run task list (run_sha256)", first_shard.run_sha256.clone(), shard.run_sha256.clone()),
-    ];
-    fields.into_iter().find(|(_, a, b)| a != b)
+/// Refuses a set of shards (their indices) that lacks any of `count`, listing the missing ones.
+pub(crate) fn check_all_present(count: usize, indices: impl Iterator<Item = usize> + Clone) -> Result<(), EvalError> {
+    let missing: Vec<usize> = (0..count).filter(|k| !indices.clone().any(|i| i == *k)).collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(EvalError::ShardsMissing { missing, count })
+    }
+}
+
+/// A shard log's header as its run's: what differs from shard to shard of one
+/// run (its task count and index) set aside, so that [`Header::mismatch`]
+/// names the first field that tells two runs apart.
+fn as_run(header: &Header) -> Header {
+    let mut header = header.clone();
+    header.tasks = 0;
+    if let Some(shard) = header.shard.as_mut() {
+        shard.index = 0;
+    }
+    header
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, Scoring};
 use crate::job::{select, Selection, TaskKind};
-use crate::shard::{partition, Shard, ShardHeader};
+use crate::shard::{check_all_present, partition, Shard, ShardHeader};
 use crate::{EvalError, Phase, Progress};
 
 /// One prompt: an item rendered in a format under a rotation.
@@ -280,10 +280,7 @@ impl Sweep {
             shards.push((path.clone(), shard));
         }
         let count = shards.first().ok_or(EvalError::NoLogs)?.1.shard.count;
-        let missing: Vec<usize> = (0..count).filter(|k| !shards.iter().any(|(_, s)| s.shard.index == *k)).collect();
-        if !missing.is_empty() {
-            return Err(EvalError::ShardsMissing { missing, count });
-        }
+        check_all_present(count, shards.iter().map(|(_, s)| s.shard.index))?;
         shards.sort_by_key(|(_, s)| s.shard.index);
         let model = PathBuf::from(&shards[0].1.model);
         let mut scores = Scores { log_probs: Vec::with_capacity(self.prompts.len()), tokens: TokenCounts::default(), seconds: 0.0 };
