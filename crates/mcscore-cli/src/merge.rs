@@ -2,13 +2,11 @@
 
 use std::path::PathBuf;
 
-use mcscore_eval::log::{normalisations, write_complete};
+use mcscore_eval::log::write_complete;
 use mcscore_eval::shard::merge;
-use mcscore_eval::TaskKind;
-use mcscore_metrics::Normalisation;
 use serde_json::json;
 
-use crate::score::{llama_final, llama_preamble, Shown};
+use crate::score::{llama_preamble, metrics_json, print_accuracies, print_llama_end, Shown};
 use crate::{output, Outcome};
 
 const EXAMPLES: &str = "\
@@ -62,13 +60,6 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let n = merged.records.len();
     let baselines = merged.baselines();
     if args.json {
-        let metrics: serde_json::Map<String, serde_json::Value> = normalisations(&merged.records)
-            .iter()
-            .map(|&norm| {
-                let a = merged.accuracy(norm);
-                (norm.name().to_owned(), json!({ "accuracy": a.percent(), "stderr": a.stderr_percent(), "correct": a.successes }))
-            })
-            .collect();
         crate::print_json(&json!({
             "model": header.model,
             "model_sha256": header.model_sha256,
@@ -79,7 +70,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             "mode": header.kind().flag().trim_start_matches('-'),
             "selection": header.selection,
             "settings": header.settings,
-            "metrics": metrics,
+            "metrics": metrics_json(&merged.records),
             "chance": baselines.chance,
             "majority_class": baselines.majority_class,
             "log": args.out,
@@ -91,21 +82,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         for (i, record) in merged.records.iter().enumerate() {
             shown.llama_line(kind, record, i + 1)?;
         }
-        out!("{}", crate::llama_output::EPILOGUE)?;
-        std::io::Write::flush(&mut std::io::stdout()).map_err(crate::stdout_error)?;
-        eprint!("{}", llama_final(kind, shown.hits(), n, merged.total_options()));
+        print_llama_end(kind, shown.hits(), n, merged.total_options())?;
     } else {
         let model = std::path::Path::new(&header.model).file_name().unwrap_or_default().to_string_lossy().into_owned();
         outln!("{model} on {}: {n} tasks, merged from {} shards", header.file, merged.shards)?;
-        outln!("  {:<16}{:>9}  {:>7}", "", "accuracy", "± s.e.")?;
-        for &norm in normalisations(&merged.records) {
-            let a = merged.accuracy(norm);
-            let note =
-                if norm == Normalisation::AccNorm && header.kind() != TaskKind::Winogrande { "  (llama-perplexity's number)" } else { "" };
-            outln!("  {:<16}{:>8.2}%  {:>7.2}{note}", norm.name(), a.percent(), a.stderr_percent())?;
-        }
-        outln!("  {:<16}{:>8.2}%", "chance", baselines.chance)?;
-        outln!("  {:<16}{:>8.2}%  (always answer position {})", "majority_class", baselines.majority_class, baselines.majority_position)?;
+        print_accuracies(&merged.records, header.kind(), &baselines)?;
     }
     Ok(Outcome::Ok)
 }

@@ -4,9 +4,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use mcscore_eval::log::TaskRecord;
+use mcscore_eval::log::{accuracy, normalisations, TaskRecord};
 use mcscore_eval::shard::Shard;
 use mcscore_eval::{Cancel, End, EvalError, Phase, Progress, ScoreJob, ScoreSpec, Selection, TaskKind};
+use mcscore_format::Baselines;
 use mcscore_metrics::Normalisation;
 use serde_json::json;
 
@@ -273,6 +274,40 @@ fn print_timings(outcome: &mcscore_eval::ScoreOutcome) {
     }
 }
 
+/// Per normalisation: accuracy, standard error and correct count, for --json.
+pub(crate) fn metrics_json(records: &[TaskRecord]) -> serde_json::Map<String, serde_json::Value> {
+    normalisations(records)
+        .iter()
+        .map(|&norm| {
+            let a = accuracy(records, norm);
+            (norm.name().to_owned(), json!({ "accuracy": a.percent(), "stderr": a.stderr_percent(), "correct": a.successes }))
+        })
+        .collect()
+}
+
+/// The accuracy table of a run of `kind`, against chance and the majority class.
+pub(crate) fn print_accuracies(records: &[TaskRecord], kind: TaskKind, baselines: &Baselines) -> anyhow::Result<()> {
+    outln!("  {:<16}{:>9}  {:>7}", "", "accuracy", "± s.e.")?;
+    for &norm in normalisations(records) {
+        let a = accuracy(records, norm);
+        // Winogrande's number breaks ties towards the second option, acc_norm towards the first.
+        let note = if norm == Normalisation::AccNorm && kind != TaskKind::Winogrande { "  (llama-perplexity's number)" } else { "" };
+        outln!("  {:<16}{:>8.2}%  {:>7.2}{note}", norm.name(), a.percent(), a.stderr_percent())?;
+    }
+    outln!("  {:<16}{:>8.2}%", "chance", baselines.chance)?;
+    outln!("  {:<16}{:>8.2}%  (always answer position {})", "majority_class", baselines.majority_class, baselines.majority_position)?;
+    Ok(())
+}
+
+/// What llama-perplexity prints after the last task of `kind`: the end of its
+/// stdout, then its final lines on stderr (`hits` right of `n`).
+pub(crate) fn print_llama_end(kind: TaskKind, hits: usize, n: usize, total_options: usize) -> anyhow::Result<()> {
+    out!("{}", llama_output::EPILOGUE)?;
+    std::io::stdout().flush().map_err(crate::stdout_error)?;
+    eprint!("{}", llama_final(kind, hits, n, total_options));
+    Ok(())
+}
+
 /// What llama-perplexity prints on stdout before the first task of `kind`:
 /// `n_scored` of `n_file` tasks, `subset` when they were picked.
 pub(crate) fn llama_preamble(kind: TaskKind, n_file: usize, n_scored: usize, subset: bool) -> String {
@@ -460,18 +495,8 @@ fn print_results(
     let baselines = &outcome.baselines;
     let tokens = outcome.tokens;
     if args.output == OutputFormat::Llama && !args.json {
-        out!("{}", llama_output::EPILOGUE)?;
-        std::io::stdout().flush().map_err(crate::stdout_error)?;
-        eprint!("{}", llama_final(args.kind(), llama_hits, n, outcome.total_options));
+        print_llama_end(args.kind(), llama_hits, n, outcome.total_options)?;
     } else if args.json {
-        let metrics: serde_json::Map<String, serde_json::Value> = outcome
-            .normalisations()
-            .iter()
-            .map(|&norm| {
-                let a = outcome.accuracy(norm);
-                (norm.name().to_owned(), json!({ "accuracy": a.percent(), "stderr": a.stderr_percent(), "correct": a.successes }))
-            })
-            .collect();
         crate::print_json(&json!({
             "model": outcome.header.model,
             "model_sha256": outcome.header.model_sha256,
@@ -485,7 +510,7 @@ fn print_results(
             "settings": settings,
             "n_ctx": outcome.n_ctx,
             "decodes": outcome.planned_decodes,
-            "metrics": metrics,
+            "metrics": metrics_json(&outcome.records),
             "chance": baselines.chance,
             "majority_class": baselines.majority_class,
             "tokens_evaluated": tokens.decoded,
@@ -497,14 +522,7 @@ fn print_results(
         }))?;
     } else {
         outln!("{} on {}: {n} tasks", model.file_name().unwrap_or_default().to_string_lossy(), path.display())?;
-        outln!("  {:<16}{:>9}  {:>7}", "", "accuracy", "± s.e.")?;
-        for &norm in outcome.normalisations() {
-            let a = outcome.accuracy(norm);
-            let note = if norm == Normalisation::AccNorm { "  (llama-perplexity's number)" } else { "" };
-            outln!("  {:<16}{:>8.2}%  {:>7.2}{note}", norm.name(), a.percent(), a.stderr_percent())?;
-        }
-        outln!("  {:<16}{:>8.2}%", "chance", baselines.chance)?;
-        outln!("  {:<16}{:>8.2}%  (always answer position {})", "majority_class", baselines.majority_class, baselines.majority_position)?;
+        print_accuracies(&outcome.records, args.kind(), baselines)?;
         outln!(
             "  {} tokens decoded ({} if tasks shared none) in {} decodes, {:.1} s scoring ({:.0} tokens/s), {:.1} s in all",
             tokens.decoded,
