@@ -210,8 +210,11 @@ fn fault(path: &Path, line: usize, offset: usize, fault: TextFault) -> Error {
 mod tests {
     use super::*;
 
-    fn hellaswag(text: &str) -> Result<Vec<(String, Vec<String>, usize)>, String> {
-        read_hellaswag(text.as_bytes(), Path::new("h.txt"))
+    type Read = for<'a> fn(&'a [u8], &Path) -> Result<Vec<Task<'a>>, Error>;
+
+    /// The tasks `read` finds in `text` (question, options, gold), or its error.
+    fn tasks(read: Read, text: &str, path: &str) -> Result<Vec<(String, Vec<String>, usize)>, String> {
+        read(text.as_bytes(), Path::new(path))
             .map(|tasks| {
                 tasks
                     .iter()
@@ -221,15 +224,12 @@ mod tests {
             .map_err(|e| e.to_string())
     }
 
+    fn hellaswag(text: &str) -> Result<Vec<(String, Vec<String>, usize)>, String> {
+        tasks(read_hellaswag, text, "h.txt")
+    }
+
     fn winogrande(text: &str) -> Result<Vec<(String, Vec<String>, usize)>, String> {
-        read_winogrande(text.as_bytes(), Path::new("w.csv"))
-            .map(|tasks| {
-                tasks
-                    .iter()
-                    .map(|t| (t.question.to_owned(), t.options().iter().map(|o| o.to_string()).collect(), t.gold().unwrap()))
-                    .collect()
-            })
-            .map_err(|e| e.to_string())
+        tasks(read_winogrande, text, "w.csv")
     }
 
     const TASK: &str = "Ctx: a man\n2\nrides.\nsits.\nruns.\nfalls.\n";
