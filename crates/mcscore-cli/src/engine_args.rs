@@ -15,6 +15,14 @@ pub(crate) struct EngineArgs {
     /// follow from the data, so a task wider than -np does not stop the run.
     #[arg(long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
     parallel: Option<u32>,
+    #[command(flatten)]
+    compute: ComputeArgs,
+}
+
+/// The flags that say how llama.cpp computes (-b, -ub, -t, -tb, -ngl, -fa,
+/// --deterministic), shared by the scoring commands and `serve`.
+#[derive(clap::Args)]
+pub(crate) struct ComputeArgs {
     /// Tokens per decode (-b); raised to the sequences a fill uses where it is
     /// smaller (llama.cpp needs a row per sequence).
     #[arg(short = 'b', long = "batch-size", value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..))]
@@ -34,16 +42,24 @@ pub(crate) struct EngineArgs {
     /// Flash attention (-fa), as llama.cpp: on, off, or auto (on where supported).
     #[arg(long = "flash-attn", value_name = "on|off|auto", default_value = "auto", value_parser = parse_flash_attention)]
     flash_attn: FlashAttention,
-    /// Score each task alone, so its scores do not depend on -np, -b or the other tasks.
+    /// Score each task (or served prompt) alone, so its scores do not depend on -np, -b
+    /// or what else is scored with it.
     #[arg(long)]
     deterministic: bool,
 }
 
 impl EngineArgs {
-    /// The settings to score with. More threads than cores only slows
-    /// llama.cpp down (3–15× here), so -t and -tb are capped at the core
-    /// count, with a warning.
+    /// The settings to score with.
     pub(crate) fn settings(&self) -> Settings {
+        self.compute.settings(self.ctx_size, self.parallel)
+    }
+}
+
+impl ComputeArgs {
+    /// The settings to score with, given the context flags. More threads
+    /// than cores only slows llama.cpp down (3–15× here), so -t and -tb are
+    /// capped at the core count, with a warning.
+    pub(crate) fn settings(&self, context: ContextSize, parallel: Option<u32>) -> Settings {
         let cores = std::thread::available_parallelism().map_or(4, |n| n.get() as i32);
         let cap = |flag: &str, n: i32| {
             if n > cores {
@@ -55,8 +71,8 @@ impl EngineArgs {
         };
         let threads = cap("-t", self.threads.unwrap_or(cores));
         Settings {
-            context: self.ctx_size,
-            parallel: self.parallel,
+            context,
+            parallel,
             n_batch: self.batch_size,
             n_ubatch: self.ubatch_size,
             threads,

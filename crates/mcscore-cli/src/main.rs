@@ -30,6 +30,7 @@ mod plan;
 mod plots;
 mod report;
 mod score;
+mod serve;
 mod sweep;
 mod tokens;
 mod validate;
@@ -64,6 +65,7 @@ enum Command {
     Validate(validate::Args),
     Report(report::Args),
     Sweep(sweep::Args),
+    Serve(serve::Args),
     Tokens(tokens::Args),
     Build(datasets::BuildArgs),
     Verify(datasets::VerifyArgs),
@@ -110,6 +112,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => validate::run(args),
         Command::Report(args) => report::run(args),
         Command::Sweep(args) => sweep::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Tokens(args) => tokens::run(args),
         Command::Build(args) => datasets::run_build(args),
         Command::Verify(args) => datasets::run_verify(args),

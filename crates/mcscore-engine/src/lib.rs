@@ -7,6 +7,7 @@
 
 mod plan;
 mod prepare;
+mod prompts;
 mod score;
 mod subset;
 mod trie;
@@ -17,11 +18,13 @@ use std::sync::OnceLock;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::token::LlamaToken;
 use mcscore_format::Task;
 
 pub use mcscore_metrics::OptionScore;
 pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings};
 pub use prepare::PreparedTask;
+pub use prompts::{PromptRequest, RowScores, Session};
 pub use score::{Completion, Run, ScoreTimes, TaskScores, TokenCounts};
 pub use subset::{hellaswag_order, select_tasks};
 
@@ -79,6 +82,15 @@ pub enum EngineError {
 
     #[error("task {task}: option {option} got a non-finite log-probability ({value})")]
     NonFinite { task: usize, option: usize, value: f64 },
+
+    #[error("prompt {prompt}: {message}")]
+    InvalidPrompt { prompt: usize, message: String },
+
+    #[error("decode failed: {message}")]
+    DecodePrompts { message: String },
+
+    #[error("prompt {prompt}: token {position} got a non-finite log-probability ({value})")]
+    NonFinitePrompt { prompt: usize, position: usize, value: f64 },
 }
 
 impl EngineError {
@@ -219,6 +231,49 @@ impl Engine {
     pub fn token_pieces(&self, text: &str) -> Vec<Vec<u8>> {
         let vocab = self.model.vocab();
         vocab.tokenize(text.as_bytes(), false, false).into_iter().map(|t| vocab.token_to_piece(t, false, None)).collect()
+    }
+
+    /// Tokenises text as a server does (llama-server, llama-cpp-python):
+    /// special tokens written out in the text (`<bos>`) are read as such; no
+    /// BOS is added (see [`Engine::bos`]).
+    pub fn tokenize(&self, text: &str) -> Vec<u32> {
+        self.model.vocab().tokenize(text.as_bytes(), false, true).into_iter().map(|t| t.0 as u32).collect()
+    }
+
+    /// The text of tokens, special tokens written out; every id must be
+    /// below [`Engine::n_vocab`].
+    pub fn detokenize(&self, tokens: &[u32]) -> Vec<u8> {
+        let tokens: Vec<LlamaToken> = tokens.iter().map(|&t| LlamaToken(t as i32)).collect();
+        self.model.vocab().detokenize(&tokens, false, true)
+    }
+
+    /// One token's text, special tokens written out; `token` must be below
+    /// [`Engine::n_vocab`].
+    pub fn piece(&self, token: u32) -> Vec<u8> {
+        self.model.vocab().token_to_piece(LlamaToken(token as i32), true, None)
+    }
+
+    /// The BOS token, where the model's tokenizer adds one to every text.
+    pub fn bos(&self) -> Option<u32> {
+        let vocab = self.model.vocab();
+        (vocab.should_add_bos() && vocab.bos().0 >= 0).then(|| vocab.bos().0 as u32)
+    }
+
+    /// The model's BOS and EOS tokens, added or not (`None` where it has none).
+    pub fn special_tokens(&self) -> (Option<u32>, Option<u32>) {
+        let vocab = self.model.vocab();
+        let id = |t: LlamaToken| u32::try_from(t.0).ok().filter(|&t| t < self.n_vocab());
+        (id(vocab.bos()), id(vocab.eos()))
+    }
+
+    /// Whether a token ends generation (EOS, EOT and the like).
+    pub fn is_end_of_generation(&self, token: u32) -> bool {
+        self.model.vocab().is_eog(LlamaToken(token as i32))
+    }
+
+    /// The context length the model was trained for.
+    pub fn n_ctx_train(&self) -> u32 {
+        self.model.n_ctx_train()
     }
 
     /// Tokenises tasks (given with their file indices) and refuses any that

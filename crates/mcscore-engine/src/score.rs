@@ -3,10 +3,11 @@
 //! in parallel.
 
 use std::num::NonZeroU32;
-use std::ops::ControlFlow;
+use std::ops::{ControlFlow, Range};
 use std::time::Instant;
 
 use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::token::LlamaToken;
 use rayon::prelude::*;
@@ -15,7 +16,7 @@ use mcscore_metrics::{log_softmax_at, OptionScore};
 
 use crate::plan::{shares_across_fills, FlashAttention, Plan, Settings};
 use crate::prepare::PreparedTask;
-use crate::trie::Trie;
+use crate::trie::{Layout, Trie};
 use crate::{Engine, EngineError};
 
 /// Scores of every option of one task.
@@ -74,7 +75,7 @@ pub struct Run {
 
 /// One token of a batch: what it is, where, for which sequences, and whether
 /// its logits row is read.
-struct Entry {
+pub(crate) struct Entry {
     token: LlamaToken,
     pos: i32,
     seqs: std::ops::Range<i32>,
@@ -105,27 +106,10 @@ impl Engine {
         self.check_memory(plan, settings.n_gpu_layers)?;
         let mut times = ScoreTimes::default();
         let started = Instant::now();
-        let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(u32::try_from(plan.n_ctx).map_err(|_| EngineError::ContextOverflow { n_ctx: plan.n_ctx })?))
-            .with_n_batch(plan.n_batch)
-            .with_n_ubatch(plan.n_ubatch)
-            .with_n_seq_max(plan.n_seq_max.max(1))
-            // Required when one token belongs to several sequences (the prefix).
-            .with_kv_unified(true)
-            .with_flash_attention_policy(match settings.flash_attention {
-                FlashAttention::On => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED,
-                FlashAttention::Off => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED,
-                FlashAttention::Auto => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_AUTO,
-            })
-            .with_n_threads(settings.threads)
-            .with_n_threads_batch(settings.threads_batch);
-        let mut ctx = self.model.new_context(self.backend, params).map_err(|e| EngineError::Context(e.to_string()))?;
+        let mut ctx = self.new_context(plan, settings)?;
         times.context = started.elapsed().as_secs_f64();
-        let max_per_token = plan.n_seq_max.max(1) as i32;
-        let mut batch = LlamaBatch::new(plan.n_batch as usize, max_per_token);
-        let mut entries: Vec<Entry> = Vec::new();
+        let mut batch = LlamaBatch::new(plan.n_batch as usize, plan.n_seq_max.max(1) as i32);
         let mut rows: Vec<Row> = Vec::new();
-        let mut seqs: Vec<i32> = Vec::new();
         let mut scored = 0;
         let mut tokens = TokenCounts::default();
         let sharing = shares_across_fills(settings);
@@ -176,23 +160,7 @@ impl Engine {
                 cached = chain_tokens;
             }
 
-            entries.clear();
-            let mut entry_of = vec![usize::MAX; trie.len()];
-            let on_chain = |node: u32| layout.chain.get(trie.depth(node) as usize) == Some(&node);
-            for node in 0..trie.len() as u32 {
-                if on_chain(node) && (trie.depth(node) as usize) < reused {
-                    continue;
-                }
-                let leaves = &layout.seqs[node as usize];
-                let first = if on_chain(node) { leaves.start } else { leaves.start + anchor };
-                entry_of[node as usize] = entries.len();
-                entries.push(Entry {
-                    token: trie.token(node),
-                    pos: trie.depth(node) as i32,
-                    seqs: first..leaves.end + anchor,
-                    logits: has_row[node as usize],
-                });
-            }
+            let (entries, entry_of) = fill_entries(&trie, &layout, reused, anchor, &has_row);
             rows.clear();
             for (t, (task, options)) in group.iter().zip(&scoring).enumerate() {
                 for (option, (cont, nodes)) in task.continuations.iter().zip(options).enumerate() {
@@ -207,30 +175,14 @@ impl Engine {
             tokens.unshared += group.iter().map(PreparedTask::required_tokens).sum::<usize>();
 
             let mut sums: Vec<Vec<f64>> = group.iter().map(|t| vec![0.0; t.n_options()]).collect();
-            let chunk = plan.n_batch as usize;
             let mut next_row = 0;
             times.batching += fill_started.elapsed().as_secs_f64();
-            for (c, part) in entries.chunks(chunk).enumerate() {
-                let batch_started = Instant::now();
-                let base = c * chunk;
-                batch.clear();
-                for e in part {
-                    seqs.clear();
-                    seqs.extend(e.seqs.clone());
-                    batch
-                        .add(e.token, e.pos, &seqs, e.logits)
-                        .map_err(|err| EngineError::Decode { task: group[0].index, message: err.to_string() })?;
-                }
-                let decode_started = Instant::now();
-                times.batching += (decode_started - batch_started).as_secs_f64();
-                ctx.decode(&mut batch).map_err(|err| EngineError::Decode { task: group[0].index, message: err.to_string() })?;
-                let logits_started = Instant::now();
-                times.decode += (logits_started - decode_started).as_secs_f64();
-                times.decodes += 1;
+            let fail = |message: String| EngineError::Decode { task: group[0].index, message };
+            decode_fill(&mut ctx, &mut batch, &entries, plan.n_batch as usize, &mut times, &fail, |ctx, decoded| {
                 // Rows are in entry order, so this chunk's rows are contiguous.
-                let end = rows[next_row..].iter().position(|r| r.entry >= base + part.len()).map_or(rows.len(), |p| next_row + p);
+                let end = rows[next_row..].iter().position(|r| r.entry >= decoded.end).map_or(rows.len(), |p| next_row + p);
                 let mine = &rows[next_row..end];
-                let logits: Vec<&[f32]> = mine.iter().map(|r| ctx.get_logits_ith((r.entry - base) as i32)).collect();
+                let logits: Vec<&[f32]> = mine.iter().map(|r| ctx.get_logits_ith((r.entry - decoded.start) as i32)).collect();
                 let values: Vec<f64> =
                     logits.par_iter().zip(mine.par_iter()).map(|(l, r)| log_softmax_at(l, r.target.0 as usize)).collect();
                 for (r, v) in mine.iter().zip(values) {
@@ -240,8 +192,8 @@ impl Engine {
                     sums[r.task][r.option] += v;
                 }
                 next_row = end;
-                times.logits += logits_started.elapsed().as_secs_f64();
-            }
+                Ok(())
+            })?;
             let consumer_started = Instant::now();
 
             for (task, sums) in group.iter().zip(sums) {
@@ -266,6 +218,86 @@ impl Engine {
         }
         Ok(Run { completion: Completion::Finished, tokens, times })
     }
+}
+
+impl Engine {
+    /// A llama.cpp context for `plan`'s fills: a unified KV cache, since one
+    /// cell of a prefix tree belongs to several sequences.
+    pub(crate) fn new_context(&self, plan: &Plan, settings: &Settings) -> Result<LlamaContext<'_>, EngineError> {
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(u32::try_from(plan.n_ctx).map_err(|_| EngineError::ContextOverflow { n_ctx: plan.n_ctx })?))
+            .with_n_batch(plan.n_batch)
+            .with_n_ubatch(plan.n_ubatch)
+            .with_n_seq_max(plan.n_seq_max.max(1))
+            .with_kv_unified(true)
+            .with_flash_attention_policy(match settings.flash_attention {
+                FlashAttention::On => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED,
+                FlashAttention::Off => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED,
+                FlashAttention::Auto => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_AUTO,
+            })
+            .with_n_threads(settings.threads)
+            .with_n_threads_batch(settings.threads_batch);
+        self.model.new_context(self.backend, params).map_err(|e| EngineError::Context(e.to_string()))
+    }
+}
+
+/// A fill's batch entries: every node of `trie` but the first `reused` nodes
+/// of its chain (already in the cache), each in the sequences of the leaves
+/// below it (offset by `anchor`; chain nodes also in sequence 0, which
+/// carries them to the next fill). Also returns each node's entry.
+pub(crate) fn fill_entries(trie: &Trie, layout: &Layout, reused: usize, anchor: i32, has_row: &[bool]) -> (Vec<Entry>, Vec<usize>) {
+    let mut entries = Vec::with_capacity(trie.len());
+    let mut entry_of = vec![usize::MAX; trie.len()];
+    let on_chain = |node: u32| layout.chain.get(trie.depth(node) as usize) == Some(&node);
+    for node in 0..trie.len() as u32 {
+        if on_chain(node) && (trie.depth(node) as usize) < reused {
+            continue;
+        }
+        let leaves = &layout.seqs[node as usize];
+        let first = if on_chain(node) { leaves.start } else { leaves.start + anchor };
+        entry_of[node as usize] = entries.len();
+        entries.push(Entry {
+            token: trie.token(node),
+            pos: trie.depth(node) as i32,
+            seqs: first..leaves.end + anchor,
+            logits: has_row[node as usize],
+        });
+    }
+    (entries, entry_of)
+}
+
+/// Decodes a fill's entries in chunks of `n_batch` tokens. After each chunk,
+/// `read` gets the context and the entries just decoded, to read their
+/// logits rows (its time counts as logits) before the next chunk replaces them.
+pub(crate) fn decode_fill<'m>(
+    ctx: &mut LlamaContext<'m>,
+    batch: &mut LlamaBatch,
+    entries: &[Entry],
+    n_batch: usize,
+    times: &mut ScoreTimes,
+    fail: &dyn Fn(String) -> EngineError,
+    mut read: impl FnMut(&LlamaContext<'m>, Range<usize>) -> Result<(), EngineError>,
+) -> Result<(), EngineError> {
+    let mut seqs: Vec<i32> = Vec::new();
+    for (c, part) in entries.chunks(n_batch).enumerate() {
+        let batch_started = Instant::now();
+        batch.clear();
+        for e in part {
+            seqs.clear();
+            seqs.extend(e.seqs.clone());
+            batch.add(e.token, e.pos, &seqs, e.logits).map_err(|err| fail(err.to_string()))?;
+        }
+        let decode_started = Instant::now();
+        times.batching += (decode_started - batch_started).as_secs_f64();
+        ctx.decode(batch).map_err(|err| fail(err.to_string()))?;
+        let logits_started = Instant::now();
+        times.decode += (logits_started - decode_started).as_secs_f64();
+        times.decodes += 1;
+        let base = c * n_batch;
+        read(ctx, base..base + part.len())?;
+        times.logits += logits_started.elapsed().as_secs_f64();
+    }
+    Ok(())
 }
 
 #[cfg(test)]

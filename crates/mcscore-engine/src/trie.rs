@@ -77,6 +77,18 @@ impl Trie {
         node
     }
 
+    /// Adds a token sequence and returns its nodes, one per token.
+    pub fn insert_sequence(&mut self, tokens: &[LlamaToken]) -> Vec<u32> {
+        let mut last = NO_PARENT;
+        tokens
+            .iter()
+            .map(|&token| {
+                last = self.child(last, token);
+                last
+            })
+            .collect()
+    }
+
     /// Adds a task's decoded tokens (its prefix, then each option's tokens but
     /// the last) and returns, per option, the nodes whose logits score its
     /// tokens: node `i` predicts the option's token `i`.

@@ -1,8 +1,10 @@
 //! mcscore's jobs as a library, shared by every front end (the `mcscore`
 //! command line, a server): scoring a task file with resume and cancellation
 //! ([`ScoreJob`]), the sample log it writes ([`log`]), the report built from
-//! logs ([`report`]), the prompt-format sweep ([`sweep`]) and the option-ID
-//! tokenisation audit ([`tokens`]). Front ends parse, print and plot; every
+//! logs ([`report`]), the prompt-format sweep ([`sweep`]), the option-ID
+//! tokenisation audit ([`tokens`]), and what `mcscore serve` answers: the
+//! OpenAI completions API with prompt log-probabilities ([`completions`])
+//! over a bounded queue that packs concurrent requests into fills ([`queue`]). Front ends parse, print and plot; every
 //! result is computed here.
 //!
 //! Score a file, write a log, build a report, without the binary:
@@ -45,12 +47,14 @@
 //! # Ok::<(), mcscore_eval::EvalError>(())
 //! ```
 
+pub mod completions;
 mod error;
 mod fills;
 mod hashes;
 mod job;
 mod lock;
 pub mod log;
+pub mod queue;
 pub mod report;
 pub mod shard;
 pub mod study;

@@ -102,9 +102,47 @@ pub fn softmax(x: &[f64]) -> Vec<f64> {
 /// f64: the log-probability of one token from a row of f32 logits. NaN or
 /// infinite logits give a non-finite result, which the caller must refuse.
 pub fn log_softmax_at(logits: &[f32], index: usize) -> f64 {
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let sum: f64 = logits.iter().map(|&l| f64::from((l - max).exp())).sum();
-    f64::from(logits[index] - max) - sum.ln()
+    LogSoftmax::of(logits).at(logits, index)
+}
+
+/// The log-softmax of one row of logits, kept as its maximum and the log of
+/// its shifted sum, so that many entries of a row cost one pass over it.
+#[derive(Debug, Clone, Copy)]
+pub struct LogSoftmax {
+    max: f32,
+    log_sum: f64,
+}
+
+impl LogSoftmax {
+    pub fn of(logits: &[f32]) -> LogSoftmax {
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let sum: f64 = logits.iter().map(|&l| f64::from((l - max).exp())).sum();
+        LogSoftmax { max, log_sum: sum.ln() }
+    }
+
+    /// `log softmax(logits)[index]`, for the row this was made from.
+    pub fn at(self, logits: &[f32], index: usize) -> f64 {
+        f64::from(logits[index] - self.max) - self.log_sum
+    }
+}
+
+/// Indices of the `k` largest logits, largest first; among equal logits the
+/// lower index first. NaN logits are never picked.
+pub fn top_k(logits: &[f32], k: usize) -> Vec<usize> {
+    let mut top: Vec<usize> = Vec::with_capacity(k + 1);
+    if k == 0 {
+        return top;
+    }
+    for (i, &l) in logits.iter().enumerate() {
+        if l.is_nan() || (top.len() == k && l <= logits[top[k - 1]]) {
+            continue;
+        }
+        // Later indices go after equal logits already kept.
+        let at = top.partition_point(|&j| logits[j] >= l);
+        top.insert(at, i);
+        top.truncate(k);
+    }
+    top
 }
 
 /// How tied values share ranks in [`ranks_desc`].
@@ -166,6 +204,17 @@ mod tests {
         assert!(p.iter().all(|&x| (x - 0.25).abs() < 1e-12), "{p:?}");
         assert!((log_softmax_at(&[1000.0, 1000.0, 1000.0, 1000.0], 2) - 0.25f64.ln()).abs() < 1e-9);
         assert!((log_softmax_at(&[0.0, 3.0f32.ln()], 1) - 0.75f64.ln()).abs() < 1e-6);
+    }
+
+    #[test]
+    fn top_k_is_ordered_keeps_the_first_of_ties_and_skips_nan() {
+        let row = [0.5, 2.0, f32::NAN, 2.0, -1.0, 3.0];
+        assert_eq!(top_k(&row, 3), vec![5, 1, 3]);
+        assert_eq!(top_k(&row, 1), vec![5]);
+        assert_eq!(top_k(&row, 0), Vec::<usize>::new());
+        assert_eq!(top_k(&row, 10), vec![5, 1, 3, 0, 4]);
+        let parts = LogSoftmax::of(&[0.0, 3.0f32.ln()]);
+        assert!((parts.at(&[0.0, 3.0f32.ln()], 1) - 0.75f64.ln()).abs() < 1e-6);
     }
 
     #[test]

@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod server;
+
 pub fn mcscore() -> Command {
     Command::new(env!("CARGO_BIN_EXE_mcscore"))
 }

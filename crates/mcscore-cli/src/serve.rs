@@ -1,0 +1,425 @@
+//! `mcscore serve`: the OpenAI completions API with prompt log-probabilities
+//! over HTTP (axum on tokio), for lm-evaluation-harness and other clients.
+//! This file routes, authenticates, limits, logs and shuts down; what a
+//! request means and what it answers is `mcscore_eval::completions`, and the
+//! packing of requests into fills `mcscore_eval::queue`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use mcscore_engine::{ContextSize, Engine};
+use mcscore_eval::completions::{ApiError, CompletionRequest, Completions, ModelInfo};
+use mcscore_eval::queue::{Outcome, Queue, Refused, Work};
+use serde_json::Value;
+
+use crate::defaults;
+use crate::engine_args::ComputeArgs;
+
+const EXAMPLES: &str = "\
+Examples:
+  mcscore serve                                   the default model on http://127.0.0.1:8080
+  mcscore serve -m model.gguf --port 8000 -c 4096 -t 8
+  MCSCORE_API_KEY=secret mcscore serve -m model.gguf --host 0.0.0.0
+
+  lm_eval --model local-completions --tasks arc_easy \\
+    --model_args model=gemma-3-270m-q4_k_m,base_url=http://127.0.0.1:8080/v1/completions,tokenizer_backend=remote,num_concurrent=8,batch_size=8
+  lm_eval --model gguf --model_args base_url=http://127.0.0.1:8080 --tasks arc_easy
+
+Routes: POST /v1/completions (also /completions), POST /tokenize, POST /detokenize,
+GET /tokenizer_info, GET /v1/models, GET /health (no key needed). docs/serve.md has the details.
+
+Exit status: 0 after SIGINT or SIGTERM (in-flight requests finish first); 1 when the
+model does not load or the address cannot be bound; 2 on a usage error.";
+
+/// Serve prompt log-likelihoods over HTTP (the OpenAI completions API with
+/// `echo` and `logprobs`), so lm-evaluation-harness can score GGUF models.
+///
+/// Every prompt token gets its log-probability and top alternatives; at most
+/// one token is generated (greedily). Concurrent requests are packed into the
+/// same llama.cpp fills, so a context they share is decoded once.
+#[derive(clap::Args)]
+#[command(after_help = EXAMPLES)]
+pub(crate) struct Args {
+    /// GGUF model; default: gemma-3-270m Q4_K_M from scripts/fetch-model (or $MCSCORE_MODEL).
+    #[arg(short = 'm', long = "model", value_name = "MODEL")]
+    model: Option<PathBuf>,
+    /// The model's name in requests and answers (`model`); default: the file name without `.gguf`.
+    #[arg(short = 'a', long = "alias", value_name = "NAME")]
+    alias: Option<String>,
+    /// Address to listen on; loopback by default. Anything else without --api-key gets a warning.
+    #[arg(long, default_value = "127.0.0.1", value_name = "ADDRESS")]
+    host: std::net::IpAddr,
+    /// Port to listen on; 0 picks a free one (the address is printed).
+    #[arg(long, default_value_t = 8080, value_name = "PORT")]
+    port: u16,
+    /// Longest prompt, in tokens (a BOS the server adds included); the KV
+    /// cache holds this many or a micro-batch (-ub), whichever is larger.
+    #[arg(short = 'c', long = "ctx-size", value_name = "N", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
+    ctx_size: u32,
+    /// Prompts that branch apart within one fill, at most (llama.cpp sequences, 1–256).
+    #[arg(long = "parallel", value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=256))]
+    parallel: u32,
+    #[command(flatten)]
+    compute: ComputeArgs,
+    /// Require `Authorization: Bearer KEY` on every route but /health.
+    #[arg(long = "api-key", env = "MCSCORE_API_KEY", hide_env_values = true, value_name = "KEY")]
+    api_key: Option<String>,
+    /// Requests that may wait for the scorer; beyond it, 503 with Retry-After.
+    #[arg(long = "queue", value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    queue: u32,
+    /// Largest request body, in bytes; larger ones get 413.
+    #[arg(long = "max-body", value_name = "BYTES", default_value_t = 16 << 20, value_parser = clap::value_parser!(u64).range(1024..=1 << 30))]
+    max_body: u64,
+    /// Request log on stderr: one readable line per request, or one JSON object.
+    #[arg(long = "log-format", value_name = "text|json", default_value = "text", value_parser = ["text", "json"])]
+    log_format: String,
+}
+
+struct AppState {
+    completions: Completions,
+    queue: Queue,
+    api_key: Option<String>,
+    next_id: AtomicU64,
+    json_log: bool,
+    max_body: u64,
+}
+
+/// What one request did, for the log line.
+#[derive(Default)]
+struct Entry {
+    prompts: usize,
+    tokens: usize,
+    wait: Option<Duration>,
+    compute: Option<Duration>,
+    pass_prompts: Option<usize>,
+    error: Option<String>,
+}
+
+impl AppState {
+    fn log(&self, id: u64, route: &str, status: u16, started: Instant, entry: &Entry) {
+        let ms = |d: Option<Duration>| d.map(|d| (d.as_secs_f64() * 1e4).round() / 10.0);
+        let total = started.elapsed().as_secs_f64() * 1e3;
+        if self.json_log {
+            let line = serde_json::json!({
+                "id": id, "route": route, "status": status, "prompts": entry.prompts, "tokens": entry.tokens,
+                "queue_ms": ms(entry.wait), "compute_ms": ms(entry.compute), "pass_prompts": entry.pass_prompts,
+                "total_ms": (total * 10.0).round() / 10.0, "error": entry.error,
+            });
+            eprintln!("{line}");
+        } else {
+            let mut line = format!("mcscore serve: #{id} {route} {status}");
+            if entry.prompts > 0 {
+                line.push_str(&format!(" {} prompts {} tokens", entry.prompts, entry.tokens));
+            }
+            if let (Some(wait), Some(compute)) = (ms(entry.wait), ms(entry.compute)) {
+                line.push_str(&format!(" queue {wait} ms compute {compute} ms"));
+                if let Some(n) = entry.pass_prompts {
+                    line.push_str(&format!(" (pass of {n} prompts)"));
+                }
+            }
+            line.push_str(&format!(" total {total:.1} ms"));
+            if let Some(error) = &entry.error {
+                line.push_str(&format!(": {error}"));
+            }
+            eprintln!("{line}");
+        }
+    }
+}
+
+fn error_response(error: &ApiError) -> Response {
+    let status = StatusCode::from_u16(error.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, Json(error.body())).into_response()
+}
+
+fn server_error(status: u16, kind: &'static str, message: String) -> ApiError {
+    ApiError { status, message, param: None, kind, code: None }
+}
+
+/// The body, or the error a client gets for it: 413 over --max-body.
+fn read_body(body: Result<Bytes, BytesRejection>, limit: u64) -> Result<Bytes, ApiError> {
+    body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError {
+                status: 413,
+                message: format!("the body is larger than this server's limit of {limit} bytes (--max-body)"),
+                param: Some("body".into()),
+                kind: "invalid_request_error",
+                code: None,
+            }
+        } else {
+            ApiError::invalid("body", format!("the body could not be read: {rejection}"))
+        }
+    })
+}
+
+/// Marks a request's work cancelled and logs it if the handler is dropped
+/// before it answers (the client went away).
+struct CancelOnDrop<'s> {
+    cancelled: Arc<AtomicBool>,
+    state: &'s AppState,
+    id: u64,
+    started: Instant,
+    prompts: usize,
+    tokens: usize,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.cancelled.store(true, Ordering::Relaxed);
+            let entry = Entry {
+                prompts: self.prompts,
+                tokens: self.tokens,
+                error: Some("client disconnected; its work is cancelled".into()),
+                ..Entry::default()
+            };
+            self.state.log(self.id, "POST /v1/completions", 499, self.started, &entry);
+        }
+    }
+}
+
+async fn completions_route(State(state): State<Arc<AppState>>, body: Result<Bytes, BytesRejection>) -> Response {
+    let id = state.next_id.fetch_add(1, Ordering::Relaxed);
+    let started = Instant::now();
+    let mut entry = Entry::default();
+    let result = complete(&state, id, started, body, &mut entry).await;
+    let response = match result {
+        Ok(value) => (StatusCode::OK, Json(value)).into_response(),
+        Err(error) => {
+            entry.error = Some(error.message.clone());
+            let mut response = error_response(&error);
+            if error.status == 503 {
+                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            response
+        }
+    };
+    state.log(id, "POST /v1/completions", response.status().as_u16(), started, &entry);
+    response
+}
+
+async fn complete(
+    state: &AppState,
+    id: u64,
+    started: Instant,
+    body: Result<Bytes, BytesRejection>,
+    entry: &mut Entry,
+) -> Result<Value, ApiError> {
+    let body = read_body(body, state.max_body)?;
+    let request = CompletionRequest::parse(&body, &state.completions.model)?;
+    entry.prompts = request.len();
+    let job = state.completions.prepare(request)?;
+    entry.tokens = job.prompt_tokens();
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let mut guard =
+        CancelOnDrop { cancelled: cancelled.clone(), state, id, started, prompts: entry.prompts, tokens: entry.tokens, armed: true };
+    let work = Work {
+        prompts: job.prompts.iter().map(|p| p.request.clone()).collect(),
+        cancelled,
+        enqueued: Instant::now(),
+        reply: Box::new(move |outcome| {
+            let _ = sender.send(outcome);
+        }),
+    };
+    if let Err(refused) = state.queue.submit(work) {
+        guard.armed = false;
+        return Err(match refused {
+            Refused::Full(_) => server_error(
+                503,
+                "server_overloaded",
+                format!("the queue holds {} requests already (--queue); retry after a second", state.queue.capacity()),
+            ),
+            Refused::Closed(_) => server_error(503, "server_shutting_down", "the server is stopping".into()),
+        });
+    }
+    let outcome = receiver.await;
+    guard.armed = false;
+    match outcome {
+        Ok(Outcome::Scored { rows, wait, compute, pass_prompts }) => {
+            entry.wait = Some(wait);
+            entry.compute = Some(compute);
+            entry.pass_prompts = Some(pass_prompts);
+            let created = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            let response = state.completions.respond(format!("cmpl-{id}"), created, &job, &rows);
+            serde_json::to_value(response).map_err(|e| server_error(500, "server_error", format!("could not write the answer: {e}")))
+        }
+        Ok(Outcome::Failed(message)) => Err(server_error(500, "server_error", format!("scoring failed: {message}"))),
+        Ok(Outcome::Cancelled) | Err(_) => Err(server_error(500, "server_error", "the scorer dropped the request".into())),
+    }
+}
+
+async fn simple(
+    state: &AppState,
+    route: &str,
+    body: Result<Bytes, BytesRejection>,
+    answer: impl FnOnce(&Completions, &[u8]) -> Result<Value, ApiError>,
+) -> Response {
+    let id = state.next_id.fetch_add(1, Ordering::Relaxed);
+    let started = Instant::now();
+    let mut entry = Entry::default();
+    let result = read_body(body, state.max_body).and_then(|b| answer(&state.completions, &b));
+    let response = match result {
+        Ok(value) => (StatusCode::OK, Json(value)).into_response(),
+        Err(error) => {
+            entry.error = Some(error.message.clone());
+            error_response(&error)
+        }
+    };
+    state.log(id, route, response.status().as_u16(), started, &entry);
+    response
+}
+
+async fn tokenize(State(state): State<Arc<AppState>>, body: Result<Bytes, BytesRejection>) -> Response {
+    simple(&state, "POST /tokenize", body, |c, b| c.tokenize(b)).await
+}
+
+async fn detokenize(State(state): State<Arc<AppState>>, body: Result<Bytes, BytesRejection>) -> Response {
+    simple(&state, "POST /detokenize", body, |c, b| c.detokenize(b)).await
+}
+
+async fn tokenizer_info(State(state): State<Arc<AppState>>) -> Response {
+    simple(&state, "GET /tokenizer_info", Ok(Bytes::new()), |c, _| Ok(c.tokenizer_info())).await
+}
+
+async fn models(State(state): State<Arc<AppState>>) -> Response {
+    simple(&state, "GET /v1/models", Ok(Bytes::new()), |c, _| Ok(c.models())).await
+}
+
+async fn health() -> Json<Value> {
+    Json(serde_json::json!({"status": "ok"}))
+}
+
+async fn not_found(request: Request) -> Response {
+    let error = server_error(
+        404,
+        "invalid_request_error",
+        format!("no route {} {} (see mcscore serve --help)", request.method(), request.uri().path()),
+    );
+    error_response(&error)
+}
+
+/// Every route but /health needs the key, when one is set.
+async fn authorize(State(state): State<Arc<AppState>>, headers: HeaderMap, request: Request, next: Next) -> Response {
+    if let Some(key) = &state.api_key {
+        let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+        if given != Some(key.as_str()) {
+            let error = ApiError {
+                status: 401,
+                message: "missing or wrong API key: send `Authorization: Bearer KEY` with the server's --api-key".into(),
+                param: None,
+                kind: "authentication_error",
+                code: Some("invalid_api_key"),
+            };
+            let id = state.next_id.fetch_add(1, Ordering::Relaxed);
+            let route = format!("{} {}", request.method(), request.uri().path());
+            state.log(id, &route, 401, Instant::now(), &Entry { error: Some(error.message.clone()), ..Entry::default() });
+            return error_response(&error);
+        }
+    }
+    next.run(request).await
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    eprintln!("mcscore serve: stopping: no new connections; finishing the requests in flight");
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<crate::Outcome> {
+    let model_path = match &args.model {
+        Some(model) => model.clone(),
+        None => defaults::model()?,
+    };
+    let settings = args.compute.settings(ContextSize::PerSequence(args.ctx_size), Some(args.parallel));
+    let alias = args.alias.clone().unwrap_or_else(|| {
+        let name = model_path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        name.strip_suffix(".gguf").map_or(name.clone(), str::to_owned)
+    });
+    eprintln!("mcscore serve: loading {}", model_path.display());
+    let engine = Arc::new(Engine::load(&model_path, settings.n_gpu_layers)?);
+    let created = std::fs::metadata(&model_path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs());
+    let max_prompt = args.ctx_size as usize;
+    let queue = Queue::start(engine.clone(), settings, max_prompt, args.queue as usize).map_err(|e| anyhow::anyhow!("{e}; lower -c"))?;
+    let completions = Completions::new(engine, ModelInfo { id: alias.clone(), created }, max_prompt);
+    let state = Arc::new(AppState {
+        completions,
+        queue,
+        api_key: args.api_key.clone().filter(|k| !k.is_empty()),
+        next_id: AtomicU64::new(1),
+        json_log: args.log_format == "json",
+        max_body: args.max_body,
+    });
+    if !args.host.is_loopback() && state.api_key.is_none() {
+        eprintln!("mcscore serve: warning: listening on {} without --api-key: anyone who can reach it can use it", args.host);
+    }
+    let protected = Router::new()
+        .route("/v1/completions", post(completions_route))
+        .route("/completions", post(completions_route))
+        .route("/tokenize", post(tokenize))
+        .route("/detokenize", post(detokenize))
+        .route("/tokenizer_info", get(tokenizer_info))
+        .route("/v1/models", get(models))
+        .fallback(not_found)
+        .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
+    let app = Router::new()
+        .route("/health", get(health))
+        .merge(protected)
+        .layer(DefaultBodyLimit::max(usize::try_from(args.max_body).unwrap_or(usize::MAX)))
+        .with_state(state.clone());
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    let address = SocketAddr::new(args.host, args.port);
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .with_context(|| format!("cannot listen on {address}; pick another --port or --host"))?;
+        let bound = listener.local_addr().context("reading the bound address")?;
+        eprintln!(
+            "mcscore serve: listening on http://{bound} (model `{alias}`, prompts up to {max_prompt} tokens, queue {}{})",
+            args.queue,
+            if state.api_key.is_some() { ", API key required" } else { "" }
+        );
+        axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await.context("serving")
+    })?;
+    drop(runtime);
+    match Arc::try_unwrap(state) {
+        Ok(state) => state.queue.shutdown(),
+        Err(_) => eprintln!("mcscore serve: warning: requests still held the scorer at exit"),
+    }
+    eprintln!("mcscore serve: stopped");
+    Ok(crate::Outcome::Ok)
+}

@@ -1,0 +1,117 @@
+//! A real `mcscore serve` on a free loopback port, and a small HTTP/1.1
+//! client over a socket, so the tests see exactly what goes over the wire.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub struct Server {
+    child: Child,
+    pub address: String,
+    log: Arc<Mutex<String>>,
+}
+
+/// An answer: status, headers (as text, lower-cased names) and body.
+pub struct Reply {
+    pub status: u16,
+    pub headers: String,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+}
+
+impl Server {
+    /// Starts `mcscore serve` on the default model with `extra` flags and
+    /// waits until it listens.
+    pub fn start(extra: &[&str]) -> Server {
+        let mut child = super::mcscore()
+            .args(["serve", "-m", &super::model(), "--port", "0", "-t", "2"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("mcscore serve starts");
+        let stderr = child.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let (sender, receiver) = mpsc::channel();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("listening on http://").nth(1) {
+                    let _ = sender.send(rest.split_whitespace().next().unwrap_or_default().to_owned());
+                }
+                let mut log = sink.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        let address =
+            receiver.recv_timeout(Duration::from_secs(120)).unwrap_or_else(|_| panic!("the server did not start: {}", log.lock().unwrap()));
+        Server { child, address, log }
+    }
+
+    /// Everything the server wrote to stderr so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    pub fn request(&self, method: &str, path: &str, body: &[u8], headers: &[(&str, &str)]) -> Reply {
+        request(&self.address, method, path, body, headers)
+    }
+
+    pub fn post(&self, path: &str, body: &serde_json::Value) -> Reply {
+        self.request("POST", path, body.to_string().as_bytes(), &[])
+    }
+
+    pub fn get(&self, path: &str) -> Reply {
+        self.request("GET", path, b"", &[])
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends SIGTERM and waits for the exit.
+    pub fn terminate(mut self) -> ExitStatus {
+        let status = std::process::Command::new("sh").args(["-c", &format!("kill -TERM {}", self.child.id())]).status().unwrap();
+        assert!(status.success());
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.1 request on its own connection (`Connection: close`).
+pub fn request(address: &str, method: &str, path: &str, body: &[u8], headers: &[(&str, &str)]) -> Reply {
+    let mut stream = TcpStream::connect(address).unwrap();
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    if !body.is_empty() {
+        head.push_str("Content-Type: application/json\r\n");
+    }
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    // A server may answer (413) before reading a large body, and close.
+    let _ = stream.write_all(body);
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let split =
+        raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or_else(|| panic!("no HTTP head in {:?}", String::from_utf8_lossy(&raw)));
+    let head = String::from_utf8_lossy(&raw[..split]).to_lowercase();
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap();
+    Reply { status, headers: head, body: raw[split + 4..].to_vec() }
+}

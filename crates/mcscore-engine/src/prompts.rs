@@ -1,0 +1,257 @@
+//! Whole prompts scored for a server: each token's log-probability given the
+//! tokens before it, the likeliest tokens at each position, and the likeliest
+//! token after the prompt. Prompts scored together share the KV cells of the
+//! tokens they share: lm-evaluation-harness sends each option of a question
+//! as its own prompt behind the same context, which is then decoded once.
+
+use std::ops::Range;
+use std::time::Instant;
+
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::token::LlamaToken;
+use rayon::prelude::*;
+
+use mcscore_metrics::{top_k, LogSoftmax};
+
+use crate::plan::{Plan, Settings};
+use crate::score::{decode_fill, fill_entries};
+use crate::trie::Trie;
+use crate::{Engine, EngineError, ScoreTimes};
+
+/// llama.cpp's limit on sequence ids in one context (LLAMA_MAX_SEQ).
+const MAX_SEQUENCES: u32 = 256;
+
+/// One prompt to score.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptRequest {
+    /// Its tokens, as the model reads them (a BOS included).
+    pub tokens: Vec<u32>,
+    /// The positions whose logits rows are read: the row at position `i`
+    /// predicts token `i + 1`; the row at the last position predicts the token
+    /// after the prompt.
+    pub rows: Range<usize>,
+    /// How many of the likeliest tokens each row reports (at least one is
+    /// always found: the greedy choice).
+    pub top: usize,
+}
+
+/// What one logits row says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowScores {
+    /// The log-probability of the prompt's next token; `None` for the row
+    /// after the prompt's last token.
+    pub next: Option<f64>,
+    /// The `top` likeliest tokens (at least one) with their log-probabilities,
+    /// likeliest first, the lower id first among ties.
+    pub top: Vec<(u32, f64)>,
+}
+
+/// A context kept for scoring prompts, request after request, so that none
+/// pays for creating one.
+pub struct Session<'e> {
+    ctx: LlamaContext<'e>,
+    batch: LlamaBatch<'static>,
+    plan: Plan,
+    n_vocab: u32,
+    max_prompt: usize,
+    /// Tokens one fill may decode when its prompts are shorter.
+    fill_budget: usize,
+    deterministic: bool,
+    times: ScoreTimes,
+}
+
+fn round_up(n: usize, to: usize) -> usize {
+    n.div_ceil(to) * to
+}
+
+impl Engine {
+    /// A session for prompts of at most `max_prompt` tokens; `settings.parallel`
+    /// caps the prompts that branch apart within one fill (default 64).
+    /// With `settings.deterministic`, each prompt is scored alone in one
+    /// micro-batch, so its scores depend on nothing else.
+    pub fn session(&self, settings: &Settings, max_prompt: usize) -> Result<Session<'_>, EngineError> {
+        let max_prompt = max_prompt.max(1);
+        let n_seq_max = settings.parallel.unwrap_or(64).clamp(1, MAX_SEQUENCES);
+        let fill_budget = settings.n_ubatch.min(settings.n_batch).max(1) as usize;
+        let n_ctx = round_up(max_prompt.max(fill_budget), 256);
+        if n_ctx > u32::MAX as usize {
+            return Err(EngineError::ContextOverflow { n_ctx: n_ctx as u64 });
+        }
+        let plan = if settings.deterministic {
+            Plan { batches: Vec::new(), n_ctx: n_ctx as u64, n_batch: n_ctx as u32, n_ubatch: n_ctx as u32, n_seq_max: 1 }
+        } else {
+            let n_batch = settings.n_batch.max(n_seq_max);
+            Plan { batches: Vec::new(), n_ctx: n_ctx as u64, n_batch, n_ubatch: settings.n_ubatch.min(n_batch), n_seq_max }
+        };
+        self.check_memory(&plan, settings.n_gpu_layers)?;
+        let started = Instant::now();
+        let ctx = self.new_context(&plan, settings)?;
+        let times = ScoreTimes { context: started.elapsed().as_secs_f64(), ..ScoreTimes::default() };
+        Ok(Session {
+            ctx,
+            batch: LlamaBatch::new(plan.n_batch as usize, plan.n_seq_max as i32),
+            n_vocab: self.n_vocab(),
+            max_prompt,
+            fill_budget,
+            deterministic: settings.deterministic,
+            plan,
+            times,
+        })
+    }
+
+    /// Tokens in the model's vocabulary: every valid id is below it.
+    pub fn n_vocab(&self) -> u32 {
+        self.model.n_vocab().max(0) as u32
+    }
+}
+
+/// One decoded row: its entry, its log-softmax and its likeliest tokens.
+type NodeRow = (usize, LogSoftmax, Vec<(u32, f64)>);
+
+/// A request's row, in the order of a fill's entries.
+struct Wanted {
+    entry: usize,
+    prompt: usize,
+    position: usize,
+}
+
+impl Session<'_> {
+    /// The longest prompt this session scores, in tokens.
+    pub fn max_prompt(&self) -> usize {
+        self.max_prompt
+    }
+
+    /// Where the session's time went so far.
+    pub fn times(&self) -> ScoreTimes {
+        self.times
+    }
+
+    /// Scores prompts, returning for each the rows it asked for, in order.
+    pub fn score(&mut self, prompts: &[PromptRequest]) -> Result<Vec<Vec<RowScores>>, EngineError> {
+        for (index, prompt) in prompts.iter().enumerate() {
+            self.check(index, prompt)?;
+        }
+        let mut results: Vec<Vec<RowScores>> = prompts.iter().map(|p| Vec::with_capacity(p.rows.len())).collect();
+        for fill in self.fills(prompts) {
+            self.score_fill(prompts, fill, &mut results)?;
+        }
+        Ok(results)
+    }
+
+    fn check(&self, index: usize, prompt: &PromptRequest) -> Result<(), EngineError> {
+        let invalid = |message: String| EngineError::InvalidPrompt { prompt: index, message };
+        if prompt.tokens.is_empty() {
+            return Err(invalid("no tokens".into()));
+        }
+        if prompt.tokens.len() > self.max_prompt {
+            return Err(invalid(format!("{} tokens; at most {}", prompt.tokens.len(), self.max_prompt)));
+        }
+        if let Some((position, id)) = prompt.tokens.iter().enumerate().find(|(_, &t)| t >= self.n_vocab) {
+            return Err(invalid(format!("token {position} is {id}, outside the vocabulary of {} tokens", self.n_vocab)));
+        }
+        if prompt.rows.end > prompt.tokens.len() || prompt.rows.start > prompt.rows.end {
+            return Err(invalid(format!("rows {:?} outside its {} positions", prompt.rows, prompt.tokens.len())));
+        }
+        Ok(())
+    }
+
+    /// Packs prompts greedily, in order: a fill takes prompts while their
+    /// prefix tree fits one micro-batch and its branches the sequence limit;
+    /// a longer prompt goes alone.
+    fn fills(&self, prompts: &[PromptRequest]) -> Vec<Range<usize>> {
+        if self.deterministic {
+            return (0..prompts.len()).map(|i| i..i + 1).collect();
+        }
+        let mut fills = Vec::new();
+        let mut start = 0;
+        let mut trie = Trie::default();
+        for (i, prompt) in prompts.iter().enumerate() {
+            trie.insert_sequence(&tokens(&prompt.tokens));
+            if i > start && (trie.len() > self.fill_budget || trie.leaves() > self.plan.n_seq_max as usize) {
+                fills.push(start..i);
+                start = i;
+                trie = Trie::default();
+                trie.insert_sequence(&tokens(&prompt.tokens));
+            }
+        }
+        if start < prompts.len() {
+            fills.push(start..prompts.len());
+        }
+        fills
+    }
+
+    fn score_fill(&mut self, prompts: &[PromptRequest], fill: Range<usize>, results: &mut [Vec<RowScores>]) -> Result<(), EngineError> {
+        let fill_started = Instant::now();
+        self.times.fills += 1;
+        let mut trie = Trie::default();
+        let paths: Vec<Vec<u32>> = prompts[fill.clone()].iter().map(|p| trie.insert_sequence(&tokens(&p.tokens))).collect();
+        let layout = trie.layout();
+        let mut top_of_node = vec![0usize; trie.len()];
+        let mut has_row = vec![false; trie.len()];
+        for (prompt, path) in prompts[fill.clone()].iter().zip(&paths) {
+            for &node in &path[prompt.rows.clone()] {
+                has_row[node as usize] = true;
+                top_of_node[node as usize] = top_of_node[node as usize].max(prompt.top.max(1));
+            }
+        }
+        self.ctx.clear_kv_cache();
+        let (entries, entry_of) = fill_entries(&trie, &layout, 0, 0, &has_row);
+        let mut wanted: Vec<Wanted> = Vec::new();
+        for (offset, (prompt, path)) in prompts[fill.clone()].iter().zip(&paths).enumerate() {
+            for position in prompt.rows.clone() {
+                wanted.push(Wanted { entry: entry_of[path[position] as usize], prompt: fill.start + offset, position });
+            }
+        }
+        // Stable: each prompt's rows stay in position order.
+        wanted.sort_by_key(|w| w.entry);
+        self.times.batching += fill_started.elapsed().as_secs_f64();
+
+        let mut next_wanted = 0;
+        let fail = |message: String| EngineError::DecodePrompts { message };
+        let (ctx, batch, n_batch) = (&mut self.ctx, &mut self.batch, self.plan.n_batch as usize);
+        decode_fill(ctx, batch, &entries, n_batch, &mut self.times, &fail, |ctx, decoded| {
+            let end = wanted[next_wanted..].iter().position(|w| w.entry >= decoded.end).map_or(wanted.len(), |p| next_wanted + p);
+            let mine = &wanted[next_wanted..end];
+            next_wanted = end;
+            // One log-softmax and one top-k per node, however many prompts read it.
+            let mut nodes: Vec<usize> = mine.iter().map(|w| w.entry).collect();
+            nodes.dedup();
+            let logits: Vec<&[f32]> = nodes.iter().map(|&entry| ctx.get_logits_ith((entry - decoded.start) as i32)).collect();
+            let rows: Vec<NodeRow> = nodes
+                .par_iter()
+                .zip(logits.par_iter())
+                .map(|(&entry, &logits)| {
+                    let parts = LogSoftmax::of(logits);
+                    // No node is skipped in these fills, so an entry's index is its node's.
+                    let top = top_k(logits, top_of_node[entry]).into_iter().map(|t| (t as u32, parts.at(logits, t))).collect();
+                    (entry, parts, top)
+                })
+                .collect();
+            for w in mine {
+                let (_, parts, top) = &rows[rows.partition_point(|r| r.0 < w.entry)];
+                let prompt = &prompts[w.prompt];
+                let next = match prompt.tokens.get(w.position + 1) {
+                    Some(&token) => {
+                        let logits = ctx.get_logits_ith((w.entry - decoded.start) as i32);
+                        let value = parts.at(logits, token as usize);
+                        if !value.is_finite() {
+                            return Err(EngineError::NonFinitePrompt { prompt: w.prompt, position: w.position + 1, value });
+                        }
+                        Some(value)
+                    }
+                    None => None,
+                };
+                if let Some(&(_, value)) = top.iter().find(|t| !t.1.is_finite()) {
+                    return Err(EngineError::NonFinitePrompt { prompt: w.prompt, position: w.position + 1, value });
+                }
+                results[w.prompt].push(RowScores { next, top: top[..prompt.top.max(1).min(top.len())].to_vec() });
+            }
+            Ok(())
+        })
+    }
+}
+
+fn tokens(ids: &[u32]) -> Vec<LlamaToken> {
+    ids.iter().map(|&t| LlamaToken(t as i32)).collect()
+}

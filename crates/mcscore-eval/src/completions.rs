@@ -1,0 +1,591 @@
+//! The OpenAI completions API, as far as scoring needs it: requests checked
+//! field by field, prompts tokenised with the model's BOS rule, and answers
+//! with per-token log-probabilities (`echo`) in the shape that
+//! lm-evaluation-harness (`local-completions`, `gguf`) and OpenAI's clients
+//! parse. Generation stops at one greedy token. The queue that packs requests
+//! into the engine's fills is [`crate::queue`]; HTTP is the front end's.
+
+use std::sync::Arc;
+
+use mcscore_engine::{Engine, PromptRequest, RowScores};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// The most top log-probabilities a row reports (`logprobs`).
+pub const MAX_TOP_LOGPROBS: usize = 20;
+
+/// A refused request, with what OpenAI's error body carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// The HTTP status: 400 for a bad field, 404 for an unknown model, 401,
+    /// 413, 503 from the front end.
+    pub status: u16,
+    pub message: String,
+    /// The request field at fault.
+    pub param: Option<String>,
+    /// OpenAI's `type`: `invalid_request_error`, `authentication_error`, ….
+    pub kind: &'static str,
+    pub code: Option<&'static str>,
+}
+
+impl ApiError {
+    pub fn invalid(param: &str, message: impl Into<String>) -> ApiError {
+        ApiError { status: 400, message: message.into(), param: Some(param.to_owned()), kind: "invalid_request_error", code: None }
+    }
+
+    /// OpenAI's error body: `{"error": {"message", "type", "param", "code"}}`.
+    pub fn body(&self) -> Value {
+        serde_json::json!({"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}})
+    }
+}
+
+/// A prompt as the request gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Prompt {
+    Text(String),
+    Tokens(Vec<u32>),
+}
+
+/// A checked completion request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompletionRequest {
+    prompts: Vec<Prompt>,
+    echo: bool,
+    /// Top log-probabilities per token; `None`: no `logprobs` in the answer.
+    logprobs: Option<usize>,
+    /// 0 or 1.
+    max_tokens: usize,
+    stop: Vec<String>,
+}
+
+/// Fields a client may send that change nothing here (their allowed values
+/// are checked where they could).
+const ACCEPTED: &[&str] = &[
+    "model",
+    "seed",
+    "user",
+    "top_p",
+    "stream",
+    "n",
+    "best_of",
+    "suffix",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "stream_options",
+    "temperature",
+    "top_k",
+    "min_p",
+    "repeat_penalty",
+];
+
+impl CompletionRequest {
+    /// Reads a JSON body, refusing what this server would not honour, each
+    /// refusal naming its field and what is allowed. `model` must name the
+    /// served model (or be absent).
+    pub fn parse(body: &[u8], served: &ModelInfo) -> Result<CompletionRequest, ApiError> {
+        let value: Value =
+            serde_json::from_slice(body).map_err(|e| ApiError::invalid("body", format!("the body is not valid JSON: {e}")))?;
+        let Value::Object(fields) = value else {
+            return Err(ApiError::invalid("body", "the body must be a JSON object"));
+        };
+        for key in fields.keys() {
+            if !["prompt", "echo", "logprobs", "max_tokens", "stop"].contains(&key.as_str()) && !ACCEPTED.contains(&key.as_str()) {
+                return Err(ApiError::invalid(
+                    key,
+                    format!(
+                        "unknown field `{key}` (this server reads prompt, echo, logprobs, max_tokens, stop and {})",
+                        ACCEPTED.join(", ")
+                    ),
+                ));
+            }
+        }
+        if let Some(model) = fields.get("model") {
+            let name = model.as_str().ok_or_else(|| ApiError::invalid("model", "model must be a string"))?;
+            if name != served.id {
+                return Err(ApiError {
+                    status: 404,
+                    message: format!("model `{name}` is not served here; this server serves `{}` (GET /v1/models)", served.id),
+                    param: Some("model".into()),
+                    kind: "invalid_request_error",
+                    code: Some("model_not_found"),
+                });
+            }
+        }
+        let prompts = parse_prompts(fields.get("prompt").ok_or_else(|| ApiError::invalid("prompt", "prompt is required"))?)?;
+        let echo = optional_bool(&fields, "echo")?.unwrap_or(false);
+        let logprobs = match fields.get("logprobs") {
+            None | Some(Value::Null) => None,
+            Some(v) => {
+                let n = v.as_u64().ok_or_else(|| {
+                    ApiError::invalid("logprobs", format!("logprobs must be a whole number from 0 to {MAX_TOP_LOGPROBS}, not {v}"))
+                })?;
+                if n > MAX_TOP_LOGPROBS as u64 {
+                    return Err(ApiError::invalid(
+                        "logprobs",
+                        format!("logprobs is {n}; this server reports at most {MAX_TOP_LOGPROBS} top log-probabilities per token"),
+                    ));
+                }
+                Some(n as usize)
+            }
+        };
+        // OpenAI's default is 16 tokens; this server generates at most one.
+        let max_tokens = match fields.get("max_tokens") {
+            None => return Err(ApiError::invalid("max_tokens", "max_tokens is absent, which OpenAI reads as 16; this server generates at most 1 token greedily: send max_tokens 0 or 1")),
+            Some(v) => match v.as_u64() {
+                Some(n @ (0 | 1)) => n as usize,
+                _ => return Err(ApiError::invalid("max_tokens", format!("max_tokens is {v}; this server generates at most 1 token greedily (0 or 1); it does not truncate longer generations"))),
+            },
+        };
+        for (field, allowed) in [("n", 1.0), ("best_of", 1.0)] {
+            if let Some(v) = fields.get(field).filter(|v| !v.is_null()) {
+                if v.as_f64() != Some(allowed) {
+                    return Err(ApiError::invalid(field, format!("{field} is {v}; this server returns one choice per prompt ({field} 1)")));
+                }
+            }
+        }
+        if optional_bool(&fields, "stream")? == Some(true) {
+            return Err(ApiError::invalid("stream", "stream is true; this server answers in one body (stream false)"));
+        }
+        if let Some(t) = fields.get("temperature").filter(|v| !v.is_null()) {
+            let t = t.as_f64().ok_or_else(|| ApiError::invalid("temperature", format!("temperature must be a number, not {t}")))?;
+            if t != 0.0 && max_tokens > 0 {
+                return Err(ApiError::invalid(
+                    "temperature",
+                    format!("temperature is {t}; this server generates greedily (temperature 0)"),
+                ));
+            }
+        }
+        if let Some(s) = fields.get("suffix").filter(|v| !v.is_null()) {
+            return Err(ApiError::invalid("suffix", format!("suffix is {s}; this server does not insert text after the completion")));
+        }
+        let stop = match fields.get("stop") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|i| {
+                    i.as_str().map(str::to_owned).ok_or_else(|| ApiError::invalid("stop", "stop must be a string or a list of strings"))
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(ApiError::invalid("stop", "stop must be a string or a list of strings")),
+        };
+        Ok(CompletionRequest { prompts, echo, logprobs, max_tokens, stop })
+    }
+
+    /// Prompts in the request.
+    pub fn len(&self) -> usize {
+        self.prompts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.prompts.is_empty()
+    }
+}
+
+fn optional_bool(fields: &Map<String, Value>, name: &str) -> Result<Option<bool>, ApiError> {
+    match fields.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(v) => Err(ApiError::invalid(name, format!("{name} must be true or false, not {v}"))),
+    }
+}
+
+const PROMPT_SHAPES: &str = "a string, a list of strings, a list of token ids or a list of lists of token ids";
+
+fn parse_prompts(value: &Value) -> Result<Vec<Prompt>, ApiError> {
+    let bad = |message: String| ApiError::invalid("prompt", message);
+    let ids = |items: &[Value], at: &str| -> Result<Vec<u32>, ApiError> {
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.as_u64()
+                    .and_then(|t| u32::try_from(t).ok())
+                    .ok_or_else(|| bad(format!("{at}token {i} is {v}; a token id is a whole number from 0 to the vocabulary size − 1")))
+            })
+            .collect()
+    };
+    let prompts = match value {
+        Value::String(s) => vec![Prompt::Text(s.clone())],
+        Value::Array(items) if items.is_empty() => return Err(bad("prompt is an empty list".into())),
+        Value::Array(items) => match &items[0] {
+            Value::String(_) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    v.as_str().map(|s| Prompt::Text(s.to_owned())).ok_or_else(|| bad(format!("prompt {i} is {v}, in a list of strings")))
+                })
+                .collect::<Result<_, _>>()?,
+            Value::Number(_) => vec![Prompt::Tokens(ids(items, "")?)],
+            Value::Array(_) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    Value::Array(inner) => ids(inner, &format!("prompt {i}: ")).map(Prompt::Tokens),
+                    other => Err(bad(format!("prompt {i} is {other}, in a list of token lists"))),
+                })
+                .collect::<Result<_, _>>()?,
+            other => return Err(bad(format!("prompt must be {PROMPT_SHAPES}; its first item is {other}"))),
+        },
+        other => return Err(bad(format!("prompt must be {PROMPT_SHAPES}, not {other}"))),
+    };
+    Ok(prompts)
+}
+
+/// What `GET /v1/models` says about the served model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelInfo {
+    pub id: String,
+    pub created: u64,
+}
+
+/// The served model's tokenizer and the completions built on it: shared by
+/// every request handler (tokenising is cheap and thread-safe).
+pub struct Completions {
+    engine: Arc<Engine>,
+    pub model: ModelInfo,
+    max_prompt: usize,
+}
+
+/// A prompt ready for the engine, with what its answer needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedPrompt {
+    pub request: PromptRequest,
+    /// Whether the model's BOS was put before the prompt (and is not echoed).
+    implicit_bos: bool,
+    /// The prompt's text, for `text` with `echo`.
+    text: String,
+}
+
+/// A checked request, tokenised.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompletionJob {
+    pub prompts: Vec<PreparedPrompt>,
+    echo: bool,
+    logprobs: Option<usize>,
+    max_tokens: usize,
+    stop: Vec<String>,
+}
+
+impl CompletionJob {
+    /// Tokens the model reads for this request (implicit BOS included).
+    pub fn prompt_tokens(&self) -> usize {
+        self.prompts.iter().map(|p| p.request.tokens.len()).sum()
+    }
+}
+
+/// One completion choice.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Choice {
+    pub text: String,
+    pub index: usize,
+    pub logprobs: Option<Logprobs>,
+    pub finish_reason: &'static str,
+}
+
+/// OpenAI's legacy `logprobs` object: one entry per echoed prompt token,
+/// then per generated token.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Logprobs {
+    pub tokens: Vec<String>,
+    pub token_logprobs: Vec<Option<f64>>,
+    pub top_logprobs: Vec<Option<Map<String, Value>>>,
+    pub text_offset: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub prompt_tokens: usize,
+    pub completion_tokens: usize,
+    pub total_tokens: usize,
+}
+
+/// The body of a completion answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompletionResponse {
+    pub id: String,
+    pub object: &'static str,
+    pub created: u64,
+    pub model: String,
+    pub choices: Vec<Choice>,
+    pub usage: Usage,
+}
+
+impl Completions {
+    /// `max_prompt`: the longest prompt the engine session takes, in tokens
+    /// (an implicit BOS included).
+    pub fn new(engine: Arc<Engine>, model: ModelInfo, max_prompt: usize) -> Completions {
+        Completions { engine, model, max_prompt }
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Tokenises a request's prompts. Where the model's tokenizer adds a BOS
+    /// and a prompt does not start with it, the prompt is read after a BOS
+    /// that is not echoed: lm-eval's token prompts come without one (its
+    /// remote tokenizer asks for none), and a model like Gemma scores poorly
+    /// without it. Each prompt's first echoed token then has a
+    /// log-probability; where nothing precedes it, `null`.
+    pub fn prepare(&self, request: CompletionRequest) -> Result<CompletionJob, ApiError> {
+        let n_vocab = self.engine.n_vocab();
+        let bos = self.engine.bos();
+        let mut prompts = Vec::with_capacity(request.prompts.len());
+        for (i, prompt) in request.prompts.into_iter().enumerate() {
+            let (mut tokens, text) = match prompt {
+                Prompt::Text(text) => (self.engine.tokenize(&text), Some(text)),
+                Prompt::Tokens(tokens) => {
+                    if let Some((at, &id)) = tokens.iter().enumerate().find(|(_, &t)| t >= n_vocab) {
+                        return Err(ApiError::invalid(
+                            "prompt",
+                            format!("prompt {i}: token {at} is {id}, outside the vocabulary (ids 0 to {})", n_vocab - 1),
+                        ));
+                    }
+                    (tokens, None)
+                }
+            };
+            if tokens.is_empty() {
+                return Err(ApiError::invalid("prompt", format!("prompt {i} is empty; there is nothing to score")));
+            }
+            let implicit_bos = bos.is_some_and(|b| tokens[0] != b);
+            if let Some(b) = bos.filter(|_| implicit_bos) {
+                tokens.insert(0, b);
+            }
+            if tokens.len() > self.max_prompt {
+                return Err(ApiError::invalid(
+                    "prompt",
+                    format!(
+                        "prompt {i} has {} tokens{}; this server's context (-c) takes at most {}",
+                        tokens.len(),
+                        if implicit_bos { " with its BOS" } else { "" },
+                        self.max_prompt
+                    ),
+                ));
+            }
+            let n = tokens.len();
+            let first = if request.echo { 0 } else { n - 1 };
+            let rows = first..if request.max_tokens == 1 { n } else { n - 1 };
+            let rows = rows.start.min(rows.end)..rows.end;
+            let text = match text {
+                Some(text) => text,
+                None => String::from_utf8_lossy(&self.engine.detokenize(&tokens[usize::from(implicit_bos)..])).into_owned(),
+            };
+            prompts.push(PreparedPrompt {
+                request: PromptRequest { tokens, rows, top: request.logprobs.unwrap_or(0) },
+                implicit_bos,
+                text,
+            });
+        }
+        Ok(CompletionJob { prompts, echo: request.echo, logprobs: request.logprobs, max_tokens: request.max_tokens, stop: request.stop })
+    }
+
+    /// Builds the answer from the rows the engine read for each prompt.
+    pub fn respond(&self, id: String, created: u64, job: &CompletionJob, rows: &[Vec<RowScores>]) -> CompletionResponse {
+        let mut choices = Vec::with_capacity(job.prompts.len());
+        let mut completion_tokens = 0;
+        for (index, (prompt, rows)) in job.prompts.iter().zip(rows).enumerate() {
+            let request = &prompt.request;
+            let skip = usize::from(prompt.implicit_bos);
+            // Row r (at position rows.start + r) predicts token rows.start + r + 1.
+            let row_for =
+                |position: usize| position.checked_sub(1).and_then(|p| p.checked_sub(request.rows.start)).and_then(|r| rows.get(r));
+            let mut logprobs =
+                Logprobs { tokens: Vec::new(), token_logprobs: Vec::new(), top_logprobs: Vec::new(), text_offset: Vec::new() };
+            let mut text = String::new();
+            let mut chars = 0;
+            if job.echo {
+                for position in skip..request.tokens.len() {
+                    let piece = self.engine.piece(request.tokens[position]);
+                    let row = row_for(position);
+                    logprobs.tokens.push(String::from_utf8_lossy(&piece).into_owned());
+                    logprobs.token_logprobs.push(row.and_then(|r| r.next));
+                    logprobs.top_logprobs.push(row.map(|r| self.top_map(r, job.logprobs.unwrap_or(0))));
+                    logprobs.text_offset.push(chars);
+                    chars += char_starts(&piece);
+                }
+                text.push_str(&prompt.text);
+            } else {
+                chars = prompt.text.chars().count();
+            }
+            let mut finish_reason = "length";
+            if job.max_tokens == 1 {
+                let row = rows.last().expect("a generating prompt reads its last row");
+                let (token, logprob) = row.top[0];
+                let piece = String::from_utf8_lossy(&self.engine.piece(token)).into_owned();
+                completion_tokens += 1;
+                let mut generated = piece.clone();
+                if let Some(cut) = job.stop.iter().filter_map(|s| generated.find(s.as_str())).min() {
+                    generated.truncate(cut);
+                    finish_reason = "stop";
+                } else if self.engine.is_end_of_generation(token) {
+                    generated.clear();
+                    finish_reason = "stop";
+                }
+                logprobs.tokens.push(piece);
+                logprobs.token_logprobs.push(Some(logprob));
+                logprobs.top_logprobs.push(Some(self.top_map(row, job.logprobs.unwrap_or(0))));
+                logprobs.text_offset.push(chars);
+                text.push_str(&generated);
+            }
+            choices.push(Choice { text, index, logprobs: job.logprobs.map(|_| logprobs), finish_reason });
+        }
+        let prompt_tokens = job.prompt_tokens();
+        CompletionResponse {
+            id,
+            object: "text_completion",
+            created,
+            model: self.model.id.clone(),
+            choices,
+            usage: Usage { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens },
+        }
+    }
+
+    fn top_map(&self, row: &RowScores, n: usize) -> Map<String, Value> {
+        row.top
+            .iter()
+            .take(n)
+            .map(|&(token, logprob)| (String::from_utf8_lossy(&self.engine.piece(token)).into_owned(), Value::from(logprob)))
+            .collect()
+    }
+
+    /// `POST /tokenize`: `{"prompt": TEXT, "add_special_tokens": true}` →
+    /// `{"tokens", "count", "max_model_len"}` (vLLM's shape, which
+    /// lm-eval's remote tokenizer reads). Special tokens written in the text
+    /// are read as such, so `<bos>` gives the BOS id.
+    pub fn tokenize(&self, body: &[u8]) -> Result<Value, ApiError> {
+        let fields = object(body)?;
+        only(&fields, &["prompt", "add_special_tokens", "model"])?;
+        let text = fields.get("prompt").and_then(Value::as_str).ok_or_else(|| ApiError::invalid("prompt", "prompt must be a string"))?;
+        let add_special = optional_bool(&fields, "add_special_tokens")?.unwrap_or(true);
+        let mut tokens = self.engine.tokenize(text);
+        if let Some(bos) = self.engine.bos().filter(|_| add_special) {
+            tokens.insert(0, bos);
+        }
+        Ok(serde_json::json!({"tokens": tokens, "count": tokens.len(), "max_model_len": self.max_prompt}))
+    }
+
+    /// `POST /detokenize`: `{"tokens": [ids]}` → `{"prompt": TEXT}`.
+    pub fn detokenize(&self, body: &[u8]) -> Result<Value, ApiError> {
+        let fields = object(body)?;
+        only(&fields, &["tokens", "model"])?;
+        let tokens = match fields.get("tokens") {
+            Some(Value::Array(items)) => items,
+            _ => return Err(ApiError::invalid("tokens", "tokens must be a list of token ids")),
+        };
+        let n_vocab = self.engine.n_vocab();
+        let ids: Vec<u32> = tokens
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.as_u64().and_then(|t| u32::try_from(t).ok()).filter(|&t| t < n_vocab).ok_or_else(|| {
+                    ApiError::invalid("tokens", format!("token {i} is {v}; ids are whole numbers from 0 to {}", n_vocab - 1))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(serde_json::json!({"prompt": String::from_utf8_lossy(&self.engine.detokenize(&ids))}))
+    }
+
+    /// `GET /tokenizer_info`: the special tokens as text (lm-eval's remote
+    /// tokenizer tokenises them to find their ids) and the BOS rule.
+    pub fn tokenizer_info(&self) -> Value {
+        let (bos, eos) = self.engine.special_tokens();
+        let text = |t: Option<u32>| t.map(|t| String::from_utf8_lossy(&self.engine.piece(t)).into_owned());
+        serde_json::json!({
+            "tokenizer_class": "llama.cpp (GGUF)",
+            "bos_token": text(bos),
+            "eos_token": text(eos),
+            "bos_token_id": bos,
+            "eos_token_id": eos,
+            "add_bos_token": self.engine.bos().is_some(),
+            "model_max_length": self.max_prompt,
+            "vocab_size": self.engine.n_vocab(),
+        })
+    }
+
+    /// `GET /v1/models`.
+    pub fn models(&self) -> Value {
+        serde_json::json!({"object": "list", "data": [{"id": self.model.id, "object": "model", "created": self.model.created, "owned_by": "mcscore"}]})
+    }
+}
+
+/// Characters that start in `bytes` (bytes that are not UTF-8 continuation
+/// bytes): a character split across two tokens counts in the first.
+fn char_starts(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b & 0xC0 != 0x80).count()
+}
+
+fn object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    match serde_json::from_slice(body) {
+        Ok(Value::Object(fields)) => Ok(fields),
+        Ok(_) => Err(ApiError::invalid("body", "the body must be a JSON object")),
+        Err(e) => Err(ApiError::invalid("body", format!("the body is not valid JSON: {e}"))),
+    }
+}
+
+fn only(fields: &Map<String, Value>, known: &[&str]) -> Result<(), ApiError> {
+    match fields.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(key) => Err(ApiError::invalid(key, format!("unknown field `{key}` (expected {})", known.join(", ")))),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn served() -> ModelInfo {
+        ModelInfo { id: "gemma".into(), created: 0 }
+    }
+
+    fn parse(body: &str) -> Result<CompletionRequest, ApiError> {
+        CompletionRequest::parse(body.as_bytes(), &served())
+    }
+
+    #[test]
+    fn every_prompt_shape_is_read() {
+        let r = parse(r#"{"prompt": "a b", "max_tokens": 1, "echo": true, "logprobs": 1}"#).unwrap();
+        assert_eq!(r.prompts, vec![Prompt::Text("a b".into())]);
+        assert!(r.echo);
+        assert_eq!(r.logprobs, Some(1));
+        let r = parse(r#"{"prompt": ["a", "b"], "max_tokens": 0}"#).unwrap();
+        assert_eq!(r.len(), 2);
+        let r = parse(r#"{"prompt": [1, 2, 3], "max_tokens": 0}"#).unwrap();
+        assert_eq!(r.prompts, vec![Prompt::Tokens(vec![1, 2, 3])]);
+        let r = parse(r#"{"prompt": [[1, 2], [3]], "max_tokens": 0, "model": "gemma", "seed": 1234, "temperature": 0}"#).unwrap();
+        assert_eq!(r.prompts, vec![Prompt::Tokens(vec![1, 2]), Prompt::Tokens(vec![3])]);
+    }
+
+    #[test]
+    fn refusals_name_their_field() {
+        let cases = [
+            (r#"{"prompt": "a", "max_tokens": 2}"#, "max_tokens", 400),
+            (r#"{"prompt": "a"}"#, "max_tokens", 400),
+            (r#"{"prompt": "a", "max_tokens": 1, "n": 2}"#, "n", 400),
+            (r#"{"prompt": "a", "max_tokens": 1, "logprobs": 21}"#, "logprobs", 400),
+            (r#"{"prompt": "a", "max_tokens": 1, "temperature": 0.7}"#, "temperature", 400),
+            (r#"{"prompt": "a", "max_tokens": 1, "stream": true}"#, "stream", 400),
+            (r#"{"prompt": "a", "max_tokens": 1, "frobnicate": 1}"#, "frobnicate", 400),
+            (r#"{"prompt": [1, -2], "max_tokens": 1}"#, "prompt", 400),
+            (r#"{"prompt": [], "max_tokens": 1}"#, "prompt", 400),
+            (r#"{"prompt": [[1], "a"], "max_tokens": 1}"#, "prompt", 400),
+            (r#"{"prompt": 5, "max_tokens": 1}"#, "prompt", 400),
+            (r#"{"max_tokens": 1}"#, "prompt", 400),
+            (r#"{"prompt": "a", "max_tokens": 1, "model": "gpt-4"}"#, "model", 404),
+            (r#"{"prompt": "a", "max_tokens": 1,"#, "body", 400),
+            (r#"[1]"#, "body", 400),
+        ];
+        for (body, param, status) in cases {
+            let error = parse(body).unwrap_err();
+            assert_eq!((error.param.as_deref(), error.status), (Some(param), status), "{body}: {error:?}");
+            assert_eq!(error.body()["error"]["param"], param);
+        }
+    }
+
+    #[test]
+    fn characters_split_across_tokens_count_once() {
+        let text = "é!".as_bytes();
+        assert_eq!(char_starts(&text[..1]) + char_starts(&text[1..]), 2);
+    }
+}

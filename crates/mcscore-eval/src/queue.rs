@@ -1,0 +1,160 @@
+//! The server's queue: requests wait in a bounded queue, and one worker
+//! thread, which owns the engine's session, takes everything waiting at once,
+//! so that the prompts of concurrent requests share fills and a context that
+//! several of them repeat is decoded once.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use mcscore_engine::{Engine, EngineError, PromptRequest, RowScores, Settings};
+
+/// Prompt tokens one pass of the worker gathers from the queue at most (a
+/// request bigger than this goes alone).
+const GATHER_TOKENS: usize = 16_384;
+
+/// A request's prompts, waiting to be scored.
+pub struct Work {
+    pub prompts: Vec<PromptRequest>,
+    /// Set when the client has gone: the worker skips the work.
+    pub cancelled: Arc<AtomicBool>,
+    pub enqueued: Instant,
+    /// Called once, from the worker thread, with the outcome.
+    pub reply: Box<dyn FnOnce(Outcome) + Send>,
+}
+
+/// How a request's work ended.
+#[derive(Debug)]
+pub enum Outcome {
+    Scored {
+        /// Per prompt, the rows it asked for.
+        rows: Vec<Vec<RowScores>>,
+        /// Time in the queue, and scoring the pass it was part of.
+        wait: Duration,
+        compute: Duration,
+        /// Prompts scored in that pass (this request's and others').
+        pass_prompts: usize,
+    },
+    /// Its client went away before the worker reached it.
+    Cancelled,
+    /// The engine failed (the message says why); other passes go on.
+    Failed(String),
+}
+
+/// Why [`Queue::submit`] did not take the work.
+pub enum Refused {
+    /// The queue holds as many requests as it may.
+    Full(Work),
+    /// The worker has stopped.
+    Closed(Work),
+}
+
+/// The bounded queue and its worker.
+pub struct Queue {
+    sender: SyncSender<Work>,
+    worker: JoinHandle<()>,
+    capacity: usize,
+}
+
+impl Queue {
+    /// Creates the engine session (on the worker thread, which keeps it) and
+    /// starts the worker. `capacity`: requests that may wait at once.
+    pub fn start(engine: Arc<Engine>, settings: Settings, max_prompt: usize, capacity: usize) -> Result<Queue, EngineError> {
+        let (sender, receiver) = mpsc::sync_channel::<Work>(capacity.max(1));
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), EngineError>>();
+        let worker = std::thread::Builder::new()
+            .name("mcscore-scorer".into())
+            .spawn(move || {
+                let mut session = match engine.session(&settings, max_prompt) {
+                    Ok(session) => {
+                        let _ = ready_tx.send(Ok(()));
+                        session
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                work(&mut session, receiver);
+            })
+            .map_err(|e| EngineError::Context(format!("could not start the scoring thread: {e}")))?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(Queue { sender, worker, capacity: capacity.max(1) }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(EngineError::Context("the scoring thread stopped while creating its context".into())),
+        }
+    }
+
+    /// Queues work without waiting: a full queue gives it back at once.
+    pub fn submit(&self, work: Work) -> Result<(), Refused> {
+        self.sender.try_send(work).map_err(|e| match e {
+            TrySendError::Full(w) => Refused::Full(w),
+            TrySendError::Disconnected(w) => Refused::Closed(w),
+        })
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Stops taking work, lets the worker finish what was queued, and waits
+    /// for it.
+    pub fn shutdown(self) {
+        drop(self.sender);
+        let _ = self.worker.join();
+    }
+}
+
+fn work(session: &mut mcscore_engine::Session<'_>, receiver: Receiver<Work>) {
+    while let Ok(first) = receiver.recv() {
+        let mut pass = vec![first];
+        let mut tokens: usize = pass[0].prompts.iter().map(|p| p.tokens.len()).sum();
+        while tokens < GATHER_TOKENS {
+            match receiver.try_recv() {
+                Ok(w) => {
+                    tokens += w.prompts.iter().map(|p| p.tokens.len()).sum::<usize>();
+                    pass.push(w);
+                }
+                Err(_) => break,
+            }
+        }
+        let (live, gone): (Vec<Work>, Vec<Work>) = pass.into_iter().partition(|w| !w.cancelled.load(Ordering::Relaxed));
+        for w in gone {
+            (w.reply)(Outcome::Cancelled);
+        }
+        if live.is_empty() {
+            continue;
+        }
+        // Prompts sorted by their tokens put those that share a context side
+        // by side, in the same fill.
+        let prompts: Vec<&PromptRequest> = live.iter().flat_map(|w| &w.prompts).collect();
+        let mut order: Vec<usize> = (0..prompts.len()).collect();
+        order.sort_by(|&a, &b| prompts[a].tokens.cmp(&prompts[b].tokens));
+        let sorted: Vec<PromptRequest> = order.iter().map(|&i| prompts[i].clone()).collect();
+        let started = Instant::now();
+        let result = session.score(&sorted);
+        let compute = started.elapsed();
+        match result {
+            Ok(rows) => {
+                let mut unsorted: Vec<Option<Vec<RowScores>>> = vec![None; rows.len()];
+                for (&i, r) in order.iter().zip(rows) {
+                    unsorted[i] = Some(r);
+                }
+                let mut unsorted = unsorted.into_iter().map(|r| r.expect("every prompt was scored"));
+                let pass_prompts = sorted.len();
+                for w in live {
+                    let rows: Vec<Vec<RowScores>> = unsorted.by_ref().take(w.prompts.len()).collect();
+                    let wait = started.saturating_duration_since(w.enqueued);
+                    (w.reply)(Outcome::Scored { rows, wait, compute, pass_prompts });
+                }
+            }
+            Err(e) => {
+                for w in live {
+                    (w.reply)(Outcome::Failed(e.to_string()));
+                }
+            }
+        }
+    }
+}
