@@ -1,0 +1,209 @@
+//! The real lm-evaluation-harness (PyPI lm-eval 0.4.13, scripts/setup-lm-eval)
+//! scores a local multiple-choice task through `mcscore serve`, offline, three
+//! ways: `local-completions` with token prompts and the remote tokenizer, the
+//! same with text prompts, and the `gguf` model type. Its per-document
+//! log-likelihoods must be `mcscore score`'s own numbers for the same strings,
+//! within the noise that batching alone puts into them (measured here), and
+//! its acc and acc_norm must agree wherever the margin exceeds that noise.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Command;
+
+use common::server::Server;
+use common::*;
+use mcscore_format::{write_tasks, TaskFile};
+use serde_json::{json, Value};
+
+const DOCS: usize = 100;
+
+/// Where scripts/setup-lm-eval installs lm-eval.
+fn lm_eval_path() -> String {
+    let cache = std::env::var_os("MCSCORE_CACHE_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/mcscore"));
+    let path = cache.join("python-lm-eval");
+    assert!(path.join("lm_eval").is_dir(), "lm-eval is not installed at {}: run scripts/setup-lm-eval", path.display());
+    path.to_str().unwrap().to_owned()
+}
+
+/// Per task: each option's summed log-probability, from a --log-samples file.
+fn mcscore_scores(log: &Path) -> Vec<Vec<f64>> {
+    log_tasks(log).iter().map(|t| t["options"].as_array().unwrap().iter().map(|o| o["logprob_sum"].as_f64().unwrap()).collect()).collect()
+}
+
+/// One lm-eval document: its per-option log-likelihoods and its acc, acc_norm.
+struct LmDoc {
+    lls: Vec<f64>,
+    acc: f64,
+    acc_norm: f64,
+}
+
+fn run_lm_eval(dir: &Path, name: &str, args: &[&str]) -> HashMap<usize, LmDoc> {
+    let out = dir.join(format!("out-{name}"));
+    let output = Command::new("python3")
+        .args(["-m", "lm_eval", "run", "--tasks", "mcscore_arc_easy_100", "--include_path", path_str(dir), "--log_samples", "--output_path", path_str(&out)])
+        .args(args)
+        .env("PYTHONPATH", lm_eval_path())
+        .env("HF_DATASETS_OFFLINE", "1")
+        .env("HF_HUB_OFFLINE", "1")
+        .env("TOKENIZERS_PARALLELISM", "false")
+        .output()
+        .expect("python3 runs");
+    let tail = |text: String| text.chars().rev().take(4000).collect::<Vec<_>>().into_iter().rev().collect::<String>();
+    assert!(output.status.success(), "lm-eval ({name}) failed:\n{}", tail(stderr(&output)));
+    // lm-eval names the folder after the model (or at random, for gguf).
+    let samples = std::fs::read_dir(&out)
+        .unwrap()
+        .flat_map(|folder| std::fs::read_dir(folder.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("samples_"))
+        .unwrap_or_else(|| panic!("lm-eval ({name}) wrote no samples:\n{}", tail(stderr(&output))));
+    let number = |v: &Value| v.as_str().map_or_else(|| v.as_f64().unwrap(), |s| s.parse().unwrap());
+    std::fs::read_to_string(samples)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let s: Value = serde_json::from_str(line).unwrap();
+            let lls = s["filtered_resps"].as_array().unwrap().iter().map(|r| number(&r[0])).collect();
+            (s["doc_id"].as_u64().unwrap() as usize, LmDoc { lls, acc: number(&s["acc"]), acc_norm: number(&s["acc_norm"]) })
+        })
+        .collect()
+}
+
+/// Each option's score against option 0's: the tokens every option shares
+/// cancel, so these compare whatever the two programs call the continuation.
+fn differences(scores: &[f64]) -> Vec<f64> {
+    scores[1..].iter().map(|s| s - scores[0]).collect()
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+#[test]
+fn lm_eval_scores_through_mcscore_serve_as_mcscore_score_does() {
+    lm_eval_path();
+    let dir = tempdir();
+    let dir = dir.path();
+
+    // The real ARC-Easy validation source, its first 100 rows, and the same
+    // tasks of the verified task file built from it.
+    let source = format!("{}/ai2_arc/rongite_Synthetic_Data_for_ZO_b72789f/ARC-Easy_validation.jsonl", sources());
+    let lines: Vec<String> = std::fs::read_to_string(&source).unwrap().lines().take(DOCS).map(str::to_owned).collect();
+    let file = TaskFile::open(repo("datasets/arc-easy-validation.bin")).unwrap();
+    let mut chars: Vec<Vec<usize>> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let row: Value = serde_json::from_str(line).unwrap();
+        let task = file.task(i);
+        assert_eq!(task.question, format!("Question: \"{}\" Answer:", row["question"].as_str().unwrap()), "task {i}");
+        let texts: Vec<&str> = row["choices"]["text"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+        assert_eq!(task.options(), texts.as_slice(), "task {i}");
+        chars.push(texts.iter().map(|t| t.chars().count()).collect());
+    }
+    let bin = dir.join("arc100.bin");
+    write_tasks(&bin, file.tasks().take(DOCS)).unwrap();
+    std::fs::write(dir.join("arc100.jsonl"), lines.join("\n") + "\n").unwrap();
+    // lm-eval's own arc_easy task, over the local file, with mcscore's scaffold.
+    let yaml = format!(
+        "task: mcscore_arc_easy_100\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    validation: {}\nvalidation_split: validation\noutput_type: multiple_choice\n\
+         doc_to_text: 'Question: \"{{{{question}}}}\" Answer:'\ndoc_to_target: \"{{{{choices.label.index(answerKey)}}}}\"\ndoc_to_choice: \"{{{{choices.text}}}}\"\n\
+         target_delimiter: \" \"\nmetric_list:\n  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n  - metric: acc_norm\n    aggregation: mean\n    higher_is_better: true\n",
+        path_str(&dir.join("arc100.jsonl"))
+    );
+    std::fs::write(dir.join("task.yaml"), yaml).unwrap();
+
+    // mcscore's own scores, packed as usual and each task alone: the two
+    // differ only by batching, which measures the noise.
+    let model = model();
+    let score = |log: &Path, extra: &[&str]| {
+        let output = run(&[&["score", "-m", &model, "-bf", path_str(&bin), "-t", "2", "--log-samples", path_str(log)], extra].concat());
+        assert!(output.status.success(), "{}", stderr(&output));
+        mcscore_scores(log)
+    };
+    let packed = score(&dir.join("packed.jsonl"), &[]);
+    let alone = score(&dir.join("alone.jsonl"), &["--deterministic"]);
+    let mut noise: Vec<f64> =
+        packed.iter().zip(&alone).flat_map(|(a, b)| differences(a).into_iter().zip(differences(b)).map(|(x, y)| (x - y).abs())).collect();
+    let noise_median = median(&mut noise);
+    let noise_max = noise[noise.len() - 1];
+
+    let server = Server::start(&[]);
+    let base = format!("http://{}", server.address);
+    let completions = format!("model=gemma-3-270m-q4_k_m,base_url={base}/v1/completions,tokenizer_backend=remote,num_concurrent=4");
+    let text = format!("{completions},tokenized_requests=False");
+    let gguf = format!("base_url={base}");
+    let runs = [
+        ("tokens", vec!["--model", "local-completions", "--model_args", completions.as_str(), "--batch_size", "8"]),
+        ("text", vec!["--model", "local-completions", "--model_args", text.as_str(), "--batch_size", "8"]),
+        ("gguf", vec!["--model", "gguf", "--model_args", gguf.as_str()]),
+    ];
+    // Where lm-eval's continuation tokens are exactly mcscore's scored tokens
+    // (no leading token shared by every option), the sums compare directly.
+    let tokenize = |text: String| server.post("/tokenize", &json!({"prompt": text, "add_special_tokens": false})).json()["tokens"].as_array().unwrap().len();
+    let same_tokens: Vec<bool> = (0..DOCS)
+        .map(|i| {
+            let task = file.task(i);
+            let context = tokenize(task.question.to_owned());
+            let scored: Vec<u64> = log_tasks(&dir.join("packed.jsonl"))[i]["options"].as_array().unwrap().iter().map(|o| o["tokens"].as_u64().unwrap()).collect();
+            task.options().iter().zip(&scored).all(|(o, &n)| tokenize(format!("{} {o}", task.question)) - context == n as usize)
+        })
+        .collect();
+
+    let mut report = vec![format!("batching noise (packed vs alone, option differences): median {noise_median:.4}, max {noise_max:.4} nats")];
+    for (name, args) in &runs {
+        let docs = run_lm_eval(dir, name, args);
+        assert_eq!(docs.len(), DOCS, "{name}");
+        let mut gaps: Vec<f64> = Vec::new();
+        let mut gaps_alone: Vec<f64> = Vec::new();
+        let mut direct: Vec<f64> = Vec::new();
+        let (mut acc_checked, mut norm_checked) = (0, 0);
+        for (i, ours) in packed.iter().enumerate() {
+            let doc = &docs[&i];
+            assert_eq!(doc.lls.len(), ours.len(), "{name}: document {i}");
+            gaps.extend(differences(&doc.lls).iter().zip(differences(ours)).map(|(x, y)| (x - y).abs()));
+            gaps_alone.extend(differences(&doc.lls).iter().zip(differences(&alone[i])).map(|(x, y)| (x - y).abs()));
+            if same_tokens[i] {
+                direct.extend(doc.lls.iter().zip(ours).map(|(x, y)| (x - y).abs()));
+            }
+            let gold = file.task(i).gold().unwrap();
+            // acc: the summed log-likelihoods' first maximum, where mcscore's margin is beyond the noise.
+            let mut sorted = ours.clone();
+            sorted.sort_by(|a, b| b.total_cmp(a));
+            if sorted[0] - sorted[1] > noise_max {
+                assert_eq!(doc.acc, f64::from(u8::from(first_max(ours) == gold)), "{name}: document {i}: acc");
+                acc_checked += 1;
+            }
+            // acc_norm: lm-eval divides by the option's characters.
+            if same_tokens[i] {
+                let per_char: Vec<f64> = ours.iter().zip(&chars[i]).map(|(s, &c)| s / c as f64).collect();
+                let min_chars = *chars[i].iter().min().unwrap() as f64;
+                let mut sorted = per_char.clone();
+                sorted.sort_by(|a, b| b.total_cmp(a));
+                if sorted[0] - sorted[1] > 2.0 * noise_max / min_chars {
+                    assert_eq!(doc.acc_norm, f64::from(u8::from(first_max(&per_char) == gold)), "{name}: document {i}: acc_norm");
+                    norm_checked += 1;
+                }
+            }
+        }
+        let gap_median = median(&mut gaps);
+        let gap_max = gaps[gaps.len() - 1];
+        let direct_median = median(&mut direct);
+        let alone_median = median(&mut gaps_alone);
+        report.push(format!(
+            "{name}: option differences vs mcscore score: median {gap_median:.4}, max {gap_max:.4} (vs score --deterministic: median {alone_median:.4}); \
+             sums of {} options whose tokens are the same: median |Δ| {direct_median:.4}; acc checked on {acc_checked} documents, acc_norm on {norm_checked}",
+            direct.len()
+        ));
+        // A row off by one, a missing BOS or a wrong sum is off by nats, not by the noise.
+        assert!(gap_median <= 2.0 * noise_median + 0.01, "{name}: median gap {gap_median} vs noise {noise_median}\n{}", report.join("\n"));
+        assert!(gap_max <= 2.0 * noise_max, "{name}: largest gap {gap_max} vs noise {noise_max}\n{}", report.join("\n"));
+        assert!(direct_median <= 2.0 * noise_median + 0.01, "{name}: median |Δ| {direct_median}\n{}", report.join("\n"));
+        assert!(direct.len() >= 100 && acc_checked >= 20 && norm_checked >= 10, "{name}: too little compared\n{}", report.join("\n"));
+    }
+    println!("{}", report.join("\n"));
+    assert!(server.log().contains("POST /v1/completions 200"));
+}
