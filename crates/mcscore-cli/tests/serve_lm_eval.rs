@@ -44,7 +44,18 @@ struct LmDoc {
 fn run_lm_eval(dir: &Path, name: &str, args: &[&str]) -> HashMap<usize, LmDoc> {
     let out = dir.join(format!("out-{name}"));
     let output = Command::new("python3")
-        .args(["-m", "lm_eval", "run", "--tasks", "mcscore_arc_easy_100", "--include_path", path_str(dir), "--log_samples", "--output_path", path_str(&out)])
+        .args([
+            "-m",
+            "lm_eval",
+            "run",
+            "--tasks",
+            "mcscore_arc_easy_100",
+            "--include_path",
+            path_str(dir),
+            "--log_samples",
+            "--output_path",
+            path_str(&out),
+        ])
         .args(args)
         .env("PYTHONPATH", lm_eval_path())
         .env("HF_DATASETS_OFFLINE", "1")
@@ -143,17 +154,25 @@ fn lm_eval_scores_through_mcscore_serve_as_mcscore_score_does() {
     ];
     // Where lm-eval's continuation tokens are exactly mcscore's scored tokens
     // (no leading token shared by every option), the sums compare directly.
-    let tokenize = |text: String| server.post("/tokenize", &json!({"prompt": text, "add_special_tokens": false})).json()["tokens"].as_array().unwrap().len();
+    let tokenize = |text: String| {
+        server.post("/tokenize", &json!({"prompt": text, "add_special_tokens": false})).json()["tokens"].as_array().unwrap().len()
+    };
     let same_tokens: Vec<bool> = (0..DOCS)
         .map(|i| {
             let task = file.task(i);
             let context = tokenize(task.question.to_owned());
-            let scored: Vec<u64> = log_tasks(&dir.join("packed.jsonl"))[i]["options"].as_array().unwrap().iter().map(|o| o["tokens"].as_u64().unwrap()).collect();
+            let scored: Vec<u64> = log_tasks(&dir.join("packed.jsonl"))[i]["options"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| o["tokens"].as_u64().unwrap())
+                .collect();
             task.options().iter().zip(&scored).all(|(o, &n)| tokenize(format!("{} {o}", task.question)) - context == n as usize)
         })
         .collect();
 
-    let mut report = vec![format!("batching noise (packed vs alone, option differences): median {noise_median:.4}, max {noise_max:.4} nats")];
+    let mut report =
+        vec![format!("batching noise (packed vs alone, option differences): median {noise_median:.4}, max {noise_max:.4} nats")];
     for (name, args) in &runs {
         let docs = run_lm_eval(dir, name, args);
         assert_eq!(docs.len(), DOCS, "{name}");

@@ -12,7 +12,7 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::token::LlamaToken;
 use rayon::prelude::*;
 
-use mcscore_metrics::{top_k, LogSoftmax};
+use mcscore_metrics::LogSoftmax;
 
 use crate::plan::{Plan, Settings};
 use crate::score::{decode_fill, fill_entries};
@@ -222,9 +222,9 @@ impl Session<'_> {
                 .par_iter()
                 .zip(logits.par_iter())
                 .map(|(&entry, &logits)| {
-                    let parts = LogSoftmax::of(logits);
                     // No node is skipped in these fills, so an entry's index is its node's.
-                    let top = top_k(logits, top_of_node[entry]).into_iter().map(|t| (t as u32, parts.at(logits, t))).collect();
+                    let (parts, top) = LogSoftmax::with_top(logits, top_of_node[entry]);
+                    let top = top.into_iter().map(|t| (t as u32, parts.at(logits, t))).collect();
                     (entry, parts, top)
                 })
                 .collect();
@@ -244,6 +244,10 @@ impl Session<'_> {
                 };
                 if let Some(&(_, value)) = top.iter().find(|t| !t.1.is_finite()) {
                     return Err(EngineError::NonFinitePrompt { prompt: w.prompt, position: w.position + 1, value });
+                }
+                if top.is_empty() {
+                    // A row of NaN logits has no likeliest token.
+                    return Err(EngineError::NonFinitePrompt { prompt: w.prompt, position: w.position + 1, value: f64::NAN });
                 }
                 results[w.prompt].push(RowScores { next, top: top[..prompt.top.max(1).min(top.len())].to_vec() });
             }

@@ -113,11 +113,82 @@ pub struct LogSoftmax {
     log_sum: f64,
 }
 
+/// Lanes of the vectorised loops: one AVX-512 register of f32.
+const LANES: usize = 16;
+/// Logits per block of [`LogSoftmax::with_top`]: 4 KiB, well inside L1.
+const BLOCK: usize = 1024;
+
 impl LogSoftmax {
+    /// The row is read once, in blocks small enough to stay in the L1
+    /// cache: each block's maximum, then its sum of `e^(l − block max)` in
+    /// f32 lanes ([`exp_nonpositive`], vectorised), combined across blocks in
+    /// f64. A 262,144-entry row is 1 MB and a fill has hundreds, so memory
+    /// traffic, not arithmetic, is the cost. Within 1e-6 of
+    /// `f64::ln(Σ f64::exp)`. A row with a NaN or a +∞ logit, or only −∞,
+    /// gives NaN log-probabilities, which callers refuse.
     pub fn of(logits: &[f32]) -> LogSoftmax {
-        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let sum: f64 = logits.iter().map(|&l| f64::from((l - max).exp())).sum();
-        LogSoftmax { max, log_sum: sum.ln() }
+        Self::with_top(logits, 0).0
+    }
+
+    /// [`LogSoftmax::of`] and [`top_k`] in the same single read of the row.
+    pub fn with_top(logits: &[f32], k: usize) -> (LogSoftmax, Vec<usize>) {
+        let mut top: Vec<usize> = Vec::with_capacity(k + 1);
+        let mut threshold = f32::NEG_INFINITY;
+        let mut blocks: Vec<(f32, f32)> = Vec::with_capacity(logits.len() / BLOCK + 1);
+        for (b, block) in logits.chunks(BLOCK).enumerate() {
+            // f32::max ignores NaN; a NaN shows in the sum below instead.
+            let mut lanes = [f32::NEG_INFINITY; LANES];
+            let chunks = block.chunks_exact(LANES);
+            let rest = chunks.remainder();
+            for chunk in chunks {
+                for i in 0..LANES {
+                    lanes[i] = lanes[i].max(chunk[i]);
+                }
+            }
+            let max = lanes.iter().chain(rest).fold(f32::NEG_INFINITY, |m, &l| m.max(l));
+            if max == f32::INFINITY {
+                return (LogSoftmax { max: f32::NAN, log_sum: f64::NAN }, Vec::new());
+            }
+            if max == f32::NEG_INFINITY {
+                if block.iter().any(|l| l.is_nan()) {
+                    return (LogSoftmax { max: f32::NAN, log_sum: f64::NAN }, Vec::new());
+                }
+                continue;
+            }
+            let mut acc = [0.0f32; LANES];
+            let chunks = block.chunks_exact(LANES);
+            let rest = chunks.remainder();
+            for chunk in chunks {
+                for i in 0..LANES {
+                    acc[i] += exp_nonpositive(chunk[i] - max);
+                }
+            }
+            let sum = acc.iter().sum::<f32>() + rest.iter().map(|&l| exp_nonpositive(l - max)).sum::<f32>();
+            if sum.is_nan() {
+                return (LogSoftmax { max: f32::NAN, log_sum: f64::NAN }, Vec::new());
+            }
+            blocks.push((max, sum));
+            if k > 0 && (top.len() < k || max > threshold) {
+                for (j, &l) in block.iter().enumerate() {
+                    if top.len() == k && l <= threshold {
+                        continue;
+                    }
+                    // Later indices go after equal logits already kept.
+                    let at = top.partition_point(|&t| logits[t] >= l);
+                    top.insert(at, b * BLOCK + j);
+                    top.truncate(k);
+                    if top.len() == k {
+                        threshold = logits[top[k - 1]];
+                    }
+                }
+            }
+        }
+        let max = blocks.iter().fold(f32::NEG_INFINITY, |m, b| m.max(b.0));
+        if blocks.is_empty() {
+            return (LogSoftmax { max: f32::NAN, log_sum: f64::NAN }, Vec::new());
+        }
+        let sum: f64 = blocks.iter().map(|&(m, s)| f64::from(s) * f64::from(m - max).exp()).sum();
+        (LogSoftmax { max, log_sum: sum.ln() }, top)
     }
 
     /// `log softmax(logits)[index]`, for the row this was made from.
@@ -126,23 +197,34 @@ impl LogSoftmax {
     }
 }
 
+/// `e^x` for `x ≤ 0` in plain f32 arithmetic that the compiler vectorises
+/// (Cephes' `expf`: `x = n·ln 2 + r`, a degree-6 polynomial for `e^r`, `2^n`
+/// through the exponent bits), within 2 ulp; below −87.3, where `e^x` leaves
+/// f32's normal range, it gives about 1e-38, which no sum of these notices.
+#[inline(always)]
+pub fn exp_nonpositive(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    // 1.5 × 2^23: adding it rounds to an integer kept in the low mantissa
+    // bits, with no float-to-int conversion (which would stop vectorisation).
+    const ROUND: f32 = 12_582_912.0;
+    // Written so that a NaN passes through (f32::max would drop it).
+    let x = if x < -87.3 { -87.3 } else { x };
+    let t = x * LOG2E + ROUND;
+    let n = t - ROUND;
+    let r = x - n * LN2_HI - n * LN2_LO;
+    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r + 1.666_666_5e-1) * r + 0.5;
+    let e_r = p * r * r + r + 1.0;
+    // n ≥ −126 here, so 2^n is a normal f32: its exponent field is n + 127.
+    let two_n = t.to_bits().wrapping_sub(ROUND.to_bits()).wrapping_add(127) << 23;
+    f32::from_bits(two_n) * e_r
+}
+
 /// Indices of the `k` largest logits, largest first; among equal logits the
-/// lower index first. NaN logits are never picked.
+/// lower index first. None for a row [`LogSoftmax::of`] refuses (a NaN).
 pub fn top_k(logits: &[f32], k: usize) -> Vec<usize> {
-    let mut top: Vec<usize> = Vec::with_capacity(k + 1);
-    if k == 0 {
-        return top;
-    }
-    for (i, &l) in logits.iter().enumerate() {
-        if l.is_nan() || (top.len() == k && l <= logits[top[k - 1]]) {
-            continue;
-        }
-        // Later indices go after equal logits already kept.
-        let at = top.partition_point(|&j| logits[j] >= l);
-        top.insert(at, i);
-        top.truncate(k);
-    }
-    top
+    LogSoftmax::with_top(logits, k).1
 }
 
 /// How tied values share ranks in [`ranks_desc`].
@@ -207,12 +289,39 @@ mod tests {
     }
 
     #[test]
-    fn top_k_is_ordered_keeps_the_first_of_ties_and_skips_nan() {
-        let row = [0.5, 2.0, f32::NAN, 2.0, -1.0, 3.0];
+    fn the_vectorised_log_softmax_matches_f64_exp() {
+        // A row as wide as Gemma's vocabulary, with a spread of logits.
+        let row: Vec<f32> = (0..262_147).map(|i| ((i * 7919) % 10_007) as f32 / 400.0 - 12.0).collect();
+        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let exact = row.iter().map(|&l| f64::from(l - max).exp()).sum::<f64>().ln();
+        let parts = LogSoftmax::of(&row);
+        for i in [0, 1, 4242, 262_146] {
+            let want = f64::from(row[i] - max) - exact;
+            assert!((parts.at(&row, i) - want).abs() < 1e-6, "{i}: {} vs {want}", parts.at(&row, i));
+        }
+        for x in [0.0f32, -1e-3, -0.5, -1.0, -10.0, -50.0, -87.0] {
+            let (fast, exact) = (exp_nonpositive(x), x.exp());
+            assert!(((fast - exact) / exact).abs() < 3e-7, "e^{x}: {fast} vs {exact}");
+        }
+        assert!(exp_nonpositive(f32::NEG_INFINITY) < 1e-37);
+        assert!(LogSoftmax::of(&[0.0, f32::NEG_INFINITY, 1.0]).at(&[0.0, f32::NEG_INFINITY, 1.0], 2).is_finite());
+        assert!(LogSoftmax::of(&[f32::NEG_INFINITY; 3]).at(&[f32::NEG_INFINITY; 3], 0).is_nan());
+    }
+
+    #[test]
+    fn top_k_is_ordered_and_keeps_the_first_of_ties() {
+        let row = [0.5, 2.0, f32::NEG_INFINITY, 2.0, -1.0, 3.0];
         assert_eq!(top_k(&row, 3), vec![5, 1, 3]);
         assert_eq!(top_k(&row, 1), vec![5]);
         assert_eq!(top_k(&row, 0), Vec::<usize>::new());
-        assert_eq!(top_k(&row, 10), vec![5, 1, 3, 0, 4]);
+        assert_eq!(top_k(&row, 10), vec![5, 1, 3, 0, 4, 2]);
+        assert_eq!(top_k(&[1.0, f32::NAN], 1), Vec::<usize>::new());
+        // Across blocks: the maximum late in a wide row, ties kept in index order.
+        let mut wide = vec![0.0f32; 5000];
+        wide[4321] = 9.0;
+        wide[17] = 5.0;
+        wide[3000] = 5.0;
+        assert_eq!(top_k(&wide, 3), vec![4321, 17, 3000]);
         let parts = LogSoftmax::of(&[0.0, 3.0f32.ln()]);
         assert!((parts.at(&[0.0, 3.0f32.ln()], 1) - 0.75f64.ln()).abs() < 1e-6);
     }
