@@ -66,3 +66,23 @@ pp512() {
     "$reference_bin/llama-bench" -m "$1" -p 512 -n 0 -t "$2" -o json 2>/dev/null |
         python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["avg_ts"])'
 }
+
+# peer_server: installs (once, cached) llama-cpp-python 0.3.36's OpenAI server
+# from its PyPI source package, built like the reference tools (native, without
+# AMX where the CPU has it). Sets peer_path (for PYTHONPATH).
+peer_server() {
+    local cache flags=""
+    cache="${MCSCORE_CACHE_DIR:-$HOME/.cache/mcscore}/bench/llama-cpp-python-0.3.36"
+    peer_path="$cache/python-server"
+    if PYTHONPATH=$peer_path python3 -c "import llama_cpp.server" 2>/dev/null; then
+        return
+    fi
+    grep -qw amx_tile /proc/cpuinfo 2>/dev/null && flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    echo "bench: building llama-cpp-python[server] 0.3.36 into $peer_path, once; several minutes" >&2
+    mkdir -p "$cache"
+    [[ -f "$cache/llama_cpp_python-0.3.36.tar.gz" ]] \
+        || python3 -m pip download --quiet --no-deps --no-binary :all: --dest "$cache" llama-cpp-python==0.3.36 >&2
+    CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAMA_CURL=OFF \"-DCMAKE_C_FLAGS=$flags\" \"-DCMAKE_CXX_FLAGS=$flags\"" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
+        python3 -m pip install --quiet --disable-pip-version-check --target "$peer_path" \
+        "llama_cpp_python[server] @ file://$cache/llama_cpp_python-0.3.36.tar.gz" >&2
+}
