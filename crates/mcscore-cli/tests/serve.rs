@@ -250,3 +250,19 @@ fn sigterm_finishes_the_requests_in_flight_and_exits_0() {
     assert_eq!(reply.json()["choices"].as_array().unwrap().len(), 32);
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn the_json_log_has_one_object_per_request() {
+    let server = Server::start(&["--log-format", "json"]);
+    assert_eq!(server.post("/v1/completions", &json!({"prompt": ["The sky is", "Grass is"], "max_tokens": 1})).status, 200);
+    assert_eq!(server.post("/v1/completions", &json!({"prompt": "a", "max_tokens": 9})).status, 400);
+    std::thread::sleep(Duration::from_millis(100));
+    let lines: Vec<Value> = server.log().lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2, "{}", server.log());
+    assert_eq!((lines[0]["status"].as_u64(), lines[0]["prompts"].as_u64()), (Some(200), Some(2)));
+    assert!(
+        lines[0]["tokens"].as_u64().unwrap() >= 4 && lines[0]["compute_ms"].as_f64().is_some() && lines[0]["queue_ms"].as_f64().is_some()
+    );
+    assert_eq!(lines[1]["status"], 400);
+    assert!(lines[1]["error"].as_str().unwrap().contains("max_tokens"));
+}
