@@ -299,8 +299,10 @@ async fn models(State(state): State<Arc<AppState>>) -> Response {
     simple(&state, "GET /v1/models", Ok(Bytes::new()), |c, _| Ok(c.models())).await
 }
 
-async fn health() -> Json<Value> {
-    Json(serde_json::json!({"status": "ok"}))
+/// Liveness, and how many requests were dropped unscored because their
+/// clients left while they waited.
+async fn health(State(state): State<Arc<AppState>>) -> Json<Value> {
+    Json(serde_json::json!({"status": "ok", "cancelled_before_scoring": state.queue.skipped()}))
 }
 
 async fn not_found(request: Request) -> Response {

@@ -231,7 +231,8 @@ fn a_client_that_disconnects_has_its_work_cancelled() {
     std::thread::sleep(Duration::from_millis(300));
     let log = server.log();
     assert!(log.contains("499") && log.contains("client disconnected"), "{log}");
-    assert!(!log.lines().any(|l| l.contains(" 200 3 prompts")), "the cancelled request was scored anyway:\n{log}");
+    assert!(!log.lines().any(|l| l.contains(" 200 3 prompts")), "the cancelled request was answered anyway:\n{log}");
+    assert_eq!(server.get("/health").json()["cancelled_before_scoring"], 1, "its prompts were never scored:\n{log}");
     assert_eq!(server.post("/v1/completions", &json!({"prompt": "The sky is", "max_tokens": 1})).status, 200);
 }
 

@@ -3,7 +3,7 @@
 //! so that the prompts of concurrent requests share fills and a context that
 //! several of them repeat is decoded once.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -56,6 +56,7 @@ pub struct Queue {
     sender: SyncSender<Work>,
     worker: JoinHandle<()>,
     capacity: usize,
+    skipped: Arc<AtomicU64>,
 }
 
 impl Queue {
@@ -64,6 +65,8 @@ impl Queue {
     pub fn start(engine: Arc<Engine>, settings: Settings, max_prompt: usize, capacity: usize) -> Result<Queue, EngineError> {
         let (sender, receiver) = mpsc::sync_channel::<Work>(capacity.max(1));
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), EngineError>>();
+        let skipped = Arc::new(AtomicU64::new(0));
+        let counter = skipped.clone();
         let worker = std::thread::Builder::new()
             .name("mcscore-scorer".into())
             .spawn(move || {
@@ -77,11 +80,11 @@ impl Queue {
                         return;
                     }
                 };
-                work(&mut session, receiver);
+                work(&mut session, receiver, &counter);
             })
             .map_err(|e| EngineError::Context(format!("could not start the scoring thread: {e}")))?;
         match ready_rx.recv() {
-            Ok(Ok(())) => Ok(Queue { sender, worker, capacity: capacity.max(1) }),
+            Ok(Ok(())) => Ok(Queue { sender, worker, capacity: capacity.max(1), skipped }),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(EngineError::Context("the scoring thread stopped while creating its context".into())),
         }
@@ -99,6 +102,12 @@ impl Queue {
         self.capacity
     }
 
+    /// Requests whose clients went away before the worker reached them, so
+    /// that their prompts were never scored.
+    pub fn skipped(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
+    }
+
     /// Stops taking work, lets the worker finish what was queued, and waits
     /// for it.
     pub fn shutdown(self) {
@@ -107,7 +116,7 @@ impl Queue {
     }
 }
 
-fn work(session: &mut mcscore_engine::Session<'_>, receiver: Receiver<Work>) {
+fn work(session: &mut mcscore_engine::Session<'_>, receiver: Receiver<Work>, skipped: &AtomicU64) {
     while let Ok(first) = receiver.recv() {
         let mut pass = vec![first];
         let mut tokens: usize = pass[0].prompts.iter().map(|p| p.tokens.len()).sum();
@@ -122,6 +131,7 @@ fn work(session: &mut mcscore_engine::Session<'_>, receiver: Receiver<Work>) {
         }
         let (live, gone): (Vec<Work>, Vec<Work>) = pass.into_iter().partition(|w| !w.cancelled.load(Ordering::Relaxed));
         for w in gone {
+            skipped.fetch_add(1, Ordering::Relaxed);
             (w.reply)(Outcome::Cancelled);
         }
         if live.is_empty() {
