@@ -14,7 +14,7 @@ use anyhow::Context;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -173,6 +173,7 @@ struct CancelOnDrop<'s> {
     started: Instant,
     prompts: usize,
     tokens: usize,
+    route: &'s str,
     armed: bool,
 }
 
@@ -186,16 +187,17 @@ impl Drop for CancelOnDrop<'_> {
                 error: Some("client disconnected; its work is cancelled".into()),
                 ..Entry::default()
             };
-            self.state.log(self.id, "POST /v1/completions", 499, self.started, &entry);
+            self.state.log(self.id, self.route, 499, self.started, &entry);
         }
     }
 }
 
-async fn completions_route(State(state): State<Arc<AppState>>, body: Result<Bytes, BytesRejection>) -> Response {
+async fn completions_route(State(state): State<Arc<AppState>>, uri: Uri, body: Result<Bytes, BytesRejection>) -> Response {
+    let route = format!("POST {}", uri.path());
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
     let started = Instant::now();
     let mut entry = Entry::default();
-    let result = complete(&state, id, started, body, &mut entry).await;
+    let result = complete(&state, &route, id, started, body, &mut entry).await;
     let response = match result {
         Ok(value) => (StatusCode::OK, Json(value)).into_response(),
         Err(error) => {
@@ -207,12 +209,13 @@ async fn completions_route(State(state): State<Arc<AppState>>, body: Result<Byte
             response
         }
     };
-    state.log(id, "POST /v1/completions", response.status().as_u16(), started, &entry);
+    state.log(id, &route, response.status().as_u16(), started, &entry);
     response
 }
 
 async fn complete(
     state: &AppState,
+    route: &str,
     id: u64,
     started: Instant,
     body: Result<Bytes, BytesRejection>,
@@ -226,7 +229,7 @@ async fn complete(
     let (sender, receiver) = tokio::sync::oneshot::channel();
     let cancelled = Arc::new(AtomicBool::new(false));
     let mut guard =
-        CancelOnDrop { cancelled: cancelled.clone(), state, id, started, prompts: entry.prompts, tokens: entry.tokens, armed: true };
+        CancelOnDrop { cancelled: cancelled.clone(), state, id, started, prompts: entry.prompts, tokens: entry.tokens, route, armed: true };
     let work = Work {
         prompts: job.prompts.iter().map(|p| p.request.clone()).collect(),
         cancelled,

@@ -79,6 +79,7 @@ fn answers_have_the_shape_openai_clients_read() {
     assert_eq!(plain["choices"][1]["index"], 1);
     assert_eq!(plain["choices"][0]["logprobs"], Value::Null);
     assert_eq!(plain["choices"][0]["text"].as_str(), Some(pieces[n].as_str()));
+    assert!(server.log().contains("POST /completions 200"), "the log names the route used");
     let one = server.post("/v1/completions", &json!({"prompt": PROMPT, "max_tokens": 1, "logprobs": 2})).json();
     assert_eq!(one["choices"][0]["logprobs"]["text_offset"][0].as_u64(), Some(PROMPT.len() as u64), "offsets count the prompt");
     assert!(
