@@ -224,5 +224,5 @@ fn lm_eval_scores_through_mcscore_serve_as_mcscore_score_does() {
         assert!(direct.len() >= 100 && acc_checked >= 20 && norm_checked >= 10, "{name}: too little compared\n{}", report.join("\n"));
     }
     println!("{}", report.join("\n"));
-    assert!(server.log().contains("POST /v1/completions 200"));
+    assert!(server.log_has("POST /v1/completions 200"));
 }

@@ -62,6 +62,19 @@ impl Server {
         self.log.lock().unwrap().clone()
     }
 
+    /// Whether the log has `needle`, waiting up to 10 s for it: a request's
+    /// line is written as its answer goes out, and read here a little later.
+    pub fn log_has(&self, needle: &str) -> bool {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            if self.log().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
     pub fn request(&self, method: &str, path: &str, body: &[u8], headers: &[(&str, &str)]) -> Reply {
         request(&self.address, method, path, body, headers)
     }
