@@ -151,13 +151,8 @@ fn server_error(status: u16, kind: &'static str, message: String) -> ApiError {
 fn read_body(body: Result<Bytes, BytesRejection>, limit: u64) -> Result<Bytes, ApiError> {
     body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError {
-                status: 413,
-                message: format!("the body is larger than this server's limit of {limit} bytes (--max-body)"),
-                param: Some("body".into()),
-                kind: "invalid_request_error",
-                code: None,
-            }
+            let message = format!("the body is larger than this server's limit of {limit} bytes (--max-body)");
+            ApiError { status: 413, ..ApiError::invalid("body", message) }
         } else {
             ApiError::invalid("body", format!("the body could not be read: {rejection}"))
         }

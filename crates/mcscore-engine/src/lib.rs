@@ -271,11 +271,6 @@ impl Engine {
         self.model.vocab().is_eog(LlamaToken(token as i32))
     }
 
-    /// The context length the model was trained for.
-    pub fn n_ctx_train(&self) -> u32 {
-        self.model.n_ctx_train()
-    }
-
     /// Tokenises tasks (given with their file indices) and refuses any that
     /// llama-perplexity would mis-score.
     pub fn prepare(&self, tasks: &[(usize, Task<'_>)]) -> Result<Vec<PreparedTask>, EngineError> {

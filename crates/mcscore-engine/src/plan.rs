@@ -6,7 +6,7 @@ use crate::trie::Trie;
 use crate::EngineError;
 
 /// llama.cpp's limit on sequence ids in one context (LLAMA_MAX_SEQ).
-const MAX_SEQUENCES: usize = 256;
+pub(crate) const MAX_SEQUENCES: usize = 256;
 
 /// The context size, as `-c` gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +81,7 @@ pub struct Plan {
     pub n_seq_max: u32,
 }
 
-fn round_up(n: usize, to: usize) -> usize {
+pub(crate) fn round_up(n: usize, to: usize) -> usize {
     n.div_ceil(to) * to
 }
 

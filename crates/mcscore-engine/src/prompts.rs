@@ -5,7 +5,6 @@
 //! as its own prompt behind the same context, which is then decoded once.
 
 use std::ops::Range;
-use std::time::Instant;
 
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -14,13 +13,10 @@ use rayon::prelude::*;
 
 use mcscore_metrics::LogSoftmax;
 
-use crate::plan::{Plan, Settings};
+use crate::plan::{round_up, Plan, Settings, MAX_SEQUENCES};
 use crate::score::{decode_fill, fill_entries};
 use crate::trie::Trie;
 use crate::{Engine, EngineError, ScoreTimes};
-
-/// llama.cpp's limit on sequence ids in one context (LLAMA_MAX_SEQ).
-const MAX_SEQUENCES: u32 = 256;
 
 /// One prompt to score.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,11 +54,6 @@ pub struct Session<'e> {
     /// Tokens one fill may decode when its prompts are shorter.
     fill_budget: usize,
     deterministic: bool,
-    times: ScoreTimes,
-}
-
-fn round_up(n: usize, to: usize) -> usize {
-    n.div_ceil(to) * to
 }
 
 impl Engine {
@@ -72,7 +63,7 @@ impl Engine {
     /// micro-batch, so its scores depend on nothing else.
     pub fn session(&self, settings: &Settings, max_prompt: usize) -> Result<Session<'_>, EngineError> {
         let max_prompt = max_prompt.max(1);
-        let n_seq_max = settings.parallel.unwrap_or(64).clamp(1, MAX_SEQUENCES);
+        let n_seq_max = settings.parallel.unwrap_or(64).clamp(1, MAX_SEQUENCES as u32);
         let fill_budget = settings.n_ubatch.min(settings.n_batch).max(1) as usize;
         let n_ctx = round_up(max_prompt.max(fill_budget), 256);
         if n_ctx > u32::MAX as usize {
@@ -85,9 +76,7 @@ impl Engine {
             Plan { batches: Vec::new(), n_ctx: n_ctx as u64, n_batch, n_ubatch: settings.n_ubatch.min(n_batch), n_seq_max }
         };
         self.check_memory(&plan, settings.n_gpu_layers)?;
-        let started = Instant::now();
         let ctx = self.new_context(&plan, settings)?;
-        let times = ScoreTimes { context: started.elapsed().as_secs_f64(), ..ScoreTimes::default() };
         Ok(Session {
             ctx,
             batch: LlamaBatch::new(plan.n_batch as usize, plan.n_seq_max as i32),
@@ -96,7 +85,6 @@ impl Engine {
             fill_budget,
             deterministic: settings.deterministic,
             plan,
-            times,
         })
     }
 
@@ -117,24 +105,15 @@ struct Wanted {
 }
 
 impl Session<'_> {
-    /// The longest prompt this session scores, in tokens.
-    pub fn max_prompt(&self) -> usize {
-        self.max_prompt
-    }
-
-    /// Where the session's time went so far.
-    pub fn times(&self) -> ScoreTimes {
-        self.times
-    }
-
     /// Scores prompts, returning for each the rows it asked for, in order.
     pub fn score(&mut self, prompts: &[PromptRequest]) -> Result<Vec<Vec<RowScores>>, EngineError> {
         for (index, prompt) in prompts.iter().enumerate() {
             self.check(index, prompt)?;
         }
         let mut results: Vec<Vec<RowScores>> = prompts.iter().map(|p| Vec::with_capacity(p.rows.len())).collect();
-        for fill in self.fills(prompts) {
-            self.score_fill(prompts, fill, &mut results)?;
+        let sequences: Vec<Vec<LlamaToken>> = prompts.iter().map(|p| p.tokens.iter().map(|&t| LlamaToken(t as i32)).collect()).collect();
+        for fill in self.fills(&sequences) {
+            self.score_fill(prompts, &sequences, fill, &mut results)?;
         }
         Ok(results)
     }
@@ -159,33 +138,39 @@ impl Session<'_> {
     /// Packs prompts greedily, in order: a fill takes prompts while their
     /// prefix tree fits one micro-batch and its branches the sequence limit;
     /// a longer prompt goes alone.
-    fn fills(&self, prompts: &[PromptRequest]) -> Vec<Range<usize>> {
+    fn fills(&self, sequences: &[Vec<LlamaToken>]) -> Vec<Range<usize>> {
         if self.deterministic {
-            return (0..prompts.len()).map(|i| i..i + 1).collect();
+            return (0..sequences.len()).map(|i| i..i + 1).collect();
         }
         let mut fills = Vec::new();
         let mut start = 0;
         let mut trie = Trie::default();
-        for (i, prompt) in prompts.iter().enumerate() {
-            trie.insert_sequence(&tokens(&prompt.tokens));
+        for (i, sequence) in sequences.iter().enumerate() {
+            trie.insert_sequence(sequence);
             if i > start && (trie.len() > self.fill_budget || trie.leaves() > self.plan.n_seq_max as usize) {
                 fills.push(start..i);
                 start = i;
                 trie = Trie::default();
-                trie.insert_sequence(&tokens(&prompt.tokens));
+                trie.insert_sequence(sequence);
             }
         }
-        if start < prompts.len() {
-            fills.push(start..prompts.len());
+        if start < sequences.len() {
+            fills.push(start..sequences.len());
         }
         fills
     }
 
-    fn score_fill(&mut self, prompts: &[PromptRequest], fill: Range<usize>, results: &mut [Vec<RowScores>]) -> Result<(), EngineError> {
-        let fill_started = Instant::now();
-        self.times.fills += 1;
+    fn score_fill(
+        &mut self,
+        prompts: &[PromptRequest],
+        sequences: &[Vec<LlamaToken>],
+        fill: Range<usize>,
+        results: &mut [Vec<RowScores>],
+    ) -> Result<(), EngineError> {
+        // Where the time goes is not reported per request.
+        let mut times = ScoreTimes::default();
         let mut trie = Trie::default();
-        let paths: Vec<Vec<u32>> = prompts[fill.clone()].iter().map(|p| trie.insert_sequence(&tokens(&p.tokens))).collect();
+        let paths: Vec<Vec<u32>> = sequences[fill.clone()].iter().map(|s| trie.insert_sequence(s)).collect();
         let layout = trie.layout();
         let mut top_of_node = vec![0usize; trie.len()];
         let mut has_row = vec![false; trie.len()];
@@ -205,12 +190,11 @@ impl Session<'_> {
         }
         // Stable: each prompt's rows stay in position order.
         wanted.sort_by_key(|w| w.entry);
-        self.times.batching += fill_started.elapsed().as_secs_f64();
 
         let mut next_wanted = 0;
         let fail = |message: String| EngineError::DecodePrompts { message };
         let (ctx, batch, n_batch) = (&mut self.ctx, &mut self.batch, self.plan.n_batch as usize);
-        decode_fill(ctx, batch, &entries, n_batch, &mut self.times, &fail, |ctx, decoded| {
+        decode_fill(ctx, batch, &entries, n_batch, &mut times, &fail, |ctx, decoded| {
             let end = wanted[next_wanted..].iter().position(|w| w.entry >= decoded.end).map_or(wanted.len(), |p| next_wanted + p);
             let mine = &wanted[next_wanted..end];
             next_wanted = end;
@@ -254,8 +238,4 @@ impl Session<'_> {
             Ok(())
         })
     }
-}
-
-fn tokens(ids: &[u32]) -> Vec<LlamaToken> {
-    ids.iter().map(|&t| LlamaToken(t as i32)).collect()
 }

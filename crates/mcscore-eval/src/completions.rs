@@ -58,6 +58,9 @@ pub struct CompletionRequest {
     stop: Vec<String>,
 }
 
+/// Fields this server reads.
+const READ: &[&str] = &["prompt", "echo", "logprobs", "max_tokens", "stop"];
+
 /// Fields a client may send that change nothing here (their allowed values
 /// are checked where they could).
 const ACCEPTED: &[&str] = &[
@@ -84,22 +87,8 @@ impl CompletionRequest {
     /// refusal naming its field and what is allowed. `model` must name the
     /// served model (or be absent).
     pub fn parse(body: &[u8], served: &ModelInfo) -> Result<CompletionRequest, ApiError> {
-        let value: Value =
-            serde_json::from_slice(body).map_err(|e| ApiError::invalid("body", format!("the body is not valid JSON: {e}")))?;
-        let Value::Object(fields) = value else {
-            return Err(ApiError::invalid("body", "the body must be a JSON object"));
-        };
-        for key in fields.keys() {
-            if !["prompt", "echo", "logprobs", "max_tokens", "stop"].contains(&key.as_str()) && !ACCEPTED.contains(&key.as_str()) {
-                return Err(ApiError::invalid(
-                    key,
-                    format!(
-                        "unknown field `{key}` (this server reads prompt, echo, logprobs, max_tokens, stop and {})",
-                        ACCEPTED.join(", ")
-                    ),
-                ));
-            }
-        }
+        let fields = object(body)?;
+        only(&fields, &[READ, ACCEPTED].concat())?;
         if let Some(model) = fields.get("model") {
             let name = model.as_str().ok_or_else(|| ApiError::invalid("model", "model must be a string"))?;
             if name != served.id {
@@ -317,10 +306,6 @@ impl Completions {
     /// (an implicit BOS included).
     pub fn new(engine: Arc<Engine>, model: ModelInfo, max_prompt: usize) -> Completions {
         Completions { engine, model, max_prompt }
-    }
-
-    pub fn engine(&self) -> &Engine {
-        &self.engine
     }
 
     /// Tokenises a request's prompts. Where the model's tokenizer adds a BOS

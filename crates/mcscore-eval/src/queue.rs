@@ -129,7 +129,7 @@ fn work(session: &mut mcscore_engine::Session<'_>, receiver: Receiver<Work>, ski
                 Err(_) => break,
             }
         }
-        let (live, gone): (Vec<Work>, Vec<Work>) = pass.into_iter().partition(|w| !w.cancelled.load(Ordering::Relaxed));
+        let (mut live, gone): (Vec<Work>, Vec<Work>) = pass.into_iter().partition(|w| !w.cancelled.load(Ordering::Relaxed));
         for w in gone {
             skipped.fetch_add(1, Ordering::Relaxed);
             (w.reply)(Outcome::Cancelled);
@@ -137,25 +137,23 @@ fn work(session: &mut mcscore_engine::Session<'_>, receiver: Receiver<Work>, ski
         if live.is_empty() {
             continue;
         }
-        // Prompts sorted by their tokens put those that share a context side
-        // by side, in the same fill.
-        let prompts: Vec<&PromptRequest> = live.iter().flat_map(|w| &w.prompts).collect();
-        let mut order: Vec<usize> = (0..prompts.len()).collect();
-        order.sort_by(|&a, &b| prompts[a].tokens.cmp(&prompts[b].tokens));
-        let sorted: Vec<PromptRequest> = order.iter().map(|&i| prompts[i].clone()).collect();
+        // Prompts sorted by their tokens (stably) put those that share a
+        // context side by side, in the same fill.
+        let counts: Vec<usize> = live.iter().map(|w| w.prompts.len()).collect();
+        let mut indexed: Vec<(usize, PromptRequest)> = live.iter_mut().flat_map(|w| std::mem::take(&mut w.prompts)).enumerate().collect();
+        indexed.sort_by(|a, b| a.1.tokens.cmp(&b.1.tokens));
+        let (order, sorted): (Vec<usize>, Vec<PromptRequest>) = indexed.into_iter().unzip();
         let started = Instant::now();
         let result = session.score(&sorted);
         let compute = started.elapsed();
         match result {
             Ok(rows) => {
-                let mut unsorted: Vec<Option<Vec<RowScores>>> = vec![None; rows.len()];
-                for (&i, r) in order.iter().zip(rows) {
-                    unsorted[i] = Some(r);
-                }
-                let mut unsorted = unsorted.into_iter().map(|r| r.expect("every prompt was scored"));
+                let mut unsorted: Vec<(usize, Vec<RowScores>)> = order.into_iter().zip(rows).collect();
+                unsorted.sort_unstable_by_key(|r| r.0);
+                let mut unsorted = unsorted.into_iter().map(|r| r.1);
                 let pass_prompts = sorted.len();
-                for w in live {
-                    let rows: Vec<Vec<RowScores>> = unsorted.by_ref().take(w.prompts.len()).collect();
+                for (w, n) in live.into_iter().zip(counts) {
+                    let rows: Vec<Vec<RowScores>> = unsorted.by_ref().take(n).collect();
                     let wait = started.saturating_duration_since(w.enqueued);
                     (w.reply)(Outcome::Scored { rows, wait, compute, pass_prompts });
                 }

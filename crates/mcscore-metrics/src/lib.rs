@@ -119,6 +119,10 @@ const LANES: usize = 16;
 const BLOCK: usize = 1024;
 
 impl LogSoftmax {
+    /// What a row that has no log-softmax (a NaN, +∞, only −∞) gives: NaN
+    /// log-probabilities, which callers refuse.
+    const INVALID: LogSoftmax = LogSoftmax { max: f32::NAN, log_sum: f64::NAN };
+
     /// The row is read once, in blocks small enough to stay in the L1
     /// cache: each block's maximum, then its sum of `e^(l − block max)` in
     /// f32 lanes ([`exp_nonpositive`], vectorised), combined across blocks in
@@ -130,7 +134,9 @@ impl LogSoftmax {
         Self::with_top(logits, 0).0
     }
 
-    /// [`LogSoftmax::of`] and [`top_k`] in the same single read of the row.
+    /// [`LogSoftmax::of`], and the indices of the `k` largest logits, largest
+    /// first (among equal logits the lower index first), in the same single
+    /// read of the row. No indices for a row with no log-softmax.
     pub fn with_top(logits: &[f32], k: usize) -> (LogSoftmax, Vec<usize>) {
         let mut top: Vec<usize> = Vec::with_capacity(k + 1);
         let mut threshold = f32::NEG_INFINITY;
@@ -147,11 +153,11 @@ impl LogSoftmax {
             }
             let max = lanes.iter().chain(rest).fold(f32::NEG_INFINITY, |m, &l| m.max(l));
             if max == f32::INFINITY {
-                return (LogSoftmax { max: f32::NAN, log_sum: f64::NAN }, Vec::new());
+                return (LogSoftmax::INVALID, Vec::new());
             }
             if max == f32::NEG_INFINITY {
                 if block.iter().any(|l| l.is_nan()) {
-                    return (LogSoftmax { max: f32::NAN, log_sum: f64::NAN }, Vec::new());
+                    return (LogSoftmax::INVALID, Vec::new());
                 }
                 continue;
             }
@@ -165,7 +171,7 @@ impl LogSoftmax {
             }
             let sum = acc.iter().sum::<f32>() + rest.iter().map(|&l| exp_nonpositive(l - max)).sum::<f32>();
             if sum.is_nan() {
-                return (LogSoftmax { max: f32::NAN, log_sum: f64::NAN }, Vec::new());
+                return (LogSoftmax::INVALID, Vec::new());
             }
             blocks.push((max, sum));
             if k > 0 && (top.len() < k || max > threshold) {
@@ -185,7 +191,7 @@ impl LogSoftmax {
         }
         let max = blocks.iter().fold(f32::NEG_INFINITY, |m, b| m.max(b.0));
         if blocks.is_empty() {
-            return (LogSoftmax { max: f32::NAN, log_sum: f64::NAN }, Vec::new());
+            return (LogSoftmax::INVALID, Vec::new());
         }
         let sum: f64 = blocks.iter().map(|&(m, s)| f64::from(s) * f64::from(m - max).exp()).sum();
         (LogSoftmax { max, log_sum: sum.ln() }, top)
@@ -219,12 +225,6 @@ pub fn exp_nonpositive(x: f32) -> f32 {
     // n ≥ −126 here, so 2^n is a normal f32: its exponent field is n + 127.
     let two_n = t.to_bits().wrapping_sub(ROUND.to_bits()).wrapping_add(127) << 23;
     f32::from_bits(two_n) * e_r
-}
-
-/// Indices of the `k` largest logits, largest first; among equal logits the
-/// lower index first. None for a row [`LogSoftmax::of`] refuses (a NaN).
-pub fn top_k(logits: &[f32], k: usize) -> Vec<usize> {
-    LogSoftmax::with_top(logits, k).1
 }
 
 /// How tied values share ranks in [`ranks_desc`].
@@ -308,20 +308,24 @@ mod tests {
         assert!(LogSoftmax::of(&[f32::NEG_INFINITY; 3]).at(&[f32::NEG_INFINITY; 3], 0).is_nan());
     }
 
+    fn top(logits: &[f32], k: usize) -> Vec<usize> {
+        LogSoftmax::with_top(logits, k).1
+    }
+
     #[test]
-    fn top_k_is_ordered_and_keeps_the_first_of_ties() {
+    fn the_top_tokens_are_ordered_and_keep_the_first_of_ties() {
         let row = [0.5, 2.0, f32::NEG_INFINITY, 2.0, -1.0, 3.0];
-        assert_eq!(top_k(&row, 3), vec![5, 1, 3]);
-        assert_eq!(top_k(&row, 1), vec![5]);
-        assert_eq!(top_k(&row, 0), Vec::<usize>::new());
-        assert_eq!(top_k(&row, 10), vec![5, 1, 3, 0, 4, 2]);
-        assert_eq!(top_k(&[1.0, f32::NAN], 1), Vec::<usize>::new());
+        assert_eq!(top(&row, 3), vec![5, 1, 3]);
+        assert_eq!(top(&row, 1), vec![5]);
+        assert_eq!(top(&row, 0), Vec::<usize>::new());
+        assert_eq!(top(&row, 10), vec![5, 1, 3, 0, 4, 2]);
+        assert_eq!(top(&[1.0, f32::NAN], 1), Vec::<usize>::new());
         // Across blocks: the maximum late in a wide row, ties kept in index order.
         let mut wide = vec![0.0f32; 5000];
         wide[4321] = 9.0;
         wide[17] = 5.0;
         wide[3000] = 5.0;
-        assert_eq!(top_k(&wide, 3), vec![4321, 17, 3000]);
+        assert_eq!(top(&wide, 3), vec![4321, 17, 3000]);
         let parts = LogSoftmax::of(&[0.0, 3.0f32.ln()]);
         assert!((parts.at(&[0.0, 3.0f32.ln()], 1) - 0.75f64.ln()).abs() < 1e-6);
     }
