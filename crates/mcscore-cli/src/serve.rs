@@ -356,6 +356,14 @@ async fn shutdown_signal() {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<crate::Outcome> {
+    // An empty key (an exported but empty MCSCORE_API_KEY) would serve without one.
+    if args.api_key.as_deref() == Some("") {
+        let message = "--api-key (or MCSCORE_API_KEY) is empty; give a key, or leave both unset to serve without one";
+        return Err(crate::UsageError(message.into()).into());
+    }
+    if args.alias.as_deref() == Some("") {
+        return Err(crate::UsageError("--alias is empty; give the name clients send as `model`".into()).into());
+    }
     let model_path = match &args.model {
         Some(model) => model.clone(),
         None => defaults::model()?,
@@ -378,7 +386,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<crate::Outcome> {
     let state = Arc::new(AppState {
         completions,
         queue,
-        api_key: args.api_key.clone().filter(|k| !k.is_empty()),
+        api_key: args.api_key.clone(),
         next_id: AtomicU64::new(1),
         json_log: args.log_format == "json",
         max_body: args.max_body,

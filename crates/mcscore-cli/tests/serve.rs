@@ -134,6 +134,22 @@ fn every_bad_input_gets_a_4xx_and_the_server_keeps_answering() {
 }
 
 #[test]
+fn an_empty_api_key_or_alias_is_a_usage_error_not_an_open_server() {
+    for (args, env, flag) in
+        [(vec!["--api-key", ""], None, "--api-key"), (vec![], Some(""), "MCSCORE_API_KEY"), (vec!["--alias", ""], None, "--alias")]
+    {
+        let mut command = common::mcscore();
+        command.args(["serve", "--port", "0"]).args(&args);
+        if let Some(value) = env {
+            command.env("MCSCORE_API_KEY", value);
+        }
+        let output = command.output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?} {env:?}");
+        assert!(common::stderr(&output).contains(flag), "{}", common::stderr(&output));
+    }
+}
+
+#[test]
 fn an_api_key_guards_every_route_but_health() {
     let server = Server::start(&["--api-key", "s3cret"]);
     assert_eq!(server.get("/health").status, 200);
