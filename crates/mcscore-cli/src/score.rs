@@ -476,6 +476,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         );
         return Ok(Outcome::Interrupted);
     }
+    if outcome.resumed > 0 && outcome.end == End::Finished {
+        eprintln!(
+            "mcscore: resumed: {} tasks taken from the log; {} fills decoded again to rebuild the KV cache the first new fill reuses",
+            outcome.resumed, outcome.replayed_fills
+        );
+    }
     print_results(&args, &outcome, &model, &path, &settings, shown.hits)?;
     if args.timings {
         print_timings(&outcome);
@@ -516,6 +522,7 @@ fn print_results(
             "tokens_evaluated": tokens.decoded,
             "tokens_unshared": tokens.unshared,
             "resumed_tasks": outcome.resumed,
+            "replayed_fills": outcome.replayed_fills,
             "scoring_seconds": outcome.scoring_seconds,
             "wall_seconds": outcome.wall_seconds,
             "timings": args.timings.then_some(outcome.timings),

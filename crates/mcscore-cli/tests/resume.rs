@@ -99,3 +99,35 @@ fn deterministic_scores_do_not_depend_on_batching() {
         .collect();
     assert_eq!(logs[0], logs[1]);
 }
+
+#[test]
+fn a_resume_inside_a_preamble_decodes_again_the_fills_that_built_its_cache() {
+    // The first tasks of the 5-shot MMLU file share their subject's preamble:
+    // fills take it from the cache, so a resume must rebuild that cache the
+    // way the uninterrupted run did for its numbers to be the same.
+    let (model, file) = (model(), repo("datasets/mmlu-validation-5shot.bin"));
+    let dir = tempdir();
+    let log = dir.path().join("run.jsonl");
+    let args = |resume: bool| {
+        let mut args = vec!["score", "-m", &model, &file, "--shard", "0/150", "-t", "2", "--log-samples", path_str(&log), "--json"];
+        if resume {
+            args.push("--resume");
+        }
+        args
+    };
+    let full = run(&args(false));
+    assert!(full.status.success(), "{}", stderr(&full));
+    let complete = std::fs::read_to_string(&log).unwrap();
+    // Keep the header and the first 5 tasks, as after a kill -9.
+    let kept: String = complete.lines().take(6).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&log, kept).unwrap();
+    let resumed = run(&args(true));
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&resumed)).unwrap();
+    assert!(json["replayed_fills"].as_u64().unwrap() > 0, "{json}");
+    assert!(stderr(&resumed).contains("fills decoded again"), "{}", stderr(&resumed));
+    let tasks_of = |text: &str| -> Vec<serde_json::Value> {
+        text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).filter(|v| v["type"] == "task").collect()
+    };
+    assert_eq!(tasks_of(&std::fs::read_to_string(&log).unwrap()), tasks_of(&complete), "per-task results");
+}

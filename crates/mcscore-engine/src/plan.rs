@@ -1,8 +1,10 @@
 //! How tasks are packed into decodes, decided from the data before any
 //! scoring starts, so that a task that cannot fit fails the run up front.
 
+use llama_cpp_2::token::LlamaToken;
+
 use crate::prepare::PreparedTask;
-use crate::trie::Trie;
+use crate::trie::{FillTree, Trie};
 use crate::EngineError;
 
 /// llama.cpp's limit on sequence ids in one context (LLAMA_MAX_SEQ).
@@ -69,6 +71,9 @@ impl Settings {
 pub struct Plan {
     /// Ranges into the prepared tasks, one per KV-cache fill.
     pub batches: Vec<std::ops::Range<usize>>,
+    /// Per fill: the tokens it takes from the previous fill's KV cache (the
+    /// start of the chain both share); 0 when it starts from an empty cache.
+    pub reused: Vec<usize>,
     /// The context allocated: what the largest fill holds, rounded up to 256
     /// cells, never above the limit `-c` × `-np` sets. At most `u32::MAX`
     /// ([`plan`] refuses more).
@@ -79,6 +84,58 @@ pub struct Plan {
     pub n_ubatch: u32,
     /// Sequence ids used by the widest batch.
     pub n_seq_max: u32,
+}
+
+impl Plan {
+    /// The plan from fill `first` on. That fill must start from an empty
+    /// cache (`reused[first] == 0`) for its scores to be the whole plan's.
+    pub fn from_fill(&self, first: usize) -> Plan {
+        Plan { batches: self.batches[first..].to_vec(), reused: self.reused[first..].to_vec(), ..*self }
+    }
+
+    /// The last fill at or before `fill` that starts from an empty cache:
+    /// where a run must start for fill `fill` to see the cache an
+    /// uninterrupted run gave it.
+    pub fn fresh_fill_before(&self, fill: usize) -> usize {
+        (0..=fill.min(self.reused.len().saturating_sub(1))).rev().find(|&f| self.reused[f] == 0).unwrap_or(0)
+    }
+}
+
+/// A fill takes the previous fill's shared tokens from the cache only when
+/// there are at least this many: fewer cost less than 2 % of a 512-token
+/// fill to decode again.
+const MIN_REUSED: usize = 8;
+
+/// At most this many fills in a row take tokens from the cache. llama.cpp's
+/// CPU kernels round differently for batches of other sizes, so a cached
+/// cell holds what the batch that decoded it computed; a resumed run gets an
+/// uninterrupted run's numbers only by decoding again from the last fill that
+/// started from an empty cache, at most this many fills back.
+const MAX_REUSING_FILLS: usize = 8;
+
+/// Per fill, the tokens it takes from the previous fill's cache.
+fn reuse(tasks: &[PreparedTask], batches: &[std::ops::Range<usize>], settings: &Settings) -> Vec<usize> {
+    if !shares_across_fills(settings) {
+        return vec![0; batches.len()];
+    }
+    let mut cached: Vec<LlamaToken> = Vec::new();
+    let mut in_a_row = 0;
+    batches
+        .iter()
+        .map(|range| {
+            let tree = FillTree::new(&tasks[range.clone()]);
+            let chain = tree.chain_tokens();
+            let common = cached.iter().zip(&chain).take_while(|(a, b)| a == b).count().min(tree.cacheable());
+            cached = chain;
+            if common >= MIN_REUSED && in_a_row < MAX_REUSING_FILLS {
+                in_a_row += 1;
+                common
+            } else {
+                in_a_row = 0;
+                0
+            }
+        })
+        .collect()
 }
 
 pub(crate) fn round_up(n: usize, to: usize) -> usize {
@@ -127,6 +184,7 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
         let n = round_up(longest, 256) as u32;
         return Ok(Plan {
             batches: (0..tasks.len()).map(|i| i..i + 1).collect(),
+            reused: vec![0; tasks.len()],
             n_ctx: u64::from(n),
             n_batch: n,
             n_ubatch: n,
@@ -165,7 +223,8 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     // llama.cpp reserves an output row per sequence within one batch, and
     // aborts when a batch is narrower than the sequences a fill uses.
     let n_batch = settings.n_batch.max(n_seq_max as u32);
-    Ok(Plan { batches, n_ctx: n_ctx as u64, n_batch, n_ubatch: settings.n_ubatch.min(n_batch), n_seq_max: n_seq_max as u32 })
+    let reused = reuse(tasks, &batches, settings);
+    Ok(Plan { batches, reused, n_ctx: n_ctx as u64, n_batch, n_ubatch: settings.n_ubatch.min(n_batch), n_seq_max: n_seq_max as u32 })
 }
 
 #[cfg(test)]
@@ -289,6 +348,38 @@ mod tests {
         let plan = plan(&tasks, &settings(ContextSize::Auto, None)).unwrap();
         // 300 + 21 × 10 = 510 tokens fit 512; unshared, one fill would hold one task.
         assert_eq!(plan.batches[0], 0..21);
+    }
+
+    #[test]
+    fn a_long_shared_chain_is_reused_at_most_eight_fills_in_a_row() {
+        let stem: Vec<LlamaToken> = (0..300).map(LlamaToken).collect();
+        let tasks: Vec<PreparedTask> = (0..250)
+            .map(|i| {
+                let mut t = task(i, 11, &[1, 1, 1, 1]);
+                t.prefix = stem.iter().copied().chain(t.prefix[1..].iter().copied()).collect();
+                t
+            })
+            .collect();
+        let plan = plan(&tasks, &settings(ContextSize::Auto, None)).unwrap();
+        assert_eq!(plan.batches.len(), 12);
+        assert_eq!(plan.reused, [vec![0], vec![300; 8], vec![0], vec![300; 2]].concat());
+        // A resume at fill 5 decodes again from fill 0; at fill 11, from 9.
+        assert_eq!((plan.fresh_fill_before(5), plan.fresh_fill_before(11), plan.fresh_fill_before(9)), (0, 9, 9));
+        let tail = plan.from_fill(9);
+        assert_eq!((tail.batches[0].clone(), tail.reused.clone()), (plan.batches[9].clone(), vec![0, 300, 300]));
+    }
+
+    #[test]
+    fn a_short_shared_chain_is_decoded_again_in_every_fill() {
+        // Only BOS is shared: cheaper to decode again than to make a resume
+        // rebuild the cache.
+        let tasks: Vec<_> = (0..40).map(|i| task(i, 60, &[1, 1, 1, 1])).collect();
+        let mut s = settings(ContextSize::PerSequence(512), Some(16));
+        let shared = plan(&tasks, &s).unwrap();
+        assert!(shared.batches.len() > 1);
+        assert!(shared.reused.iter().all(|&r| r == 0), "{:?}", shared.reused);
+        s.deterministic = true;
+        assert!(plan(&tasks, &s).unwrap().reused.iter().all(|&r| r == 0));
     }
 
     #[test]

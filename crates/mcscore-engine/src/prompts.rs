@@ -70,10 +70,24 @@ impl Engine {
             return Err(EngineError::ContextOverflow { n_ctx: n_ctx as u64 });
         }
         let plan = if settings.deterministic {
-            Plan { batches: Vec::new(), n_ctx: n_ctx as u64, n_batch: n_ctx as u32, n_ubatch: n_ctx as u32, n_seq_max: 1 }
+            Plan {
+                batches: Vec::new(),
+                reused: Vec::new(),
+                n_ctx: n_ctx as u64,
+                n_batch: n_ctx as u32,
+                n_ubatch: n_ctx as u32,
+                n_seq_max: 1,
+            }
         } else {
             let n_batch = settings.n_batch.max(n_seq_max);
-            Plan { batches: Vec::new(), n_ctx: n_ctx as u64, n_batch, n_ubatch: settings.n_ubatch.min(n_batch), n_seq_max }
+            Plan {
+                batches: Vec::new(),
+                reused: Vec::new(),
+                n_ctx: n_ctx as u64,
+                n_batch,
+                n_ubatch: settings.n_ubatch.min(n_batch),
+                n_seq_max,
+            }
         };
         self.check_memory(&plan, settings.n_gpu_layers)?;
         let ctx = self.new_context(&plan, settings)?;

@@ -16,7 +16,7 @@ use mcscore_metrics::{log_softmax_at, OptionScore};
 
 use crate::plan::{shares_across_fills, FlashAttention, Plan, Settings};
 use crate::prepare::PreparedTask;
-use crate::trie::{Layout, Trie};
+use crate::trie::{FillTree, Layout, Trie};
 use crate::{Engine, EngineError};
 
 /// Scores of every option of one task.
@@ -95,7 +95,8 @@ impl Engine {
     /// Scores `tasks` batch by batch as `plan` says, handing each task's scores
     /// to `sink` in order. `sink` may stop the run between batches. Tokens
     /// that tasks share are decoded once: within a fill through a prefix tree,
-    /// and across fills by keeping the tokens the last fill's tasks all shared.
+    /// and across fills by keeping the tokens the last fill's tasks all shared,
+    /// as far as the plan's `reused` says.
     pub fn score(
         &self,
         tasks: &[PreparedTask],
@@ -118,31 +119,16 @@ impl Engine {
         let anchor = i32::from(sharing);
         let mut cached: Vec<LlamaToken> = Vec::new();
 
-        for range in &plan.batches {
+        for (range, &planned_reuse) in plan.batches.iter().zip(&plan.reused) {
             let fill_started = Instant::now();
             times.fills += 1;
             let group = &tasks[range.clone()];
-            let mut trie = Trie::default();
-            let scoring: Vec<Vec<Vec<u32>>> = group.iter().map(|t| trie.insert(t)).collect();
-            let layout = trie.layout();
-            let mut has_row = vec![false; trie.len()];
-            for (task, options) in group.iter().zip(&scoring) {
-                for (scored, nodes) in task.scored.iter().zip(options) {
-                    for &node in &nodes[scored.clone()] {
-                        has_row[node as usize] = true;
-                    }
-                }
-            }
-            // Reuse the cached chain up to where it differs, but never a cell
-            // whose logits this fill must read.
-            let chain_tokens: Vec<LlamaToken> = layout.chain.iter().map(|&n| trie.token(n)).collect();
-            let reused = if sharing {
-                let common = cached.iter().zip(&chain_tokens).take_while(|(a, b)| a == b).count();
-                let first_scored = layout.chain.iter().position(|&n| has_row[n as usize]).unwrap_or(layout.chain.len());
-                common.min(first_scored)
-            } else {
-                0
-            };
+            let tree = FillTree::new(group);
+            // The plan says how much of the cached chain to keep; the cache
+            // of a run's first fill is empty whatever it says.
+            let chain_tokens = tree.chain_tokens();
+            let FillTree { trie, scoring, layout, has_row } = tree;
+            let reused = planned_reuse.min(cached.iter().zip(&chain_tokens).take_while(|(a, b)| a == b).count());
             if reused == 0 {
                 ctx.clear_kv_cache();
             } else {

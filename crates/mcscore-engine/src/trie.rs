@@ -160,6 +160,46 @@ impl Trie {
     }
 }
 
+/// A fill's tasks in one prefix tree, with the nodes whose logits rows
+/// scoring reads. The planner builds it to decide what a fill may take from
+/// the previous fill's cache; the decode loop, to decode it.
+pub(crate) struct FillTree {
+    pub trie: Trie,
+    /// Per task, per option: the nodes whose rows score its tokens.
+    pub scoring: Vec<Vec<Vec<u32>>>,
+    pub layout: Layout,
+    /// Per node: whether its logits row is read.
+    pub has_row: Vec<bool>,
+}
+
+impl FillTree {
+    pub fn new(group: &[PreparedTask]) -> FillTree {
+        let mut trie = Trie::default();
+        let scoring: Vec<Vec<Vec<u32>>> = group.iter().map(|t| trie.insert(t)).collect();
+        let layout = trie.layout();
+        let mut has_row = vec![false; trie.len()];
+        for (task, options) in group.iter().zip(&scoring) {
+            for (scored, nodes) in task.scored.iter().zip(options) {
+                for &node in &nodes[scored.clone()] {
+                    has_row[node as usize] = true;
+                }
+            }
+        }
+        FillTree { trie, scoring, layout, has_row }
+    }
+
+    /// The tokens every task of the fill shares, from the first.
+    pub fn chain_tokens(&self) -> Vec<LlamaToken> {
+        self.layout.chain.iter().map(|&n| self.trie.token(n)).collect()
+    }
+
+    /// How many of the chain's tokens a cache may provide: those before the
+    /// first whose logits row this fill reads (a cached cell has no row).
+    pub fn cacheable(&self) -> usize {
+        self.layout.chain.iter().position(|&n| self.has_row[n as usize]).unwrap_or(self.layout.chain.len())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -220,6 +220,9 @@ pub struct ScoreOutcome {
     pub tokens: TokenCounts,
     /// Decodes (KV-cache fills) this run made.
     pub decodes: usize,
+    /// Fills decoded again on resume to rebuild the cache the first new
+    /// fill needs (their tasks came from the log).
+    pub replayed_fills: usize,
     /// Decodes of the whole run, resumed or not.
     pub planned_decodes: usize,
     pub n_ctx: u64,
@@ -438,8 +441,14 @@ impl ScoreJob {
         } else {
             plan.batches.iter().position(|b| b.start == resumed).unwrap_or(plan.batches.len())
         };
-        let mut remaining = plan.clone();
-        remaining.batches.drain(..first_fill);
+        // A fill that takes tokens from the previous fill's cache scores as
+        // in the uninterrupted run only after the fills that built that cache:
+        // decode again from the last fill that started empty, and drop the
+        // tasks of those fills (the log holds them).
+        let replay_from = if first_fill < plan.batches.len() { plan.fresh_fill_before(first_fill) } else { first_fill };
+        let remaining = plan.from_fill(replay_from);
+        let mut replayed_tasks = plan.batches.get(replay_from).map_or(0, |b| resumed - b.start);
+        let replayed_fills = first_fill - replay_from;
 
         let unconditional_started = Instant::now();
         let unconditional_sums: Vec<Vec<f64>> = match unconditional.filter(|_| !already_complete) {
@@ -471,6 +480,10 @@ impl ScoreJob {
         let scoring = Scoring { engine: &engine, tasks: &prepared, plan: &remaining, settings, path };
         let run = score_fills(scoring, cancel, |event| {
             let mut scores = match event {
+                FillEvent::Task(_) if replayed_tasks > 0 => {
+                    replayed_tasks -= 1;
+                    return Ok(());
+                }
                 FillEvent::Task(scores) => scores,
                 FillEvent::FillDone => return log.as_mut().map_or(Ok(()), SampleLog::flush),
             };
@@ -520,6 +533,7 @@ impl ScoreJob {
             end,
             tokens: run.tokens,
             decodes: remaining.batches.len(),
+            replayed_fills,
             planned_decodes: plan.batches.len(),
             n_ctx: plan.n_ctx,
             baselines,
