@@ -46,10 +46,11 @@ reference_tools() {
     cmake --build "$cache/build-$variant" --target llama-perplexity llama-bench -j "$(nproc)" >&2
 }
 
-# mcscore_uses_amx: "yes" when this CPU has AMX and mcscore's build (for the
-# host CPU, .cargo/config.toml) therefore compiles ggml's AMX kernels in.
+# mcscore_uses_amx: "yes" when mcscore's binary holds ggml's AMX kernels; it
+# is built without them (.cargo/config.toml says why), like the reference on
+# CPUs with AMX, so both run the same kind of kernels.
 mcscore_uses_amx() {
-    if grep -qw amx_tile /proc/cpuinfo 2>/dev/null; then echo yes; else echo no; fi
+    if grep -aq ggml_backend_amx_mul_mat target/release/mcscore; then echo yes; else echo "no (built without them)"; fi
 }
 
 # measure CMD...: prints "wall_seconds peak_kb" of a command, its output discarded.

@@ -118,8 +118,10 @@ fn a_resume_inside_a_preamble_decodes_again_the_fills_that_built_its_cache() {
     let full = run(&args(false));
     assert!(full.status.success(), "{}", stderr(&full));
     let complete = std::fs::read_to_string(&log).unwrap();
-    // Keep the header and the first 5 tasks, as after a kill -9.
-    let kept: String = complete.lines().take(6).map(|l| format!("{l}\n")).collect();
+    // Keep the header and the first 10 tasks, as after a kill -9. Resuming
+    // there without decoding the earlier fills again moved a score by 0.055
+    // nats (this CPU, llama.cpp built without AMX).
+    let kept: String = complete.lines().take(11).map(|l| format!("{l}\n")).collect();
     std::fs::write(&log, kept).unwrap();
     let resumed = run(&args(true));
     assert!(resumed.status.success(), "{}", stderr(&resumed));
