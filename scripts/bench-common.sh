@@ -16,8 +16,10 @@ best_of5() {
 # the llama.cpp that llama-cpp-python 0.3.36 vendors on PyPI, the commit the
 # reference outputs in ../shared/reference were made with, for this CPU
 # (GGML_NATIVE=ON). On CPUs with AMX, ggml's native build dies with SIGILL in
-# its AMX kernels (tilezero), so there the reference is built without AMX
-# (-mno-amx-*), keeping its other native kernels. Sets reference_bin (the
+# its AMX kernels (tilezero: most likely the GCC 12 tile-configuration bug
+# that .cargo/config.toml works around for mcscore with -fno-dse), so there
+# the reference is built without AMX (-mno-amx-*), keeping its other native
+# kernels, as the reference outputs were made. Sets reference_bin (the
 # folder holding both tools) and reference_build (a line saying which build).
 reference_tools() {
     local cache variant flags=""
@@ -46,11 +48,11 @@ reference_tools() {
     cmake --build "$cache/build-$variant" --target llama-perplexity llama-bench -j "$(nproc)" >&2
 }
 
-# mcscore_uses_amx: "yes" when mcscore's binary holds ggml's AMX kernels; it
-# is built without them (.cargo/config.toml says why), like the reference on
-# CPUs with AMX, so both run the same kind of kernels.
+# mcscore_uses_amx: "yes" when mcscore's binary holds ggml's AMX kernels (its
+# llama.cpp is built for the host CPU, so on CPUs with AMX it does; the
+# reference above is built without them there).
 mcscore_uses_amx() {
-    if grep -aq ggml_backend_amx_mul_mat target/release/mcscore; then echo yes; else echo "no (built without them)"; fi
+    if grep -aq ggml_backend_amx_mul_mat target/release/mcscore; then echo yes; else echo no; fi
 }
 
 # measure CMD...: prints "wall_seconds peak_kb" of a command, its output discarded.
