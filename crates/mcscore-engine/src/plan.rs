@@ -93,11 +93,11 @@ impl Plan {
         Plan { batches: self.batches[first..].to_vec(), reused: self.reused[first..].to_vec(), ..*self }
     }
 
-    /// The last fill at or before `fill` that starts from an empty cache:
-    /// where a run must start for fill `fill` to see the cache an
-    /// uninterrupted run gave it.
+    /// The last fill at or before `fill` (one of the plan's) that starts from
+    /// an empty cache: where a run must start for fill `fill` to see the
+    /// cache an uninterrupted run gave it.
     pub fn fresh_fill_before(&self, fill: usize) -> usize {
-        (0..=fill.min(self.reused.len().saturating_sub(1))).rev().find(|&f| self.reused[f] == 0).unwrap_or(0)
+        self.reused[..=fill].iter().rposition(|&r| r == 0).unwrap_or(0)
     }
 }
 
@@ -334,33 +334,28 @@ mod tests {
         assert_eq!(plan.n_seq_max, 3);
     }
 
-    #[test]
-    fn a_shared_stem_counts_once_toward_the_fill() {
-        // 48 renderings of one 300-token stem, each adding 10 tokens of its own.
+    /// `n` tasks of one 300-token stem, each adding 10 tokens of its own.
+    fn stem_tasks(n: usize) -> Vec<PreparedTask> {
         let stem: Vec<LlamaToken> = (0..300).map(LlamaToken).collect();
-        let tasks: Vec<PreparedTask> = (0..48)
+        (0..n)
             .map(|i| {
                 let mut t = task(i, 11, &[1, 1, 1, 1]);
                 t.prefix = stem.iter().copied().chain(t.prefix[1..].iter().copied()).collect();
                 t
             })
-            .collect();
-        let plan = plan(&tasks, &settings(ContextSize::Auto, None)).unwrap();
+            .collect()
+    }
+
+    #[test]
+    fn a_shared_stem_counts_once_toward_the_fill() {
+        let plan = plan(&stem_tasks(48), &settings(ContextSize::Auto, None)).unwrap();
         // 300 + 21 × 10 = 510 tokens fit 512; unshared, one fill would hold one task.
         assert_eq!(plan.batches[0], 0..21);
     }
 
     #[test]
     fn a_long_shared_chain_is_reused_at_most_eight_fills_in_a_row() {
-        let stem: Vec<LlamaToken> = (0..300).map(LlamaToken).collect();
-        let tasks: Vec<PreparedTask> = (0..250)
-            .map(|i| {
-                let mut t = task(i, 11, &[1, 1, 1, 1]);
-                t.prefix = stem.iter().copied().chain(t.prefix[1..].iter().copied()).collect();
-                t
-            })
-            .collect();
-        let plan = plan(&tasks, &settings(ContextSize::Auto, None)).unwrap();
+        let plan = plan(&stem_tasks(250), &settings(ContextSize::Auto, None)).unwrap();
         assert_eq!(plan.batches.len(), 12);
         assert_eq!(plan.reused, [vec![0], vec![300; 8], vec![0], vec![300; 2]].concat());
         // A resume at fill 5 decodes again from fill 0; at fill 11, from 9.

@@ -117,18 +117,15 @@ impl Engine {
         // Sequence 0 carries the tokens every task of the last fill shared
         // (BOS, a few-shot preamble, a question stem) to the next fill.
         let anchor = i32::from(sharing);
-        let mut cached: Vec<LlamaToken> = Vec::new();
 
-        for (range, &planned_reuse) in plan.batches.iter().zip(&plan.reused) {
+        for (fill, (range, &planned_reuse)) in plan.batches.iter().zip(&plan.reused).enumerate() {
             let fill_started = Instant::now();
             times.fills += 1;
             let group = &tasks[range.clone()];
-            let tree = FillTree::new(group);
-            // The plan says how much of the cached chain to keep; the cache
-            // of a run's first fill is empty whatever it says.
-            let chain_tokens = tree.chain_tokens();
-            let FillTree { trie, scoring, layout, has_row } = tree;
-            let reused = planned_reuse.min(cached.iter().zip(&chain_tokens).take_while(|(a, b)| a == b).count());
+            let FillTree { trie, scoring, layout, has_row } = FillTree::new(group);
+            // The plan says how much of the previous fill's chain to keep (it
+            // compared the chains); a run's first fill finds the cache empty.
+            let reused = if fill == 0 { 0 } else { planned_reuse };
             if reused == 0 {
                 ctx.clear_kv_cache();
             } else {
@@ -141,9 +138,6 @@ impl Engine {
                 for leaf in 0..trie.leaves() as i32 {
                     ctx.kv_cache_seq_cp(0, leaf + anchor, None, None).map_err(kv_error)?;
                 }
-            }
-            if sharing {
-                cached = chain_tokens;
             }
 
             let (entries, entry_of) = fill_entries(&trie, &layout, reused, anchor, &has_row);
