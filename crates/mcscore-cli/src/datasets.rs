@@ -19,7 +19,7 @@ pub(crate) struct SourceArgs {
     /// A source file or folder for the one benchmark named (Parquet, Arrow
     /// stream or save_to_disk folder, JSON Lines, JSON, CSV/TSV).
     #[arg(long, value_name = "PATH")]
-    source: Option<PathBuf>,
+    pub(crate) source: Option<PathBuf>,
     /// Root of local source copies: each benchmark's registered copy is read
     /// from under it. Without --source or --sources, files come from the
     /// Hugging Face hub at the pinned revision.

@@ -6,8 +6,9 @@ use mcscore_eval::log::write_complete;
 use mcscore_eval::shard::merge;
 use serde_json::json;
 
+use crate::output::{self, Target};
 use crate::score::{llama_preamble, metrics_json, print_accuracies, print_llama_end, Shown};
-use crate::{output, Outcome};
+use crate::Outcome;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -30,9 +31,13 @@ pub(crate) struct Args {
     /// The shard logs, in any order.
     #[arg(value_name = "LOG", required = true)]
     logs: Vec<PathBuf>,
-    /// Write the merged log here (atomically).
+    /// Write the merged log here (atomically); an existing file only with --force,
+    /// and never one of the shard logs.
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     out: Option<PathBuf>,
+    /// Replace the -o file if it exists (a regular file that is not an input).
+    #[arg(long, requires = "out")]
+    force: bool,
     /// Print the results as JSON on stdout.
     #[arg(long, conflicts_with = "output")]
     json: bool,
@@ -48,12 +53,13 @@ enum Format {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
-    if let Some(out) = &args.out {
-        output::check_file(out, "-o")?;
+    let target = args.out.as_deref().map(|out| Target::new(out, "-o", args.force));
+    if let Some(target) = &target {
+        output::check_file(target, &args.logs.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
     }
     let merged = merge(&args.logs)?;
-    if let Some(out) = &args.out {
-        write_complete(out, &merged.header, &merged.records)?;
+    if let (Some(out), Some(target)) = (&args.out, &target) {
+        write_complete(out, &merged.header, &merged.records, target.existing)?;
         eprintln!("mcscore: {} shards merged into {} ({} tasks)", merged.shards, out.display(), merged.records.len());
     }
     let header = &merged.header;

@@ -5,9 +5,13 @@
 use std::path::PathBuf;
 
 use mcscore_eval::study::Study;
-use mcscore_format::write_atomic;
+use std::io::Write;
 
-use crate::{output, Outcome};
+use anyhow::Context;
+use mcscore_format::AtomicFile;
+
+use crate::output::{self, Target};
+use crate::Outcome;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -48,14 +52,19 @@ pub(crate) struct Args {
     /// Merge each run whose shards are complete into OUT/FILE/MODEL.SETTINGS.jsonl.
     #[arg(long, group = "what")]
     merge: bool,
-    /// Write the script or manifest to FILE instead of stdout.
+    /// Write the script or manifest to FILE instead of stdout; an existing file only
+    /// with --force, and never the study file.
     #[arg(short = 'o', long = "out", value_name = "FILE", conflicts_with = "merge")]
     out: Option<PathBuf>,
+    /// Replace the -o file if it exists (a regular file that is not the study).
+    #[arg(long, requires = "out")]
+    force: bool,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
-    if let Some(out) = &args.out {
-        output::check_file(out, "-o")?;
+    let target = args.out.as_deref().map(|out| Target::new(out, "-o", args.force));
+    if let Some(target) = &target {
+        output::check_file(target, &[&args.study])?;
     }
     let study = Study::load(&args.study)?;
     let text = if args.slurm {
@@ -87,9 +96,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     } else {
         return Err(crate::UsageError("say what to plan: --slurm, --kubernetes or --merge".into()).into());
     };
-    match &args.out {
-        Some(path) => {
-            write_atomic(path, text.as_bytes())?;
+    match &target {
+        Some(target) => {
+            let path = target.path;
+            let mut file = AtomicFile::with(path, target.existing)?;
+            file.write_all(text.as_bytes()).with_context(|| path.display().to_string())?;
+            file.commit()?;
             eprintln!(
                 "mcscore: {} array tasks ({} runs × {} shards) planned in {}",
                 study.tasks(),

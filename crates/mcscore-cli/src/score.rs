@@ -402,7 +402,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         None => defaults::model()?,
     };
     if let Some(log_path) = &args.log_samples {
-        output::check_file(log_path, "--log-samples")?;
+        // An existing log is the library's to refuse or resume; here, where it may go.
+        let target = output::Target { path: log_path, flag: "--log-samples", existing: mcscore_format::Existing::Replace };
+        output::check_file(&target, &[&path, &model])?;
     }
     let settings = args.engine.settings();
     let spec = ScoreSpec {

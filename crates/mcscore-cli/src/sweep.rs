@@ -3,21 +3,21 @@
 //! how much of a result, or of a model ranking, is the format's doing.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use mcscore_datasets::find;
 use mcscore_datasets::formats::PromptFormat;
 use mcscore_eval::shard::Shard;
 use mcscore_eval::sweep::{load_items, merge_saved, save, ItemSource, Sweep, SweepReport, SweepSpec};
-use mcscore_eval::{EvalError, WriteLock};
-use mcscore_format::AtomicFile;
+use mcscore_eval::EvalError;
+use mcscore_format::{AtomicFile, Existing};
 
 use crate::datasets::SourceArgs;
 use crate::engine_args::{self, EngineArgs};
-use crate::output;
+use crate::output::{self, Target};
 use crate::score::{cancel_on_ctrl_c, note_selection, Shown};
-use crate::{defaults, plots, Outcome};
+use crate::{defaults, plots, Outcome, UsageError};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -93,6 +93,10 @@ pub(crate) struct Args {
     /// Write one JSON line per prompt (task, format, rotation, gold, log P of each ID, pick) to FILE.
     #[arg(long, value_name = "FILE")]
     log_samples: Option<PathBuf>,
+    /// Replace the --save-json or --log-samples file if it exists (a regular file
+    /// that is none of the inputs); without it an existing file is refused.
+    #[arg(long)]
+    force: bool,
     /// Write each format and rotation as its own task file in DIR, then stop
     /// (to score them one by one, with mcscore or llama-perplexity).
     #[arg(long, value_name = "DIR", conflicts_with_all = ["json", "save_json", "plots", "log_samples", "models"])]
@@ -117,18 +121,19 @@ fn parse_share(text: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_formats(list: &str) -> anyhow::Result<Vec<PromptFormat>> {
+/// The formats `--formats` names; a name that is not one is a usage error (exit 2).
+fn parse_formats(list: &str) -> Result<Vec<PromptFormat>, UsageError> {
     let all = PromptFormat::all();
     if list == "all" {
         return Ok(all);
     }
     let mut chosen = Vec::new();
     for name in list.split(',').map(str::trim) {
-        let format = all.iter().find(|f| f.name() == name).with_context(|| {
-            format!("--formats: unknown format {name:?}; formats are ids.delimiter.separator, e.g. upper.dot.newline (see mcscore sweep --help)")
+        let format = all.iter().find(|f| f.name() == name).ok_or_else(|| {
+            UsageError(format!("--formats: unknown format {name:?}; formats are ids.delimiter.separator, e.g. upper.dot.newline (see mcscore sweep --help)"))
         })?;
         if chosen.contains(format) {
-            bail!("--formats: {name} is listed twice");
+            return Err(UsageError(format!("--formats: {name} is listed twice")));
         }
         chosen.push(*format);
     }
@@ -137,12 +142,24 @@ fn parse_formats(list: &str) -> anyhow::Result<Vec<PromptFormat>> {
 
 /// Checks every output location before any work, and locks the files a run
 /// writes, so that a sweep is never lost to a path that cannot be written.
-fn check_outputs(args: &Args) -> anyhow::Result<Vec<WriteLock>> {
-    let mut locks = Vec::new();
+fn check_outputs(args: &Args) -> anyhow::Result<()> {
+    let inputs: Vec<&Path> = args
+        .file
+        .iter()
+        .chain(&args.models)
+        .chain(&args.compare)
+        .chain(&args.merge_shards)
+        .chain(args.source.source.iter())
+        .map(PathBuf::as_path)
+        .collect();
     for (path, flag) in [(&args.save_json, "--save-json"), (&args.log_samples, "--log-samples")] {
         if let Some(path) = path {
-            output::check_file(path, flag)?;
-            locks.push(WriteLock::acquire(path)?);
+            output::check_file(&Target::new(path, flag, args.force), &inputs)?;
+        }
+    }
+    if let (Some(a), Some(b)) = (&args.save_json, &args.log_samples) {
+        if a == b || mcscore_format::same_file(a, b) {
+            bail!("{}: --save-json and --log-samples name the same file", a.display());
         }
     }
     for (dir, flag) in [(&args.plots, "--plots"), (&args.write_tasks, "--write-tasks")] {
@@ -150,11 +167,20 @@ fn check_outputs(args: &Args) -> anyhow::Result<Vec<WriteLock>> {
             output::check_dir(dir, flag)?;
         }
     }
-    Ok(locks)
+    Ok(())
+}
+
+/// What an output may replace: a regular file with --force, else nothing.
+fn existing(args: &Args) -> Existing {
+    if args.force {
+        Existing::Replace
+    } else {
+        Existing::Refuse
+    }
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
-    let _locks = check_outputs(&args)?;
+    check_outputs(&args)?;
     if !args.compare.is_empty() {
         return emit(&merge_saved(&args.compare)?, &args);
     }
@@ -187,7 +213,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if !args.merge_shards.is_empty() {
         let (model, scores) = sweep.merge_shards(&args.merge_shards)?;
         if let Some(path) = &args.log_samples {
-            let mut log = AtomicFile::create(path)?;
+            let mut log = AtomicFile::with(path, existing(&args))?;
             sweep.write_log(&mut log, &model, &scores).with_context(|| path.display().to_string())?;
             log.commit()?;
         }
@@ -204,12 +230,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             return Ok(Outcome::Interrupted);
         };
         let path = args.save_json.as_ref().expect("clap requires --save-json with --shard");
-        save(&scores, path)?;
+        save(&scores, path, existing(&args))?;
         eprintln!("mcscore: shard {shard}: {} prompts scored, saved to {}", scores.log_probs.len(), path.display());
         return Ok(Outcome::Ok);
     }
     // Written beside its final name and renamed when complete.
-    let mut log = args.log_samples.as_ref().map(AtomicFile::create).transpose()?;
+    let mut log = args.log_samples.as_deref().map(|path| AtomicFile::with(path, existing(&args))).transpose()?;
     let cancel = cancel_on_ctrl_c()?;
     let mut sweeps = Vec::new();
     for model in &models {
@@ -247,7 +273,7 @@ fn emit(report: &SweepReport, args: &Args) -> anyhow::Result<Outcome> {
         let ranks = report.comparison.as_ref().map(|c| c.rank_distribution.clone());
         plots::sweep(dir, &report.formats, &accuracy, ranks.as_deref())
     });
-    let saved = args.save_json.as_ref().map_or(Ok(()), |path| Ok(save(report, path)?));
+    let saved = args.save_json.as_ref().map_or(Ok(()), |path| Ok(save(report, path, existing(args))?));
     let mut failures = [printed, plotted, saved].into_iter().filter_map(Result::err);
     let first = failures.next();
     for later in failures {

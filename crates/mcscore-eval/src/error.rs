@@ -52,8 +52,8 @@ pub enum EvalError {
     #[error("{}: not a shard log (its header has no shard; `score --shard K/N` writes them)", path.display())]
     NotAShard { path: PathBuf },
 
-    #[error("{}: shard {shard} is incomplete: {logged} of {announced} tasks logged (finish it with `mcscore score ... --shard {shard}/N --resume`)", path.display())]
-    ShardIncomplete { path: PathBuf, shard: usize, logged: usize, announced: usize },
+    #[error("{}: shard {shard} is incomplete: {}", path.display(), if *logged == *announced && !has_footer { format!("all {announced} tasks are logged but the log has no footer (the run failed after its last task); score it again") } else { format!("{logged} of {announced} tasks logged (finish it with `mcscore score ... --shard {shard}/N --resume`)") })]
+    ShardIncomplete { path: PathBuf, shard: usize, logged: usize, announced: usize, has_footer: bool },
 
     #[error("{}: shard {shard} is of another run than {}: its {field} differs\n  {}: {log}\n  this log: {now}", path.display(), first.display(), first.display())]
     OtherRun { path: PathBuf, shard: usize, field: &'static str, first: PathBuf, log: String, now: String },
@@ -81,8 +81,8 @@ pub enum EvalError {
     #[error("shard {shard} is given twice: {} and {}", first.display(), second.display())]
     ShardTwice { shard: usize, first: PathBuf, second: PathBuf },
 
-    #[error("shard{} {} of {count} missing", if missing.len() == 1 { "" } else { "s" }, missing.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", "))]
-    ShardsMissing { missing: Vec<usize>, count: usize },
+    #[error("{absent} of the run's {count} shards missing: {}{}", missing.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", "), if *absent > missing.len() { format!(" and {} more", absent - missing.len()) } else { String::new() })]
+    ShardsMissing { missing: Vec<usize>, absent: usize, count: usize },
 
     #[error("task {task} is scored by two shards: {} and {}", first.display(), second.display())]
     TaskInTwoShards { task: usize, first: PathBuf, second: PathBuf },
@@ -109,14 +109,15 @@ pub enum EvalError {
     #[error("{}: cannot resume: the log was written for another {field}\n  log: {log}\n  now: {now}", path.display())]
     ResumeMismatch { path: PathBuf, field: &'static str, log: String, now: String },
 
-    #[error("{}: another mcscore process (pid {holder}) is writing this file; wait for it to end, or stop it (lock: {})", path.display(), lock.display())]
-    Locked { path: PathBuf, holder: String, lock: PathBuf },
+    #[error("{}: another process is writing this file (it holds the file's lock); wait for it to end, or stop it", path.display())]
+    Locked { path: PathBuf },
+
+    /// A log whose run did not end normally, read where results are needed.
+    #[error("{}: {why}", path.display())]
+    Unfinished { path: PathBuf, why: String },
 
     #[error("{}: scored {scored} tasks but {announced} were announced", path.display())]
     Incomplete { path: PathBuf, scored: usize, announced: usize },
-
-    #[error("{}: {logged} of {announced} announced tasks are logged: the run is incomplete (finish it with `mcscore score ... --resume`)", path.display())]
-    IncompleteLog { path: PathBuf, logged: usize, announced: usize },
 
     /// `scored` and `first_scored` read "FILE (sha256 HASH)".
     #[error("{}: scored {scored}, but {} scored {first_scored}: a report compares runs on the same dataset", path.display(), first.display())]
@@ -199,6 +200,12 @@ pub enum LogFault {
 
     #[error("a directory, not a sample log")]
     Directory,
+
+    #[error("task {task}: {what}")]
+    Record { task: usize, what: String },
+
+    #[error("the header's shard is {index} of {count} (of a run of {run_tasks} tasks): a shard index is below the count, and the count at most the run's tasks")]
+    Shard { index: usize, count: usize, run_tasks: usize },
 
     #[error("{lines} task lines, but the header announces {announced} tasks")]
     TooManyTasks { lines: usize, announced: usize },

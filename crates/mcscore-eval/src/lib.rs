@@ -65,7 +65,6 @@ pub use error::{EvalError, LogFault};
 pub use fills::Cancel;
 pub use hashes::sha256_cached;
 pub use job::{select, End, Input, ScoreJob, ScoreOutcome, ScoreSpec, Selection, TaskKind, Timings, UNCONDITIONAL_CONTEXT};
-pub use lock::WriteLock;
 
 /// A stretch of work a job reports progress on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

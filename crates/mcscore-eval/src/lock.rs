@@ -1,71 +1,40 @@
-//! One writer per output: an OS lock beside each file a run appends to, so
-//! that two runs never interleave one log while both report success.
+//! One writer per log: an OS lock (`flock`) on the log file itself, held
+//! while a run appends to it. The lock is on the file (its inode), not on a
+//! name beside it, so a second run that reaches the same log through a
+//! symbolic link, a hard link or another relative path is refused too, and a
+//! run that dies releases it with its descriptors.
 
 use std::fs::File;
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::EvalError;
 
-/// An exclusive OS lock on `<path>.lock`, held while a run writes `path`. The
-/// lock file holds the writer's pid, for the message a second writer gets;
-/// it is removed when the lock is dropped, and a stale one (left by a killed
-/// process, whose lock the OS has released) is simply taken over.
-pub struct WriteLock {
-    lock_path: PathBuf,
-    _file: File,
+/// Takes the exclusive lock on `file` (opened from `path`) without waiting.
+pub(crate) fn lock(file: &File, path: &Path) -> Result<(), EvalError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(EvalError::Locked { path: path.to_owned() }),
+        Err(std::fs::TryLockError::Error(source)) => Err(EvalError::Io { path: path.to_owned(), source }),
+    }
 }
 
-impl WriteLock {
-    pub fn acquire(path: &Path) -> Result<WriteLock, EvalError> {
-        let mut name = path.as_os_str().to_owned();
-        name.push(".lock");
-        let lock_path = PathBuf::from(name);
-        let fail = |e: std::io::Error| EvalError::Io { path: lock_path.clone(), source: e };
-        loop {
-            let mut file = File::options().read(true).write(true).create(true).truncate(false).open(&lock_path).map_err(fail)?;
-            match file.try_lock() {
-                Ok(()) => {}
-                Err(std::fs::TryLockError::WouldBlock) => {
-                    let mut holder = String::new();
-                    let _ = file.read_to_string(&mut holder);
-                    let holder = holder.trim();
-                    let holder = if holder.is_empty() { "unknown".to_owned() } else { holder.to_owned() };
-                    return Err(EvalError::Locked { path: path.to_owned(), holder, lock: lock_path });
-                }
-                Err(std::fs::TryLockError::Error(e)) => return Err(fail(e)),
+/// Holds the lock of the regular file at `path`, if one is there, while an
+/// output replaces it: a file another run is writing is never replaced.
+pub(crate) struct ReplaceLock {
+    _file: Option<File>,
+}
+
+impl ReplaceLock {
+    pub(crate) fn acquire(path: &Path) -> Result<ReplaceLock, EvalError> {
+        match std::fs::metadata(path) {
+            Ok(metadata) if metadata.is_file() => {
+                let file = File::open(path).map_err(EvalError::io(path))?;
+                lock(&file, path)?;
+                Ok(ReplaceLock { _file: Some(file) })
             }
-            // The previous holder removes the lock file as it ends; if it did
-            // so after we opened it, we hold a lock on a file nobody else can
-            // see: take the one at the path now instead.
-            if is_same_file(&file, &lock_path) {
-                file.set_len(0).map_err(fail)?;
-                write!(file, "{}", std::process::id()).map_err(fail)?;
-                return Ok(WriteLock { lock_path, _file: file });
-            }
+            _ => Ok(ReplaceLock { _file: None }),
         }
     }
-}
-
-impl Drop for WriteLock {
-    fn drop(&mut self) {
-        // Removed while still locked, so no one can take it in between.
-        let _ = std::fs::remove_file(&self.lock_path);
-    }
-}
-
-#[cfg(unix)]
-fn is_same_file(file: &File, path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (file.metadata(), std::fs::metadata(path)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    }
-}
-
-#[cfg(not(unix))]
-fn is_same_file(_: &File, path: &Path) -> bool {
-    path.exists()
 }
 
 #[cfg(test)]
@@ -73,16 +42,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_second_writer_is_refused_with_the_holders_pid() {
+    fn a_second_writer_is_refused_through_any_link() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("run.jsonl");
-        let first = WriteLock::acquire(&log).unwrap();
-        let Err(error) = WriteLock::acquire(&log) else { panic!("a second lock was granted") };
-        let error = error.to_string();
-        assert!(error.contains(&format!("pid {}", std::process::id())), "{error}");
-        assert!(error.contains("run.jsonl"), "{error}");
+        std::fs::write(&log, "").unwrap();
+        let first = File::options().append(true).open(&log).unwrap();
+        lock(&first, &log).unwrap();
+        let hard = dir.path().join("hard.jsonl");
+        std::fs::hard_link(&log, &hard).unwrap();
+        let soft = dir.path().join("soft.jsonl");
+        std::os::unix::fs::symlink(&log, &soft).unwrap();
+        for path in [&log, &hard, &soft] {
+            let second = File::options().append(true).open(path).unwrap();
+            let error = lock(&second, path).unwrap_err().to_string();
+            assert!(error.contains("another process is writing"), "{error}");
+        }
+        assert!(ReplaceLock::acquire(&hard).is_err());
         drop(first);
-        assert!(!dir.path().join("run.jsonl.lock").exists());
-        WriteLock::acquire(&log).expect("free again");
+        lock(&File::open(&soft).unwrap(), &soft).expect("free again");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3, "no lock file beside the log");
     }
 }

@@ -6,13 +6,13 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use mcscore_metrics::{Normalisation, OptionScore};
 use serde::{Deserialize, Serialize};
 
-use crate::lock::WriteLock;
+use crate::lock::{lock, ReplaceLock};
 use crate::{EvalError, LogFault};
 
 /// The log format this mcscore writes; a reader refuses a newer one by name.
@@ -198,6 +198,19 @@ impl Contents {
     pub fn is_complete(&self) -> bool {
         self.footer.is_some_and(|f| f.complete) && self.records.len() == self.header.tasks
     }
+
+    /// Refuses a log that does not hold a finished run, saying why: results
+    /// are read only from runs that ended normally.
+    pub fn require_complete(&self, path: &Path) -> Result<(), EvalError> {
+        let (logged, announced) = (self.records.len(), self.header.tasks);
+        let why = match self.footer {
+            _ if self.is_complete() => return Ok(()),
+            Some(_) => format!("marked incomplete: {logged} of {announced} tasks logged when the run was interrupted; finish it with `mcscore score ... --resume`"),
+            None if logged < announced => format!("{logged} of {announced} tasks logged and no footer: the run was interrupted or killed; finish it with `mcscore score ... --resume`"),
+            None => format!("all {announced} tasks are logged, but the log has no footer: the run did not end normally (it failed after its last task, e.g. because the model file changed), so its results are not to be trusted; score it again"),
+        };
+        Err(EvalError::Unfinished { path: path.to_owned(), why })
+    }
 }
 
 /// How [`SampleLog::open`] found the log.
@@ -208,12 +221,12 @@ pub enum Opened {
     Complete { records: Vec<TaskRecord> },
 }
 
-/// Appends task lines as they are scored, flushing after each batch. It holds
-/// the log's write lock, so a second run on the same log is refused.
+/// Appends task lines as they are scored, flushing after each fill. Its file
+/// holds the log's lock (on the file itself), so a second run on the same
+/// log, through any path or link, is refused.
 pub struct SampleLog {
     path: PathBuf,
     out: BufWriter<File>,
-    _lock: WriteLock,
 }
 
 impl SampleLog {
@@ -221,21 +234,33 @@ impl SampleLog {
     /// inputs and settings, keeping its first `keep(done)` task lines byte for
     /// byte and cutting the file after them.
     pub fn open(path: &Path, header: &Header, resume: bool, keep: impl FnOnce(usize) -> usize) -> Result<Opened, EvalError> {
+        let io = EvalError::io(path);
+        match File::options().read(true).write(true).create_new(true).open(path) {
+            Ok(file) => {
+                lock(&file, path)?;
+                let mut out = BufWriter::new(file);
+                write_line(&mut out, &Line::Header(header.clone())).and_then(|()| out.flush()).map_err(io)?;
+                return Ok(Opened::Writing { log: SampleLog { path: path.to_owned(), out }, kept: Vec::new() });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io(e)),
+        }
         if path.is_dir() {
             return Err(EvalError::Log { path: path.to_owned(), fault: LogFault::Directory });
         }
-        let lock = WriteLock::acquire(path)?;
-        let io = EvalError::io(path);
-        if !path.exists() {
-            let file = File::options().write(true).create_new(true).open(path).map_err(EvalError::io(path))?;
-            let mut out = BufWriter::new(file);
-            write_line(&mut out, &Line::Header(header.clone())).and_then(|()| out.flush()).map_err(io)?;
-            return Ok(Opened::Writing { log: SampleLog { path: path.to_owned(), out, _lock: lock }, kept: Vec::new() });
+        let file = File::options().read(true).write(true).open(path).map_err(EvalError::io(path))?;
+        let metadata = file.metadata().map_err(EvalError::io(path))?;
+        if !metadata.is_file() {
+            return Err(mcscore_format::Error::NotRegular { path: path.to_owned(), kind: mcscore_format::file_kind(&metadata) }.into());
         }
         if !resume {
             return Err(EvalError::LogExists { path: path.to_owned() });
         }
-        let contents = read(path)?;
+        // Locked before it is read: what is read is what no one else writes.
+        lock(&file, path)?;
+        let mut bytes = Vec::new();
+        (&file).read_to_end(&mut bytes).map_err(EvalError::io(path))?;
+        let contents = parse(&bytes, path)?;
         if let Some((field, log, now)) = contents.header.mismatch(header) {
             return Err(EvalError::ResumeMismatch { path: path.to_owned(), field, log, now });
         }
@@ -247,14 +272,10 @@ impl SampleLog {
         records.truncate(kept);
         // Everything after the kept lines (later tasks, a torn line, the
         // footer) goes; the kept bytes are not rewritten.
-        let cut = |file: &File| {
-            file.set_len(line_ends[kept])?;
-            file.sync_all()
-        };
-        let file = File::options().write(true).open(path).and_then(|f| cut(&f).map(|()| f)).map_err(io)?;
+        file.set_len(line_ends[kept]).and_then(|()| file.sync_all()).map_err(EvalError::io(path))?;
         let mut out = BufWriter::new(file);
         out.seek(SeekFrom::End(0)).map_err(EvalError::io(path))?;
-        Ok(Opened::Writing { log: SampleLog { path: path.to_owned(), out, _lock: lock }, kept: records })
+        Ok(Opened::Writing { log: SampleLog { path: path.to_owned(), out }, kept: records })
     }
 
     pub fn record(&mut self, record: &TaskRecord) -> Result<(), EvalError> {
@@ -278,10 +299,12 @@ impl SampleLog {
 
 /// Writes a complete log (header, every record, footer) to `path`,
 /// atomically: what `merge` produces, readable like any finished run's log.
-pub fn write_complete(path: &Path, header: &Header, records: &[TaskRecord]) -> Result<(), EvalError> {
-    let _lock = WriteLock::acquire(path)?;
+/// `existing` says whether a regular file at `path` may be replaced; one
+/// that another run is writing never is.
+pub fn write_complete(path: &Path, header: &Header, records: &[TaskRecord], existing: mcscore_format::Existing) -> Result<(), EvalError> {
+    let _lock = ReplaceLock::acquire(path)?;
     // AtomicFile buffers its writes itself.
-    let mut file = mcscore_format::AtomicFile::create(path)?;
+    let mut file = mcscore_format::AtomicFile::with(path, existing)?;
     let out = &mut file;
     let written = (|| {
         write_line(out, &Line::Header(header.clone()))?;
@@ -309,7 +332,12 @@ pub fn read(path: &Path) -> Result<Contents, EvalError> {
     if path.is_dir() {
         return Err(EvalError::Log { path: path.to_owned(), fault: LogFault::Directory });
     }
-    let bytes = std::fs::read(path).map_err(EvalError::io(path))?;
+    parse(&mcscore_format::read_input(path)?, path)
+}
+
+/// Reads a log's bytes (see [`read`]); `path` names it in errors. Every task
+/// line is checked against itself and the header ([`check_record`]).
+pub fn parse(bytes: &[u8], path: &Path) -> Result<Contents, EvalError> {
     let mut header: Option<Header> = None;
     let mut records: Vec<TaskRecord> = Vec::new();
     let mut footer = None;
@@ -335,10 +363,17 @@ pub fn read(path: &Path) -> Result<Contents, EvalError> {
         }
         let line: Line = serde_json::from_slice(text).map_err(|e| fail(LogFault::NotALogLine(e)))?;
         match line {
-            Line::Header(h) if n == 1 => header = Some(h),
+            Line::Header(h) if n == 1 => {
+                check_header(&h).map_err(fail)?;
+                header = Some(h);
+            }
             _ if n == 1 => return Err(fail(LogFault::HeaderNotFirst)),
             Line::Header(_) => return Err(fail(LogFault::SecondHeader)),
             Line::Task(record) => {
+                // The header is there: a first line that is not one is refused above.
+                if let Some(h) = &header {
+                    check_record(h, &record).map_err(fail)?;
+                }
                 if let Some(first_line) = first_line_of.insert(record.task, n) {
                     return Err(fail(LogFault::TaskTwice { task: record.task, first_line }));
                 }
@@ -364,6 +399,70 @@ pub fn read(path: &Path) -> Result<Contents, EvalError> {
         return Err(whole(LogFault::CompleteButShort { logged: records.len(), announced: header.tasks }));
     }
     Ok(Contents { header, records, footer, line_ends })
+}
+
+/// Checks what a header says of the run's shape.
+fn check_header(header: &Header) -> Result<(), LogFault> {
+    if let Some(shard) = &header.shard {
+        if shard.count == 0 || shard.index >= shard.count || shard.count > shard.run_tasks.max(1) {
+            return Err(LogFault::Shard { index: shard.index, count: shard.count, run_tasks: shard.run_tasks });
+        }
+    }
+    Ok(())
+}
+
+/// Checks a task line against itself and its header: what a scorer writes
+/// holds together (labels, gold, predictions and right/wrong follow from the
+/// option scores), so a damaged or edited line is refused by name rather than
+/// reported as a result.
+pub fn check_record(header: &Header, record: &TaskRecord) -> Result<(), LogFault> {
+    let fault = |what: String| LogFault::Record { task: record.task, what };
+    let k = record.options.len();
+    if k < 2 {
+        return Err(fault(format!("{k} option(s); a scored task has at least 2")));
+    }
+    if header.kind() == crate::TaskKind::Winogrande && k != 2 {
+        return Err(fault(format!("{k} options; a Winogrande task has exactly 2")));
+    }
+    if record.labels.len() != k {
+        return Err(fault(format!("{} labels for {k} options", record.labels.len())));
+    }
+    for (i, option) in record.options.iter().enumerate() {
+        if option.tokens == 0 {
+            return Err(fault(format!("option {i} has 0 scored tokens")));
+        }
+        if !option.logprob_sum.is_finite() || option.uncond_logprob_sum.is_some_and(|u| !u.is_finite()) {
+            return Err(fault(format!("option {i} has a log-probability that is not finite")));
+        }
+    }
+    let with_pmi = record.options.iter().all(|o| o.uncond_logprob_sum.is_some());
+    let any_pmi = record.options.iter().any(|o| o.uncond_logprob_sum.is_some());
+    if with_pmi != any_pmi || record.pred.acc_pmi.is_some() != with_pmi || record.correct.acc_pmi.is_some() != with_pmi {
+        return Err(fault("acc_pmi is logged for some of the options, predictions and right/wrong flags but not all".into()));
+    }
+    let gold = record.labels.iter().position(|&l| l);
+    if record.gold != gold {
+        return Err(fault(format!("gold is {:?}, but the labels' first 1 is at {gold:?}", record.gold)));
+    }
+    let lenient = header.settings.split(' ').any(|w| w == "lenient");
+    if !lenient && record.labels.iter().filter(|&&l| l).count() != 1 {
+        return Err(fault("the labels are not exactly one 1 (only a --lenient run logs such a task)".into()));
+    }
+    let norms: &[Normalisation] = if with_pmi { &Normalisation::WITH_PMI } else { &Normalisation::ALL };
+    for &norm in norms {
+        let pick = norm.predict(&record.options);
+        // acc_pmi is present in both, or in neither (checked above).
+        let (logged, right) = (record.pred.get(norm), record.correct.get(norm));
+        if logged != pick || right != record.labels[pick] {
+            return Err(fault(format!(
+                "{} is logged as option {logged} ({}), but the option scores pick option {pick} ({}): the line was edited or damaged",
+                norm.name(),
+                if right { "right" } else { "wrong" },
+                if record.labels[pick] { "right" } else { "wrong" }
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Just the version of a header line.

@@ -98,10 +98,9 @@ struct Run {
 fn load(paths: &[PathBuf]) -> Result<Vec<Run>, EvalError> {
     let mut runs: Vec<Run> = Vec::new();
     for path in paths {
-        let log::Contents { header, records, .. } = log::read(path)?;
-        if records.len() != header.tasks {
-            return Err(EvalError::IncompleteLog { path: path.clone(), logged: records.len(), announced: header.tasks });
-        }
+        let contents = log::read(path)?;
+        contents.require_complete(path)?;
+        let log::Contents { header, records, .. } = contents;
         if let Some(first) = runs.first() {
             if header.file_sha256 != first.header.file_sha256 {
                 return Err(EvalError::OtherDataset {
@@ -195,7 +194,7 @@ pub fn build(logs: &[PathBuf], options: &ReportOptions) -> Result<Report, EvalEr
             tasks: n,
             normalisations,
             schemes,
-            behaviour: Behaviour::of(&probs),
+            behaviour: Behaviour::of(&probs, options.tau, options.epsilon),
             calibration: Calibration::of(&probs, ECE_BINS),
         });
     }

@@ -135,6 +135,7 @@ pub fn merge(paths: &[PathBuf]) -> Result<Merged, EvalError> {
                 shard: shard.index,
                 logged: contents.records.len(),
                 announced: contents.header.tasks,
+                has_footer: contents.footer.is_some(),
             });
         }
         if let Some((first, first_header, ..)) = shards.first() {
@@ -170,14 +171,27 @@ pub fn merge(paths: &[PathBuf]) -> Result<Merged, EvalError> {
     Ok(Merged { header, records, shards: count, file_tasks: run.file_tasks })
 }
 
-/// Refuses a set of shards (their indices) that lacks any of `count`, listing the missing ones.
-pub(crate) fn check_all_present(count: usize, indices: impl Iterator<Item = usize> + Clone) -> Result<(), EvalError> {
-    let missing: Vec<usize> = (0..count).filter(|k| !indices.clone().any(|i| i == *k)).collect();
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(EvalError::ShardsMissing { missing, count })
+/// Refuses a set of shards (their indices, each below `count` and given
+/// once) that lacks any of `count`, listing the first missing ones: the
+/// count comes from a file, so nothing here grows with it.
+pub(crate) fn check_all_present(count: usize, indices: impl Iterator<Item = usize>) -> Result<(), EvalError> {
+    const LISTED: usize = 20;
+    let mut present: Vec<usize> = indices.collect();
+    present.sort_unstable();
+    present.dedup();
+    if present.len() == count {
+        return Ok(());
     }
+    let mut missing = Vec::new();
+    let mut next = 0;
+    for &index in present.iter().chain(std::iter::once(&count)) {
+        missing.extend((next..index).take(LISTED - missing.len()));
+        next = index + 1;
+        if missing.len() == LISTED {
+            break;
+        }
+    }
+    Err(EvalError::ShardsMissing { missing, absent: count - present.len(), count })
 }
 
 /// A shard log's header as its run's: what differs from shard to shard of one

@@ -302,7 +302,7 @@ spec:
                     if let Some(dir) = out.parent() {
                         std::fs::create_dir_all(dir).map_err(EvalError::io(dir))?;
                     }
-                    write_complete(&out, &merged.header, &merged.records)?;
+                    write_complete(&out, &merged.header, &merged.records, mcscore_format::Existing::Replace)?;
                     Ok(merged)
                 })();
                 (run, merged)

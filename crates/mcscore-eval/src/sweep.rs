@@ -445,9 +445,10 @@ pub fn merge_saved(paths: &[PathBuf]) -> Result<SweepReport, EvalError> {
     Ok(report)
 }
 
-/// Writes a report (or a shard's scores) as pretty JSON to `path`, atomically.
-pub fn save(report: &impl Serialize, path: &Path) -> Result<(), EvalError> {
-    let mut file = AtomicFile::create(path)?;
+/// Writes a report (or a shard's scores) as pretty JSON to `path`,
+/// atomically; `existing` says whether a regular file there may be replaced.
+pub fn save(report: &impl Serialize, path: &Path, existing: mcscore_format::Existing) -> Result<(), EvalError> {
+    let mut file = AtomicFile::with(path, existing)?;
     serde_json::to_writer_pretty(&mut file, report).map_err(|e| EvalError::Io { path: path.to_owned(), source: e.into() })?;
     file.commit()?;
     Ok(())

@@ -26,6 +26,10 @@ impl Bytes {
         if metadata.is_dir() {
             return Err(io(std::io::Error::new(std::io::ErrorKind::IsADirectory, "a directory, not a task file")));
         }
+        // A FIFO or a device (`/dev/zero`) maps as nothing or never ends.
+        if !metadata.is_file() {
+            return Err(Error::NotRegular { path: path.to_owned(), kind: crate::writer::file_kind(&metadata) });
+        }
         if metadata.len() == 0 {
             return Ok(Bytes::Empty);
         }

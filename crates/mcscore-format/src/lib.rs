@@ -25,7 +25,7 @@ pub use parse::validate;
 pub use summary::{sha256_file, sha256_hex, Baselines, Summary};
 pub use task::{Choices, IdSet, Mode, Task};
 pub use text::{read_hellaswag, read_winogrande, winogrande_line, TextFault, HELLASWAG_ENDINGS, WINOGRANDE_HEADER};
-pub use writer::{write_atomic, write_tasks, AtomicFile, TaskWriter};
+pub use writer::{check_target, file_kind, read_input, same_file, write_atomic, write_tasks, AtomicFile, Existing, TaskWriter};
 
 /// llama.cpp rejects tasks with more options than this.
 pub const MAX_OPTIONS: usize = 100;
@@ -33,8 +33,21 @@ pub const MAX_OPTIONS: usize = 100;
 /// Why a task file could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("{}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// An input or output that is not a regular file (a device, a FIFO, a
+    /// socket, a directory, or for an output a symbolic link).
+    #[error("{}: {kind}, not a regular file", path.display())]
+    NotRegular { path: PathBuf, kind: &'static str },
+
+    /// An output that exists where the command may not replace it.
+    #[error("{}: exists", path.display())]
+    Exists { path: PathBuf },
 
     #[error("{}: invalid task file ({} fault{}): {}", path.display(), faults.len(),
         if faults.len() == 1 { "" } else { "s" }, describe(faults))]

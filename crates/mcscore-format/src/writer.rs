@@ -31,6 +31,7 @@ impl TaskWriter {
         if n_tasks == 0 {
             return Err(Error::Invalid { path, faults: vec![crate::Fault::NoTasks] });
         }
+        check_target(&path, Existing::Replace)?;
         let table_end = u32::try_from(n_tasks)
             .ok()
             .and_then(|n| n.checked_mul(4))
@@ -90,7 +91,7 @@ impl TaskWriter {
         let file = tmp.as_file_mut();
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         file.write_all(&header).map_err(io)?;
-        commit_temp(tmp, &path).map(drop)
+        commit_temp(tmp, &path, Existing::Replace).map(drop)
     }
 }
 
@@ -113,20 +114,123 @@ fn folder_of(path: &Path) -> &Path {
     }
 }
 
+/// What an output may do to a file that exists at its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Existing {
+    /// Replace it, if it is a regular file.
+    Replace,
+    /// Refuse: the output must be new (checked again at the rename).
+    Refuse,
+}
+
+/// What kind of file `metadata` describes, for messages ("a FIFO").
+pub fn file_kind(metadata: &std::fs::Metadata) -> &'static str {
+    let kind = metadata.file_type();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_file() {
+        "a regular file"
+    } else {
+        "a special file"
+    }
+}
+
+/// Checks that an output may be written at `path`: nothing is there, or a
+/// regular file that `existing` allows replacing. A directory, a device, a
+/// FIFO, a socket or a symbolic link is never replaced: renaming over it
+/// would put a regular file where the system expects that node.
+pub fn check_target(path: &Path, existing: Existing) -> Result<(), Error> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(Error::Io { path: path.to_owned(), source }),
+        Ok(metadata) if !metadata.file_type().is_file() => Err(Error::NotRegular { path: path.to_owned(), kind: file_kind(&metadata) }),
+        Ok(_) if existing == Existing::Refuse => Err(Error::Exists { path: path.to_owned() }),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Whether two paths name the same file (the same device and inode, so a
+/// hard link or a symbolic link to it counts); false when either is missing.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// Reads an input file whole, refusing what is not a regular file (a FIFO
+/// would block, `/dev/zero` never ends) before reading a byte.
+pub fn read_input(path: &Path) -> Result<Vec<u8>, Error> {
+    use std::io::Read;
+    let io = |source| Error::Io { path: path.to_owned(), source };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let metadata = file.metadata().map_err(io)?;
+    if !metadata.is_file() {
+        return Err(Error::NotRegular { path: path.to_owned(), kind: file_kind(&metadata) });
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
+    file.read_to_end(&mut bytes).map_err(io)?;
+    Ok(bytes)
+}
+
 /// The one way mcscore writes an output file: into a temporary file beside
 /// `path`, then [`AtomicFile::commit`] syncs it, renames it over `path` and
 /// syncs the folder. A crash, a full disk or a dropped `AtomicFile` leaves
 /// whatever was at `path` before, never a half-written file under its name.
+/// Only a regular file is ever replaced ([`check_target`]), checked when the
+/// file is created and again just before the rename.
 pub struct AtomicFile {
     path: PathBuf,
+    existing: Existing,
     out: BufWriter<NamedTempFile>,
 }
 
 impl AtomicFile {
+    /// An output that replaces a regular file at `path`.
     pub fn create(path: impl AsRef<Path>) -> Result<AtomicFile, Error> {
-        let path = path.as_ref().to_owned();
-        let tmp = temp_file_beside(&path).map_err(|source| Error::Io { path: path.clone(), source })?;
-        Ok(AtomicFile { path, out: BufWriter::new(tmp) })
+        Self::with(path.as_ref(), Existing::Replace)
+    }
+
+    /// An output that must be new: refused if `path` exists now or when it
+    /// is renamed into place.
+    pub fn create_new(path: impl AsRef<Path>) -> Result<AtomicFile, Error> {
+        Self::with(path.as_ref(), Existing::Refuse)
+    }
+
+    /// An output at `path` with the given rule for a file already there.
+    pub fn with(path: &Path, existing: Existing) -> Result<AtomicFile, Error> {
+        check_target(path, existing)?;
+        let tmp = temp_file_beside(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
+        Ok(AtomicFile { path: path.to_owned(), existing, out: BufWriter::new(tmp) })
     }
 
     /// The file the content will be renamed to.
@@ -136,10 +240,10 @@ impl AtomicFile {
 
     /// Makes the content durable under its final name.
     pub fn commit(self) -> Result<std::fs::File, Error> {
-        let AtomicFile { path, out } = self;
+        let AtomicFile { path, existing, out } = self;
         let io = |source| Error::Io { path: path.clone(), source };
         let tmp = out.into_inner().map_err(|e| io(e.into_error()))?;
-        commit_temp(tmp, &path)
+        commit_temp(tmp, &path, existing)
     }
 }
 
@@ -154,11 +258,19 @@ impl Write for AtomicFile {
 }
 
 /// Syncs a temporary file made by [`temp_file_beside`], renames it to `path`
-/// and syncs the folder, so the rename itself survives a power cut.
-fn commit_temp(tmp: NamedTempFile, path: &Path) -> Result<std::fs::File, Error> {
+/// (without replacing anything for [`Existing::Refuse`]) and syncs the
+/// folder, so the rename itself survives a power cut.
+fn commit_temp(tmp: NamedTempFile, path: &Path, existing: Existing) -> Result<std::fs::File, Error> {
     let io = |source| Error::Io { path: path.to_owned(), source };
     tmp.as_file().sync_all().map_err(io)?;
-    let file = tmp.persist(path).map_err(|e| io(e.error))?;
+    check_target(path, existing)?;
+    let file = match existing {
+        Existing::Replace => tmp.persist(path).map_err(|e| io(e.error))?,
+        Existing::Refuse => tmp.persist_noclobber(path).map_err(|e| match e.error.kind() {
+            std::io::ErrorKind::AlreadyExists => Error::Exists { path: path.to_owned() },
+            _ => io(e.error),
+        })?,
+    };
     #[cfg(unix)]
     std::fs::File::open(folder_of(path)).and_then(|dir| dir.sync_all()).map_err(io)?;
     Ok(file)

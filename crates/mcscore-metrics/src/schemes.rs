@@ -164,7 +164,9 @@ pub struct Behaviour {
 }
 
 impl Behaviour {
-    pub fn of(tasks: &[TaskProbs]) -> Behaviour {
+    /// The behaviour behind NM (threshold `tau`) and Elim (threshold
+    /// `epsilon`), each 1/k where `None`, as the schemes score them.
+    pub fn of(tasks: &[TaskProbs], tau: Option<f64>, epsilon: Option<f64>) -> Behaviour {
         let n = tasks.len().max(1) as f64;
         let rate = |f: &dyn Fn(&TaskProbs) -> bool| tasks.iter().filter(|t| f(t)).count() as f64 / n;
         let mut histogram = [0.0; 3];
@@ -172,19 +174,19 @@ impl Behaviour {
             histogram[usize::from(confidence_level(t.p_max())) - 1] += 1.0 / n;
         }
         Behaviour {
-            abstention_rate: rate(&|t| t.p_max() <= 1.0 / t.k() as f64),
+            abstention_rate: rate(&|t| t.p_max() <= tau.unwrap_or(1.0 / t.k() as f64)),
             mean_eliminated: tasks
                 .iter()
                 .map(|t| {
-                    let (d, k) = eliminated(t, None);
+                    let (d, k) = eliminated(t, epsilon);
                     d + usize::from(k)
                 })
                 .sum::<usize>() as f64
                 / n,
-            key_eliminated_rate: rate(&|t| eliminated(t, None).1),
+            key_eliminated_rate: rate(&|t| eliminated(t, epsilon).1),
             confidence_histogram: histogram,
             mean_attempts: tasks.iter().map(|t| t.key_rank() as f64).sum::<f64>() / n,
-            pick_not_eliminated_rate: rate(&|t| t.p[t.pick()] >= 1.0 / t.k() as f64),
+            pick_not_eliminated_rate: rate(&|t| t.p[t.pick()] >= epsilon.unwrap_or(1.0 / t.k() as f64)),
             pick_holds_max_mass_rate: rate(&|t| t.p.iter().all(|&p| p <= t.p[t.pick()])),
         }
     }

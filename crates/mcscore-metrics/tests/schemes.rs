@@ -52,9 +52,24 @@ fn all_equal_scores_abstain_and_tie_to_the_first_option() {
     close(ELIM.score(&task), 0.0); // nothing is below 1/3
     close(Scheme::Cbm.score(&task), 0.0);
     close(Scheme::Auc.score(&task), 0.0); // ties in option order: the key is tried last
-    let b = Behaviour::of(&[task]);
+    let b = Behaviour::of(&[task], None, None);
     close(b.abstention_rate, 1.0);
     close(b.mean_attempts, 3.0);
+}
+
+#[test]
+fn behaviour_rates_follow_the_thresholds_the_schemes_use() {
+    // p = (0.5, 0.3, 0.2): above τ = 1/3, so NM answers; at τ = 0.9 it abstains.
+    let task = t(&[0.5, 0.3, 0.2], 0);
+    close(Behaviour::of(&[task.clone()], None, None).abstention_rate, 0.0);
+    let strict = Behaviour::of(&[task.clone()], Some(0.9), Some(0.4));
+    close(strict.abstention_rate, 1.0);
+    close(Scheme::Nm { tau: Some(0.9) }.score(&task), 0.0);
+    // ε = 0.4 eliminates 0.3 and 0.2, as Elim scores it.
+    close(strict.mean_eliminated, 2.0);
+    close(Scheme::Elim { epsilon: Some(0.4) }.score(&task), 1.0);
+    close(strict.pick_not_eliminated_rate, 1.0);
+    close(Behaviour::of(&[task], None, Some(0.6)).pick_not_eliminated_rate, 0.0);
 }
 
 #[test]
