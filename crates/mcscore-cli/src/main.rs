@@ -165,6 +165,16 @@ pub(crate) fn stdout_error(error: std::io::Error) -> anyhow::Error {
     anyhow::anyhow!("writing to standard output: {error}")
 }
 
+/// Checks `score`'s flags (as a study gives them) the way `mcscore score`
+/// parses them, without running anything: the first problem clap finds.
+pub(crate) fn parse_score_flags(flags: &[&str]) -> Result<(), String> {
+    let line = ["mcscore", "score"].into_iter().chain(flags.iter().copied()).map(std::ffi::OsString::from);
+    match Cli::try_parse_from(llama_args::rewrite(line)) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(e.to_string().lines().next().unwrap_or_default().trim_start_matches("error: ").to_owned()),
+    }
+}
+
 /// Prints `value` as pretty JSON on stdout.
 pub(crate) fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     outln!("{}", serde_json::to_string_pretty(value)?)?;

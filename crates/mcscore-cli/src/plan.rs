@@ -67,10 +67,19 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         output::check_file(target, &[&args.study])?;
     }
     let study = Study::load(&args.study)?;
+    // Every run's flags parse as `score` will parse them on the cluster, so a
+    // typo fails here rather than in every array task.
+    for (name, flags) in &study.settings {
+        let planned = ["-m", "MODEL.gguf", "FILE.bin", "--shard", "0/1", "--log-samples", "LOG.jsonl", "--resume"];
+        let line: Vec<&str> = flags.iter().map(String::as_str).chain(planned).collect();
+        crate::parse_score_flags(&line).map_err(|e| {
+            anyhow::anyhow!("{}: settings {name:?} ({}): `mcscore score` would refuse them: {e}", args.study.display(), flags.join(" "))
+        })?;
+    }
     let text = if args.slurm {
         study.slurm_script()
     } else if args.kubernetes {
-        study.kubernetes_manifest()
+        study.kubernetes_manifest(&args.study)?
     } else if args.merge {
         let mut failed = 0;
         for (run, merged) in study.merge_all() {

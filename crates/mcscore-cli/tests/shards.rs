@@ -142,7 +142,7 @@ fn plan_checks_the_study_and_merges_only_complete_runs() {
     let plan = |args: &[&str]| run(&[&["plan", path_str(&study)], args].concat());
     let out = path_str(dir.path()).to_owned();
     for (text, expected) in [
-        (format!(r#"{{"models": ["a.gguf"], "files": ["f.bin"], "shards": 0, "out": "{out}"}}"#), "shards must be at least 1"),
+        (format!(r#"{{"models": ["a.gguf"], "files": ["f.bin"], "shards": 0, "out": "{out}"}}"#), "shards is 0; give 1 to 100000"),
         (
             format!(
                 r#"{{"models": ["a.gguf"], "files": ["f.bin"], "shards": 2, "out": "{out}", "settings": {{"x": ["--shard", "0/2"]}}}}"#
@@ -162,7 +162,11 @@ fn plan_checks_the_study_and_merges_only_complete_runs() {
     let script = plan(&["--slurm"]);
     assert!(stdout(&script).contains("#SBATCH --array=0-2\n") && stdout(&script).contains("--shard \"$shard/3\""), "{}", stdout(&script));
     let manifest = plan(&["--kubernetes"]);
+    assert!(stderr(&manifest).contains("models: a.gguf is not on the volume the job mounts at /data"), "{}", stderr(&manifest));
+    write(&format!(r#"{{"models": ["/data/a.gguf"], "files": ["/data/f.bin"], "shards": 3, "out": "/data/out"}}"#));
+    let manifest = plan(&["--kubernetes"]);
     assert!(stdout(&manifest).contains("completionMode: Indexed\n  completions: 3\n"), "{}", stdout(&manifest));
+    write(&format!(r#"{{"models": ["a.gguf"], "files": ["f.bin"], "shards": 3, "out": "{out}"}}"#));
     let merge = plan(&["--merge"]);
     assert_eq!(merge.status.code(), Some(1));
     assert!(stderr(&merge).contains("shard-0.jsonl: shard log not written yet"), "{}", stderr(&merge));

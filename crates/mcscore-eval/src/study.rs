@@ -108,34 +108,142 @@ fn stem(path: &str) -> String {
 /// Flags a study cannot set per run: the plan sets them.
 const PLANNED_FLAGS: [&str; 6] = ["--shard", "--shards", "--log-samples", "--resume", "-m", "--model"];
 
+/// At most this many shards per run, and array tasks in all: far above what
+/// a scheduler takes (Slurm's default MaxArraySize is 1,001), and small
+/// enough that nothing a plan builds grows past memory.
+pub const MAX_SHARDS: usize = 100_000;
+pub const MAX_ARRAY_TASKS: usize = 1_000_000;
+
+/// Refuses a study value that holds a control character: a newline in a
+/// path or an option would add a line to the script or manifest.
+fn plain(field: &str, value: &str) -> Result<(), String> {
+    match value.chars().find(|c| c.is_control()) {
+        Some(c) => Err(format!("{field} {value:?} holds the control character {c:?}; a study value is one line of plain text")),
+        None => Ok(()),
+    }
+}
+
+/// Refuses a scheduler option unless every character is one of `allowed`
+/// (besides ASCII letters and digits): what Slurm and Kubernetes accept there.
+fn option_value(field: &str, value: &str, allowed: &str, example: &str) -> Result<(), String> {
+    if !value.is_empty() && value.chars().all(|c| c.is_ascii_alphanumeric() || allowed.contains(c)) {
+        Ok(())
+    } else {
+        Err(format!("{field} {value:?} is not a valid value (for example {example})"))
+    }
+}
+
 impl Study {
     /// Reads and checks a study file.
     pub fn load(path: &Path) -> Result<Study, EvalError> {
-        let text = std::fs::read_to_string(path).map_err(EvalError::io(path))?;
-        let study: Study = serde_json::from_str(&text).map_err(|source| EvalError::NotAStudy { path: path.to_owned(), source })?;
-        let bad = |what: String| Err(EvalError::BadStudy { path: path.to_owned(), what });
+        let bytes = mcscore_format::read_input(path)?;
+        let study: Study = serde_json::from_slice(&bytes).map_err(|source| EvalError::NotAStudy { path: path.to_owned(), source })?;
+        study.check().map_err(|what| EvalError::BadStudy { path: path.to_owned(), what })?;
+        Ok(study)
+    }
+
+    /// Checks every value before it reaches a script or manifest.
+    fn check(&self) -> Result<(), String> {
+        let study = self;
         if study.models.is_empty() || study.files.is_empty() || study.settings.is_empty() {
-            return bad("models, files and settings each need at least one entry".into());
+            return Err("models, files and settings each need at least one entry".into());
         }
-        if study.shards == 0 {
-            return bad("shards must be at least 1".into());
+        if study.shards == 0 || study.shards > MAX_SHARDS {
+            return Err(format!("shards is {}; give 1 to {MAX_SHARDS}", study.shards));
+        }
+        let runs = study.models.len() * study.files.len() * study.settings.len();
+        match runs.checked_mul(study.shards) {
+            Some(tasks) if tasks <= MAX_ARRAY_TASKS => {}
+            _ => return Err(format!("{runs} runs × {} shards is more than {MAX_ARRAY_TASKS} array tasks", study.shards)),
+        }
+        if study.out.is_empty() {
+            return Err("out is empty; give the folder the logs go to".into());
+        }
+        if study.mcscore.is_empty() {
+            return Err("mcscore is empty; give the mcscore binary the jobs run (default: mcscore on PATH)".into());
+        }
+        for (field, values) in [("models", &study.models), ("files", &study.files)] {
+            for value in values {
+                plain(field, value)?;
+                if value.is_empty() {
+                    return Err(format!("{field} holds an empty path"));
+                }
+            }
+        }
+        plain("out", &study.out)?;
+        plain("mcscore", &study.mcscore)?;
+        let o = &study.slurm;
+        if o.max_running == Some(0) {
+            return Err("slurm.max_running is 0; give at least 1 (array tasks that may run at once)".into());
+        }
+        for (field, value, allowed, example) in [
+            ("slurm.partition", &o.partition, "_-.,", "gpu"),
+            ("slurm.mem", &o.mem, "", "16G"),
+            ("slurm.time", &o.time, ":-", "02:00:00"),
+        ] {
+            if let Some(value) = value {
+                option_value(field, value, allowed, example)?;
+            }
+        }
+        let k = &study.kubernetes;
+        if k.name.is_empty() || k.name.len() > 63 || !k.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') || k.name.starts_with('-') || k.name.ends_with('-') {
+            return Err(format!("kubernetes.name {:?} is not a DNS label (lower-case letters, digits and -, at most 63)", k.name));
+        }
+        option_value("kubernetes.memory", &k.memory, ".", "16Gi")?;
+        option_value("kubernetes.volume_claim", &k.volume_claim, "-.", "mcscore-data")?;
+        for (field, value) in [("kubernetes.image", &k.image), ("kubernetes.mount", &k.mount)] {
+            plain(field, value)?;
+            if value.is_empty() {
+                return Err(format!("{field} is empty"));
+            }
+        }
+        if k.parallelism == 0 || k.cpus == 0 {
+            return Err("kubernetes.parallelism and kubernetes.cpus must be at least 1".into());
         }
         for (name, flags) in &study.settings {
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-                return bad(format!("settings name {name:?}: use letters, digits, - and _ (it names files)"));
+                return Err(format!("settings name {name:?}: use letters, digits, - and _ (it names files)"));
+            }
+            for flag in flags {
+                plain(&format!("settings {name:?}:"), flag)?;
             }
             if let Some(flag) = flags.iter().find(|f| PLANNED_FLAGS.contains(&f.split('=').next().unwrap_or(""))) {
-                return bad(format!("settings {name:?}: {flag} is set by the plan"));
+                return Err(format!("settings {name:?}: {flag} is set by the plan"));
             }
         }
         for list in [&study.models, &study.files] {
             let mut stems: Vec<String> = list.iter().map(|p| stem(p)).collect();
             stems.sort();
             if let Some(w) = stems.windows(2).find(|w| w[0] == w[1]) {
-                return bad(format!("two entries share the name {:?}, which names their logs", w[0]));
+                return Err(format!("two entries share the name {:?}, which names their logs", w[0]));
             }
         }
-        Ok(study)
+        Ok(())
+    }
+
+    /// Every path a Kubernetes job reads or writes must lie on the volume it
+    /// mounts, or the pods fail one by one on the cluster.
+    fn check_mounted(&self) -> Result<(), String> {
+        let mount = Path::new(&self.kubernetes.mount);
+        let on_volume = |p: &Path| {
+            p.is_absolute()
+                && p.starts_with(mount)
+                && p != mount
+                && !p.components().any(|c| matches!(c, std::path::Component::ParentDir))
+        };
+        if !mount.is_absolute() {
+            return Err(format!("kubernetes.mount {:?} is not an absolute path", self.kubernetes.mount));
+        }
+        let paths = self.models.iter().map(|m| ("models", m)).chain(self.files.iter().map(|f| ("files", f))).chain([("out", &self.out)]);
+        for (field, path) in paths {
+            if !on_volume(Path::new(path)) {
+                return Err(format!(
+                    "{field}: {path} is not on the volume the job mounts at {} (kubernetes.mount): give absolute paths under it",
+                    self.kubernetes.mount
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Every run, in array order: by file, then model, then settings.
@@ -205,7 +313,7 @@ impl Study {
         s.push_str("#SBATCH --job-name=mcscore-study\n");
         let limit = o.max_running.map_or(String::new(), |m| format!("%{m}"));
         s.push_str(&format!("#SBATCH --array=0-{}{limit}\n", self.tasks() - 1));
-        s.push_str(&format!("#SBATCH --output={}/slurm/%A_%a.out\n", self.out));
+        s.push_str(&format!("#SBATCH --output={}\n", sbatch_word(&format!("{}/slurm/%A_%a.out", self.out))));
         for (flag, value) in [
             ("partition", o.partition.clone()),
             ("cpus-per-task", o.cpus_per_task.map(|c| c.to_string())),
@@ -214,7 +322,7 @@ impl Study {
             ("time", o.time.clone()),
         ] {
             if let Some(value) = value {
-                s.push_str(&format!("#SBATCH --{flag}={value}\n"));
+                s.push_str(&format!("#SBATCH --{flag}={}\n", sbatch_word(&value)));
             }
         }
         s.push_str(&format!(
@@ -222,65 +330,55 @@ impl Study {
             self.runs().len(),
             self.shards
         ));
-        s.push_str(&format!("# Slurm opens --output before the job starts: create {}/slurm first.\n", self.out));
+        s.push_str(&format!("# Slurm opens --output before the job starts: create {} first.\n", quote(&format!("{}/slurm", self.out))));
         s.push_str("set -euo pipefail\n");
         s.push_str(&self.task_script("SLURM_ARRAY_TASK_ID"));
         s
     }
 
     /// A Kubernetes Indexed Job for the whole study: one completion index per
-    /// shard of every run, on a shared volume.
-    pub fn kubernetes_manifest(&self) -> String {
+    /// shard of every run, on a shared volume that holds every path. Written
+    /// by a YAML serializer, so no study value can add a key.
+    pub fn kubernetes_manifest(&self, path: &Path) -> Result<String, EvalError> {
+        self.check_mounted().map_err(|what| EvalError::BadStudy { path: path.to_owned(), what })?;
         let k = &self.kubernetes;
-        let script = self.task_script("JOB_COMPLETION_INDEX");
-        let indented: String = script.lines().map(|l| format!("              {l}\n")).collect();
-        let gpus = if k.gpus > 0 { format!("              nvidia.com/gpu: {}\n", k.gpus) } else { String::new() };
-        format!(
-            "apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {name}
-spec:
-  completionMode: Indexed
-  completions: {completions}
-  parallelism: {parallelism}
-  backoffLimitPerIndex: 2
-  maxFailedIndexes: {completions}
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-        - name: mcscore
-          image: {image}
-          command:
-            - bash
-            - -c
-            - |
-              set -euo pipefail
-{indented}          resources:
-            requests:
-              cpu: \"{cpus}\"
-              memory: {memory}
-            limits:
-              memory: {memory}
-{gpu_limits}          volumeMounts:
-            - name: data
-              mountPath: {mount}
-      volumes:
-        - name: data
-          persistentVolumeClaim:
-            claimName: {claim}
-",
-            name = k.name,
-            completions = self.tasks(),
-            parallelism = k.parallelism,
-            image = k.image,
-            cpus = k.cpus,
-            memory = k.memory,
-            gpu_limits = gpus,
-            mount = k.mount,
-            claim = k.volume_claim,
-        )
+        let memory = k.memory.clone();
+        let mut limits = BTreeMap::from([("memory".to_owned(), memory.clone())]);
+        if k.gpus > 0 {
+            limits.insert("nvidia.com/gpu".to_owned(), k.gpus.to_string());
+        }
+        let job = k8s::Job {
+            api_version: "batch/v1",
+            kind: "Job",
+            metadata: k8s::Metadata { name: k.name.clone() },
+            spec: k8s::JobSpec {
+                completion_mode: "Indexed",
+                completions: self.tasks(),
+                parallelism: k.parallelism,
+                backoff_limit_per_index: 2,
+                max_failed_indexes: self.tasks(),
+                template: k8s::Template {
+                    spec: k8s::PodSpec {
+                        restart_policy: "Never",
+                        containers: vec![k8s::Container {
+                            name: "mcscore",
+                            image: k.image.clone(),
+                            command: vec!["bash".into(), "-c".into(), format!("set -euo pipefail\n{}", self.task_script("JOB_COMPLETION_INDEX"))],
+                            resources: k8s::Resources {
+                                requests: BTreeMap::from([("cpu".to_owned(), k.cpus.to_string()), ("memory".to_owned(), memory)]),
+                                limits,
+                            },
+                            volume_mounts: vec![k8s::VolumeMount { name: "data", mount_path: k.mount.clone() }],
+                        }],
+                        volumes: vec![k8s::Volume {
+                            name: "data",
+                            persistent_volume_claim: k8s::Claim { claim_name: k.volume_claim.clone() },
+                        }],
+                    },
+                },
+            },
+        };
+        serde_norway::to_string(&job).map_err(|e| EvalError::BadStudy { path: path.to_owned(), what: format!("writing the manifest: {e}") })
     }
 
     /// Merges every run whose shards are all complete into its merged log;
@@ -311,6 +409,99 @@ spec:
     }
 }
 
+/// `text` as one word of an `#SBATCH` line: sbatch reads a backslash as
+/// escaping the next character, so every character that is not plainly safe
+/// gets one (a space, a quote, `#`, which would start a comment).
+fn sbatch_word(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let safe = c.is_ascii_alphanumeric() || "/._-=+:,@%".contains(c);
+            (!safe).then_some('\\').into_iter().chain(std::iter::once(c))
+        })
+        .collect()
+}
+
+/// The Indexed Job's shape, as Kubernetes names its fields.
+mod k8s {
+    use std::collections::BTreeMap;
+
+    use serde::Serialize;
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct Job {
+        pub api_version: &'static str,
+        pub kind: &'static str,
+        pub metadata: Metadata,
+        pub spec: JobSpec,
+    }
+
+    #[derive(Serialize)]
+    pub(super) struct Metadata {
+        pub name: String,
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct JobSpec {
+        pub completion_mode: &'static str,
+        pub completions: usize,
+        pub parallelism: u32,
+        pub backoff_limit_per_index: u32,
+        pub max_failed_indexes: usize,
+        pub template: Template,
+    }
+
+    #[derive(Serialize)]
+    pub(super) struct Template {
+        pub spec: PodSpec,
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct PodSpec {
+        pub restart_policy: &'static str,
+        pub containers: Vec<Container>,
+        pub volumes: Vec<Volume>,
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct Container {
+        pub name: &'static str,
+        pub image: String,
+        pub command: Vec<String>,
+        pub resources: Resources,
+        pub volume_mounts: Vec<VolumeMount>,
+    }
+
+    #[derive(Serialize)]
+    pub(super) struct Resources {
+        pub requests: BTreeMap<String, String>,
+        pub limits: BTreeMap<String, String>,
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct VolumeMount {
+        pub name: &'static str,
+        pub mount_path: String,
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct Volume {
+        pub name: &'static str,
+        pub persistent_volume_claim: Claim,
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct Claim {
+        pub claim_name: String,
+    }
+}
+
 /// `text` as one shell word.
 fn quote(text: &str) -> String {
     if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-=+:,@".contains(c)) {
@@ -330,5 +521,7 @@ mod tests {
         assert_eq!(quote("a b"), "'a b'");
         assert_eq!(quote("it's"), "'it'\\''s'");
         assert_eq!(quote(""), "''");
+        assert_eq!(sbatch_word("/data/my results/%A.out"), "/data/my\\ results/%A.out");
+        assert_eq!(sbatch_word("a#b'c"), "a\\#b\\'c");
     }
 }

@@ -1,0 +1,124 @@
+//! `mcscore plan` writes scripts and manifests that other programs run: no
+//! study value may add a shell line, a YAML key or a broken `#SBATCH` line.
+//! The attacks first, then a study full of hostile-but-legal characters run
+//! through `bash -n`, bash itself (with a stand-in mcscore that records its
+//! arguments) and a YAML parser.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+
+use common::{path_str, run, stderr, stdout, tempdir};
+
+fn plan(study: &std::path::Path, what: &str) -> std::process::Output {
+    run(&["plan", path_str(study), what])
+}
+
+#[test]
+fn study_values_that_would_change_the_generated_scripts_are_refused() {
+    let dir = tempdir();
+    let study = dir.path().join("study.json");
+    let base = serde_json::json!({"models": ["/data/m.gguf"], "files": ["/data/f.bin"], "shards": 2, "out": "/data/out"});
+    let cases: Vec<(serde_json::Value, &str)> = vec![
+        (serde_json::json!({"out": "/data/out\ntouch /tmp/owned"}), "control character"),
+        (serde_json::json!({"models": ["/data/m.gguf\n; touch x"]}), "control character"),
+        (serde_json::json!({"slurm": {"time": "01:00:00\ntouch /tmp/owned"}}), "slurm.time"),
+        (serde_json::json!({"slurm": {"partition": "gpu\n#SBATCH --uid=0"}}), "slurm.partition"),
+        (serde_json::json!({"slurm": {"mem": "8G --wrap=x"}}), "slurm.mem"),
+        (serde_json::json!({"slurm": {"max_running": 0}}), "slurm.max_running is 0"),
+        (serde_json::json!({"kubernetes": {"name": "x\nnamespace: kube-system", "image": "i", "volume_claim": "c", "mount": "/data", "parallelism": 1, "cpus": 1, "memory": "1Gi", "gpus": 0}}), "DNS label"),
+        (serde_json::json!({"kubernetes": {"name": "x", "image": "i\n    securityContext: {privileged: true}", "volume_claim": "c", "mount": "/data", "parallelism": 1, "cpus": 1, "memory": "1Gi", "gpus": 0}}), "control character"),
+        (serde_json::json!({"out": ""}), "out is empty"),
+        (serde_json::json!({"shards": 9223372036854775808u64}), "shards is 9223372036854775808"),
+        (serde_json::json!({"models": ["/data/a.gguf", "/data/b.gguf"], "shards": 100000, "files": (0..20).map(|i| format!("/data/f{i}.bin")).collect::<Vec<_>>()}), "array tasks"),
+        (serde_json::json!({"settings": {"x": ["-o", "out.json"]}}), "`mcscore score` would refuse them"),
+        (serde_json::json!({"settings": {"x": ["-mfoo.gguf"]}}), "`mcscore score` would refuse them"),
+        (serde_json::json!({"settings": {"x": ["-np", "0"]}}), "`mcscore score` would refuse them"),
+    ];
+    for (change, expected) in cases {
+        let mut text = base.clone();
+        for (key, value) in change.as_object().unwrap() {
+            text[key] = value.clone();
+        }
+        std::fs::write(&study, text.to_string()).unwrap();
+        for what in ["--slurm", "--kubernetes"] {
+            let out = plan(&study, what);
+            assert_eq!(out.status.code(), Some(1), "{change} {what}: {}", stderr(&out));
+            assert!(stderr(&out).contains(expected), "{change} {what}: {}", stderr(&out));
+            assert!(stdout(&out).is_empty(), "nothing is printed for a refused study");
+        }
+    }
+}
+
+#[test]
+fn hostile_but_legal_characters_stay_inside_their_words() {
+    let dir = tempdir();
+    let base = path_str(dir.path()).to_owned();
+    // Spaces, quotes, $, backticks, ;, # and globs: legal in paths and flags.
+    let odd = format!("{base}/it's a \"test\" $(touch owned) `id`; #x *");
+    let model = format!("{odd}/m.gguf");
+    let file = format!("{odd}/f.bin");
+    let out = format!("{odd}/out");
+    let study_json = serde_json::json!({
+        "models": [model], "files": [file], "shards": 2, "out": out,
+        "settings": {"s": ["--multiple-choice-tasks", "5"]},
+        "mcscore": dir.path().join("fake mcscore").to_str().unwrap(),
+        "slurm": {"partition": "gpu", "time": "01:00:00"},
+        "kubernetes": {"name": "study", "image": "registry/mcscore:1 ", "volume_claim": "data", "mount": base, "parallelism": 1, "cpus": 2, "memory": "4Gi", "gpus": 0}
+    });
+    let study = dir.path().join("study.json");
+    std::fs::write(&study, study_json.to_string()).unwrap();
+
+    let script = plan(&study, "--slurm");
+    assert_eq!(script.status.code(), Some(0), "{}", stderr(&script));
+    let script = stdout(&script);
+    let path = dir.path().join("study.sbatch");
+    std::fs::write(&path, &script).unwrap();
+    let syntax = std::process::Command::new("bash").arg("-n").arg(&path).output().unwrap();
+    assert!(syntax.status.success(), "bash -n: {}", String::from_utf8_lossy(&syntax.stderr));
+    for line in script.lines().filter(|l| l.starts_with("#SBATCH")) {
+        // sbatch reads `\` as escaping the next character and `#` as a comment.
+        assert!(!line.contains(" #") && !line["#SBATCH".len()..].contains('#') || line.contains("\\#"), "{line}");
+    }
+    let escaped = r#"/it\'s\ a\ \"test\"\ \$\(touch\ owned\)\ \`id\`\;\ \#x\ \*/out/slurm/%A_%a.out"#;
+    assert!(script.contains(&format!("#SBATCH --output={base}{escaped}\n")), "{script}");
+
+    // Run the array task itself, with a stand-in for mcscore that records its
+    // arguments: they must be the study's values, word for word.
+    let fake = dir.path().join("fake mcscore");
+    let record = dir.path().join("args");
+    std::fs::write(&fake, format!("#!/usr/bin/env bash\nprintf '%s\\0' \"$@\" > '{}'\n", record.display())).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ran = std::process::Command::new("bash")
+        .arg(&path)
+        .env("SLURM_ARRAY_TASK_ID", "1")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
+    assert!(!dir.path().join("owned").exists(), "a study value ran as a command");
+    let args = std::fs::read(&record).unwrap();
+    let args: Vec<String> = args.split(|&b| b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    assert_eq!(&args[..4], ["score", "-m", &model, &file], "{args:?}");
+    assert_eq!(&args[4..6], ["--multiple-choice-tasks", "5"]);
+    assert_eq!(args[7], "1/2");
+    assert_eq!(args[9], format!("{out}/shards/f/m.s.shard-1.jsonl"));
+    assert!(std::path::Path::new(&format!("{out}/shards/f")).is_dir(), "the shard's folder, made by the script");
+
+    let manifest = plan(&study, "--kubernetes");
+    assert_eq!(manifest.status.code(), Some(0), "{}", stderr(&manifest));
+    let yaml: serde_norway::Value = serde_norway::from_str(&stdout(&manifest)).expect("the manifest is YAML");
+    let container = &yaml["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"].as_str(), Some("registry/mcscore:1 "));
+    let keys = |v: &serde_norway::Value| -> Vec<String> {
+        v.as_mapping().unwrap().keys().map(|k| k.as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(keys(&yaml), ["apiVersion", "kind", "metadata", "spec"]);
+    assert_eq!(keys(&yaml["metadata"]), ["name"]);
+    assert_eq!(keys(container), ["name", "image", "command", "resources", "volumeMounts"]);
+    let command = container["command"][2].as_str().unwrap();
+    assert!(command.contains("exec '") && command.contains("fake mcscore'"), "{command}");
+    std::fs::write(dir.path().join("pod.sh"), command).unwrap();
+    let syntax = std::process::Command::new("bash").arg("-n").arg(dir.path().join("pod.sh")).output().unwrap();
+    assert!(syntax.status.success(), "bash -n of the pod's script: {}", String::from_utf8_lossy(&syntax.stderr));
+}
