@@ -32,6 +32,7 @@ mod report;
 mod score;
 mod serve;
 mod sweep;
+mod text;
 mod tokens;
 mod validate;
 

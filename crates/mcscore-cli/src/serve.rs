@@ -11,21 +11,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use mcscore_engine::{ContextSize, Engine};
-use mcscore_eval::completions::{ApiError, CompletionRequest, Completions, ModelInfo};
+use mcscore_eval::completions::{ApiError, CompletionRequest, Completions, Limits, ModelInfo};
 use mcscore_eval::queue::{Outcome, Queue, Refused, Work};
 use serde_json::Value;
+use subtle::ConstantTimeEq;
 
 use crate::defaults;
 use crate::engine_args::ComputeArgs;
+use crate::text::printable;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -40,8 +41,16 @@ Examples:
 Routes: POST /v1/completions (also /completions), POST /tokenize, POST /detokenize,
 GET /tokenizer_info, GET /v1/models, GET /health (no key needed). docs/serve.md has the details.
 
-Exit status: 0 after SIGINT or SIGTERM (in-flight requests finish first); 1 when the
-model does not load or the address cannot be bound; 2 on a usage error.";
+Hardening: a request is read within --read-timeout (its head and its body; an idle
+connection is closed after it too); POST bodies must be `Content-Type: application/json`;
+the Host header must be an IP address, localhost, or a name given with --allowed-host
+(a web page cannot reach the server through DNS rebinding); one request holds at most
+--max-prompts prompts and --max-request-tokens tokens, and the queue --queue requests
+and --queue-tokens tokens.
+
+Exit status: 0 after SIGINT or SIGTERM (in-flight requests finish first, for at most
+--shutdown-timeout seconds; a second signal stops at once); 1 when the model does not
+load or the address cannot be bound; 2 on a usage error.";
 
 /// Serve prompt log-likelihoods over HTTP (the OpenAI completions API with
 /// `echo` and `logprobs`), so lm-evaluation-harness can score GGUF models.
@@ -85,15 +94,40 @@ pub(crate) struct Args {
     /// Request log on stderr: one readable line per request, or one JSON object.
     #[arg(long = "log-format", value_name = "text|json", default_value = "text", value_parser = ["text", "json"])]
     log_format: String,
+    /// Prompts one request may hold (lm-eval sends its --batch_size); more get 413.
+    #[arg(long = "max-prompts", value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    max_prompts: u32,
+    /// Prompt tokens one request may hold, in all; more get 413.
+    #[arg(long = "max-request-tokens", value_name = "N", default_value_t = 1 << 20, value_parser = clap::value_parser!(u32).range(1..=1 << 24))]
+    max_request_tokens: u32,
+    /// Prompt tokens that may wait for the scorer, in all; beyond it, 503 with Retry-After.
+    #[arg(long = "queue-tokens", value_name = "N", default_value_t = 1 << 23, value_parser = clap::value_parser!(u32).range(1..=1 << 28))]
+    queue_tokens: u32,
+    /// Seconds a client has to send a request's head, and then its body; a
+    /// connection idle for as long is closed.
+    #[arg(long = "read-timeout", value_name = "SECONDS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    read_timeout: u64,
+    /// Seconds to let in-flight requests finish after SIGINT or SIGTERM before
+    /// closing what is left.
+    #[arg(long = "shutdown-timeout", value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=3600))]
+    shutdown_timeout: u64,
+    /// A Host name clients may use besides IP addresses and localhost (repeat for
+    /// several; `*` accepts any, as behind a proxy that checks it).
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    allowed_hosts: Vec<String>,
 }
 
 struct AppState {
     completions: Completions,
     queue: Queue,
+    /// The API key's sha256 (hex): compared in constant time with the given
+    /// key's, so neither its bytes nor its length show in the timing.
     api_key: Option<String>,
     next_id: AtomicU64,
     json_log: bool,
     max_body: u64,
+    read_timeout: Duration,
+    allowed_hosts: Vec<String>,
 }
 
 /// What one request did, for the log line.
@@ -119,7 +153,7 @@ impl AppState {
             });
             eprintln!("{line}");
         } else {
-            let mut line = format!("mcscore serve: #{id} {route} {status}");
+            let mut line = format!("mcscore serve: #{id} {} {status}", printable(route));
             if entry.prompts > 0 {
                 line.push_str(&format!(" {} prompts {} tokens", entry.prompts, entry.tokens));
             }
@@ -131,7 +165,7 @@ impl AppState {
             }
             line.push_str(&format!(" total {total:.1} ms"));
             if let Some(error) = &entry.error {
-                line.push_str(&format!(": {error}"));
+                line.push_str(&format!(": {}", printable(error)));
             }
             eprintln!("{line}");
         }
@@ -147,16 +181,29 @@ fn server_error(status: u16, kind: &'static str, message: String) -> ApiError {
     ApiError { status, message, param: None, kind, code: None }
 }
 
-/// The body, or the error a client gets for it: 413 over --max-body.
-fn read_body(body: Result<Bytes, BytesRejection>, limit: u64) -> Result<Bytes, ApiError> {
-    body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            let message = format!("the body is larger than this server's limit of {limit} bytes (--max-body)");
-            ApiError { status: 413, ..ApiError::invalid("body", message) }
-        } else {
-            ApiError::invalid("body", format!("the body could not be read: {rejection}"))
+/// The body, or the error a client gets for it: 413 over --max-body, 408
+/// when it does not arrive within --read-timeout.
+async fn read_body(state: &AppState, body: Body) -> Result<Bytes, ApiError> {
+    let limit = usize::try_from(state.max_body).unwrap_or(usize::MAX);
+    let too_large = || {
+        let message = format!("the body is larger than this server's limit of {limit} bytes (--max-body)");
+        ApiError { status: 413, ..ApiError::invalid("body", message) }
+    };
+    match tokio::time::timeout(state.read_timeout, axum::body::to_bytes(body, limit)).await {
+        Err(_) => Err(ApiError {
+            status: 408,
+            ..ApiError::invalid("body", format!("the body did not arrive within {} s (--read-timeout)", state.read_timeout.as_secs()))
+        }),
+        Ok(Err(e)) => {
+            let error = e.into_inner();
+            if error.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+                Err(too_large())
+            } else {
+                Err(ApiError::invalid("body", format!("the body could not be read: {error}")))
+            }
         }
-    })
+        Ok(Ok(bytes)) => Ok(bytes),
+    }
 }
 
 /// Marks a request's work cancelled and logs it if the handler is dropped
@@ -187,14 +234,14 @@ impl Drop for CancelOnDrop<'_> {
     }
 }
 
-async fn completions_route(State(state): State<Arc<AppState>>, uri: Uri, body: Result<Bytes, BytesRejection>) -> Response {
+async fn completions_route(State(state): State<Arc<AppState>>, uri: Uri, request: Request) -> Response {
     let route = format!("POST {}", uri.path());
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
     let started = Instant::now();
     let mut entry = Entry::default();
-    let result = complete(&state, &route, id, started, body, &mut entry).await;
+    let result = complete(&state, &route, id, started, request.into_body(), &mut entry).await;
     let response = match result {
-        Ok(value) => (StatusCode::OK, Json(value)).into_response(),
+        Ok(bytes) => ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], bytes).into_response(),
         Err(error) => {
             entry.error = Some(error.message.clone());
             let mut response = error_response(&error);
@@ -208,16 +255,9 @@ async fn completions_route(State(state): State<Arc<AppState>>, uri: Uri, body: R
     response
 }
 
-async fn complete(
-    state: &AppState,
-    route: &str,
-    id: u64,
-    started: Instant,
-    body: Result<Bytes, BytesRejection>,
-    entry: &mut Entry,
-) -> Result<Value, ApiError> {
-    let body = read_body(body, state.max_body)?;
-    let request = CompletionRequest::parse(&body, &state.completions.model)?;
+async fn complete(state: &AppState, route: &str, id: u64, started: Instant, body: Body, entry: &mut Entry) -> Result<Vec<u8>, ApiError> {
+    let body = read_body(state, body).await?;
+    let request = CompletionRequest::parse(&body, &state.completions.model, &state.completions.limits)?;
     entry.prompts = request.len();
     let job = state.completions.prepare(request)?;
     entry.tokens = job.prompt_tokens();
@@ -239,7 +279,11 @@ async fn complete(
             Refused::Full(_) => server_error(
                 503,
                 "server_overloaded",
-                format!("the queue holds {} requests already (--queue); retry after a second", state.queue.capacity()),
+                format!(
+                    "the queue is full (at most {} requests, {} prompt tokens: --queue, --queue-tokens); retry after a second",
+                    state.queue.capacity(),
+                    state.queue.token_capacity()
+                ),
             ),
             Refused::Closed(_) => server_error(503, "server_shutting_down", "the server is stopping".into()),
         });
@@ -253,7 +297,8 @@ async fn complete(
             entry.pass_prompts = Some(pass_prompts);
             let created = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
             let response = state.completions.respond(format!("cmpl-{id}"), created, &job, &rows);
-            serde_json::to_value(response).map_err(|e| server_error(500, "server_error", format!("could not write the answer: {e}")))
+            // Written straight to bytes: no JSON tree of a large answer is built.
+            serde_json::to_vec(&response).map_err(|e| server_error(500, "server_error", format!("could not write the answer: {e}")))
         }
         Ok(Outcome::Failed(message)) => Err(server_error(500, "server_error", format!("scoring failed: {message}"))),
         Ok(Outcome::Cancelled) | Err(_) => Err(server_error(500, "server_error", "the scorer dropped the request".into())),
@@ -263,13 +308,13 @@ async fn complete(
 async fn simple(
     state: &AppState,
     route: &str,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
     answer: impl FnOnce(&Completions, &[u8]) -> Result<Value, ApiError>,
 ) -> Response {
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
     let started = Instant::now();
     let mut entry = Entry::default();
-    let result = read_body(body, state.max_body).and_then(|b| answer(&state.completions, &b));
+    let result = read_body(state, body).await.and_then(|b| answer(&state.completions, &b));
     let response = match result {
         Ok(value) => (StatusCode::OK, Json(value)).into_response(),
         Err(error) => {
@@ -281,26 +326,35 @@ async fn simple(
     response
 }
 
-async fn tokenize(State(state): State<Arc<AppState>>, body: Result<Bytes, BytesRejection>) -> Response {
-    simple(&state, "POST /tokenize", body, |c, b| c.tokenize(b)).await
+async fn tokenize(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    simple(&state, "POST /tokenize", request.into_body(), |c, b| c.tokenize(b)).await
 }
 
-async fn detokenize(State(state): State<Arc<AppState>>, body: Result<Bytes, BytesRejection>) -> Response {
-    simple(&state, "POST /detokenize", body, |c, b| c.detokenize(b)).await
+async fn detokenize(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    simple(&state, "POST /detokenize", request.into_body(), |c, b| c.detokenize(b)).await
 }
 
 async fn tokenizer_info(State(state): State<Arc<AppState>>) -> Response {
-    simple(&state, "GET /tokenizer_info", Ok(Bytes::new()), |c, _| Ok(c.tokenizer_info())).await
+    simple(&state, "GET /tokenizer_info", Body::empty(), |c, _| Ok(c.tokenizer_info())).await
 }
 
 async fn models(State(state): State<Arc<AppState>>) -> Response {
-    simple(&state, "GET /v1/models", Ok(Bytes::new()), |c, _| Ok(c.models())).await
+    simple(&state, "GET /v1/models", Body::empty(), |c, _| Ok(c.models())).await
 }
 
 /// Liveness, and how many requests were dropped unscored because their
 /// clients left while they waited.
 async fn health(State(state): State<Arc<AppState>>) -> Json<Value> {
     Json(serde_json::json!({"status": "ok", "cancelled_before_scoring": state.queue.skipped()}))
+}
+
+async fn method_not_allowed(request: Request) -> Response {
+    let error = server_error(
+        405,
+        "invalid_request_error",
+        format!("{} is not allowed on {} (see mcscore serve --help for each route's method)", request.method(), request.uri().path()),
+    );
+    error_response(&error)
 }
 
 async fn not_found(request: Request) -> Response {
@@ -312,11 +366,63 @@ async fn not_found(request: Request) -> Response {
     error_response(&error)
 }
 
+/// Whether a Host header names this server in a way no web page can
+/// borrow: an IP address (no DNS was asked), `localhost`, or a name the
+/// operator allowed. DNS rebinding points an attacker's name at 127.0.0.1;
+/// its requests carry that name, and are refused.
+fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').filter(|(_, port)| port.chars().all(|c| c.is_ascii_digit())).map_or(host, |(name, _)| name),
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    name.parse::<std::net::IpAddr>().is_ok()
+        || name == "localhost"
+        || name.ends_with(".localhost")
+        || allowed.iter().any(|a| a == "*" || a.eq_ignore_ascii_case(&name))
+}
+
+/// Every route: a Host this server answers to, and a JSON body on POST (a
+/// web page can send `text/plain` across origins without asking; JSON it
+/// cannot).
+async fn guard(State(state): State<Arc<AppState>>, headers: HeaderMap, request: Request, next: Next) -> Response {
+    let refuse = |status: u16, message: String| {
+        let error = server_error(status, "invalid_request_error", message);
+        let id = state.next_id.fetch_add(1, Ordering::Relaxed);
+        let route = format!("{} {}", request.method(), request.uri().path());
+        state.log(id, &route, status, Instant::now(), &Entry { error: Some(error.message.clone()), ..Entry::default() });
+        error_response(&error)
+    };
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !host_allowed(host, &state.allowed_hosts) {
+        return refuse(
+            403,
+            format!(
+                "Host {:?} is not one this server answers to: use an IP address or localhost, or start it with --allowed-host NAME",
+                host
+            ),
+        );
+    }
+    if request.method() == Method::POST {
+        let json = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+        if !json {
+            return refuse(415, "the body must be JSON, sent with `Content-Type: application/json`".into());
+        }
+    }
+    next.run(request).await
+}
+
 /// Every route but /health needs the key, when one is set.
 async fn authorize(State(state): State<Arc<AppState>>, headers: HeaderMap, request: Request, next: Next) -> Response {
     if let Some(key) = &state.api_key {
         let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
-        if given != Some(key.as_str()) {
+        let digest = given.map(|g| mcscore_format::sha256_hex(g.as_bytes()));
+        let matches = digest.is_some_and(|d| bool::from(d.as_bytes().ct_eq(key.as_bytes())));
+        if !matches {
             let error = ApiError {
                 status: 401,
                 message: "missing or wrong API key: send `Authorization: Bearer KEY` with the server's --api-key".into(),
@@ -352,7 +458,54 @@ async fn shutdown_signal() {
         () = interrupt => {},
         () = terminate => {},
     }
-    eprintln!("mcscore serve: stopping: no new connections; finishing the requests in flight");
+}
+
+/// Accepts connections until SIGINT or SIGTERM, each served by hyper with a
+/// read timeout on request heads (which also closes idle connections); then
+/// lets the requests in flight finish, for at most `shutdown_timeout`, or
+/// until a second signal.
+async fn serve_connections(listener: tokio::net::TcpListener, app: Router, read_timeout: Duration, shutdown_timeout: Duration) {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(read_timeout);
+    let stop = shutdown_signal();
+    tokio::pin!(stop);
+    let mut warned = false;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let service = hyper_util::service::TowerToHyperService::new(app.clone());
+                    let connection = graceful.watch(http.serve_connection(hyper_util::rt::TokioIo::new(stream), service));
+                    tokio::spawn(async move {
+                        let _ = connection.await;
+                    });
+                }
+                Err(e) => {
+                    // Out of descriptors (EMFILE) or the like: stalled
+                    // connections time out and free them; try again soon.
+                    if !warned {
+                        eprintln!("mcscore serve: warning: cannot accept a connection: {e}; retrying");
+                        warned = true;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            () = &mut stop => break,
+        }
+    }
+    drop(listener);
+    eprintln!(
+        "mcscore serve: stopping: no new connections; finishing the requests in flight (at most {} s; a second signal stops now)",
+        shutdown_timeout.as_secs()
+    );
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(shutdown_timeout) => {
+            eprintln!("mcscore serve: connections still open after {} s (--shutdown-timeout): closed", shutdown_timeout.as_secs());
+        }
+        () = shutdown_signal() => eprintln!("mcscore serve: second signal: closing every connection now"),
+    }
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<crate::Outcome> {
@@ -373,6 +526,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<crate::Outcome> {
         let name = model_path.file_name().unwrap_or_default().to_string_lossy().into_owned();
         name.strip_suffix(".gguf").map_or(name.clone(), str::to_owned)
     });
+    // The port first: a busy one is said before a minute of model loading.
+    let address = SocketAddr::new(args.host, args.port);
+    let listener =
+        std::net::TcpListener::bind(address).with_context(|| format!("cannot listen on {address}; pick another --port or --host"))?;
+    listener.set_nonblocking(true).context("setting up the listening socket")?;
     eprintln!("mcscore serve: loading {}", model_path.display());
     let engine = Arc::new(Engine::load(&model_path, settings.n_gpu_layers)?);
     let created = std::fs::metadata(&model_path)
@@ -381,15 +539,20 @@ pub(crate) fn run(args: Args) -> anyhow::Result<crate::Outcome> {
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_secs());
     let max_prompt = args.ctx_size as usize;
-    let queue = Queue::start(engine.clone(), settings, max_prompt, args.queue as usize).map_err(|e| anyhow::anyhow!("{e}; lower -c"))?;
-    let completions = Completions::new(engine, ModelInfo { id: alias.clone(), created }, max_prompt);
+    let queue = Queue::start(engine.clone(), settings, max_prompt, args.queue as usize, args.queue_tokens as usize)
+        .map_err(|e| anyhow::anyhow!("{e}; lower -c"))?;
+    let limits = Limits { prompts: args.max_prompts as usize, tokens: args.max_request_tokens as usize, ..Limits::default() };
+    let completions = Completions::new(engine, ModelInfo { id: alias.clone(), created }, max_prompt, limits);
+    let api_key = args.api_key.as_deref().map(|key| mcscore_format::sha256_hex(key.as_bytes()));
     let state = Arc::new(AppState {
         completions,
         queue,
-        api_key: args.api_key.clone(),
+        api_key,
         next_id: AtomicU64::new(1),
         json_log: args.log_format == "json",
         max_body: args.max_body,
+        read_timeout: Duration::from_secs(args.read_timeout),
+        allowed_hosts: args.allowed_hosts.clone(),
     });
     if !args.host.is_loopback() && state.api_key.is_none() {
         eprintln!("mcscore serve: warning: listening on {} without --api-key: anyone who can reach it can use it", args.host);
@@ -402,28 +565,29 @@ pub(crate) fn run(args: Args) -> anyhow::Result<crate::Outcome> {
         .route("/tokenizer_info", get(tokenizer_info))
         .route("/v1/models", get(models))
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
     let app = Router::new()
         .route("/health", get(health))
         .merge(protected)
-        .layer(DefaultBodyLimit::max(usize::try_from(args.max_body).unwrap_or(usize::MAX)))
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state.clone());
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
-    let address = SocketAddr::new(args.host, args.port);
     runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(address)
-            .await
-            .with_context(|| format!("cannot listen on {address}; pick another --port or --host"))?;
+        let listener = tokio::net::TcpListener::from_std(listener).context("setting up the listening socket")?;
         let bound = listener.local_addr().context("reading the bound address")?;
         eprintln!(
             "mcscore serve: listening on http://{bound} (model `{alias}`, prompts up to {max_prompt} tokens, queue {}{})",
             args.queue,
             if state.api_key.is_some() { ", API key required" } else { "" }
         );
-        axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await.context("serving")
+        serve_connections(listener, app, Duration::from_secs(args.read_timeout), Duration::from_secs(args.shutdown_timeout)).await;
+        anyhow::Ok(())
     })?;
-    drop(runtime);
+    // Connections still open after the deadline are dropped with the runtime.
+    runtime.shutdown_timeout(Duration::from_secs(1));
     match Arc::try_unwrap(state) {
         Ok(state) => state.queue.shutdown(),
         Err(_) => eprintln!("mcscore serve: warning: requests still held the scorer at exit"),

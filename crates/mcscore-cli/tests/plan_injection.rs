@@ -26,11 +26,20 @@ fn study_values_that_would_change_the_generated_scripts_are_refused() {
         (serde_json::json!({"slurm": {"partition": "gpu\n#SBATCH --uid=0"}}), "slurm.partition"),
         (serde_json::json!({"slurm": {"mem": "8G --wrap=x"}}), "slurm.mem"),
         (serde_json::json!({"slurm": {"max_running": 0}}), "slurm.max_running is 0"),
-        (serde_json::json!({"kubernetes": {"name": "x\nnamespace: kube-system", "image": "i", "volume_claim": "c", "mount": "/data", "parallelism": 1, "cpus": 1, "memory": "1Gi", "gpus": 0}}), "DNS label"),
-        (serde_json::json!({"kubernetes": {"name": "x", "image": "i\n    securityContext: {privileged: true}", "volume_claim": "c", "mount": "/data", "parallelism": 1, "cpus": 1, "memory": "1Gi", "gpus": 0}}), "control character"),
+        (
+            serde_json::json!({"kubernetes": {"name": "x\nnamespace: kube-system", "image": "i", "volume_claim": "c", "mount": "/data", "parallelism": 1, "cpus": 1, "memory": "1Gi", "gpus": 0}}),
+            "DNS label",
+        ),
+        (
+            serde_json::json!({"kubernetes": {"name": "x", "image": "i\n    securityContext: {privileged: true}", "volume_claim": "c", "mount": "/data", "parallelism": 1, "cpus": 1, "memory": "1Gi", "gpus": 0}}),
+            "control character",
+        ),
         (serde_json::json!({"out": ""}), "out is empty"),
         (serde_json::json!({"shards": 9223372036854775808u64}), "shards is 9223372036854775808"),
-        (serde_json::json!({"models": ["/data/a.gguf", "/data/b.gguf"], "shards": 100000, "files": (0..20).map(|i| format!("/data/f{i}.bin")).collect::<Vec<_>>()}), "array tasks"),
+        (
+            serde_json::json!({"models": ["/data/a.gguf", "/data/b.gguf"], "shards": 100000, "files": (0..20).map(|i| format!("/data/f{i}.bin")).collect::<Vec<_>>()}),
+            "array tasks",
+        ),
         (serde_json::json!({"settings": {"x": ["-o", "out.json"]}}), "`mcscore score` would refuse them"),
         (serde_json::json!({"settings": {"x": ["-mfoo.gguf"]}}), "`mcscore score` would refuse them"),
         (serde_json::json!({"settings": {"x": ["-np", "0"]}}), "`mcscore score` would refuse them"),
@@ -89,12 +98,7 @@ fn hostile_but_legal_characters_stay_inside_their_words() {
     let record = dir.path().join("args");
     std::fs::write(&fake, format!("#!/usr/bin/env bash\nprintf '%s\\0' \"$@\" > '{}'\n", record.display())).unwrap();
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let ran = std::process::Command::new("bash")
-        .arg(&path)
-        .env("SLURM_ARRAY_TASK_ID", "1")
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let ran = std::process::Command::new("bash").arg(&path).env("SLURM_ARRAY_TASK_ID", "1").current_dir(dir.path()).output().unwrap();
     assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
     assert!(!dir.path().join("owned").exists(), "a study value ran as a command");
     let args = std::fs::read(&record).unwrap();
@@ -110,9 +114,8 @@ fn hostile_but_legal_characters_stay_inside_their_words() {
     let yaml: serde_norway::Value = serde_norway::from_str(&stdout(&manifest)).expect("the manifest is YAML");
     let container = &yaml["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(container["image"].as_str(), Some("registry/mcscore:1 "));
-    let keys = |v: &serde_norway::Value| -> Vec<String> {
-        v.as_mapping().unwrap().keys().map(|k| k.as_str().unwrap().to_owned()).collect()
-    };
+    let keys =
+        |v: &serde_norway::Value| -> Vec<String> { v.as_mapping().unwrap().keys().map(|k| k.as_str().unwrap().to_owned()).collect() };
     assert_eq!(keys(&yaml), ["apiVersion", "kind", "metadata", "spec"]);
     assert_eq!(keys(&yaml["metadata"]), ["name"]);
     assert_eq!(keys(container), ["name", "image", "command", "resources", "volumeMounts"]);

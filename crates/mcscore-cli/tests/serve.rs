@@ -236,7 +236,7 @@ fn a_client_that_disconnects_has_its_work_cancelled() {
         let mut stream = std::net::TcpStream::connect(&server.address).unwrap();
         write!(
             stream,
-            "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         )
         .unwrap();

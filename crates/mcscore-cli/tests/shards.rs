@@ -163,7 +163,7 @@ fn plan_checks_the_study_and_merges_only_complete_runs() {
     assert!(stdout(&script).contains("#SBATCH --array=0-2\n") && stdout(&script).contains("--shard \"$shard/3\""), "{}", stdout(&script));
     let manifest = plan(&["--kubernetes"]);
     assert!(stderr(&manifest).contains("models: a.gguf is not on the volume the job mounts at /data"), "{}", stderr(&manifest));
-    write(&format!(r#"{{"models": ["/data/a.gguf"], "files": ["/data/f.bin"], "shards": 3, "out": "/data/out"}}"#));
+    write(r#"{"models": ["/data/a.gguf"], "files": ["/data/f.bin"], "shards": 3, "out": "/data/out"}"#);
     let manifest = plan(&["--kubernetes"]);
     assert!(stdout(&manifest).contains("completionMode: Indexed\n  completions: 3\n"), "{}", stdout(&manifest));
     write(&format!(r#"{{"models": ["a.gguf"], "files": ["f.bin"], "shards": 3, "out": "{out}"}}"#));

@@ -86,6 +86,12 @@ pub enum EngineError {
     #[error("prompt {prompt}: {message}")]
     InvalidPrompt { prompt: usize, message: String },
 
+    /// A text past [`MAX_TEXT_BYTES`], refused before the tokenizer sees it
+    /// (llama.cpp's tokenizer needs many times a text's size in memory, and
+    /// aborts the process when that fails).
+    #[error("{}a text of {bytes} bytes; mcscore tokenises at most {} bytes (4 MiB) per text, more than any context holds", task.map_or(String::new(), |t| format!("task {t}: ")), MAX_TEXT_BYTES)]
+    TextTooLong { task: Option<usize>, bytes: usize },
+
     #[error("decode failed: {message}")]
     DecodePrompts { message: String },
 
@@ -106,6 +112,7 @@ impl EngineError {
             | EngineError::BlankBoundary { task, .. }
             | EngineError::Decode { task, .. }
             | EngineError::NonFinite { task, .. } => Some(*task),
+            EngineError::TextTooLong { task, .. } => *task,
             EngineError::TaskTooLong { tasks, .. } => tasks.first().map(|t| t.0),
             _ => None,
         }
@@ -113,6 +120,18 @@ impl EngineError {
 }
 
 const GIB: f64 = (1u64 << 30) as f64;
+
+/// The longest text (in UTF-8 bytes) handed to the tokenizer: 4 MiB, about a
+/// million tokens, beyond the context of any model.
+pub const MAX_TEXT_BYTES: usize = 4 << 20;
+
+/// Refuses a text past [`MAX_TEXT_BYTES`] before it is tokenised.
+pub(crate) fn check_text_length(task: Option<usize>, bytes: usize) -> Result<(), EngineError> {
+    if bytes > MAX_TEXT_BYTES {
+        return Err(EngineError::TextTooLong { task, bytes });
+    }
+    Ok(())
+}
 
 fn too_long_message(tasks: &[(usize, usize)], n_ctx: usize) -> String {
     let listed: Vec<String> = tasks.iter().take(5).map(|(i, t)| format!("task {i} needs {t} tokens")).collect();
@@ -236,8 +255,9 @@ impl Engine {
     /// Tokenises text as a server does (llama-server, llama-cpp-python):
     /// special tokens written out in the text (`<bos>`) are read as such; no
     /// BOS is added (see [`Engine::bos`]).
-    pub fn tokenize(&self, text: &str) -> Vec<u32> {
-        self.model.vocab().tokenize(text.as_bytes(), false, true).into_iter().map(|t| t.0 as u32).collect()
+    pub fn tokenize(&self, text: &str) -> Result<Vec<u32>, EngineError> {
+        check_text_length(None, text.len())?;
+        Ok(self.model.vocab().tokenize(text.as_bytes(), false, true).into_iter().map(|t| t.0 as u32).collect())
     }
 
     /// The text of tokens, special tokens written out; every id must be

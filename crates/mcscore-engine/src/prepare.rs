@@ -50,6 +50,8 @@ fn prepare_one(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<Prep
         // The same rule as the task-file validator's (a lenient read lets it through).
         return Err(EngineError::OneOption { task: index });
     }
+    let longest = task.options().iter().map(|o| o.len()).max().unwrap_or(0);
+    crate::check_text_length(Some(index), task.question.len() + 1 + longest)?;
     let vocab = model.vocab();
     let mut text = String::new();
     let sequences: Vec<Vec<LlamaToken>> = task
@@ -104,6 +106,8 @@ fn prepare_blank(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<Pr
         return Err(EngineError::NotTwoOptions { task: index, options: options.len() });
     }
     let (first, second) = task.question.split_once('_').ok_or(EngineError::NoBlank { task: index })?;
+    let longest = options.iter().map(|o| o.len()).max().unwrap_or(0);
+    crate::check_text_length(Some(index), task.question.len() + longest)?;
     let vocab = model.vocab();
     let tokenize = |text: String| vocab.tokenize(text.as_bytes(), true, false);
     let sequences: Vec<Vec<LlamaToken>> = options.iter().map(|o| tokenize(format!("{first}{o}{second}"))).collect();

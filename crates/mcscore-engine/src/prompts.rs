@@ -119,17 +119,22 @@ struct Wanted {
 }
 
 impl Session<'_> {
-    /// Scores prompts, returning for each the rows it asked for, in order.
-    pub fn score(&mut self, prompts: &[PromptRequest]) -> Result<Vec<Vec<RowScores>>, EngineError> {
+    /// Scores prompts, returning for each the rows it asked for, in order;
+    /// `None` when `stop` said so between two fills (every client of the
+    /// prompts has gone: nobody would read the rest).
+    pub fn score(&mut self, prompts: &[PromptRequest], stop: &dyn Fn() -> bool) -> Result<Option<Vec<Vec<RowScores>>>, EngineError> {
         for (index, prompt) in prompts.iter().enumerate() {
             self.check(index, prompt)?;
         }
         let mut results: Vec<Vec<RowScores>> = prompts.iter().map(|p| Vec::with_capacity(p.rows.len())).collect();
         let sequences: Vec<Vec<LlamaToken>> = prompts.iter().map(|p| p.tokens.iter().map(|&t| LlamaToken(t as i32)).collect()).collect();
         for fill in self.fills(&sequences) {
+            if stop() {
+                return Ok(None);
+            }
             self.score_fill(prompts, &sequences, fill, &mut results)?;
         }
-        Ok(results)
+        Ok(Some(results))
     }
 
     fn check(&self, index: usize, prompt: &PromptRequest) -> Result<(), EngineError> {

@@ -14,6 +14,26 @@ use serde_json::{Map, Value};
 /// The most top log-probabilities a row reports (`logprobs`).
 pub const MAX_TOP_LOGPROBS: usize = 20;
 
+/// What one request may ask for, so that no request (a few MB of JSON can
+/// name a million one-token prompts) makes the server hold more than a
+/// bounded answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Prompts in one request.
+    pub prompts: usize,
+    /// Prompt tokens in one request (BOS the server adds included).
+    pub tokens: usize,
+    /// Log-probabilities in one answer: per row read, one for the token and
+    /// one per top alternative (`logprobs`).
+    pub answer_entries: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { prompts: 1024, tokens: 1 << 20, answer_entries: 1 << 21 }
+    }
+}
+
 /// A refused request, with what OpenAI's error body carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
@@ -31,6 +51,11 @@ pub struct ApiError {
 impl ApiError {
     pub fn invalid(param: &str, message: impl Into<String>) -> ApiError {
         ApiError { status: 400, message: message.into(), param: Some(param.to_owned()), kind: "invalid_request_error", code: None }
+    }
+
+    /// A request over one of the server's [`Limits`]: 413.
+    pub fn too_large(param: &str, message: impl Into<String>) -> ApiError {
+        ApiError { status: 413, code: Some("request_too_large"), ..ApiError::invalid(param, message) }
     }
 
     /// OpenAI's error body: `{"error": {"message", "type", "param", "code"}}`.
@@ -86,7 +111,7 @@ impl CompletionRequest {
     /// Reads a JSON body, refusing what this server would not honour, each
     /// refusal naming its field and what is allowed. `model` must name the
     /// served model (or be absent).
-    pub fn parse(body: &[u8], served: &ModelInfo) -> Result<CompletionRequest, ApiError> {
+    pub fn parse(body: &[u8], served: &ModelInfo, limits: &Limits) -> Result<CompletionRequest, ApiError> {
         let fields = object(body)?;
         only(&fields, &[READ, ACCEPTED].concat())?;
         if let Some(model) = fields.get("model") {
@@ -102,6 +127,16 @@ impl CompletionRequest {
             }
         }
         let prompts = parse_prompts(fields.get("prompt").ok_or_else(|| ApiError::invalid("prompt", "prompt is required"))?)?;
+        if prompts.len() > limits.prompts {
+            return Err(ApiError::too_large(
+                "prompt",
+                format!(
+                    "{} prompts in one request; this server takes at most {} (--max-prompts): send them in several requests",
+                    prompts.len(),
+                    limits.prompts
+                ),
+            ));
+        }
         let echo = optional_bool(&fields, "echo")?.unwrap_or(false);
         let logprobs = match fields.get("logprobs") {
             None | Some(Value::Null) => None,
@@ -150,11 +185,16 @@ impl CompletionRequest {
         }
         let stop = match fields.get("stop") {
             None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(s)) if s.is_empty() => {
+                return Err(ApiError::invalid("stop", "stop is an empty string, which would stop before any text; leave it out"))
+            }
             Some(Value::String(s)) => vec![s.clone()],
             Some(Value::Array(items)) => items
                 .iter()
-                .map(|i| {
-                    i.as_str().map(str::to_owned).ok_or_else(|| ApiError::invalid("stop", "stop must be a string or a list of strings"))
+                .map(|i| match i.as_str() {
+                    Some("") => Err(ApiError::invalid("stop", "stop holds an empty string, which would stop before any text")),
+                    Some(s) => Ok(s.to_owned()),
+                    None => Err(ApiError::invalid("stop", "stop must be a string or a list of strings")),
                 })
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err(ApiError::invalid("stop", "stop must be a string or a list of strings")),
@@ -235,6 +275,7 @@ pub struct Completions {
     engine: Arc<Engine>,
     pub model: ModelInfo,
     max_prompt: usize,
+    pub limits: Limits,
 }
 
 /// A prompt ready for the engine, with what its answer needs.
@@ -279,8 +320,25 @@ pub struct Choice {
 pub struct Logprobs {
     pub tokens: Vec<String>,
     pub token_logprobs: Vec<Option<f64>>,
-    pub top_logprobs: Vec<Option<Map<String, Value>>>,
+    pub top_logprobs: Vec<Option<TopLogprobs>>,
     pub text_offset: Vec<usize>,
+}
+
+/// One row's likeliest tokens, likeliest first, written as OpenAI's
+/// `{token: logprob}` object (kept as pairs: a million rows of JSON maps
+/// would take gigabytes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopLogprobs(pub Vec<(String, f64)>);
+
+impl Serialize for TopLogprobs {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (token, logprob) in &self.0 {
+            map.serialize_entry(token, logprob)?;
+        }
+        map.end()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -304,8 +362,8 @@ pub struct CompletionResponse {
 impl Completions {
     /// `max_prompt`: the longest prompt the engine session takes, in tokens
     /// (an implicit BOS included).
-    pub fn new(engine: Arc<Engine>, model: ModelInfo, max_prompt: usize) -> Completions {
-        Completions { engine, model, max_prompt }
+    pub fn new(engine: Arc<Engine>, model: ModelInfo, max_prompt: usize, limits: Limits) -> Completions {
+        Completions { engine, model, max_prompt, limits }
     }
 
     /// Tokenises a request's prompts. Where the model's tokenizer adds a BOS
@@ -318,9 +376,14 @@ impl Completions {
         let n_vocab = self.engine.n_vocab();
         let bos = self.engine.bos();
         let mut prompts = Vec::with_capacity(request.prompts.len());
+        let (mut tokens_in_all, mut entries) = (0usize, 0usize);
+        let per_row = 1 + request.logprobs.unwrap_or(0);
         for (i, prompt) in request.prompts.into_iter().enumerate() {
             let (mut tokens, text) = match prompt {
-                Prompt::Text(text) => (self.engine.tokenize(&text), Some(text)),
+                Prompt::Text(text) => {
+                    let tokens = self.engine.tokenize(&text).map_err(|e| ApiError::too_large("prompt", format!("prompt {i}: {e}")))?;
+                    (tokens, Some(text))
+                }
                 Prompt::Tokens(tokens) => {
                     if let Some((at, &id)) = tokens.iter().enumerate().find(|(_, &t)| t >= n_vocab) {
                         return Err(ApiError::invalid(
@@ -350,6 +413,26 @@ impl Completions {
                 ));
             }
             let n = tokens.len();
+            tokens_in_all += n;
+            if tokens_in_all > self.limits.tokens {
+                return Err(ApiError::too_large(
+                    "prompt",
+                    format!(
+                        "the prompts hold more than {} tokens in all (--max-request-tokens): send them in several requests",
+                        self.limits.tokens
+                    ),
+                ));
+            }
+            entries += (if request.echo { n } else { 0 } + request.max_tokens) * per_row;
+            if entries > self.limits.answer_entries {
+                return Err(ApiError::too_large(
+                    "prompt",
+                    format!(
+                        "the answer would hold more than {} log-probabilities (tokens echoed × (1 + logprobs)); send fewer prompts, or a smaller logprobs, per request",
+                        self.limits.answer_entries
+                    ),
+                ));
+            }
             let first = if request.echo { 0 } else { n - 1 };
             let rows = first..if request.max_tokens == 1 { n } else { n - 1 };
             let rows = rows.start.min(rows.end)..rows.end;
@@ -427,12 +510,16 @@ impl Completions {
         }
     }
 
-    fn top_map(&self, row: &RowScores, n: usize) -> Map<String, Value> {
-        row.top
-            .iter()
-            .take(n)
-            .map(|&(token, logprob)| (String::from_utf8_lossy(&self.engine.piece(token)).into_owned(), Value::from(logprob)))
-            .collect()
+    fn top_map(&self, row: &RowScores, n: usize) -> TopLogprobs {
+        let mut top: Vec<(String, f64)> = Vec::with_capacity(n);
+        for &(token, logprob) in row.top.iter().take(n) {
+            let piece = String::from_utf8_lossy(&self.engine.piece(token)).into_owned();
+            // Two tokens may print alike; a JSON object holds one: the likelier.
+            if !top.iter().any(|(p, _)| *p == piece) {
+                top.push((piece, logprob));
+            }
+        }
+        TopLogprobs(top)
     }
 
     /// `POST /tokenize`: `{"prompt": TEXT, "add_special_tokens": true}` →
@@ -444,7 +531,7 @@ impl Completions {
         only(&fields, &["prompt", "add_special_tokens", "model"])?;
         let text = fields.get("prompt").and_then(Value::as_str).ok_or_else(|| ApiError::invalid("prompt", "prompt must be a string"))?;
         let add_special = optional_bool(&fields, "add_special_tokens")?.unwrap_or(true);
-        let mut tokens = self.engine.tokenize(text);
+        let mut tokens = self.engine.tokenize(text).map_err(|e| ApiError::too_large("prompt", e.to_string()))?;
         if let Some(bos) = self.engine.bos().filter(|_| add_special) {
             tokens.insert(0, bos);
         }
@@ -525,7 +612,7 @@ mod tests {
     }
 
     fn parse(body: &str) -> Result<CompletionRequest, ApiError> {
-        CompletionRequest::parse(body.as_bytes(), &served())
+        CompletionRequest::parse(body.as_bytes(), &served(), &Limits::default())
     }
 
     #[test]
@@ -560,12 +647,29 @@ mod tests {
             (r#"{"prompt": "a", "max_tokens": 1, "model": "gpt-4"}"#, "model", 404),
             (r#"{"prompt": "a", "max_tokens": 1,"#, "body", 400),
             (r#"[1]"#, "body", 400),
+            (r#"{"prompt": "a", "max_tokens": 1, "stop": ""}"#, "stop", 400),
+            (r#"{"prompt": "a", "max_tokens": 1, "stop": ["x", ""]}"#, "stop", 400),
         ];
         for (body, param, status) in cases {
             let error = parse(body).unwrap_err();
             assert_eq!((error.param.as_deref(), error.status), (Some(param), status), "{body}: {error:?}");
             assert_eq!(error.body()["error"]["param"], param);
         }
+    }
+
+    #[test]
+    fn a_request_of_more_prompts_than_the_limit_is_refused_before_tokenising() {
+        let limits = Limits { prompts: 3, ..Limits::default() };
+        let body = serde_json::json!({"prompt": [[1], [2], [3], [4]], "max_tokens": 1, "echo": true, "logprobs": 20}).to_string();
+        let error = CompletionRequest::parse(body.as_bytes(), &served(), &limits).unwrap_err();
+        assert_eq!((error.status, error.param.as_deref()), (413, Some("prompt")));
+        assert!(error.message.contains("at most 3 (--max-prompts)"), "{}", error.message);
+    }
+
+    #[test]
+    fn top_logprobs_serialise_as_an_object_in_order() {
+        let top = TopLogprobs(vec![("b".into(), -0.5), ("a".into(), -1.0)]);
+        assert_eq!(serde_json::to_string(&top).unwrap(), r#"{"b":-0.5,"a":-1.0}"#);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! so that the prompts of concurrent requests share fills and a context that
 //! several of them repeat is decoded once.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -45,7 +45,7 @@ pub enum Outcome {
 
 /// Why [`Queue::submit`] did not take the work.
 pub enum Refused {
-    /// The queue holds as many requests as it may.
+    /// The queue holds as many requests, or prompt tokens, as it may.
     Full(Work),
     /// The worker has stopped.
     Closed(Work),
@@ -56,17 +56,29 @@ pub struct Queue {
     sender: SyncSender<Work>,
     worker: JoinHandle<()>,
     capacity: usize,
+    /// Prompt tokens that may wait at once, and those waiting now.
+    token_capacity: usize,
+    queued_tokens: Arc<AtomicUsize>,
     skipped: Arc<AtomicU64>,
 }
 
 impl Queue {
     /// Creates the engine session (on the worker thread, which keeps it) and
-    /// starts the worker. `capacity`: requests that may wait at once.
-    pub fn start(engine: Arc<Engine>, settings: Settings, max_prompt: usize, capacity: usize) -> Result<Queue, EngineError> {
+    /// starts the worker. `capacity`: requests that may wait at once;
+    /// `token_capacity`: their prompt tokens, in all.
+    pub fn start(
+        engine: Arc<Engine>,
+        settings: Settings,
+        max_prompt: usize,
+        capacity: usize,
+        token_capacity: usize,
+    ) -> Result<Queue, EngineError> {
         let (sender, receiver) = mpsc::sync_channel::<Work>(capacity.max(1));
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), EngineError>>();
         let skipped = Arc::new(AtomicU64::new(0));
         let counter = skipped.clone();
+        let queued_tokens = Arc::new(AtomicUsize::new(0));
+        let taken = queued_tokens.clone();
         let worker = std::thread::Builder::new()
             .name("mcscore-scorer".into())
             .spawn(move || {
@@ -80,26 +92,40 @@ impl Queue {
                         return;
                     }
                 };
-                work(&mut session, receiver, &counter);
+                work(&mut session, receiver, &counter, &taken);
             })
             .map_err(|e| EngineError::Context(format!("could not start the scoring thread: {e}")))?;
         match ready_rx.recv() {
-            Ok(Ok(())) => Ok(Queue { sender, worker, capacity: capacity.max(1), skipped }),
+            Ok(Ok(())) => Ok(Queue { sender, worker, capacity: capacity.max(1), token_capacity, queued_tokens, skipped }),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(EngineError::Context("the scoring thread stopped while creating its context".into())),
         }
     }
 
-    /// Queues work without waiting: a full queue gives it back at once.
+    /// Queues work without waiting: a full queue (in requests or in prompt
+    /// tokens) gives it back at once.
     pub fn submit(&self, work: Work) -> Result<(), Refused> {
-        self.sender.try_send(work).map_err(|e| match e {
-            TrySendError::Full(w) => Refused::Full(w),
-            TrySendError::Disconnected(w) => Refused::Closed(w),
+        let tokens = tokens_of(&work);
+        let before = self.queued_tokens.fetch_add(tokens, Ordering::SeqCst);
+        if before > 0 && before + tokens > self.token_capacity {
+            self.queued_tokens.fetch_sub(tokens, Ordering::SeqCst);
+            return Err(Refused::Full(work));
+        }
+        self.sender.try_send(work).map_err(|e| {
+            self.queued_tokens.fetch_sub(tokens, Ordering::SeqCst);
+            match e {
+                TrySendError::Full(w) => Refused::Full(w),
+                TrySendError::Disconnected(w) => Refused::Closed(w),
+            }
         })
     }
 
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    pub fn token_capacity(&self) -> usize {
+        self.token_capacity
     }
 
     /// Requests whose clients went away before the worker reached them, so
@@ -116,19 +142,25 @@ impl Queue {
     }
 }
 
-fn work(session: &mut mcscore_engine::Session<'_>, receiver: Receiver<Work>, skipped: &AtomicU64) {
+/// Prompt tokens a request's work holds.
+fn tokens_of(work: &Work) -> usize {
+    work.prompts.iter().map(|p| p.tokens.len()).sum()
+}
+
+fn work(session: &mut mcscore_engine::Session<'_>, receiver: Receiver<Work>, skipped: &AtomicU64, queued_tokens: &AtomicUsize) {
     while let Ok(first) = receiver.recv() {
+        let mut tokens = tokens_of(&first);
         let mut pass = vec![first];
-        let mut tokens: usize = pass[0].prompts.iter().map(|p| p.tokens.len()).sum();
         while tokens < GATHER_TOKENS {
             match receiver.try_recv() {
                 Ok(w) => {
-                    tokens += w.prompts.iter().map(|p| p.tokens.len()).sum::<usize>();
+                    tokens += tokens_of(&w);
                     pass.push(w);
                 }
                 Err(_) => break,
             }
         }
+        queued_tokens.fetch_sub(tokens, Ordering::SeqCst);
         let (mut live, gone): (Vec<Work>, Vec<Work>) = pass.into_iter().partition(|w| !w.cancelled.load(Ordering::Relaxed));
         for w in gone {
             skipped.fetch_add(1, Ordering::Relaxed);
@@ -144,10 +176,18 @@ fn work(session: &mut mcscore_engine::Session<'_>, receiver: Receiver<Work>, ski
         indexed.sort_by(|a, b| a.1.tokens.cmp(&b.1.tokens));
         let (order, sorted): (Vec<usize>, Vec<PromptRequest>) = indexed.into_iter().unzip();
         let started = Instant::now();
-        let result = session.score(&sorted);
+        let flags: Vec<Arc<AtomicBool>> = live.iter().map(|w| w.cancelled.clone()).collect();
+        let everyone_left = || flags.iter().all(|f| f.load(Ordering::Relaxed));
+        let result = session.score(&sorted, &everyone_left);
         let compute = started.elapsed();
         match result {
-            Ok(rows) => {
+            Ok(None) => {
+                for w in live {
+                    skipped.fetch_add(1, Ordering::Relaxed);
+                    (w.reply)(Outcome::Cancelled);
+                }
+            }
+            Ok(Some(rows)) => {
                 let mut unsorted: Vec<(usize, Vec<RowScores>)> = order.into_iter().zip(rows).collect();
                 unsorted.sort_unstable_by_key(|r| r.0);
                 let mut unsorted = unsorted.into_iter().map(|r| r.1);

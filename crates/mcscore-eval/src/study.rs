@@ -176,17 +176,20 @@ impl Study {
         if o.max_running == Some(0) {
             return Err("slurm.max_running is 0; give at least 1 (array tasks that may run at once)".into());
         }
-        for (field, value, allowed, example) in [
-            ("slurm.partition", &o.partition, "_-.,", "gpu"),
-            ("slurm.mem", &o.mem, "", "16G"),
-            ("slurm.time", &o.time, ":-", "02:00:00"),
-        ] {
+        for (field, value, allowed, example) in
+            [("slurm.partition", &o.partition, "_-.,", "gpu"), ("slurm.mem", &o.mem, "", "16G"), ("slurm.time", &o.time, ":-", "02:00:00")]
+        {
             if let Some(value) = value {
                 option_value(field, value, allowed, example)?;
             }
         }
         let k = &study.kubernetes;
-        if k.name.is_empty() || k.name.len() > 63 || !k.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') || k.name.starts_with('-') || k.name.ends_with('-') {
+        if k.name.is_empty()
+            || k.name.len() > 63
+            || !k.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            || k.name.starts_with('-')
+            || k.name.ends_with('-')
+        {
             return Err(format!("kubernetes.name {:?} is not a DNS label (lower-case letters, digits and -, at most 63)", k.name));
         }
         option_value("kubernetes.memory", &k.memory, ".", "16Gi")?;
@@ -226,10 +229,7 @@ impl Study {
     fn check_mounted(&self) -> Result<(), String> {
         let mount = Path::new(&self.kubernetes.mount);
         let on_volume = |p: &Path| {
-            p.is_absolute()
-                && p.starts_with(mount)
-                && p != mount
-                && !p.components().any(|c| matches!(c, std::path::Component::ParentDir))
+            p.is_absolute() && p.starts_with(mount) && p != mount && !p.components().any(|c| matches!(c, std::path::Component::ParentDir))
         };
         if !mount.is_absolute() {
             return Err(format!("kubernetes.mount {:?} is not an absolute path", self.kubernetes.mount));
@@ -363,7 +363,11 @@ impl Study {
                         containers: vec![k8s::Container {
                             name: "mcscore",
                             image: k.image.clone(),
-                            command: vec!["bash".into(), "-c".into(), format!("set -euo pipefail\n{}", self.task_script("JOB_COMPLETION_INDEX"))],
+                            command: vec![
+                                "bash".into(),
+                                "-c".into(),
+                                format!("set -euo pipefail\n{}", self.task_script("JOB_COMPLETION_INDEX")),
+                            ],
                             resources: k8s::Resources {
                                 requests: BTreeMap::from([("cpu".to_owned(), k.cpus.to_string()), ("memory".to_owned(), memory)]),
                                 limits,

@@ -61,8 +61,8 @@ fn all_equal_scores_abstain_and_tie_to_the_first_option() {
 fn behaviour_rates_follow_the_thresholds_the_schemes_use() {
     // p = (0.5, 0.3, 0.2): above τ = 1/3, so NM answers; at τ = 0.9 it abstains.
     let task = t(&[0.5, 0.3, 0.2], 0);
-    close(Behaviour::of(&[task.clone()], None, None).abstention_rate, 0.0);
-    let strict = Behaviour::of(&[task.clone()], Some(0.9), Some(0.4));
+    close(Behaviour::of(std::slice::from_ref(&task), None, None).abstention_rate, 0.0);
+    let strict = Behaviour::of(std::slice::from_ref(&task), Some(0.9), Some(0.4));
     close(strict.abstention_rate, 1.0);
     close(Scheme::Nm { tau: Some(0.9) }.score(&task), 0.0);
     // ε = 0.4 eliminates 0.3 and 0.2, as Elim scores it.

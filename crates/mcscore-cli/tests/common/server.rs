@@ -31,7 +31,18 @@ impl Server {
     /// Starts `mcscore serve` on the default model with `extra` flags and
     /// waits until it listens.
     pub fn start(extra: &[&str]) -> Server {
-        let mut child = super::mcscore()
+        Server::spawn(super::mcscore(), extra)
+    }
+
+    /// Starts it with at most `files` open file descriptors (`ulimit -n`).
+    pub fn start_with_fd_limit(files: u32, extra: &[&str]) -> Server {
+        let mut shell = std::process::Command::new("sh");
+        shell.args(["-c", &format!("ulimit -n {files} && exec \"$0\" \"$@\""), env!("CARGO_BIN_EXE_mcscore")]);
+        Server::spawn(shell, extra)
+    }
+
+    fn spawn(mut command: std::process::Command, extra: &[&str]) -> Server {
+        let mut child = command
             .args(["serve", "-m", &super::model(), "--port", "0", "-t", "2"])
             .args(extra)
             .stdout(Stdio::null())
@@ -89,6 +100,31 @@ impl Server {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The server's peak resident memory so far, in bytes (Linux's VmHWM).
+    pub fn peak_rss(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+    }
+
+    /// Sends `signal` (TERM, INT) without waiting.
+    pub fn signal(&self, signal: &str) {
+        let status = std::process::Command::new("kill").args([&format!("-{signal}"), &self.pid().to_string()]).status().unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits for the exit, at most `limit`; `None` if it is still running.
+    pub fn wait_for(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
     }
 
     /// Sends SIGTERM and waits for the exit.
