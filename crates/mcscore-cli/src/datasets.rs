@@ -130,6 +130,7 @@ pub(crate) fn run_build(args: BuildArgs) -> anyhow::Result<Outcome> {
     if args.source.source.is_some() && names.len() != 1 {
         bail!("--source names one benchmark's source; {} benchmarks were given", names.len());
     }
+    crate::output::check_dir(&args.out, "--out")?;
     std::fs::create_dir_all(&args.out).with_context(|| args.out.display().to_string())?;
     let mut manifest = Manifest::load(&args.manifest)?;
     for name in names {

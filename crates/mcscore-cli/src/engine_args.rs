@@ -4,6 +4,10 @@
 use mcscore_engine::{ContextSize, EngineError, FlashAttention, Settings};
 use mcscore_eval::EvalError;
 
+/// The largest -b and -ub: 2^24 tokens, far beyond any context, and far
+/// below what llama.cpp's 32-bit batch counts or a batch's allocation break at.
+const MAX_BATCH: i64 = 1 << 24;
+
 #[derive(clap::Args)]
 pub(crate) struct EngineArgs {
     /// Context per sequence, as llama.cpp's -c: -np × -c is the longest task
@@ -23,12 +27,13 @@ pub(crate) struct EngineArgs {
 /// --deterministic), shared by the scoring commands and `serve`.
 #[derive(clap::Args)]
 pub(crate) struct ComputeArgs {
-    /// Tokens per decode (-b); raised to the sequences a fill uses where it is
-    /// smaller (llama.cpp needs a row per sequence).
-    #[arg(short = 'b', long = "batch-size", value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Tokens per decode (-b), 1 to 16,777,216; raised to the sequences a fill
+    /// uses where it is smaller (llama.cpp needs a row per sequence), and never
+    /// above the context the fills need.
+    #[arg(short = 'b', long = "batch-size", value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..=MAX_BATCH))]
     batch_size: u32,
-    /// Tokens per compute micro-batch (-ub).
-    #[arg(long = "ubatch-size", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Tokens per compute micro-batch (-ub), 1 to 16,777,216.
+    #[arg(long = "ubatch-size", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=MAX_BATCH))]
     ubatch_size: u32,
     /// Threads (-t); default and maximum: the number of cores.
     #[arg(short = 't', long = "threads", value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
@@ -108,7 +113,7 @@ fn parse_context(text: &str) -> Result<ContextSize, String> {
 pub(crate) fn with_flag_hint(error: EvalError) -> anyhow::Error {
     let hint = match error.engine_error() {
         Some(EngineError::ContextOverflow { .. } | EngineError::ContextTooLarge { .. }) => {
-            "; lower -c or -np, or pass -c auto to size the context to the longest task"
+            "; lower -c or -np, or pass -c auto to size the context to the longest task (it is at least one micro-batch: lower -ub too)"
         }
         Some(EngineError::TaskTooLong { .. }) => "; raise -c, or pass -c auto to size the context to the longest task",
         _ => "",

@@ -23,6 +23,9 @@ enum Flag {
     Pass(&'static str, bool),
     /// Accepted with no effect (llama.cpp's log formatting); `true` when it takes a value.
     Ignore(bool),
+    /// Accepted with no effect, with an optional value from this list
+    /// (`--log-colors [on|off|auto]`): anything else is the next flag.
+    IgnoreOptional(&'static [&'static str]),
 }
 
 const FLAGS: &[(&[&str], Flag)] = &[
@@ -44,7 +47,7 @@ const FLAGS: &[(&[&str], Flag)] = &[
     (&["-ngl", "--gpu-layers", "--n-gpu-layers"], Flag::Pass("--n-gpu-layers", true)),
     (&["-fa", "--flash-attn"], Flag::Pass("--flash-attn", true)),
     (&["--log-prefix", "--no-log-prefix", "--log-timestamps", "--no-log-timestamps", "--log-disable"], Flag::Ignore(false)),
-    (&["--log-colors"], Flag::Ignore(true)),
+    (&["--log-colors"], Flag::IgnoreOptional(&["on", "off", "auto"])),
 ];
 
 /// Flags of llama-perplexity's other modes, refused by name.
@@ -62,6 +65,7 @@ pub(crate) fn help() -> String {
             Flag::Pass(_, true) => (" N", ""),
             Flag::Pass(_, false) => ("", ""),
             Flag::Ignore(taking) => (if *taking { " X" } else { "" }, "   (accepted; mcscore formats its own log)"),
+            Flag::IgnoreOptional(_) => (" [on|off|auto]", "   (accepted; mcscore formats its own log)"),
         };
         text.push_str(&format!("  {}{value}{note}\n", names.join(", ")));
     }
@@ -95,6 +99,18 @@ pub(crate) fn translate(args: &[OsString]) -> Result<Vec<OsString>, UsageError> 
                 format!("{name}: unexpected argument (llama-perplexity takes flags only)")
             }));
         };
+        if let Flag::IgnoreOptional(values) = flag {
+            match inline {
+                Some(v) if !values.contains(&v) => return Err(UsageError(format!("{name}={v}: expected one of {}", values.join(", ")))),
+                Some(_) => {}
+                None => {
+                    if rest.clone().next().and_then(|a| a.to_str()).is_some_and(|a| values.contains(&a)) {
+                        rest.next();
+                    }
+                }
+            }
+            continue;
+        }
         let takes_value = matches!(flag, Flag::Pass(_, true) | Flag::Ignore(true));
         let value = match (takes_value, inline) {
             (true, Some(value)) => Some(OsString::from(value)),
@@ -156,6 +172,15 @@ mod tests {
         );
         let out = words(&["llama-perplexity", "-f", "h.txt", "--hellaswag", "--hellaswag-tasks", "10", "-c", "1024"]).unwrap();
         assert_eq!(&out[4..], ["--binary-file", "h.txt", "--hellaswag", "--hellaswag-tasks", "10", "--ctx-size", "1024"]);
+    }
+
+    #[test]
+    fn log_colors_takes_its_own_values_only() {
+        let out = words(&["llama-perplexity", "--winogrande", "--log-colors", "-t", "1"]).unwrap();
+        assert!(out.ends_with(&["--threads".to_owned(), "1".to_owned(), "--ctx-size".to_owned(), "512".to_owned()]), "{out:?}");
+        let out = words(&["llama-perplexity", "--winogrande", "--log-colors", "off", "-t", "1"]).unwrap();
+        assert!(!out.contains(&"off".to_owned()) && out.contains(&"--threads".to_owned()), "{out:?}");
+        assert!(words(&["llama-perplexity", "--winogrande", "--log-colors=maybe"]).is_err());
     }
 
     #[test]

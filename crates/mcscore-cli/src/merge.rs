@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::output::{self, Target};
 use crate::score::{llama_preamble, metrics_json, print_accuracies, print_llama_end, Shown};
+use crate::text::printable;
 use crate::Outcome;
 
 const EXAMPLES: &str = "\
@@ -91,7 +92,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         print_llama_end(kind, shown.hits(), n, merged.total_options())?;
     } else {
         let model = std::path::Path::new(&header.model).file_name().unwrap_or_default().to_string_lossy().into_owned();
-        outln!("{model} on {}: {n} tasks, merged from {} shards", header.file, merged.shards)?;
+        outln!("{} on {}: {n} tasks, merged from {} shards", printable(&model), printable(&header.file), merged.shards)?;
         print_accuracies(&merged.records, header.kind(), &baselines)?;
     }
     Ok(Outcome::Ok)

@@ -54,6 +54,23 @@ pub(crate) fn check_file(target: &Target<'_>, inputs: &[&Path]) -> anyhow::Resul
     probe(folder, path, flag)
 }
 
+/// Checks where a sample log may go: not one of `inputs`, not a directory
+/// or special file, in a folder that exists. A log is appended to in place
+/// (through a symbolic link too); whether an existing one may be continued is
+/// the job's to decide (`--resume`).
+pub(crate) fn check_log(path: &Path, flag: &str, inputs: &[&Path]) -> anyhow::Result<()> {
+    if let Some(input) = inputs.iter().find(|input| same_file(path, input)) {
+        bail!("{}: {flag} names one of the command's inputs ({}); give another path", path.display(), input.display());
+    }
+    if let Ok(metadata) = std::fs::metadata(path) {
+        if !metadata.is_file() {
+            bail!("{}: {flag} names {}; give a regular file", path.display(), mcscore_format::file_kind(&metadata));
+        }
+        return Ok(());
+    }
+    check_file(&Target { path, flag, existing: Existing::Refuse }, inputs)
+}
+
 /// Checks that files can be written in the folder `dir` (given by `flag`):
 /// it is a writable folder, or the nearest folder above it that exists is
 /// writable, so that it can be created when the results are written. Nothing

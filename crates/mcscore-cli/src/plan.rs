@@ -93,7 +93,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
                 )?,
                 Err(error) => {
                     failed += 1;
-                    eprintln!("mcscore: {} on {} ({}): not merged: {error}", run.model, run.file, run.settings_name);
+                    eprintln!("mcscore: {} on {} ({}): not merged: {error:#}", run.model, run.file, run.settings_name);
                 }
             }
         }

@@ -8,6 +8,7 @@ use mcscore_eval::EvalError;
 use mcscore_metrics::calibration::ECE_BINS;
 use mcscore_metrics::Normalisation;
 
+use crate::text::printable;
 use crate::Outcome;
 
 /// Report every normalisation and scoring scheme, with 95 % bootstrap
@@ -30,8 +31,8 @@ pub(crate) struct Args {
     /// with p < ε (default 1/k).
     #[arg(long, value_name = "EPSILON", value_parser = parse_probability)]
     epsilon: Option<f64>,
-    /// Bootstrap resamples.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Bootstrap resamples, 1 to 100,000.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     resamples: u32,
     /// Bootstrap seed.
     #[arg(long, default_value_t = 1)]
@@ -115,7 +116,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
 fn csv(report: &Report) -> String {
     let mut out = String::from("model,kind,metric,value,ci_low,ci_high\n");
     for m in &report.models {
-        let label = m.label.replace('"', "\"\"");
+        let label = printable(&m.label).replace('"', "\"\"");
         for (kind, rows) in [("normalisation", &m.normalisations), ("scheme", &m.schemes)] {
             for (name, e) in rows {
                 let _ = writeln!(out, "\"{label}\",{kind},{name},{},{},{}", e.mean, e.low, e.high);
@@ -147,12 +148,16 @@ fn text(report: &Report) -> String {
     let _ = writeln!(
         out,
         "{}: {} tasks, p = softmax of {}, 95 % bootstrap intervals ({} resamples, seed {})",
-        report.file, report.models[0].tasks, report.normalisation, report.resamples, report.seed
+        printable(&report.file),
+        report.models[0].tasks,
+        report.normalisation,
+        report.resamples,
+        report.seed
     );
     for m in &report.models {
-        let _ = writeln!(out, "\n{}", m.label);
+        let _ = writeln!(out, "\n{}", printable(&m.label));
         if !m.label.contains(&m.settings) {
-            let _ = writeln!(out, "  settings: {}", m.settings);
+            let _ = writeln!(out, "  settings: {}", printable(&m.settings));
         }
         let _ = writeln!(out, "  accuracy (%)");
         for (name, e) in &m.normalisations {
@@ -181,7 +186,7 @@ fn text(report: &Report) -> String {
     }
     if !report.rankings.is_empty() {
         let _ = writeln!(out, "\nmodel ranks per scheme (1 = best); Spearman ρ and Kendall τ with NR's ranking ± bootstrap SE");
-        let names: Vec<&str> = report.models.iter().map(|m| m.label.as_str()).collect();
+        let names: Vec<std::borrow::Cow<'_, str>> = report.models.iter().map(|m| printable(&m.label)).collect();
         let _ =
             writeln!(out, "  models: {}", names.iter().enumerate().map(|(i, n)| format!("#{} {n}", i + 1)).collect::<Vec<_>>().join(", "));
         for r in &report.rankings {

@@ -372,14 +372,18 @@ fn shard_from(text: &str, shards: Option<usize>, env: &dyn Fn(&str) -> Option<St
     Ok(Shard { index, count })
 }
 
-/// The message of a strictly invalid file: its first faults, and what to do.
-fn invalid_file(error: EvalError, lenient_hint: bool) -> anyhow::Error {
+/// The message of an invalid file: its first faults, and what to do; with
+/// `lenient`, the faults even a lenient read cannot get past.
+fn invalid_file(error: EvalError, lenient: bool) -> anyhow::Error {
     let EvalError::Format(mcscore_format::Error::Invalid { path, faults }) = &error else { return error.into() };
-    let mut message = format!("{}: invalid task file ({} fault(s)):", path.display(), faults.len());
+    let what = if lenient { "cannot be scored even with --lenient" } else { "invalid task file" };
+    let mut message = format!("{}: {what} ({} fault(s)):", path.display(), faults.len());
     for fault in faults.iter().take(20) {
         message.push_str(&format!("\n  {fault}"));
     }
-    if lenient_hint {
+    if lenient {
+        message.push_str("\n(mcscore scores text; llama-perplexity would hand these bytes to its tokenizer as they are)");
+    } else {
         message.push_str("\n(run `mcscore validate` for every fault; --lenient scores what llama.cpp would)");
     }
     anyhow::anyhow!(message)
@@ -402,9 +406,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         None => defaults::model()?,
     };
     if let Some(log_path) = &args.log_samples {
-        // An existing log is the library's to refuse or resume; here, where it may go.
-        let target = output::Target { path: log_path, flag: "--log-samples", existing: mcscore_format::Existing::Replace };
-        output::check_file(&target, &[&path, &model])?;
+        output::check_log(log_path, "--log-samples", &[&path, &model])?;
     }
     let settings = args.engine.settings();
     let spec = ScoreSpec {
@@ -422,7 +424,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         shard,
     };
     let job = ScoreJob::prepare(spec).map_err(|e| match e {
-        e @ EvalError::Format(mcscore_format::Error::Invalid { .. }) => invalid_file(e, true),
+        e @ EvalError::Format(mcscore_format::Error::Invalid { .. }) => invalid_file(e, args.lenient),
         EvalError::LogExists { path } => {
             anyhow::anyhow!("{}: --log-samples file exists; pass --resume to continue it, or remove it to start again", path.display())
         }

@@ -244,6 +244,10 @@ pub enum Mismatch {
     FileSha256 { expected: String, found: String },
     #[error("source {path}: sha256 {found} differs from the manifest's {expected} (another revision of the source?)")]
     SourceSha256 { path: String, expected: String, found: String },
+    #[error("the manifest names the source {path:?}, which is not a relative path inside a sources folder or a hub address (was the manifest edited?)")]
+    SourcePath { path: String },
+    #[error("the manifest records {recorded} source file(s), but {read} were read")]
+    SourceCount { recorded: usize, read: usize },
 }
 
 /// Re-derives every task of a file (`tasks`, read from it) from `sources` and
@@ -316,6 +320,18 @@ pub fn verify_entry(
         mismatches.push(Mismatch::FileSha256 { expected: entry.sha256.clone(), found: sha256 });
     }
     let recorded_shots = entry.shots.as_ref().map_or(&[][..], |s| &s.from.files[..]);
+    for (read, recorded) in [(sources.len(), entry.source.files.len()), (shot_sources.len(), recorded_shots.len())] {
+        if read != recorded {
+            mismatches.push(Mismatch::SourceCount { recorded, read });
+        }
+    }
+    for recorded in entry.source.files.iter().chain(recorded_shots) {
+        let path = std::path::Path::new(&recorded.path);
+        let hub = recorded.path.starts_with("hf://");
+        if !hub && (path.is_absolute() || path.components().any(|c| matches!(c, std::path::Component::ParentDir))) {
+            mismatches.push(Mismatch::SourcePath { path: recorded.path.clone() });
+        }
+    }
     for (source, recorded) in sources.iter().zip(&entry.source.files).chain(shot_sources.iter().zip(recorded_shots)) {
         let found = source_sha256(&source.path)?;
         if found != recorded.sha256 {

@@ -221,8 +221,9 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     // and memory; it changes no score.
     let n_ctx = round_up(cells.max(1), 256).min(limit);
     // llama.cpp reserves an output row per sequence within one batch, and
-    // aborts when a batch is narrower than the sequences a fill uses.
-    let n_batch = settings.n_batch.max(n_seq_max as u32);
+    // aborts when a batch is narrower than the sequences a fill uses; a
+    // batch wider than the context only costs its allocation.
+    let n_batch = settings.n_batch.min(n_ctx as u32).max(n_seq_max as u32);
     let reused = reuse(tasks, &batches, settings);
     Ok(Plan { batches, reused, n_ctx: n_ctx as u64, n_batch, n_ubatch: settings.n_ubatch.min(n_batch), n_seq_max: n_seq_max as u32 })
 }
@@ -324,6 +325,16 @@ mod tests {
         let plan = plan(&tasks, &s).unwrap();
         assert_eq!(plan.n_seq_max, 5);
         assert_eq!((plan.n_batch, plan.n_ubatch), (5, 5));
+    }
+
+    #[test]
+    fn a_batch_wider_than_the_context_is_narrowed() {
+        // -b 2^31 panicked in llama-cpp-2, -b 3e8 spent minutes allocating.
+        let tasks = [task(0, 10, &[2, 2])];
+        let mut s = settings(ContextSize::Auto, None);
+        (s.n_batch, s.n_ubatch) = (1 << 24, 1 << 24);
+        let plan = plan(&tasks, &s).unwrap();
+        assert_eq!((plan.n_ctx, plan.n_batch, plan.n_ubatch), (256, 256, 256));
     }
 
     #[test]

@@ -79,7 +79,7 @@ impl Engine {
                 n_seq_max: 1,
             }
         } else {
-            let n_batch = settings.n_batch.max(n_seq_max);
+            let n_batch = settings.n_batch.min(n_ctx as u32).max(n_seq_max);
             Plan {
                 batches: Vec::new(),
                 reused: Vec::new(),

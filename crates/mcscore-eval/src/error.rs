@@ -15,6 +15,10 @@ pub enum EvalError {
     #[error(transparent)]
     Dataset(#[from] mcscore_datasets::DatasetError),
 
+    /// The model did not load (the engine's message names the model).
+    #[error(transparent)]
+    Load(EngineError),
+
     /// Scoring failed; `path` is the task file, model or item set concerned.
     #[error("{}: {source}", path.display())]
     Engine {
@@ -228,7 +232,7 @@ impl EvalError {
     /// The engine error behind this one, if any (a front end adds flag hints).
     pub fn engine_error(&self) -> Option<&EngineError> {
         match self {
-            EvalError::Engine { source, .. } | EvalError::Unconditional { source, .. } => Some(source),
+            EvalError::Engine { source, .. } | EvalError::Unconditional { source, .. } | EvalError::Load(source) => Some(source),
             EvalError::Prompt { source, .. } => Some(source),
             _ => None,
         }

@@ -123,12 +123,12 @@ impl Input {
     /// tasks are read, strictly, by [`Input::tasks`]).
     pub fn open(path: &Path, kind: TaskKind, lenient: bool) -> Result<Input, EvalError> {
         if kind != TaskKind::MultipleChoice {
-            return Ok(Input::Text { bytes: std::fs::read(path).map_err(EvalError::io(path))?, kind });
+            return Ok(Input::Text { bytes: mcscore_format::read_input(path)?, kind });
         }
         match TaskFile::open(path) {
             Ok(file) => Ok(Input::Strict(file)),
             Err(FormatError::Invalid { faults, .. }) if lenient => {
-                let bytes = std::fs::read(path).map_err(EvalError::io(path))?;
+                let bytes = mcscore_format::read_input(path)?;
                 Ok(Input::Lenient { bytes, faults })
             }
             Err(e) => Err(e.into()),
@@ -268,7 +268,7 @@ impl ScoreJob {
         let mut selected: Vec<(usize, Task<'_>)> = order.iter().map(|&i| (i, all_tasks[i].clone())).collect();
         let settings = &spec.settings;
 
-        let engine = Engine::load(&spec.model, settings.n_gpu_layers).map_err(EvalError::engine(&spec.model))?;
+        let engine = Engine::load(&spec.model, settings.n_gpu_layers).map_err(EvalError::Load)?;
         phase(&mut timings.load);
         let mut prepared = match spec.kind {
             TaskKind::Winogrande => engine.prepare_blanks(&selected),

@@ -248,6 +248,7 @@ impl SampleLog {
         if path.is_dir() {
             return Err(EvalError::Log { path: path.to_owned(), fault: LogFault::Directory });
         }
+        mcscore_format::check_input(path)?;
         let file = File::options().read(true).write(true).open(path).map_err(EvalError::io(path))?;
         let metadata = file.metadata().map_err(EvalError::io(path))?;
         if !metadata.is_file() {

@@ -21,6 +21,7 @@ enum Bytes {
 impl Bytes {
     fn open(path: &Path) -> Result<Bytes, Error> {
         let io = |source| Error::Io { path: path.to_owned(), source };
+        crate::writer::check_input(path)?;
         let file = File::open(path).map_err(io)?;
         let metadata = file.metadata().map_err(io)?;
         if metadata.is_dir() {

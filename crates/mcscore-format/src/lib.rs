@@ -25,7 +25,9 @@ pub use parse::validate;
 pub use summary::{sha256_file, sha256_hex, Baselines, Summary};
 pub use task::{Choices, IdSet, Mode, Task};
 pub use text::{read_hellaswag, read_winogrande, winogrande_line, TextFault, HELLASWAG_ENDINGS, WINOGRANDE_HEADER};
-pub use writer::{check_target, file_kind, read_input, same_file, write_atomic, write_tasks, AtomicFile, Existing, TaskWriter};
+pub use writer::{
+    check_input, check_target, file_kind, read_input, same_file, write_atomic, write_tasks, AtomicFile, Existing, TaskWriter,
+};
 
 /// llama.cpp rejects tasks with more options than this.
 pub const MAX_OPTIONS: usize = 100;

@@ -26,6 +26,12 @@ pub enum TextFault {
     InvalidUtf8,
     #[error("a carriage return (Windows line ending); llama-perplexity would keep it in the text")]
     CarriageReturn,
+    #[error(
+        "a byte-order mark (U+FEFF) starts the file; llama-perplexity would read it as text of the first task: save the file without it"
+    )]
+    ByteOrderMark,
+    #[error("an empty line; expected index,sentence,option1,option2,answer")]
+    EmptyLine,
     #[error("the file ends inside a task: {lines} line(s) of the {HELLASWAG_LINES} a HellaSwag task has (context, gold label, 4 endings)")]
     HellaswagIncomplete { lines: usize },
     #[error("the gold label is {0:?}; expected 0, 1, 2 or 3 (the second line of each task)")]
@@ -91,6 +97,9 @@ pub fn read_winogrande<'a>(bytes: &'a [u8], path: &Path) -> Result<Vec<Task<'a>>
     lines
         .into_iter()
         .map(|(number, offset, line)| {
+            if line.is_empty() {
+                return Err(fault(path, number, offset, TextFault::EmptyLine));
+            }
             let (fields, column) = split_fields(line).map_err(|(column, f)| fault(path, number, offset + column, f))?;
             let at = |field: usize| offset + column[field];
             let [index, sentence, option1, option2, answer] = fields;
@@ -184,6 +193,9 @@ fn lines<'a>(bytes: &'a [u8], path: &Path) -> Result<Vec<(usize, usize, &'a str)
         let line = 1 + bytes[..offset].iter().filter(|&&b| b == b'\n').count();
         fault(path, line, offset, TextFault::InvalidUtf8)
     })?;
+    if text.starts_with('\u{feff}') {
+        return Err(fault(path, 1, 0, TextFault::ByteOrderMark));
+    }
     let body = text.strip_suffix('\n').unwrap_or(text);
     if body.is_empty() {
         return Ok(Vec::new());
@@ -253,6 +265,7 @@ mod tests {
             ("\n1\na\nb\nc\nd\n", "h.txt: line 1 (byte 0): an empty context"),
             ("Ctx\n1\na\n\nc\nd\n", "h.txt: line 4 (byte 8): an empty ending"),
             ("Ctx\r\n1\na\nb\nc\nd\n", "h.txt: line 1 (byte 3): a carriage return"),
+            ("\u{feff}Ctx\n1\na\nb\nc\nd\n", "h.txt: line 1 (byte 0): a byte-order mark"),
         ];
         for (text, expected) in cases {
             let error = hellaswag(text).unwrap_err();
@@ -287,7 +300,9 @@ mod tests {
             ("0,\"A, _ b.,x,y,1\n", "w.csv: line 1 (byte 2): a quote that does not close"),
             ("0,\"A, \"\"_\"\" b.\",x,y,1\n", "w.csv: line 1 (byte 6): a quote inside a field"),
             ("0,A _ b.,\"x\",y,1\n", "w.csv: line 1 (byte 9): a quote inside a field"),
-            ("0,A _ b.,x,y,1\n\n1,A _ b.,x,y,1\n", "w.csv: line 2 (byte 15): 1 comma-separated field(s)"),
+            ("0,A _ b.,x,y,1\n\n1,A _ b.,x,y,1\n", "w.csv: line 2 (byte 15): an empty line"),
+            ("0,A _ b.,x,y,1\n\n", "w.csv: line 2 (byte 15): an empty line"),
+            ("\u{feff}0,A _ b.,x,y,1\n", "w.csv: line 1 (byte 0): a byte-order mark"),
             ("0,A _ b.,x,y,1\r\n", "w.csv: line 1 (byte 14): a carriage return"),
         ];
         for (text, expected) in cases {

@@ -187,11 +187,23 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// Refuses an input that is not a regular file before it is opened:
+/// opening a FIFO to read waits for a writer, which may never come.
+pub fn check_input(path: &Path) -> Result<(), Error> {
+    match std::fs::metadata(path) {
+        Ok(metadata) if !metadata.is_file() && !metadata.is_dir() => {
+            Err(Error::NotRegular { path: path.to_owned(), kind: file_kind(&metadata) })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Reads an input file whole, refusing what is not a regular file (a FIFO
 /// would block, `/dev/zero` never ends) before reading a byte.
 pub fn read_input(path: &Path) -> Result<Vec<u8>, Error> {
     use std::io::Read;
     let io = |source| Error::Io { path: path.to_owned(), source };
+    check_input(path)?;
     let mut file = std::fs::File::open(path).map_err(io)?;
     let metadata = file.metadata().map_err(io)?;
     if !metadata.is_file() {

@@ -1,0 +1,311 @@
+//! The hostile pass's findings, each attack reproduced first: outputs aimed
+//! at devices, FIFOs and the command's own inputs; a second writer through a
+//! link; crafted and unfinished logs; flag values that sized allocations; a
+//! 100 MB line; and the messages that named the wrong thing.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{log_tasks, model, path_str, reference, run, stderr, stdout, tempdir};
+use serde_json::Value;
+
+/// A finished log of the first `n` tasks of mc_letter4 (`extra` flags added).
+fn scored_log(dir: &Path, name: &str, n: usize, extra: &[&str]) -> PathBuf {
+    let log = dir.join(name);
+    let tasks = n.to_string();
+    let file = reference("mc_letter4.bin");
+    let out = run(&[&["score", "-m", &model(), &file, "--multiple-choice-tasks", &tasks, "--log-samples", path_str(&log)], extra].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    log
+}
+
+/// The log's lines as JSON, changed by `edit`, written to `path`.
+fn edited(log: &Path, path: &Path, edit: impl Fn(&mut Vec<Value>)) -> PathBuf {
+    let mut lines: Vec<Value> = std::fs::read_to_string(log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    edit(&mut lines);
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(path, text).unwrap();
+    path.to_owned()
+}
+
+fn mkfifo(path: &Path) {
+    assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
+}
+
+#[test]
+fn crafted_task_lines_are_refused_by_name_and_never_panic() {
+    let dir = tempdir();
+    let log = scored_log(dir.path(), "run.jsonl", 6, &[]);
+    let shard = scored_log(dir.path(), "shard.jsonl", 6, &["--shard", "0/1"]);
+    type Edit = fn(&mut Value);
+    let cases: [(&str, Edit, &str); 10] = [
+        ("gold beyond the options", |t| t["gold"] = 9.into(), "gold is Some(9)"),
+        ("no options", |t| t["options"] = Value::Array(vec![]), "0 option(s)"),
+        ("one option", |t| t["options"] = Value::Array(vec![t["options"][0].clone()]), "1 option(s)"),
+        ("acc_pmi predicted, not judged", |t| t["pred"]["acc_pmi"] = 0.into(), "acc_pmi is logged for some"),
+        (
+            "right where the scores say wrong",
+            |t| t["correct"]["acc"] = (!t["correct"]["acc"].as_bool().unwrap()).into(),
+            "edited or damaged",
+        ),
+        ("a prediction out of range", |t| t["pred"]["acc_norm"] = 7.into(), "edited or damaged"),
+        ("labels that disagree with gold", |t| t["labels"] = serde_json::json!([true, false, false, false]), "gold is"),
+        (
+            "two gold labels",
+            |t| {
+                t["labels"] = serde_json::json!([true, true, false, false]);
+                t["gold"] = 0.into();
+            },
+            "not exactly one 1",
+        ),
+        ("a 0-token option", |t| t["options"][1]["tokens"] = 0.into(), "option 1 has 0 scored tokens"),
+        ("fewer labels than options", |t| t["labels"] = serde_json::json!([true]), "1 labels for 4 options"),
+    ];
+    for (what, edit, expected) in cases {
+        for (source, command) in [(&log, "report"), (&shard, "merge")] {
+            let bad = edited(source, &dir.path().join(format!("{command}.jsonl")), |lines| edit(&mut lines[2]));
+            let out = run(&[command, path_str(&bad)]);
+            assert_eq!(out.status.code(), Some(1), "{what} ({command}): {}", stderr(&out));
+            assert!(stderr(&out).contains(expected) && stderr(&out).contains("line 3"), "{what} ({command}): {}", stderr(&out));
+        }
+    }
+    // A Winogrande shard with a one-option task (it panicked in --output llama).
+    let wino = edited(&shard, &dir.path().join("wino.jsonl"), |lines| {
+        let settings = lines[0]["settings"].as_str().unwrap().to_owned() + " winogrande";
+        lines[0]["settings"] = settings.into();
+    });
+    let out = run(&["merge", path_str(&wino), "--output", "llama"]);
+    assert!(stderr(&out).contains("a Winogrande task has exactly 2"), "{}", stderr(&out));
+    // A header whose shard is not below its count.
+    let beyond = edited(&shard, &dir.path().join("beyond.jsonl"), |lines| lines[0]["shard"]["index"] = 5.into());
+    let out = run(&["merge", path_str(&beyond)]);
+    assert!(stderr(&out).contains("the header's shard is 5 of 1"), "{}", stderr(&out));
+    // A count of 2^62 shards: refused without building a list that long.
+    let huge = edited(&shard, &dir.path().join("huge.jsonl"), |lines| {
+        lines[0]["shard"]["count"] = (1u64 << 62).into();
+        lines[0]["shard"]["run_tasks"] = (1u64 << 62).into();
+    });
+    let out = run(&["merge", path_str(&huge)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("4611686018427387903 of the run's 4611686018427387904 shards missing: 1, 2, 3"), "{}", stderr(&out));
+}
+
+#[test]
+fn results_come_only_from_runs_that_ended_normally() {
+    let dir = tempdir();
+    let log = scored_log(dir.path(), "run.jsonl", 4, &[]);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let footer_start = text.trim_end().rfind('\n').unwrap() + 1;
+    let cases = [
+        ("no footer", text[..footer_start].to_owned(), "all 4 tasks are logged, but the log has no footer"),
+        ("a torn footer", text[..text.len() - 5].to_owned(), "all 4 tasks are logged, but the log has no footer"),
+        ("interrupted", text.replace("\"complete\":true", "\"complete\":false"), "marked incomplete"),
+        ("cut short", text.lines().take(3).map(|l| format!("{l}\n")).collect(), "2 of 4 tasks logged and no footer"),
+    ];
+    for (what, body, expected) in cases {
+        let path = dir.path().join("unfinished.jsonl");
+        std::fs::write(&path, body).unwrap();
+        let out = run(&["report", path_str(&path)]);
+        assert_eq!(out.status.code(), Some(1), "{what}: {}", stdout(&out));
+        assert!(stderr(&out).contains(expected), "{what}: {}", stderr(&out));
+    }
+    // --tau changes what NM's behaviour reports, as it changes NM's score.
+    let out = run(&["report", path_str(&log), "--tau", "0.99", "--json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let model = &report["models"][0];
+    assert_eq!(model["behaviour"]["abstention_rate"], 1.0, "{model}");
+    assert_eq!(model["schemes"][1][1]["mean"], 0.0, "abstaining on every task scores 0");
+    // A terminal escape in a log's model path prints as text.
+    let escaped = edited(&log, &dir.path().join("escape.jsonl"), |lines| lines[0]["model"] = "m\u{1b}[2J.gguf".into());
+    let out = run(&["report", path_str(&escaped)]);
+    assert!(stdout(&out).contains("\\u{1b}[2J") && !stdout(&out).contains('\u{1b}'), "{}", stdout(&out));
+}
+
+#[test]
+fn outputs_never_replace_devices_fifos_or_inputs() {
+    let dir = tempdir();
+    let d = dir.path();
+    let shard = scored_log(d, "shard.jsonl", 4, &["--shard", "0/1"]);
+    let fifo = d.join("fifo");
+    mkfifo(&fifo);
+    let device = d.join("null");
+    let have_device = Command::new("mknod").arg(&device).args(["c", "1", "3"]).status().unwrap().success();
+    let study = d.join("study.json");
+    std::fs::write(&study, r#"{"models": ["m.gguf"], "files": ["f.bin"], "shards": 2, "out": "o"}"#).unwrap();
+    let task_file = d.join("x.bin");
+    std::fs::copy(reference("mc_letter4.bin"), &task_file).unwrap();
+    let existing = d.join("existing.json");
+    std::fs::write(&existing, "keep me").unwrap();
+    let mut cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["merge".into(), path_str(&shard).into(), "-o".into(), path_str(&fifo).into(), "--force".into()], "names a FIFO"),
+        (
+            vec!["merge".into(), path_str(&shard).into(), "-o".into(), path_str(&shard).into(), "--force".into()],
+            "one of the command's inputs",
+        ),
+        (vec!["merge".into(), path_str(&shard).into(), "-o".into(), path_str(&existing).into()], "pass --force"),
+        (vec!["plan".into(), path_str(&study).into(), "--slurm".into(), "-o".into(), path_str(&study).into(), "--force".into()], "inputs"),
+        (vec!["plan".into(), path_str(&study).into(), "--slurm".into(), "-o".into(), path_str(&fifo).into()], "names a FIFO"),
+        (
+            vec!["sweep".into(), path_str(&task_file).into(), "--log-samples".into(), path_str(&task_file).into(), "--force".into()],
+            "inputs",
+        ),
+        (vec!["sweep".into(), path_str(&task_file).into(), "--save-json".into(), path_str(&existing).into()], "pass --force"),
+        (
+            vec!["sweep".into(), path_str(&task_file).into(), "--save-json".into(), "/dev/stdout".into(), "--force".into()],
+            "not a regular file",
+        ),
+        (
+            vec![
+                "score".into(),
+                "-m".into(),
+                model(),
+                path_str(&task_file).into(),
+                "--log-samples".into(),
+                path_str(&fifo).into(),
+                "--resume".into(),
+            ],
+            "names a FIFO",
+        ),
+        (
+            vec![
+                "score".into(),
+                "-m".into(),
+                model(),
+                path_str(&task_file).into(),
+                "--log-samples".into(),
+                path_str(&task_file).into(),
+                "--resume".into(),
+            ],
+            "inputs",
+        ),
+    ];
+    if have_device {
+        cases.push((
+            vec!["merge".into(), path_str(&shard).into(), "-o".into(), path_str(&device).into(), "--force".into()],
+            "a character device",
+        ));
+    }
+    for (args, expected) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        let message = stderr(&out);
+        assert!(message.contains(expected) || (expected == "not a regular file" && message.contains("names a")), "{args:?}: {message}");
+    }
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO is still a FIFO");
+    if have_device {
+        assert!(std::fs::symlink_metadata(&device).unwrap().file_type().is_char_device());
+    }
+    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "keep me");
+    assert_eq!(std::fs::read(&task_file).unwrap(), std::fs::read(reference("mc_letter4.bin")).unwrap());
+    // With --force a regular output is replaced, atomically.
+    let out = run(&["merge", path_str(&shard), "-o", path_str(&existing), "--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(log_tasks(&existing).len(), 4);
+    // Inputs that are not regular files are refused, not read forever.
+    let out = run(&["score", "-m", &model(), "-bf", "/dev/zero"]);
+    assert!(stderr(&out).contains("/dev/zero: a character device, not a regular file"), "{}", stderr(&out));
+    let out = run(&["report", path_str(&fifo)]);
+    assert!(stderr(&out).contains("a FIFO, not a regular file"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_second_run_on_a_log_through_a_link_is_refused() {
+    let dir = tempdir();
+    let log = dir.path().join("run.jsonl");
+    let file = reference("mc_letter4.bin");
+    let mut first = common::mcscore()
+        .args(["score", "-m", &model(), &file, "-t", "1", "--log-samples", path_str(&log)])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the first run to write its header.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_to_string(&log).map_or(true, |t| !t.contains("\"type\":\"header\"")) {
+        assert!(std::time::Instant::now() < deadline, "the first run never wrote its log");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let soft = dir.path().join("soft.jsonl");
+    std::os::unix::fs::symlink(&log, &soft).unwrap();
+    let hard = dir.path().join("hard.jsonl");
+    std::fs::hard_link(&log, &hard).unwrap();
+    for link in [&soft, &hard] {
+        let out = run(&["score", "-m", &model(), &file, "-t", "1", "--log-samples", path_str(link), "--resume"]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(stderr(&out).contains("another process is writing this file"), "{}", stderr(&out));
+    }
+    let status = first.wait().unwrap();
+    assert!(status.success());
+    assert_eq!(log_tasks(&log).len(), 200, "the first run's log is whole");
+    assert_eq!(common::log_footer(&log)["complete"], true);
+    assert!(!dir.path().join("run.jsonl.lock").exists(), "no lock file is left beside the log");
+}
+
+#[test]
+fn values_that_sized_allocations_are_bounded() {
+    let file = reference("mc_letter4.bin");
+    let m = model();
+    for flag in ["-b", "-ub"] {
+        for value in ["2147483648", "4294967295", "0"] {
+            let out = run(&["score", "-m", &m, &file, flag, value]);
+            assert_eq!(out.status.code(), Some(2), "{flag} {value}: {}", stderr(&out));
+        }
+    }
+    // The largest value scores, with a batch no wider than the context.
+    let out = run(&["score", "-m", &m, &file, "--multiple-choice-tasks", "4", "-b", "16777216", "-ub", "16777216", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run(&["report", "x.jsonl", "--resamples", "4294967295"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    // A 100 MB HellaSwag context is refused before the tokenizer sees it.
+    let dir = tempdir();
+    let huge = dir.path().join("hellaswag.txt");
+    let mut text = "x ".repeat(50 << 20);
+    text.push_str("\n0\na.\nb.\nc.\nd.\n");
+    std::fs::write(&huge, text).unwrap();
+    let out = run(&["score", "-m", &m, "-f", path_str(&huge), "--hellaswag"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("task 0: a text of 104857603 bytes; mcscore tokenises at most 4194304 bytes"), "{}", stderr(&out));
+}
+
+#[test]
+fn messages_name_the_right_thing() {
+    let dir = tempdir();
+    let d = dir.path();
+    // The model's path once, not twice.
+    let missing = d.join("missing.gguf");
+    let out = run(&["score", "-m", path_str(&missing), &reference("mc_letter4.bin")]);
+    assert_eq!(stderr(&out).matches("missing.gguf").count(), 1, "{}", stderr(&out));
+    // --lenient cannot score bytes that are not UTF-8, and says so.
+    let mut bytes = std::fs::read(reference("mc_letter4.bin")).unwrap();
+    let at = bytes.windows(8).position(|w| w == b"Question").unwrap();
+    bytes[at] = 0xff;
+    let bad = d.join("bad.bin");
+    std::fs::write(&bad, bytes).unwrap();
+    let out = run(&["score", "-m", &model(), path_str(&bad), "--lenient"]);
+    assert!(
+        stderr(&out).contains("cannot be scored even with --lenient") && !stderr(&out).contains("--lenient scores"),
+        "{}",
+        stderr(&out)
+    );
+    // A bad --formats is a usage error; --out naming a file says so.
+    let out = run(&["sweep", &reference("mc_letter4.bin"), "--formats", "upper.nope.newline"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let file = d.join("file");
+    std::fs::write(&file, "x").unwrap();
+    let out = run(&["build", "arc-easy-validation", "--out", path_str(&file), "--sources", &common::sources()]);
+    assert!(stderr(&out).contains("--out names a file; give a folder"), "{}", stderr(&out));
+    // verify refuses a manifest whose source path leaves the sources folder.
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(common::repo("manifest.json")).unwrap()).unwrap();
+    let mut entry = manifest["datasets"].as_array().unwrap().iter().find(|e| e["name"] == "arc-easy-validation").unwrap().clone();
+    entry["source"]["files"][0]["path"] = "../../../../etc/shadow".into();
+    entry["file"] = common::repo("datasets/arc-easy-validation.bin").into();
+    let edited = d.join("manifest.json");
+    std::fs::write(&edited, serde_json::json!({"datasets": [entry]}).to_string()).unwrap();
+    let out = run(&["verify", "--manifest", path_str(&edited), "--sources", &common::sources()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains("not a relative path inside a sources folder"), "{}", stdout(&out));
+}
