@@ -425,7 +425,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     };
     let job = ScoreJob::prepare(spec).map_err(|e| match e {
         e @ EvalError::Format(mcscore_format::Error::Invalid { .. }) => invalid_file(e, args.lenient),
-        EvalError::LogExists { path } => {
+        EvalError::Log(mcscore_eval::LogError::Exists { path }) => {
             anyhow::anyhow!("{}: --log-samples file exists; pass --resume to continue it, or remove it to start again", path.display())
         }
         e => engine_args::with_flag_hint(e),

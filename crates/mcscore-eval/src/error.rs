@@ -15,6 +15,10 @@ pub enum EvalError {
     #[error(transparent)]
     Dataset(#[from] mcscore_datasets::DatasetError),
 
+    /// A sample log could not be read, written or resumed.
+    #[error(transparent)]
+    Log(#[from] mcscore_log::LogError),
+
     /// The model did not load (the engine's message names the model).
     #[error(transparent)]
     Load(EngineError),
@@ -101,25 +105,6 @@ pub enum EvalError {
         source: std::io::Error,
     },
 
-    #[error("{}: line {line}: {fault}", path.display())]
-    LogLine { path: PathBuf, line: usize, fault: LogFault },
-
-    #[error("{}: {fault}", path.display())]
-    Log { path: PathBuf, fault: LogFault },
-
-    #[error("{}: the sample log exists; resume it, or remove it to start again", path.display())]
-    LogExists { path: PathBuf },
-
-    #[error("{}: cannot resume: the log was written for another {field}\n  log: {log}\n  now: {now}", path.display())]
-    ResumeMismatch { path: PathBuf, field: &'static str, log: String, now: String },
-
-    #[error("{}: another process is writing this file (it holds the file's lock); wait for it to end, or stop it", path.display())]
-    Locked { path: PathBuf },
-
-    /// A log whose run did not end normally, read where results are needed.
-    #[error("{}: {why}", path.display())]
-    Unfinished { path: PathBuf, why: String },
-
     #[error("{}: scored {scored} tasks but {announced} were announced", path.display())]
     Incomplete { path: PathBuf, scored: usize, announced: usize },
 
@@ -173,49 +158,6 @@ pub enum EvalError {
     /// A progress or output callback of the front end failed.
     #[error(transparent)]
     Consumer(Box<dyn std::error::Error + Send + Sync>),
-}
-
-/// What is wrong with a sample log.
-#[derive(Debug, thiserror::Error)]
-pub enum LogFault {
-    #[error("not a sample-log line: {0}")]
-    NotALogLine(#[source] serde_json::Error),
-
-    #[error("the first line must be the header")]
-    HeaderNotFirst,
-
-    #[error("a second header")]
-    SecondHeader,
-
-    #[error("a line after the footer (two runs written into one file?)")]
-    AfterFooter,
-
-    #[error("task {task} is logged twice (first on line {first_line})")]
-    TaskTwice { task: usize, first_line: usize },
-
-    #[error("the footer says {said} tasks were scored, but {lines} task lines precede it")]
-    FooterCount { said: usize, lines: usize },
-
-    #[error("log format version {found}, newer than the {supported} this mcscore reads: read it with a newer mcscore")]
-    NewerVersion { found: u32, supported: u32 },
-
-    #[error("empty sample log (no header line)")]
-    Empty,
-
-    #[error("a directory, not a sample log")]
-    Directory,
-
-    #[error("task {task}: {what}")]
-    Record { task: usize, what: String },
-
-    #[error("the header's shard is {index} of {count} (of a run of {run_tasks} tasks): a shard index is below the count, and the count at most the run's tasks")]
-    Shard { index: usize, count: usize, run_tasks: usize },
-
-    #[error("{lines} task lines, but the header announces {announced} tasks")]
-    TooManyTasks { lines: usize, announced: usize },
-
-    #[error("the footer says the run is complete, but {logged} of {announced} tasks are logged")]
-    CompleteButShort { logged: usize, announced: usize },
 }
 
 impl EvalError {

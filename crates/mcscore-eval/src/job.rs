@@ -13,39 +13,13 @@ use mcscore_format::{
 use mcscore_metrics::{Normalisation, Proportion};
 
 use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, Scoring};
-use crate::log::{normalisations, Header, Opened, SampleLog, TaskRecord};
-use crate::shard::{partition, run_sha256, Shard, ShardHeader};
+use crate::log::ShardHeader;
+use crate::log::{normalisations, Header, Opened, SampleLog, TaskKind, TaskRecord};
+use crate::shard::{partition, run_sha256, Shard};
 use crate::{EvalError, Phase, Progress};
 
 /// The context of the unconditional pass of acc_pmi (lm-evaluation-harness, OLMES).
 pub const UNCONDITIONAL_CONTEXT: &str = "Answer:";
-
-/// Which of llama-perplexity's multiple-choice modes a job is: what its file
-/// holds, how its tasks are picked and what of each option is scored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TaskKind {
-    /// A task file (`.bin`, `--multiple-choice`): `question + " " + option`,
-    /// the option's tokens scored.
-    #[default]
-    MultipleChoice,
-    /// HellaSwag's six-line text file (`--hellaswag`): scored as multiple
-    /// choice, in llama-perplexity's shuffled order.
-    HellaSwag,
-    /// A Winogrande CSV (`--winogrande`): each option fills the sentence's
-    /// `_`, and the sentence after it is scored.
-    Winogrande,
-}
-
-impl TaskKind {
-    /// llama-perplexity's flag for this mode.
-    pub fn flag(self) -> &'static str {
-        match self {
-            TaskKind::MultipleChoice => "--multiple-choice",
-            TaskKind::HellaSwag => "--hellaswag",
-            TaskKind::Winogrande => "--winogrande",
-        }
-    }
-}
 
 /// What to score, and how.
 #[derive(Debug, Clone)]
@@ -485,7 +459,7 @@ impl ScoreJob {
                     return Ok(());
                 }
                 FillEvent::Task(scores) => scores,
-                FillEvent::FillDone => return log.as_mut().map_or(Ok(()), SampleLog::flush),
+                FillEvent::FillDone => return Ok(log.as_mut().map_or(Ok(()), SampleLog::flush)?),
             };
             if let Some(bare) = unconditional_sums.get(records.len()) {
                 for (option, &sum) in scores.options.iter_mut().zip(bare) {

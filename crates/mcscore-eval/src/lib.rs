@@ -52,8 +52,6 @@ mod error;
 mod fills;
 mod hashes;
 mod job;
-mod lock;
-pub mod log;
 pub mod queue;
 pub mod report;
 pub mod shard;
@@ -61,10 +59,13 @@ pub mod study;
 pub mod sweep;
 pub mod tokens;
 
-pub use error::{EvalError, LogFault};
+pub use error::EvalError;
 pub use fills::Cancel;
 pub use hashes::sha256_cached;
-pub use job::{select, End, Input, ScoreJob, ScoreOutcome, ScoreSpec, Selection, TaskKind, Timings, UNCONDITIONAL_CONTEXT};
+pub use job::{select, End, Input, ScoreJob, ScoreOutcome, ScoreSpec, Selection, Timings, UNCONDITIONAL_CONTEXT};
+/// The sample log, in its own crate (no engine), re-exported here.
+pub use mcscore_log as log;
+pub use mcscore_log::{LogError, LogFault, TaskKind};
 
 /// A stretch of work a job reports progress on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,9 +13,8 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use mcscore_format::sha256_hex;
-use serde::{Deserialize, Serialize};
 
-use crate::log::{read, Header, TaskRecord};
+use crate::log::{read, Header, ShardHeader, TaskRecord};
 use crate::EvalError;
 
 /// The partition rule's name, recorded in shard logs (a later rule gets a new name).
@@ -47,20 +46,6 @@ impl std::fmt::Display for Shard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.index, self.count)
     }
-}
-
-/// What a shard log's header says about its shard and the whole run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ShardHeader {
-    pub index: usize,
-    pub count: usize,
-    /// The partition rule ([`RULE`]).
-    pub rule: String,
-    /// Tasks of the whole run, and in its file (for llama-perplexity's output of a merged run).
-    pub run_tasks: usize,
-    pub file_tasks: usize,
-    /// sha256 of the whole run's task indices in run order ([`run_sha256`]).
-    pub run_sha256: String,
 }
 
 /// sha256 of task indices in run order, written as decimal numbers joined by commas.

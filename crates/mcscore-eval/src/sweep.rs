@@ -22,8 +22,9 @@ use mcscore_metrics::{debias, first_max};
 use serde::{Deserialize, Serialize};
 
 use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, Scoring};
-use crate::job::{select, Selection, TaskKind};
-use crate::shard::{check_all_present, partition, Shard, ShardHeader};
+use crate::job::{select, Selection};
+use crate::log::{ShardHeader, TaskKind};
+use crate::shard::{check_all_present, partition, Shard};
 use crate::{EvalError, Phase, Progress};
 
 /// One prompt: an item rendered in a format under a rotation.

@@ -10,7 +10,7 @@ use mcscore_engine::TokenCounts;
 use mcscore_eval::log::{self, Header, Opened, SampleLog, TaskRecord, LOG_VERSION};
 use mcscore_eval::report::{self, ReportOptions};
 use mcscore_eval::sweep::{Items, Scores, Sweep, SweepSpec};
-use mcscore_eval::{EvalError, LogFault};
+use mcscore_eval::{EvalError, LogError, LogFault};
 use mcscore_format::IdSet;
 use mcscore_metrics::{Normalisation, OptionScore};
 
@@ -90,13 +90,13 @@ fn a_resume_names_the_field_that_differs_and_a_complete_log_is_left_alone() {
     write_log(&path, &header(1, "m"), &[record(0, &[-1.0, -2.0], 0)], true);
     let mut other = header(1, "m");
     other.settings = "c=512".into();
-    let Err(EvalError::ResumeMismatch { field, .. }) = SampleLog::open(&path, &other, true, |d| d) else { panic!("refused") };
+    let Err(LogError::ResumeMismatch { field, .. }) = SampleLog::open(&path, &other, true, |d| d) else { panic!("refused") };
     assert_eq!(field, "settings");
     // The same inputs under another path are the same run.
     let mut moved = header(1, "m");
     moved.file = "elsewhere/tasks.bin".into();
     assert!(matches!(SampleLog::open(&path, &moved, true, |d| d).unwrap(), Opened::Complete { .. }));
-    assert!(matches!(SampleLog::open(&path, &moved, false, |d| d), Err(EvalError::LogExists { .. })));
+    assert!(matches!(SampleLog::open(&path, &moved, false, |d| d), Err(LogError::Exists { .. })));
 }
 
 #[test]
@@ -108,7 +108,7 @@ fn a_newer_log_is_refused_by_version() {
     h["version"] = (LOG_VERSION + 1).into();
     std::fs::write(&path, format!("{h}\n")).unwrap();
     let error = log::read(&path).unwrap_err();
-    assert!(matches!(error, EvalError::LogLine { line: 1, fault: LogFault::NewerVersion { .. }, .. }), "{error}");
+    assert!(matches!(error, LogError::Line { line: 1, fault: LogFault::NewerVersion { .. }, .. }), "{error}");
     assert!(error.to_string().contains("newer"), "{error}");
 }
 

@@ -2,7 +2,11 @@
 //! header that pins the inputs and a footer that says whether the run
 //! completed. The footer is what tells a finished log from an interrupted
 //! one, and the header is what a resume checks before it trusts the lines in
-//! between. The layout is in docs/formats.md.
+//! between. Every line is checked when read ([`check_record`]), so a damaged
+//! or edited log is refused by name, never reported as a result; the reader
+//! has a fuzz target (`fuzz/fuzz_targets/read_log.rs`). Its own crate, without
+//! the engine, so that fuzzing it builds no llama.cpp. The layout is in
+//! docs/formats.md.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -12,8 +16,158 @@ use std::path::{Path, PathBuf};
 use mcscore_metrics::{Normalisation, OptionScore};
 use serde::{Deserialize, Serialize};
 
-use crate::lock::{lock, ReplaceLock};
-use crate::{EvalError, LogFault};
+/// Why a sample log could not be read, written or resumed. Messages name
+/// the log (and line); `Display` leaves the source to the error chain.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error(transparent)]
+    Format(#[from] mcscore_format::Error),
+
+    #[error("{}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("{}: line {line}: {fault}", path.display())]
+    Line { path: PathBuf, line: usize, fault: LogFault },
+
+    #[error("{}: {fault}", path.display())]
+    Whole { path: PathBuf, fault: LogFault },
+
+    #[error("{}: the sample log exists; resume it, or remove it to start again", path.display())]
+    Exists { path: PathBuf },
+
+    #[error("{}: cannot resume: the log was written for another {field}\n  log: {log}\n  now: {now}", path.display())]
+    ResumeMismatch { path: PathBuf, field: &'static str, log: String, now: String },
+
+    #[error("{}: another process is writing this file (it holds the file's lock); wait for it to end, or stop it", path.display())]
+    Locked { path: PathBuf },
+
+    /// A log whose run did not end normally, read where results are needed.
+    #[error("{}: {why}", path.display())]
+    Unfinished { path: PathBuf, why: String },
+}
+
+impl LogError {
+    pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> LogError {
+        let path = path.into();
+        move |source| LogError::Io { path, source }
+    }
+}
+
+/// What is wrong with a sample log.
+#[derive(Debug, thiserror::Error)]
+pub enum LogFault {
+    #[error("not a sample-log line: {0}")]
+    NotALogLine(#[source] serde_json::Error),
+
+    #[error("the first line must be the header")]
+    HeaderNotFirst,
+
+    #[error("a second header")]
+    SecondHeader,
+
+    #[error("a line after the footer (two runs written into one file?)")]
+    AfterFooter,
+
+    #[error("task {task} is logged twice (first on line {first_line})")]
+    TaskTwice { task: usize, first_line: usize },
+
+    #[error("the footer says {said} tasks were scored, but {lines} task lines precede it")]
+    FooterCount { said: usize, lines: usize },
+
+    #[error("log format version {found}, newer than the {supported} this mcscore reads: read it with a newer mcscore")]
+    NewerVersion { found: u32, supported: u32 },
+
+    #[error("empty sample log (no header line)")]
+    Empty,
+
+    #[error("a directory, not a sample log")]
+    Directory,
+
+    #[error("task {task}: {what}")]
+    Record { task: usize, what: String },
+
+    #[error("the header's shard is {index} of {count} (of a run of {run_tasks} tasks): a shard index is below the count, and the count at most the run's tasks")]
+    Shard { index: usize, count: usize, run_tasks: usize },
+
+    #[error("{lines} task lines, but the header announces {announced} tasks")]
+    TooManyTasks { lines: usize, announced: usize },
+
+    #[error("the footer says the run is complete, but {logged} of {announced} tasks are logged")]
+    CompleteButShort { logged: usize, announced: usize },
+}
+
+/// Which of llama-perplexity's multiple-choice modes a job is: what its file
+/// holds, how its tasks are picked and what of each option is scored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TaskKind {
+    /// A task file (`.bin`, `--multiple-choice`): `question + " " + option`,
+    /// the option's tokens scored.
+    #[default]
+    MultipleChoice,
+    /// HellaSwag's six-line text file (`--hellaswag`): scored as multiple
+    /// choice, in llama-perplexity's shuffled order.
+    HellaSwag,
+    /// A Winogrande CSV (`--winogrande`): each option fills the sentence's
+    /// `_`, and the sentence after it is scored.
+    Winogrande,
+}
+
+impl TaskKind {
+    /// llama-perplexity's flag for this mode.
+    pub fn flag(self) -> &'static str {
+        match self {
+            TaskKind::MultipleChoice => "--multiple-choice",
+            TaskKind::HellaSwag => "--hellaswag",
+            TaskKind::Winogrande => "--winogrande",
+        }
+    }
+}
+
+/// What a shard log's header says about its shard and the whole run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardHeader {
+    pub index: usize,
+    pub count: usize,
+    /// The partition rule (`mcscore_eval::shard::RULE`).
+    pub rule: String,
+    /// Tasks of the whole run, and in its file (for llama-perplexity's output of a merged run).
+    pub run_tasks: usize,
+    pub file_tasks: usize,
+    /// sha256 of the whole run's task indices in run order ([`run_sha256`]).
+    pub run_sha256: String,
+}
+
+/// Takes the exclusive lock on `file` (opened from `path`) without waiting.
+pub(crate) fn lock(file: &File, path: &Path) -> Result<(), LogError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(LogError::Locked { path: path.to_owned() }),
+        Err(std::fs::TryLockError::Error(source)) => Err(LogError::Io { path: path.to_owned(), source }),
+    }
+}
+
+/// Holds the lock of the regular file at `path`, if one is there, while an
+/// output replaces it: a file another run is writing is never replaced.
+pub(crate) struct ReplaceLock {
+    _file: Option<File>,
+}
+
+impl ReplaceLock {
+    pub(crate) fn acquire(path: &Path) -> Result<ReplaceLock, LogError> {
+        match std::fs::metadata(path) {
+            Ok(metadata) if metadata.is_file() => {
+                let file = File::open(path).map_err(LogError::io(path))?;
+                lock(&file, path)?;
+                Ok(ReplaceLock { _file: Some(file) })
+            }
+            _ => Ok(ReplaceLock { _file: None }),
+        }
+    }
+}
 
 /// The log format this mcscore writes; a reader refuses a newer one by name.
 /// Logs written before the field existed read as version 1.
@@ -53,19 +207,19 @@ pub struct Header {
     pub settings: String,
     /// Set in the log of one shard of a run (`--shard K/N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::shard::ShardHeader>,
+    pub shard: Option<ShardHeader>,
 }
 
 impl Header {
     /// Which mode the run scored, as its settings record it.
-    pub fn kind(&self) -> crate::TaskKind {
+    pub fn kind(&self) -> TaskKind {
         let words: Vec<&str> = self.settings.split(' ').collect();
         if words.contains(&"hellaswag") {
-            crate::TaskKind::HellaSwag
+            TaskKind::HellaSwag
         } else if words.contains(&"winogrande") {
-            crate::TaskKind::Winogrande
+            TaskKind::Winogrande
         } else {
-            crate::TaskKind::MultipleChoice
+            TaskKind::MultipleChoice
         }
     }
 
@@ -201,7 +355,7 @@ impl Contents {
 
     /// Refuses a log that does not hold a finished run, saying why: results
     /// are read only from runs that ended normally.
-    pub fn require_complete(&self, path: &Path) -> Result<(), EvalError> {
+    pub fn require_complete(&self, path: &Path) -> Result<(), LogError> {
         let (logged, announced) = (self.records.len(), self.header.tasks);
         let why = match self.footer {
             _ if self.is_complete() => return Ok(()),
@@ -209,7 +363,7 @@ impl Contents {
             None if logged < announced => format!("{logged} of {announced} tasks logged and no footer: the run was interrupted or killed; finish it with `mcscore score ... --resume`"),
             None => format!("all {announced} tasks are logged, but the log has no footer: the run did not end normally (it failed after its last task, e.g. because the model file changed), so its results are not to be trusted; score it again"),
         };
-        Err(EvalError::Unfinished { path: path.to_owned(), why })
+        Err(LogError::Unfinished { path: path.to_owned(), why })
     }
 }
 
@@ -233,8 +387,8 @@ impl SampleLog {
     /// Starts a new log, or (with `resume`) continues one written for the same
     /// inputs and settings, keeping its first `keep(done)` task lines byte for
     /// byte and cutting the file after them.
-    pub fn open(path: &Path, header: &Header, resume: bool, keep: impl FnOnce(usize) -> usize) -> Result<Opened, EvalError> {
-        let io = EvalError::io(path);
+    pub fn open(path: &Path, header: &Header, resume: bool, keep: impl FnOnce(usize) -> usize) -> Result<Opened, LogError> {
+        let io = LogError::io(path);
         match File::options().read(true).write(true).create_new(true).open(path) {
             Ok(file) => {
                 lock(&file, path)?;
@@ -246,24 +400,24 @@ impl SampleLog {
             Err(e) => return Err(io(e)),
         }
         if path.is_dir() {
-            return Err(EvalError::Log { path: path.to_owned(), fault: LogFault::Directory });
+            return Err(LogError::Whole { path: path.to_owned(), fault: LogFault::Directory });
         }
         mcscore_format::check_input(path)?;
-        let file = File::options().read(true).write(true).open(path).map_err(EvalError::io(path))?;
-        let metadata = file.metadata().map_err(EvalError::io(path))?;
+        let file = File::options().read(true).write(true).open(path).map_err(LogError::io(path))?;
+        let metadata = file.metadata().map_err(LogError::io(path))?;
         if !metadata.is_file() {
             return Err(mcscore_format::Error::NotRegular { path: path.to_owned(), kind: mcscore_format::file_kind(&metadata) }.into());
         }
         if !resume {
-            return Err(EvalError::LogExists { path: path.to_owned() });
+            return Err(LogError::Exists { path: path.to_owned() });
         }
         // Locked before it is read: what is read is what no one else writes.
         lock(&file, path)?;
         let mut bytes = Vec::new();
-        (&file).read_to_end(&mut bytes).map_err(EvalError::io(path))?;
+        (&file).read_to_end(&mut bytes).map_err(LogError::io(path))?;
         let contents = parse(&bytes, path)?;
         if let Some((field, log, now)) = contents.header.mismatch(header) {
-            return Err(EvalError::ResumeMismatch { path: path.to_owned(), field, log, now });
+            return Err(LogError::ResumeMismatch { path: path.to_owned(), field, log, now });
         }
         if contents.is_complete() {
             return Ok(Opened::Complete { records: contents.records });
@@ -273,28 +427,28 @@ impl SampleLog {
         records.truncate(kept);
         // Everything after the kept lines (later tasks, a torn line, the
         // footer) goes; the kept bytes are not rewritten.
-        file.set_len(line_ends[kept]).and_then(|()| file.sync_all()).map_err(EvalError::io(path))?;
+        file.set_len(line_ends[kept]).and_then(|()| file.sync_all()).map_err(LogError::io(path))?;
         let mut out = BufWriter::new(file);
-        out.seek(SeekFrom::End(0)).map_err(EvalError::io(path))?;
+        out.seek(SeekFrom::End(0)).map_err(LogError::io(path))?;
         Ok(Opened::Writing { log: SampleLog { path: path.to_owned(), out }, kept: records })
     }
 
-    pub fn record(&mut self, record: &TaskRecord) -> Result<(), EvalError> {
-        write_line(&mut self.out, &Line::Task(record.clone())).map_err(EvalError::io(&self.path))
+    pub fn record(&mut self, record: &TaskRecord) -> Result<(), LogError> {
+        write_line(&mut self.out, &Line::Task(record.clone())).map_err(LogError::io(&self.path))
     }
 
     /// Hands what was written to the OS; called after each fill, so that a
     /// crash loses at most the fill in progress.
-    pub fn flush(&mut self) -> Result<(), EvalError> {
-        self.out.flush().map_err(EvalError::io(&self.path))
+    pub fn flush(&mut self) -> Result<(), LogError> {
+        self.out.flush().map_err(LogError::io(&self.path))
     }
 
     /// Ends the log; `complete: false` marks it as resumable, not finished.
-    pub fn finish(mut self, complete: bool, scored: usize) -> Result<(), EvalError> {
+    pub fn finish(mut self, complete: bool, scored: usize) -> Result<(), LogError> {
         write_line(&mut self.out, &Line::Footer(Footer { complete, scored }))
             .and_then(|()| self.out.flush())
             .and_then(|()| self.out.get_ref().sync_all())
-            .map_err(EvalError::io(&self.path))
+            .map_err(LogError::io(&self.path))
     }
 }
 
@@ -302,7 +456,7 @@ impl SampleLog {
 /// atomically: what `merge` produces, readable like any finished run's log.
 /// `existing` says whether a regular file at `path` may be replaced; one
 /// that another run is writing never is.
-pub fn write_complete(path: &Path, header: &Header, records: &[TaskRecord], existing: mcscore_format::Existing) -> Result<(), EvalError> {
+pub fn write_complete(path: &Path, header: &Header, records: &[TaskRecord], existing: mcscore_format::Existing) -> Result<(), LogError> {
     let _lock = ReplaceLock::acquire(path)?;
     // AtomicFile buffers its writes itself.
     let mut file = mcscore_format::AtomicFile::with(path, existing)?;
@@ -315,7 +469,7 @@ pub fn write_complete(path: &Path, header: &Header, records: &[TaskRecord], exis
         write_line(out, &Line::Footer(Footer { complete: true, scored: records.len() }))?;
         out.flush()
     })();
-    written.map_err(EvalError::io(path))?;
+    written.map_err(LogError::io(path))?;
     file.commit()?;
     Ok(())
 }
@@ -329,16 +483,16 @@ fn write_line(out: &mut impl Write, line: &Line) -> std::io::Result<()> {
 /// without one was cut short by a crash and is dropped, whatever it holds;
 /// any other unreadable line is an error naming its line number, and so is a
 /// task logged twice or a footer that does not match the lines above it.
-pub fn read(path: &Path) -> Result<Contents, EvalError> {
+pub fn read(path: &Path) -> Result<Contents, LogError> {
     if path.is_dir() {
-        return Err(EvalError::Log { path: path.to_owned(), fault: LogFault::Directory });
+        return Err(LogError::Whole { path: path.to_owned(), fault: LogFault::Directory });
     }
     parse(&mcscore_format::read_input(path)?, path)
 }
 
 /// Reads a log's bytes (see [`read`]); `path` names it in errors. Every task
 /// line is checked against itself and the header ([`check_record`]).
-pub fn parse(bytes: &[u8], path: &Path) -> Result<Contents, EvalError> {
+pub fn parse(bytes: &[u8], path: &Path) -> Result<Contents, LogError> {
     let mut header: Option<Header> = None;
     let mut records: Vec<TaskRecord> = Vec::new();
     let mut footer = None;
@@ -350,7 +504,7 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Contents, EvalError> {
         n += 1;
         let text = &bytes[start..start + length];
         start += length + 1;
-        let fail = |fault: LogFault| EvalError::LogLine { path: path.to_owned(), line: n, fault };
+        let fail = |fault: LogFault| LogError::Line { path: path.to_owned(), line: n, fault };
         if footer.is_some() {
             return Err(fail(LogFault::AfterFooter));
         }
@@ -391,7 +545,7 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Contents, EvalError> {
             line_ends.push(start as u64);
         }
     }
-    let whole = |fault: LogFault| EvalError::Log { path: path.to_owned(), fault };
+    let whole = |fault: LogFault| LogError::Whole { path: path.to_owned(), fault };
     let header = header.ok_or_else(|| whole(LogFault::Empty))?;
     if records.len() > header.tasks {
         return Err(whole(LogFault::TooManyTasks { lines: records.len(), announced: header.tasks }));
@@ -422,7 +576,7 @@ pub fn check_record(header: &Header, record: &TaskRecord) -> Result<(), LogFault
     if k < 2 {
         return Err(fault(format!("{k} option(s); a scored task has at least 2")));
     }
-    if header.kind() == crate::TaskKind::Winogrande && k != 2 {
+    if header.kind() == TaskKind::Winogrande && k != 2 {
         return Err(fault(format!("{k} options; a Winogrande task has exactly 2")));
     }
     if record.labels.len() != k {
@@ -471,4 +625,32 @@ pub fn check_record(header: &Header, record: &TaskRecord) -> Result<(), LogFault
 struct Versioned {
     #[serde(default = "version_1")]
     version: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::File;
+
+    #[test]
+    fn a_second_writer_is_refused_through_any_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("run.jsonl");
+        std::fs::write(&log, "").unwrap();
+        let first = File::options().append(true).open(&log).unwrap();
+        lock(&first, &log).unwrap();
+        let hard = dir.path().join("hard.jsonl");
+        std::fs::hard_link(&log, &hard).unwrap();
+        let soft = dir.path().join("soft.jsonl");
+        std::os::unix::fs::symlink(&log, &soft).unwrap();
+        for path in [&log, &hard, &soft] {
+            let second = File::options().append(true).open(path).unwrap();
+            let error = lock(&second, path).unwrap_err().to_string();
+            assert!(error.contains("another process is writing"), "{error}");
+        }
+        assert!(ReplaceLock::acquire(&hard).is_err());
+        drop(first);
+        lock(&File::open(&soft).unwrap(), &soft).expect("free again");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3, "no lock file beside the log");
+    }
 }
