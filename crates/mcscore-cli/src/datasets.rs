@@ -45,7 +45,10 @@ impl SourceArgs {
         }
         let fetched = hub::fetch(benchmark).map_err(|e| match e {
             e @ (DatasetError::Hub { .. } | DatasetError::Unpinned { .. }) => {
-                anyhow::anyhow!("{e} (offline, or no pinned revision? build from a local copy with --source PATH or --sources DIR)")
+                anyhow::anyhow!(
+                    "{} (offline, or no pinned revision? build from a local copy with --source PATH or --sources DIR)",
+                    crate::with_causes(&e)
+                )
             }
             e => e.into(),
         })?;

@@ -118,5 +118,5 @@ pub(crate) fn with_flag_hint(error: EvalError) -> anyhow::Error {
         Some(EngineError::TaskTooLong { .. }) => "; raise -c, or pass -c auto to size the context to the longest task",
         _ => "",
     };
-    anyhow::anyhow!("{error}{hint}")
+    anyhow::anyhow!("{}{hint}", crate::with_causes(&error))
 }

@@ -149,8 +149,18 @@ impl std::error::Error for UsageError {}
 /// An error and its causes on one line, each cause once: typed errors often
 /// show their source in their own message already (`path: os error`).
 fn describe(error: &anyhow::Error) -> String {
-    let mut message = error.to_string();
-    for cause in error.chain().skip(1) {
+    join_causes(error.chain())
+}
+
+/// A library error with its causes, as [`describe`] writes them, for a
+/// message that adds to it (a flag hint) without losing the chain.
+pub(crate) fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    join_causes(std::iter::successors(Some(error), |e| e.source()))
+}
+
+fn join_causes<'a>(mut chain: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>) -> String {
+    let mut message = chain.next().map(|e| e.to_string()).unwrap_or_default();
+    for cause in chain {
         let text = cause.to_string();
         if !message.contains(&text) {
             message.push_str(": ");

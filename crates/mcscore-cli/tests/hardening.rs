@@ -138,54 +138,25 @@ fn outputs_never_replace_devices_fifos_or_inputs() {
     std::fs::copy(reference("mc_letter4.bin"), &task_file).unwrap();
     let existing = d.join("existing.json");
     std::fs::write(&existing, "keep me").unwrap();
+    let (m, shard, fifo_path, study, task_file, existing) =
+        (model(), path_str(&shard).to_owned(), path_str(&fifo).to_owned(), path_str(&study), path_str(&task_file), path_str(&existing));
+    let resume_into =
+        |log: &str| -> Vec<String> { ["score", "-m", &m, task_file, "--log-samples", log, "--resume"].map(str::to_owned).to_vec() };
+    let words = |args: &[&str]| -> Vec<String> { args.iter().map(|a| a.to_string()).collect() };
     let mut cases: Vec<(Vec<String>, &str)> = vec![
-        (vec!["merge".into(), path_str(&shard).into(), "-o".into(), path_str(&fifo).into(), "--force".into()], "names a FIFO"),
-        (
-            vec!["merge".into(), path_str(&shard).into(), "-o".into(), path_str(&shard).into(), "--force".into()],
-            "one of the command's inputs",
-        ),
-        (vec!["merge".into(), path_str(&shard).into(), "-o".into(), path_str(&existing).into()], "pass --force"),
-        (vec!["plan".into(), path_str(&study).into(), "--slurm".into(), "-o".into(), path_str(&study).into(), "--force".into()], "inputs"),
-        (vec!["plan".into(), path_str(&study).into(), "--slurm".into(), "-o".into(), path_str(&fifo).into()], "names a FIFO"),
-        (
-            vec!["sweep".into(), path_str(&task_file).into(), "--log-samples".into(), path_str(&task_file).into(), "--force".into()],
-            "inputs",
-        ),
-        (vec!["sweep".into(), path_str(&task_file).into(), "--save-json".into(), path_str(&existing).into()], "pass --force"),
-        (
-            vec!["sweep".into(), path_str(&task_file).into(), "--save-json".into(), "/dev/stdout".into(), "--force".into()],
-            "not a regular file",
-        ),
-        (
-            vec![
-                "score".into(),
-                "-m".into(),
-                model(),
-                path_str(&task_file).into(),
-                "--log-samples".into(),
-                path_str(&fifo).into(),
-                "--resume".into(),
-            ],
-            "names a FIFO",
-        ),
-        (
-            vec![
-                "score".into(),
-                "-m".into(),
-                model(),
-                path_str(&task_file).into(),
-                "--log-samples".into(),
-                path_str(&task_file).into(),
-                "--resume".into(),
-            ],
-            "inputs",
-        ),
+        (words(&["merge", &shard, "-o", &fifo_path, "--force"]), "names a FIFO"),
+        (words(&["merge", &shard, "-o", &shard, "--force"]), "one of the command's inputs"),
+        (words(&["merge", &shard, "-o", existing]), "pass --force"),
+        (words(&["plan", study, "--slurm", "-o", study, "--force"]), "inputs"),
+        (words(&["plan", study, "--slurm", "-o", &fifo_path]), "names a FIFO"),
+        (words(&["sweep", task_file, "--log-samples", task_file, "--force"]), "inputs"),
+        (words(&["sweep", task_file, "--save-json", existing]), "pass --force"),
+        (words(&["sweep", task_file, "--save-json", "/dev/stdout", "--force"]), "not a regular file"),
+        (resume_into(&fifo_path), "names a FIFO"),
+        (resume_into(task_file), "inputs"),
     ];
     if have_device {
-        cases.push((
-            vec!["merge".into(), path_str(&shard).into(), "-o".into(), path_str(&device).into(), "--force".into()],
-            "a character device",
-        ));
+        cases.push((words(&["merge", &shard, "-o", path_str(&device), "--force"]), "a character device"));
     }
     for (args, expected) in cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -199,16 +170,16 @@ fn outputs_never_replace_devices_fifos_or_inputs() {
     if have_device {
         assert!(std::fs::symlink_metadata(&device).unwrap().file_type().is_char_device());
     }
-    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "keep me");
-    assert_eq!(std::fs::read(&task_file).unwrap(), std::fs::read(reference("mc_letter4.bin")).unwrap());
+    assert_eq!(std::fs::read_to_string(existing).unwrap(), "keep me");
+    assert_eq!(std::fs::read(task_file).unwrap(), std::fs::read(reference("mc_letter4.bin")).unwrap());
     // With --force a regular output is replaced, atomically.
-    let out = run(&["merge", path_str(&shard), "-o", path_str(&existing), "--force"]);
+    let out = run(&["merge", &shard, "-o", existing, "--force"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(log_tasks(&existing).len(), 4);
+    assert_eq!(log_tasks(Path::new(existing)).len(), 4);
     // Inputs that are not regular files are refused, not read forever.
     let out = run(&["score", "-m", &model(), "-bf", "/dev/zero"]);
     assert!(stderr(&out).contains("/dev/zero: a character device, not a regular file"), "{}", stderr(&out));
-    let out = run(&["report", path_str(&fifo)]);
+    let out = run(&["report", &fifo_path]);
     assert!(stderr(&out).contains("a FIFO, not a regular file"), "{}", stderr(&out));
 }
 

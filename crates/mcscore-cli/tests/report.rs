@@ -75,7 +75,7 @@ fn logs_of_different_datasets_or_unfinished_runs_are_refused() {
     std::fs::write(&cut, lines[..lines.len() - 2].join("\n") + "\n").unwrap();
     let out = run(&["report", path_str(&cut)]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("29 of 30 announced tasks are logged"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("29 of 30 tasks logged and no footer"), "{}", stderr(&out));
 }
 
 #[test]

@@ -105,7 +105,7 @@ fn logs_that_do_not_form_one_run_are_refused_by_name() {
 
     let s = |p: &PathBuf| path_str(p).to_owned();
     let cases: Vec<(Vec<String>, String)> = vec![
-        (vec![s(&s0)], "shard 1 of 2 missing".into()),
+        (vec![s(&s0)], "1 of the run's 2 shards missing: 1".into()),
         (vec![s(&s0), s(&s0)], format!("shard 0 is given twice: {} and {}", s0.display(), s0.display())),
         (
             vec![s(&s0), s(&other_settings)],

@@ -290,7 +290,7 @@ fn sweep_shards_merge_into_the_unsplit_report() {
     let mut args = vec!["sweep", file.as_str()];
     args.extend(common);
     let missing = run(&[&args[..], &["--merge-shards", &path("s0.json")]].concat());
-    assert!(stderr(&missing).contains("shard 1 of 2 missing"), "{}", stderr(&missing));
+    assert!(stderr(&missing).contains("1 of the run's 2 shards missing: 1"), "{}", stderr(&missing));
     let other = run(&["sweep", &file, "--tasks", "12", "--formats", "upper.dot.newline", "--circular", "--merge-shards", &path("s0.json")]);
     assert!(stderr(&other).contains("a shard of another sweep: its formats differ"), "{}", stderr(&other));
     assert_eq!((missing.status.code(), other.status.code()), (Some(1), Some(1)));
