@@ -71,6 +71,36 @@ pub(crate) fn check_log(path: &Path, flag: &str, inputs: &[&Path]) -> anyhow::Re
     check_file(&Target { path, flag, existing: Existing::Refuse }, inputs)
 }
 
+/// Whether `a` and `b` are one file: the same inode, or (for a file not
+/// written yet) the same name in the same folder.
+pub(crate) fn same_path(a: &Path, b: &Path) -> bool {
+    if same_file(a, b) {
+        return true;
+    }
+    let folder = |p: &Path| std::fs::canonicalize(p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))).ok();
+    a.file_name() == b.file_name() && folder(a).is_some() && folder(a) == folder(b)
+}
+
+/// Checks a file a command writes in its own output folder (a plot, a task
+/// file): it may replace a regular file of that name, never one of
+/// `protected` (the command's inputs and its other outputs) or anything that
+/// is not a regular file.
+pub(crate) fn check_folder_file(path: &Path, protected: &[&Path]) -> anyhow::Result<()> {
+    if let Some(other) = protected.iter().find(|p| same_path(path, p)) {
+        bail!(
+            "{}: writing it would replace {}, an input or another output of this command; choose another folder",
+            path.display(),
+            other.display()
+        );
+    }
+    check_target(path, Existing::Replace).map_err(|e| match e {
+        mcscore_format::Error::NotRegular { kind, .. } => {
+            anyhow::anyhow!("{}: {kind} is in the way; only a regular file is ever replaced", path.display())
+        }
+        e => e.into(),
+    })
+}
+
 /// Checks that files can be written in the folder `dir` (given by `flag`):
 /// it is a writable folder, or the nearest folder above it that exists is
 /// writable, so that it can be created when the results are written. Nothing

@@ -82,7 +82,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         study.kubernetes_manifest(&args.study)?
     } else if args.merge {
         let mut failed = 0;
-        for (run, merged) in study.merge_all() {
+        for (run, merged) in study.merge_all(&args.study) {
             match merged {
                 Ok(merged) => outln!(
                     "{}: {} tasks from {} shards, acc_norm {:.2} %",

@@ -8,8 +8,10 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Draws an SVG in memory, then writes it atomically: a full disk never
-/// leaves a truncated plot under its name.
-fn save(path: &Path, draw: impl FnOnce(&mut String) -> anyhow::Result<()>) -> anyhow::Result<()> {
+/// leaves a truncated plot under its name, and no plot replaces one of
+/// `protected` (the command's inputs and other outputs).
+fn save(path: &Path, protected: &[&Path], draw: impl FnOnce(&mut String) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    crate::output::check_folder_file(path, protected)?;
     let mut svg = String::new();
     draw(&mut svg).with_context(|| path.display().to_string())?;
     mcscore_format::write_atomic(path, svg.as_bytes())?;
@@ -24,6 +26,7 @@ fn file_name(label: &str) -> String {
 /// there are several models.
 pub(crate) fn write(
     dir: &Path,
+    protected: &[&Path],
     calibrations: &[(&str, &Calibration)],
     rankings: &[(&str, &[f64])],
     models: &[String],
@@ -31,11 +34,11 @@ pub(crate) fn write(
     std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
     for (i, (label, calibration)) in calibrations.iter().enumerate() {
         let path = dir.join(format!("reliability-{}-{}.svg", i + 1, file_name(label)));
-        save(&path, |svg| reliability(svg, label, calibration))?;
+        save(&path, protected, |svg| reliability(svg, label, calibration))?;
     }
     if models.len() > 1 {
         let path = dir.join("rank-heatmap.svg");
-        save(&path, |svg| heatmap(svg, rankings, models))?;
+        save(&path, protected, |svg| heatmap(svg, rankings, models))?;
     }
     Ok(())
 }
@@ -108,17 +111,23 @@ pub(crate) struct ModelAccuracy {
 
 /// `mcscore sweep --plots`: per model, accuracy in each format (and circular
 /// accuracy beside it); with several models, each one's rank distribution.
-pub(crate) fn sweep(dir: &Path, formats: &[String], accuracy: &[ModelAccuracy], ranks: Option<&[Vec<usize>]>) -> anyhow::Result<()> {
+pub(crate) fn sweep(
+    dir: &Path,
+    protected: &[&Path],
+    formats: &[String],
+    accuracy: &[ModelAccuracy],
+    ranks: Option<&[Vec<usize>]>,
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
     for (i, ModelAccuracy { model, accuracy: acc, circular }) in accuracy.iter().enumerate() {
         let label = model_label(model);
         let path = dir.join(format!("sweep-accuracy-{}-{}.svg", i + 1, file_name(&label)));
-        save(&path, |svg| format_bars(svg, &label, formats, acc, circular.as_deref()))?;
+        save(&path, protected, |svg| format_bars(svg, &label, formats, acc, circular.as_deref()))?;
     }
     if let Some(ranks) = ranks {
         let path = dir.join("sweep-ranks.svg");
         let models: Vec<String> = accuracy.iter().map(|m| m.model.clone()).collect();
-        save(&path, |svg| rank_bars(svg, &models, ranks, formats.len()))?;
+        save(&path, protected, |svg| rank_bars(svg, &models, ranks, formats.len()))?;
     }
     Ok(())
 }

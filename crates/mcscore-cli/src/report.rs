@@ -103,8 +103,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     if let Some(dir) = &args.plots {
         let labels: Vec<String> = report.models.iter().map(|m| m.label.clone()).collect();
+        let logs: Vec<&std::path::Path> = args.logs.iter().map(PathBuf::as_path).collect();
         crate::plots::write(
             dir,
+            &logs,
             &report.models.iter().map(|m| (m.label.as_str(), &m.calibration)).collect::<Vec<_>>(),
             &report.rankings.iter().map(|r| (r.scheme.as_str(), r.ranks.as_slice())).collect::<Vec<_>>(),
             &labels,

@@ -393,15 +393,21 @@ async fn guard(State(state): State<Arc<AppState>>, headers: HeaderMap, request: 
         state.log(id, &route, status, Instant::now(), &Entry { error: Some(error.message.clone()), ..Entry::default() });
         error_response(&error)
     };
-    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
-    if !host_allowed(host, &state.allowed_hosts) {
-        return refuse(
-            403,
-            format!(
-                "Host {:?} is not one this server answers to: use an IP address or localhost, or start it with --allowed-host NAME",
-                host
-            ),
-        );
+    let mut hosts = headers.get_all(header::HOST).iter();
+    let (host, second) = (hosts.next(), hosts.next());
+    if second.is_some() {
+        return refuse(400, "two Host headers; a request has one".into());
+    }
+    let host = host.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()).unwrap_or_default();
+    // An absolute request target (`GET http://name/path`) names the host too.
+    let target = request.uri().authority().map(|a| a.as_str().to_owned());
+    for name in std::iter::once(&host).chain(target.as_ref()) {
+        if !host_allowed(name, &state.allowed_hosts) {
+            let message = format!(
+                "Host {name:?} is not one this server answers to: use an IP address or localhost, or start it with --allowed-host NAME"
+            );
+            return refuse(403, message);
+        }
     }
     if request.method() == Method::POST {
         let json = headers
@@ -464,7 +470,8 @@ async fn shutdown_signal() {
 /// read timeout on request heads (which also closes idle connections); then
 /// lets the requests in flight finish, for at most `shutdown_timeout`, or
 /// until a second signal.
-async fn serve_connections(listener: tokio::net::TcpListener, app: Router, read_timeout: Duration, shutdown_timeout: Duration) {
+/// Returns whether every connection finished before the deadline.
+async fn serve_connections(listener: tokio::net::TcpListener, app: Router, read_timeout: Duration, shutdown_timeout: Duration) -> bool {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(read_timeout);
@@ -500,11 +507,15 @@ async fn serve_connections(listener: tokio::net::TcpListener, app: Router, read_
         shutdown_timeout.as_secs()
     );
     tokio::select! {
-        () = graceful.shutdown() => {}
+        () = graceful.shutdown() => true,
         () = tokio::time::sleep(shutdown_timeout) => {
             eprintln!("mcscore serve: connections still open after {} s (--shutdown-timeout): closed", shutdown_timeout.as_secs());
+            false
         }
-        () = shutdown_signal() => eprintln!("mcscore serve: second signal: closing every connection now"),
+        () = shutdown_signal() => {
+            eprintln!("mcscore serve: second signal: closing every connection now");
+            false
+        }
     }
 }
 
@@ -516,6 +527,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<crate::Outcome> {
     }
     if args.alias.as_deref() == Some("") {
         return Err(crate::UsageError("--alias is empty; give the name clients send as `model`".into()).into());
+    }
+    if args.allowed_hosts.iter().any(|h| h.is_empty()) {
+        return Err(crate::UsageError("--allowed-host is empty; give a host name (or `*` for any)".into()).into());
     }
     let model_path = match &args.model {
         Some(model) => model.clone(),
@@ -575,7 +589,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<crate::Outcome> {
         .with_state(state.clone());
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
-    runtime.block_on(async {
+    let clean = runtime.block_on(async {
         let listener = tokio::net::TcpListener::from_std(listener).context("setting up the listening socket")?;
         let bound = listener.local_addr().context("reading the bound address")?;
         eprintln!(
@@ -583,13 +597,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<crate::Outcome> {
             args.queue,
             if state.api_key.is_some() { ", API key required" } else { "" }
         );
-        serve_connections(listener, app, Duration::from_secs(args.read_timeout), Duration::from_secs(args.shutdown_timeout)).await;
-        anyhow::Ok(())
+        anyhow::Ok(
+            serve_connections(listener, app, Duration::from_secs(args.read_timeout), Duration::from_secs(args.shutdown_timeout)).await,
+        )
     })?;
     // Connections still open after the deadline are dropped with the runtime.
     runtime.shutdown_timeout(Duration::from_secs(1));
+    // After the deadline the scorer may be inside a long fill: the process
+    // ends without waiting for it (its clients are gone).
     match Arc::try_unwrap(state) {
-        Ok(state) => state.queue.shutdown(),
+        Ok(state) if clean => state.queue.shutdown(),
+        Ok(_) => {}
         Err(_) => eprintln!("mcscore serve: warning: requests still held the scorer at exit"),
     }
     eprintln!("mcscore serve: stopped");

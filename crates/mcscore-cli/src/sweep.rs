@@ -142,16 +142,20 @@ fn parse_formats(list: &str) -> Result<Vec<PromptFormat>, UsageError> {
 
 /// Checks every output location before any work, and locks the files a run
 /// writes, so that a sweep is never lost to a path that cannot be written.
-fn check_outputs(args: &Args) -> anyhow::Result<()> {
-    let inputs: Vec<&Path> = args
-        .file
+/// The command's inputs: no output may replace one.
+fn inputs(args: &Args) -> Vec<&Path> {
+    args.file
         .iter()
         .chain(&args.models)
         .chain(&args.compare)
         .chain(&args.merge_shards)
         .chain(args.source.source.iter())
         .map(PathBuf::as_path)
-        .collect();
+        .collect()
+}
+
+fn check_outputs(args: &Args) -> anyhow::Result<()> {
+    let inputs = inputs(args);
     for (path, flag) in [(&args.save_json, "--save-json"), (&args.log_samples, "--log-samples")] {
         if let Some(path) = path {
             output::check_file(&Target::new(path, flag, args.force), &inputs)?;
@@ -205,7 +209,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         e => e.into(),
     })?;
     if let Some(dir) = &args.write_tasks {
-        let written = sweep.write_tasks(dir)?;
+        let written = sweep.write_tasks(dir, &inputs(&args))?;
         eprintln!("mcscore: wrote {written} task files ({} tasks each) to {}", sweep.items.items.len(), dir.display());
         return Ok(Outcome::Ok);
     }
@@ -271,7 +275,8 @@ fn emit(report: &SweepReport, args: &Args) -> anyhow::Result<Outcome> {
             })
             .collect();
         let ranks = report.comparison.as_ref().map(|c| c.rank_distribution.clone());
-        plots::sweep(dir, &report.formats, &accuracy, ranks.as_deref())
+        let protected: Vec<&Path> = inputs(args).into_iter().chain(args.save_json.as_deref()).chain(args.log_samples.as_deref()).collect();
+        plots::sweep(dir, &protected, &report.formats, &accuracy, ranks.as_deref())
     });
     let saved = args.save_json.as_ref().map_or(Ok(()), |path| Ok(save(report, path, existing(args))?));
     let mut failures = [printed, plotted, saved].into_iter().filter_map(Result::err);

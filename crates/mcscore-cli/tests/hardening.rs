@@ -40,7 +40,7 @@ fn crafted_task_lines_are_refused_by_name_and_never_panic() {
     let log = scored_log(dir.path(), "run.jsonl", 6, &[]);
     let shard = scored_log(dir.path(), "shard.jsonl", 6, &["--shard", "0/1"]);
     type Edit = fn(&mut Value);
-    let cases: [(&str, Edit, &str); 10] = [
+    let cases: [(&str, Edit, &str); 11] = [
         ("gold beyond the options", |t| t["gold"] = 9.into(), "gold is Some(9)"),
         ("no options", |t| t["options"] = Value::Array(vec![]), "0 option(s)"),
         ("one option", |t| t["options"] = Value::Array(vec![t["options"][0].clone()]), "1 option(s)"),
@@ -62,6 +62,14 @@ fn crafted_task_lines_are_refused_by_name_and_never_panic() {
         ),
         ("a 0-token option", |t| t["options"][1]["tokens"] = 0.into(), "option 1 has 0 scored tokens"),
         ("fewer labels than options", |t| t["labels"] = serde_json::json!([true]), "1 labels for 4 options"),
+        (
+            "an option of no characters",
+            |t| {
+                t["options"][0]["chars"] = 0.into();
+                t["options"][0]["bytes"] = 0.into();
+            },
+            "which no text has",
+        ),
     ];
     for (what, edit, expected) in cases {
         for (source, command) in [(&log, "report"), (&shard, "merge")] {
@@ -181,6 +189,61 @@ fn outputs_never_replace_devices_fifos_or_inputs() {
     assert!(stderr(&out).contains("/dev/zero: a character device, not a regular file"), "{}", stderr(&out));
     let out = run(&["report", &fifo_path]);
     assert!(stderr(&out).contains("a FIFO, not a regular file"), "{}", stderr(&out));
+}
+
+#[test]
+fn files_written_in_an_output_folder_never_replace_an_input() {
+    let dir = tempdir();
+    let d = dir.path();
+    // A log named like the plot report would write: the plot must not replace it.
+    let log = scored_log(d, "reliability-1-gemma-3-270m-q4_k_m.svg", 4, &[]);
+    let before = std::fs::read(&log).unwrap();
+    let out = run(&["report", path_str(&log), "--plots", path_str(d)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("an input or another output"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&log).unwrap(), before);
+    // A task file named like one --write-tasks writes.
+    let task_file = d.join("digit.parens.comma.r0.bin");
+    std::fs::copy(reference("mc_letter4.bin"), &task_file).unwrap();
+    let out = run(&["sweep", path_str(&task_file), "--tasks", "3", "--formats", "digit.parens.comma", "--write-tasks", path_str(d)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("one of the inputs"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&task_file).unwrap(), std::fs::read(reference("mc_letter4.bin")).unwrap());
+    // plan --merge never writes a merged log over the study or a task file.
+    let study = d.join("study.json");
+    let out_dir = d.join("o");
+    let model_stem = "gemma-3-270m-q4_k_m";
+    // The merged log of model M, settings `default` on task file F is
+    // OUT/stem(F)/M.default.jsonl: here F is the study file itself.
+    let run_dir = format!("{model_stem}.default");
+    std::fs::create_dir_all(out_dir.join(&run_dir)).unwrap();
+    let victim = out_dir.join(&run_dir).join(format!("{model_stem}.default.jsonl"));
+    let study_text = serde_json::json!({"models": [model()], "files": [path_str(&victim)], "shards": 1, "out": path_str(&out_dir)});
+    std::fs::write(&victim, study_text.to_string()).unwrap();
+    std::fs::copy(&victim, &study).unwrap();
+    let shard = d.join("shard.jsonl");
+    let args = ["score", "-m", &model(), &reference("mc_letter4.bin"), "--multiple-choice-tasks", "2", "--shard", "0/1", "--log-samples"];
+    assert!(run(&[&args[..], &[path_str(&shard)]].concat()).status.success());
+    let shard_dir = out_dir.join("shards").join(&run_dir);
+    std::fs::create_dir_all(&shard_dir).unwrap();
+    std::fs::copy(&shard, shard_dir.join(format!("{model_stem}.default.shard-0.jsonl"))).unwrap();
+    let out = run(&["plan", path_str(&victim), "--merge"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("would replace"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), study_text.to_string());
+}
+
+#[test]
+fn a_resume_refuses_lines_of_other_tasks() {
+    let dir = tempdir();
+    let log = scored_log(dir.path(), "run.jsonl", 4, &[]);
+    let file = reference("mc_letter4.bin");
+    for (what, task) in [("another task", 0u64), ("an impossible index", 10_000_000_000_000_000_000)] {
+        let bad = edited(&log, &dir.path().join("bad.jsonl"), |lines| lines[2]["task"] = task.into());
+        let out = run(&["score", "-m", &model(), &file, "--multiple-choice-tasks", "4", "--log-samples", path_str(&bad), "--resume"]);
+        assert_eq!(out.status.code(), Some(1), "{what}: {}", stdout(&out));
+        assert!(stderr(&out).contains("cannot resume: task line 2 is task"), "{what}: {}", stderr(&out));
+    }
 }
 
 #[test]

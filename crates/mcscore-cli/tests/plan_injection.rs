@@ -43,6 +43,15 @@ fn study_values_that_would_change_the_generated_scripts_are_refused() {
         (serde_json::json!({"settings": {"x": ["-o", "out.json"]}}), "`mcscore score` would refuse them"),
         (serde_json::json!({"settings": {"x": ["-mfoo.gguf"]}}), "`mcscore score` would refuse them"),
         (serde_json::json!({"settings": {"x": ["-np", "0"]}}), "`mcscore score` would refuse them"),
+        (serde_json::json!({"out": "/data/out\u{2028}touch x"}), "control character"),
+        (
+            serde_json::json!({"kubernetes": {"name": "on", "image": "i", "volume_claim": "c", "mount": "/data", "parallelism": 1, "cpus": 1, "memory": "1Gi", "gpus": 0}}),
+            "YAML 1.1",
+        ),
+        (
+            serde_json::json!({"kubernetes": {"name": "x", "image": "yes", "volume_claim": "c", "mount": "/data", "parallelism": 1, "cpus": 1, "memory": "1Gi", "gpus": 0}}),
+            "YAML 1.1",
+        ),
     ];
     for (change, expected) in cases {
         let mut text = base.clone();
@@ -64,7 +73,7 @@ fn hostile_but_legal_characters_stay_inside_their_words() {
     let dir = tempdir();
     let base = path_str(dir.path()).to_owned();
     // Spaces, quotes, $, backticks, ;, # and globs: legal in paths and flags.
-    let odd = format!("{base}/it's a \"test\" $(touch owned) `id`; #x *");
+    let odd = format!("{base}/it's a \"test\" $(touch owned) `id`; #x * %j");
     let model = format!("{odd}/m.gguf");
     let file = format!("{odd}/f.bin");
     let out = format!("{odd}/out");
@@ -89,7 +98,8 @@ fn hostile_but_legal_characters_stay_inside_their_words() {
         // sbatch reads `\` as escaping the next character and `#` as a comment.
         assert!(!line.contains(" #") && !line["#SBATCH".len()..].contains('#') || line.contains("\\#"), "{line}");
     }
-    let escaped = r#"/it\'s\ a\ \"test\"\ \$\(touch\ owned\)\ \`id\`\;\ \#x\ \*/out/slurm/%A_%a.out"#;
+    // `%j` would be a Slurm filename pattern: written `%%j`.
+    let escaped = r#"/it\'s\ a\ \"test\"\ \$\(touch\ owned\)\ \`id\`\;\ \#x\ \*\ %%j/out/slurm/%A_%a.out"#;
     assert!(script.contains(&format!("#SBATCH --output={base}{escaped}\n")), "{script}");
 
     // Run the array task itself, with a stand-in for mcscore that records its

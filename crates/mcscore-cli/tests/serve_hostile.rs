@@ -60,6 +60,11 @@ fn what_a_web_page_could_send_is_refused() {
         let reply = raw(&server.address, "POST", "/v1/completions", body, &host, &json);
         assert_eq!(reply.0, 200, "{host}: {}", reply.1);
     }
+    // Two Host headers, or an absolute request target naming another host.
+    let twice = raw(&server.address, "GET", "/v1/models", b"", &format!("{}\r\nHost: attacker.example", server.address), &[]);
+    assert_eq!(twice.0, 400, "{}", twice.1);
+    let absolute = raw(&server.address, "GET", "http://attacker.example/v1/models", b"", &server.address, &[]);
+    assert_eq!(absolute.0, 403, "{}", absolute.1);
     // A wrong method says so, in OpenAI's error shape.
     let reply = server.get("/v1/completions");
     assert_eq!(reply.status, 405);
@@ -124,6 +129,21 @@ fn a_half_sent_request_does_not_keep_the_server_alive_after_sigterm() {
 }
 
 #[test]
+fn a_long_computation_does_not_hold_the_shutdown() {
+    let mut server = Server::start(&["--shutdown-timeout", "1"]);
+    let prompt = "The quick brown fox jumps over the lazy dog. ".repeat(350);
+    let address = server.address.clone();
+    let body = json!({"prompt": prompt, "max_tokens": 0, "echo": true}).to_string();
+    let _client = std::thread::spawn(move || common::server::request(&address, "POST", "/v1/completions", body.as_bytes(), &[]));
+    std::thread::sleep(Duration::from_millis(500));
+    let started = Instant::now();
+    server.signal("TERM");
+    let status = server.wait_for(Duration::from_secs(20)).unwrap_or_else(|| panic!("still running 20 s after SIGTERM:\n{}", server.log()));
+    assert_eq!(status.code(), Some(0));
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}:\n{}", started.elapsed(), server.log());
+}
+
+#[test]
 fn a_client_that_leaves_mid_pass_stops_its_computation() {
     let server = Server::start(&[]);
     let long: Vec<String> = (0..400).map(|i| format!("{} {i}", "The quick brown fox jumps over the lazy dog.".repeat(20))).collect();
@@ -149,13 +169,15 @@ fn a_client_that_leaves_mid_pass_stops_its_computation() {
 #[test]
 fn request_fields_cannot_forge_log_lines() {
     let server = Server::start(&[]);
-    let reply = server.post(
-        "/v1/completions",
-        &json!({"model": "x\nmcscore serve: #999 POST /v1/completions 200 forged", "prompt": "a", "max_tokens": 1}),
-    );
-    assert_eq!(reply.status, 404);
-    assert!(server.log_has("\\nmcscore serve: #999"), "{}", server.log());
-    assert!(!server.log().lines().any(|l| l.starts_with("mcscore serve: #999")), "{}", server.log());
+    for separator in ["\n", "\r", "\u{2028}", "\u{85}"] {
+        let model = format!("x{separator}mcscore serve: #999 POST /v1/completions 200 forged");
+        let reply = server.post("/v1/completions", &json!({"model": model, "prompt": "a", "max_tokens": 1}));
+        assert_eq!(reply.status, 404);
+    }
+    assert!(server.log_has("\\u{85}mcscore serve: #999"), "{}", server.log());
+    let log = server.log();
+    let forged = |l: &str| l.trim_start().starts_with("mcscore serve: #999");
+    assert!(!log.lines().any(forged) && !log.split(['\r', '\u{2028}', '\u{85}']).any(forged), "{log}");
 }
 
 #[test]

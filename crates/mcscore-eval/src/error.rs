@@ -86,6 +86,14 @@ pub enum EvalError {
     #[error("{}: {what}", path.display())]
     BadStudy { path: PathBuf, what: String },
 
+    /// A log whose header matches the run but whose task lines are not its tasks.
+    #[error("{}: cannot resume: task line {} is task {logged}, but the run's task there is {} (the log was edited, or written by another mcscore)", path.display(), position + 1, run.map_or("none (the run has fewer tasks)".to_owned(), |t| t.to_string()))]
+    ResumeOtherTasks { path: PathBuf, position: usize, logged: usize, run: Option<usize> },
+
+    /// An output whose path is one of the job's inputs (by inode).
+    #[error("{}: writing it would replace {}, one of the inputs; choose another folder", path.display(), input.display())]
+    WouldReplaceInput { path: PathBuf, input: PathBuf },
+
     #[error("shard {shard} is given twice: {} and {}", first.display(), second.display())]
     ShardTwice { shard: usize, first: PathBuf, second: PathBuf },
 

@@ -319,10 +319,21 @@ impl ScoreJob {
         let (log, kept, already_complete) = match &spec.log {
             Some(log_path) => {
                 let boundary = |done: usize| plan.batches.iter().map(|b| b.start).filter(|&b| b <= done).max().unwrap_or(0);
-                match SampleLog::open(log_path, &header, spec.resume, boundary)? {
+                let (log, kept, complete) = match SampleLog::open(log_path, &header, spec.resume, boundary)? {
                     Opened::Writing { log, kept } => (Some(log), kept, false),
                     Opened::Complete { records } => (None, records, true),
+                };
+                // The header pins the file and the subset; the lines must be
+                // the run's tasks in the run's order too.
+                if let Some((at, record)) = kept.iter().enumerate().find(|(i, r)| prepared.get(*i).is_none_or(|p| p.index != r.task)) {
+                    return Err(EvalError::ResumeOtherTasks {
+                        path: log_path.clone(),
+                        position: at,
+                        logged: record.task,
+                        run: prepared.get(at).map(|p| p.index),
+                    });
                 }
+                (log, kept, complete)
             }
             None => (None, Vec::new(), false),
         };

@@ -114,10 +114,17 @@ const PLANNED_FLAGS: [&str; 6] = ["--shard", "--shards", "--log-samples", "--res
 pub const MAX_SHARDS: usize = 100_000;
 pub const MAX_ARRAY_TASKS: usize = 1_000_000;
 
+/// Plain words YAML 1.1 (kubectl's parser) reads as booleans or null: a
+/// serializer that follows YAML 1.2 writes them unquoted.
+const YAML_1_1_SCALARS: &[&str] = &[
+    "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True", "TRUE", "false", "False", "FALSE", "on", "On", "ON", "off",
+    "Off", "OFF", "null", "Null", "NULL", "~",
+];
+
 /// Refuses a study value that holds a control character: a newline in a
 /// path or an option would add a line to the script or manifest.
 fn plain(field: &str, value: &str) -> Result<(), String> {
-    match value.chars().find(|c| c.is_control()) {
+    match value.chars().find(|&c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')) {
         Some(c) => Err(format!("{field} {value:?} holds the control character {c:?}; a study value is one line of plain text")),
         None => Ok(()),
     }
@@ -193,6 +200,18 @@ impl Study {
             return Err(format!("kubernetes.name {:?} is not a DNS label (lower-case letters, digits and -, at most 63)", k.name));
         }
         option_value("kubernetes.memory", &k.memory, ".", "16Gi")?;
+        for (field, value) in [
+            ("kubernetes.name", &k.name),
+            ("kubernetes.image", &k.image),
+            ("kubernetes.volume_claim", &k.volume_claim),
+            ("kubernetes.memory", &k.memory),
+        ] {
+            if YAML_1_1_SCALARS.contains(&value.as_str()) {
+                return Err(format!(
+                    "{field} {value:?} reads as a boolean or null in YAML 1.1, which kubectl's parser follows; choose another"
+                ));
+            }
+        }
         option_value("kubernetes.volume_claim", &k.volume_claim, "-.", "mcscore-data")?;
         for (field, value) in [("kubernetes.image", &k.image), ("kubernetes.mount", &k.mount)] {
             plain(field, value)?;
@@ -313,7 +332,8 @@ impl Study {
         s.push_str("#SBATCH --job-name=mcscore-study\n");
         let limit = o.max_running.map_or(String::new(), |m| format!("%{m}"));
         s.push_str(&format!("#SBATCH --array=0-{}{limit}\n", self.tasks() - 1));
-        s.push_str(&format!("#SBATCH --output={}\n", sbatch_word(&format!("{}/slurm/%A_%a.out", self.out))));
+        // `%` starts a Slurm filename pattern (%j, %A); `%%` is a plain one.
+        s.push_str(&format!("#SBATCH --output={}\n", sbatch_word(&format!("{}/slurm/%A_%a.out", self.out.replace('%', "%%")))));
         for (flag, value) in [
             ("partition", o.partition.clone()),
             ("cpus-per-task", o.cpus_per_task.map(|c| c.to_string())),
@@ -385,9 +405,10 @@ impl Study {
         serde_norway::to_string(&job).map_err(|e| EvalError::BadStudy { path: path.to_owned(), what: format!("writing the manifest: {e}") })
     }
 
-    /// Merges every run whose shards are all complete into its merged log;
-    /// returns, per run, the merged run or why it could not be merged.
-    pub fn merge_all(&self) -> Vec<(Run, Result<Merged, EvalError>)> {
+    /// Merges every run whose shards are all complete into its merged log
+    /// (never over the study file `study`, a model or a task file); returns,
+    /// per run, the merged run or why it could not be merged.
+    pub fn merge_all(&self, study: &Path) -> Vec<(Run, Result<Merged, EvalError>)> {
         self.runs()
             .into_iter()
             .map(|run| {
@@ -401,6 +422,10 @@ impl Study {
                     }
                     let merged = merge(&logs)?;
                     let out = PathBuf::from(self.merged_log(&run));
+                    let inputs = [study, Path::new(&run.model), Path::new(&run.file)];
+                    if let Some(input) = inputs.iter().find(|i| mcscore_format::same_file(&out, i)) {
+                        return Err(EvalError::WouldReplaceInput { path: out, input: input.to_path_buf() });
+                    }
                     if let Some(dir) = out.parent() {
                         std::fs::create_dir_all(dir).map_err(EvalError::io(dir))?;
                     }

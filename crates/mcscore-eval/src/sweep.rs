@@ -364,7 +364,9 @@ impl Sweep {
 
     /// Writes each format and rotation as its own task file `FORMAT.rR.bin` in
     /// `dir`; returns how many.
-    pub fn write_tasks(&self, dir: &Path) -> Result<usize, EvalError> {
+    /// `inputs` are never replaced (a task file in `dir` named like one of the
+    /// outputs is refused, not overwritten).
+    pub fn write_tasks(&self, dir: &Path, inputs: &[&Path]) -> Result<usize, EvalError> {
         std::fs::create_dir_all(dir).map_err(EvalError::io(dir))?;
         let widest = self.items.items.iter().map(|i| i.options.len()).max().unwrap_or(1);
         let rotations = if self.spec.circular { widest } else { 1 };
@@ -378,6 +380,9 @@ impl Sweep {
                     self.spec.instruction,
                 )?;
                 let path = dir.join(format!("{}.r{rotation}.bin", format.name()));
+                if let Some(input) = inputs.iter().find(|i| mcscore_format::same_file(&path, i)) {
+                    return Err(EvalError::WouldReplaceInput { path, input: input.to_path_buf() });
+                }
                 write_tasks(&path, prompts.iter().filter(|p| p.rotation == rotation).map(task_of).collect::<Vec<_>>().into_iter())?;
                 written += 1;
             }

@@ -586,6 +586,10 @@ pub fn check_record(header: &Header, record: &TaskRecord) -> Result<(), LogFault
         if option.tokens == 0 {
             return Err(fault(format!("option {i} has 0 scored tokens")));
         }
+        // Options are non-empty text; UTF-8 takes 1 to 4 bytes a character.
+        if option.chars == 0 || option.bytes < option.chars || u64::from(option.bytes) > 4 * u64::from(option.chars) {
+            return Err(fault(format!("option {i} has {} characters in {} bytes, which no text has", option.chars, option.bytes)));
+        }
         if !option.logprob_sum.is_finite() || option.uncond_logprob_sum.is_some_and(|u| !u.is_finite()) {
             return Err(fault(format!("option {i} has a log-probability that is not finite")));
         }
