@@ -187,7 +187,7 @@ fn sweep_refuses_what_it_cannot_render() {
 
     let letter_file = repo("datasets/mmlu-validation.bin");
     let out = run(&["sweep", &letter_file, "--formats", "upper.dash.newline", "--write-tasks", "/nonexistent"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "a usage error");
     assert!(stderr(&out).contains("--formats: unknown format \"upper.dash.newline\""), "{}", stderr(&out));
 
     let out = run(&["sweep", &letter_file, "--tasks", "1", "--pride", "0.5", "--write-tasks", "/nonexistent"]);

@@ -438,16 +438,23 @@ impl Study {
     }
 }
 
-/// `text` as one word of an `#SBATCH` line: sbatch reads a backslash as
-/// escaping the next character, so every character that is not plainly safe
-/// gets one (a space, a quote, `#`, which would start a comment).
+/// `text` as one word of an `#SBATCH` line. sbatch's directive parser takes
+/// a word in double quotes (a space and `#` inside are plain) and reads a
+/// backslash as escaping the next character there; outside quotes a
+/// backslash does not keep a space (checked with Slurm 22.05).
 fn sbatch_word(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| {
-            let safe = c.is_ascii_alphanumeric() || "/._-=+:,@%".contains(c);
-            (!safe).then_some('\\').into_iter().chain(std::iter::once(c))
-        })
-        .collect()
+    if text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-=+:,@%".contains(c)) {
+        return text.to_owned();
+    }
+    let mut word = String::from('"');
+    for c in text.chars() {
+        if c == '"' || c == '\\' {
+            word.push('\\');
+        }
+        word.push(c);
+    }
+    word.push('"');
+    word
 }
 
 /// The Indexed Job's shape, as Kubernetes names its fields.
@@ -550,7 +557,8 @@ mod tests {
         assert_eq!(quote("a b"), "'a b'");
         assert_eq!(quote("it's"), "'it'\\''s'");
         assert_eq!(quote(""), "''");
-        assert_eq!(sbatch_word("/data/my results/%A.out"), "/data/my\\ results/%A.out");
-        assert_eq!(sbatch_word("a#b'c"), "a\\#b\\'c");
+        assert_eq!(sbatch_word("/data/results/%A.out"), "/data/results/%A.out");
+        assert_eq!(sbatch_word("/data/my results/%A.out"), "\"/data/my results/%A.out\"");
+        assert_eq!(sbatch_word("a#b'c\"d\\e"), "\"a#b'c\\\"d\\\\e\"");
     }
 }

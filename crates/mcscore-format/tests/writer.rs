@@ -96,6 +96,8 @@ fn opening_an_invalid_file_names_it() {
     std::fs::write(&path, [0u8; 4]).unwrap();
     let error = TaskFile::open(&path).err().unwrap().to_string();
     assert!(error.contains("broken.bin: invalid task file (1 fault): the task count at byte 0 is zero"), "{error}");
-    let error = TaskFile::open(dir.path().join("absent.bin")).err().unwrap().to_string();
-    assert!(error.contains("absent.bin: No such file"), "{error}");
+    // The path in the message, the OS error as its source (printed once, by the chain).
+    let error = TaskFile::open(dir.path().join("absent.bin")).err().unwrap();
+    let source = std::error::Error::source(&error).map(ToString::to_string).unwrap_or_default();
+    assert!(error.to_string().ends_with("absent.bin") && source.contains("No such file"), "{error}: {source}");
 }
