@@ -119,17 +119,28 @@ pub(crate) fn sweep(
     ranks: Option<&[Vec<usize>]>,
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
-    for (i, ModelAccuracy { model, accuracy: acc, circular }) in accuracy.iter().enumerate() {
+    let models: Vec<String> = accuracy.iter().map(|m| m.model.clone()).collect();
+    let paths = sweep_paths(dir, &models);
+    for (path, ModelAccuracy { model, accuracy: acc, circular }) in paths.iter().zip(accuracy) {
         let label = model_label(model);
-        let path = dir.join(format!("sweep-accuracy-{}-{}.svg", i + 1, file_name(&label)));
-        save(&path, protected, |svg| format_bars(svg, &label, formats, acc, circular.as_deref()))?;
+        save(path, protected, |svg| format_bars(svg, &label, formats, acc, circular.as_deref()))?;
     }
-    if let Some(ranks) = ranks {
-        let path = dir.join("sweep-ranks.svg");
-        let models: Vec<String> = accuracy.iter().map(|m| m.model.clone()).collect();
-        save(&path, protected, |svg| rank_bars(svg, &models, ranks, formats.len()))?;
+    if let (Some(ranks), Some(path)) = (ranks, paths.get(models.len())) {
+        save(path, protected, |svg| rank_bars(svg, &models, ranks, formats.len()))?;
     }
     Ok(())
+}
+
+/// The files `sweep` plots `models` into: one per model, then the rank
+/// distributions where there are several (known before scoring, so a clash
+/// with another output is refused before any work).
+pub(crate) fn sweep_paths(dir: &Path, models: &[String]) -> Vec<std::path::PathBuf> {
+    let mut paths: Vec<std::path::PathBuf> =
+        models.iter().enumerate().map(|(i, m)| dir.join(format!("sweep-accuracy-{}-{}.svg", i + 1, file_name(&model_label(m))))).collect();
+    if models.len() > 1 {
+        paths.push(dir.join("sweep-ranks.svg"));
+    }
+    paths
 }
 
 /// A model's file name, or the whole path when it has none.

@@ -189,12 +189,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         return emit(&merge_saved(&args.compare)?, &args);
     }
     let formats = parse_formats(&args.formats)?;
+    // A benchmark's source files are inputs too, once they are known.
+    let mut source_paths: Vec<PathBuf> = Vec::new();
     let (items, selection) = match (&args.file, &args.benchmark) {
         (Some(path), _) => load_items(ItemSource::File(path), args.tasks)?,
         (None, Some(name)) => {
             let benchmark =
                 find(name).with_context(|| format!("--benchmark {name}: no such benchmark (mcscore build --list shows them)"))?;
             let sources = args.source.resolve(benchmark)?;
+            source_paths = sources.iter().map(|s| s.path.clone()).collect();
             load_items(ItemSource::Benchmark { benchmark, sources: &sources }, args.tasks)?
         }
         (None, None) => unreachable!("clap requires FILE or --benchmark"),
@@ -209,7 +212,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         e => e.into(),
     })?;
     if let Some(dir) = &args.write_tasks {
-        let written = sweep.write_tasks(dir, &inputs(&args))?;
+        let protected: Vec<&Path> = inputs(&args).into_iter().chain(source_paths.iter().map(PathBuf::as_path)).collect();
+        let written = sweep.write_tasks(dir, &protected)?;
         eprintln!("mcscore: wrote {written} task files ({} tasks each) to {}", sweep.items.items.len(), dir.display());
         return Ok(Outcome::Ok);
     }
@@ -225,6 +229,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         return emit(&sweep.report(args.tasks, &settings, vec![merged])?, &args);
     }
     let models = if args.models.is_empty() { vec![defaults::model()?] } else { args.models.clone() };
+    if let Some(dir) = &args.plots {
+        let protected: Vec<&Path> = inputs(&args).into_iter().chain(args.save_json.as_deref()).chain(args.log_samples.as_deref()).collect();
+        let names: Vec<String> = models.iter().map(|m| m.display().to_string()).collect();
+        for path in plots::sweep_paths(dir, &names) {
+            output::check_folder_file(&path, &protected)?;
+        }
+    }
     if let Some(shard) = args.shard {
         let [model] = &models[..] else { bail!("--shard scores one model; {} were given", models.len()) };
         let cancel = cancel_on_ctrl_c()?;

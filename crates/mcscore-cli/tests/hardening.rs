@@ -231,6 +231,22 @@ fn files_written_in_an_output_folder_never_replace_an_input() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("would replace"), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), study_text.to_string());
+    // Nor over another run's task file: run 0 (on `task.bin`) merges to
+    // OUT/task/M.default.jsonl, where run 1's task file is.
+    let other_dir = out_dir.join("task");
+    std::fs::create_dir_all(&other_dir).unwrap();
+    let second_file = other_dir.join(format!("{model_stem}.default.jsonl"));
+    std::fs::copy(reference("mc_letter4.bin"), &second_file).unwrap();
+    let two = d.join("two.json");
+    let first_file = d.join("task.bin");
+    std::fs::copy(reference("mc_letter4.bin"), &first_file).unwrap();
+    let two_text = serde_json::json!({"models": [model()], "files": [path_str(&first_file), path_str(&second_file)], "shards": 1, "out": path_str(&out_dir)});
+    std::fs::write(&two, two_text.to_string()).unwrap();
+    std::fs::create_dir_all(out_dir.join("shards/task")).unwrap();
+    std::fs::copy(&shard, out_dir.join(format!("shards/task/{model_stem}.default.shard-0.jsonl"))).unwrap();
+    let out = run(&["plan", path_str(&two), "--merge"]);
+    assert!(stderr(&out).contains("would replace"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&second_file).unwrap(), std::fs::read(reference("mc_letter4.bin")).unwrap());
 }
 
 #[test]

@@ -53,6 +53,12 @@ fn study_values_that_would_change_the_generated_scripts_are_refused() {
             "YAML 1.1",
         ),
     ];
+    // Values YAML 1.1 (kubectl) reads as numbers, dates or merge keys.
+    let mut cases = cases;
+    for image in ["1_000", "12:30", "<<", "2001-01-01", ".inf"] {
+        let kubernetes = serde_json::json!({"name": "x", "image": image, "volume_claim": "c", "mount": "/data", "parallelism": 1, "cpus": 1, "memory": "1Gi", "gpus": 0});
+        cases.push((serde_json::json!({ "kubernetes": kubernetes }), "YAML 1.1"));
+    }
     for (change, expected) in cases {
         let mut text = base.clone();
         for (key, value) in change.as_object().unwrap() {
@@ -94,8 +100,9 @@ fn hostile_but_legal_characters_stay_inside_their_words() {
     std::fs::write(&path, &script).unwrap();
     let syntax = std::process::Command::new("bash").arg("-n").arg(&path).output().unwrap();
     assert!(syntax.status.success(), "bash -n: {}", String::from_utf8_lossy(&syntax.stderr));
-    // sbatch reads a double-quoted word with `\` escaping the next character.
-    let escaped = r#"/it's a \"test\" $(touch owned) `id`; #x * %%j/out/slurm/%A_%a.out"#;
+    // sbatch reads a double-quoted word with `\` escaping the next character
+    // (`#` escaped too, for Slurm before 18.08).
+    let escaped = r#"/it's a \"test\" $(touch owned) `id`; \#x * %%j/out/slurm/%A_%a.out"#;
     assert!(script.contains(&format!("#SBATCH --output=\"{base}{escaped}\"\n")), "{script}");
 
     // Run the array task itself, with a stand-in for mcscore that records its

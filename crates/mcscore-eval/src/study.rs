@@ -121,6 +121,17 @@ const YAML_1_1_SCALARS: &[&str] = &[
     "Off", "OFF", "null", "Null", "NULL", "~",
 ];
 
+/// Whether a plain YAML 1.1 scalar `value` would read as something other
+/// than a string: a boolean or null word, a number in any of 1.1's spellings
+/// (`1_000`, `0x1f`, `1e3`, sexagesimal `12:30`), a date (`2001-01-01`),
+/// `.inf`, or the merge and value keys `<<` and `=`.
+fn reads_as_non_string_in_yaml_1_1(value: &str) -> bool {
+    let numeric = value.starts_with(|c: char| c.is_ascii_digit() || "+-.".contains(c))
+        && value.chars().all(|c| c.is_ascii_hexdigit() || "_:.+-xXoObB".contains(c));
+    let special = [".inf", "-.inf", "+.inf", ".nan", "<<", "="].contains(&value.to_ascii_lowercase().as_str());
+    YAML_1_1_SCALARS.contains(&value) || numeric || special
+}
+
 /// Refuses a study value that holds a control character: a newline in a
 /// path or an option would add a line to the script or manifest.
 fn plain(field: &str, value: &str) -> Result<(), String> {
@@ -206,9 +217,9 @@ impl Study {
             ("kubernetes.volume_claim", &k.volume_claim),
             ("kubernetes.memory", &k.memory),
         ] {
-            if YAML_1_1_SCALARS.contains(&value.as_str()) {
+            if reads_as_non_string_in_yaml_1_1(value) {
                 return Err(format!(
-                    "{field} {value:?} reads as a boolean or null in YAML 1.1, which kubectl's parser follows; choose another"
+                    "{field} {value:?} reads as a boolean, null, number or date in YAML 1.1, which kubectl's parser follows; choose another"
                 ));
             }
         }
@@ -409,6 +420,8 @@ impl Study {
     /// (never over the study file `study`, a model or a task file); returns,
     /// per run, the merged run or why it could not be merged.
     pub fn merge_all(&self, study: &Path) -> Vec<(Run, Result<Merged, EvalError>)> {
+        // Every run's inputs: one run's merged log may not replace another's.
+        let inputs: Vec<&Path> = std::iter::once(study).chain(self.models.iter().chain(&self.files).map(Path::new)).collect();
         self.runs()
             .into_iter()
             .map(|run| {
@@ -422,7 +435,6 @@ impl Study {
                     }
                     let merged = merge(&logs)?;
                     let out = PathBuf::from(self.merged_log(&run));
-                    let inputs = [study, Path::new(&run.model), Path::new(&run.file)];
                     if let Some(input) = inputs.iter().find(|i| mcscore_format::same_file(&out, i)) {
                         return Err(EvalError::WouldReplaceInput { path: out, input: input.to_path_buf() });
                     }
@@ -448,7 +460,8 @@ fn sbatch_word(text: &str) -> String {
     }
     let mut word = String::from('"');
     for c in text.chars() {
-        if c == '"' || c == '\\' {
+        // `#` too: Slurm before 18.08 ended a directive at any unescaped `#`.
+        if c == '"' || c == '\\' || c == '#' {
             word.push('\\');
         }
         word.push(c);
@@ -559,6 +572,6 @@ mod tests {
         assert_eq!(quote(""), "''");
         assert_eq!(sbatch_word("/data/results/%A.out"), "/data/results/%A.out");
         assert_eq!(sbatch_word("/data/my results/%A.out"), "\"/data/my results/%A.out\"");
-        assert_eq!(sbatch_word("a#b'c\"d\\e"), "\"a#b'c\\\"d\\\\e\"");
+        assert_eq!(sbatch_word("a#b'c\"d\\e"), "\"a\\#b'c\\\"d\\\\e\"");
     }
 }
