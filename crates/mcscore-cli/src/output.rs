@@ -32,9 +32,7 @@ pub(crate) fn check_file(target: &Target<'_>, inputs: &[&Path]) -> anyhow::Resul
     if path.is_dir() {
         bail!("{}: {flag} names a directory; give a file path", path.display());
     }
-    if let Some(input) = inputs.iter().find(|input| same_file(path, input)) {
-        bail!("{}: {flag} names one of the command's inputs ({}); give another path", path.display(), input.display());
-    }
+    refuse_inputs(path, flag, inputs)?;
     check_target(path, existing).map_err(|e| match e {
         mcscore_format::Error::Exists { .. } => {
             anyhow::anyhow!("{}: {flag}: the file exists; pass --force to replace it, or give another path", path.display())
@@ -59,16 +57,21 @@ pub(crate) fn check_file(target: &Target<'_>, inputs: &[&Path]) -> anyhow::Resul
 /// (through a symbolic link too); whether an existing one may be continued is
 /// the job's to decide (`--resume`).
 pub(crate) fn check_log(path: &Path, flag: &str, inputs: &[&Path]) -> anyhow::Result<()> {
-    if let Some(input) = inputs.iter().find(|input| same_file(path, input)) {
-        bail!("{}: {flag} names one of the command's inputs ({}); give another path", path.display(), input.display());
-    }
-    if let Ok(metadata) = std::fs::metadata(path) {
-        if !metadata.is_file() {
-            bail!("{}: {flag} names {}; give a regular file", path.display(), mcscore_format::file_kind(&metadata));
+    match std::fs::metadata(path) {
+        Ok(metadata) if !metadata.is_file() => {
+            bail!("{}: {flag} names {}; give a regular file", path.display(), mcscore_format::file_kind(&metadata))
         }
-        return Ok(());
+        Ok(_) => refuse_inputs(path, flag, inputs),
+        Err(_) => check_file(&Target { path, flag, existing: Existing::Refuse }, inputs),
     }
-    check_file(&Target { path, flag, existing: Existing::Refuse }, inputs)
+}
+
+/// Refuses an output at `path` that is one of `inputs` (the same inode).
+fn refuse_inputs(path: &Path, flag: &str, inputs: &[&Path]) -> anyhow::Result<()> {
+    match inputs.iter().find(|input| same_file(path, input)) {
+        Some(input) => bail!("{}: {flag} names one of the command's inputs ({}); give another path", path.display(), input.display()),
+        None => Ok(()),
+    }
 }
 
 /// Whether `a` and `b` are one file: the same inode, or (for a file not

@@ -386,13 +386,7 @@ fn host_allowed(host: &str, allowed: &[String]) -> bool {
 /// web page can send `text/plain` across origins without asking; JSON it
 /// cannot).
 async fn guard(State(state): State<Arc<AppState>>, headers: HeaderMap, request: Request, next: Next) -> Response {
-    let refuse = |status: u16, message: String| {
-        let error = server_error(status, "invalid_request_error", message);
-        let id = state.next_id.fetch_add(1, Ordering::Relaxed);
-        let route = format!("{} {}", request.method(), request.uri().path());
-        state.log(id, &route, status, Instant::now(), &Entry { error: Some(error.message.clone()), ..Entry::default() });
-        error_response(&error)
-    };
+    let refuse = |status: u16, message: String| refuse(&state, &request, server_error(status, "invalid_request_error", message));
     let mut hosts = headers.get_all(header::HOST).iter();
     let (host, second) = (hosts.next(), hosts.next());
     if second.is_some() {
@@ -422,6 +416,14 @@ async fn guard(State(state): State<Arc<AppState>>, headers: HeaderMap, request: 
     next.run(request).await
 }
 
+/// A request refused before its route: logged, and answered with `error`.
+fn refuse(state: &AppState, request: &Request, error: ApiError) -> Response {
+    let id = state.next_id.fetch_add(1, Ordering::Relaxed);
+    let route = format!("{} {}", request.method(), request.uri().path());
+    state.log(id, &route, error.status, Instant::now(), &Entry { error: Some(error.message.clone()), ..Entry::default() });
+    error_response(&error)
+}
+
 /// Every route but /health needs the key, when one is set.
 async fn authorize(State(state): State<Arc<AppState>>, headers: HeaderMap, request: Request, next: Next) -> Response {
     if let Some(key) = &state.api_key {
@@ -436,10 +438,7 @@ async fn authorize(State(state): State<Arc<AppState>>, headers: HeaderMap, reque
                 kind: "authentication_error",
                 code: Some("invalid_api_key"),
             };
-            let id = state.next_id.fetch_add(1, Ordering::Relaxed);
-            let route = format!("{} {}", request.method(), request.uri().path());
-            state.log(id, &route, 401, Instant::now(), &Entry { error: Some(error.message.clone()), ..Entry::default() });
-            return error_response(&error);
+            return refuse(&state, &request, error);
         }
     }
     next.run(request).await

@@ -60,8 +60,9 @@ pub enum EvalError {
     #[error("{}: not a shard log (its header has no shard; `score --shard K/N` writes them)", path.display())]
     NotAShard { path: PathBuf },
 
-    #[error("{}: shard {shard} is incomplete: {}", path.display(), if *logged == *announced && !has_footer { format!("all {announced} tasks are logged but the log has no footer (the run failed after its last task); score it again") } else { format!("{logged} of {announced} tasks logged (finish it with `mcscore score ... --shard {shard}/N --resume`)") })]
-    ShardIncomplete { path: PathBuf, shard: usize, logged: usize, announced: usize, has_footer: bool },
+    /// A shard whose run did not end normally (the log crate says how).
+    #[error("{}: shard {shard} is incomplete: {why}", path.display())]
+    ShardIncomplete { path: PathBuf, shard: usize, why: String },
 
     #[error("{}: shard {shard} is of another run than {}: its {field} differs\n  {}: {log}\n  this log: {now}", path.display(), first.display(), first.display())]
     OtherRun { path: PathBuf, shard: usize, field: &'static str, first: PathBuf, log: String, now: String },

@@ -114,14 +114,8 @@ pub fn merge(paths: &[PathBuf]) -> Result<Merged, EvalError> {
     for path in paths {
         let contents = read(path)?;
         let shard = contents.header.shard.clone().ok_or_else(|| EvalError::NotAShard { path: path.clone() })?;
-        if !contents.is_complete() {
-            return Err(EvalError::ShardIncomplete {
-                path: path.clone(),
-                shard: shard.index,
-                logged: contents.records.len(),
-                announced: contents.header.tasks,
-                has_footer: contents.footer.is_some(),
-            });
+        if let Some(why) = contents.unfinished() {
+            return Err(EvalError::ShardIncomplete { path: path.clone(), shard: shard.index, why });
         }
         if let Some((first, first_header, ..)) = shards.first() {
             if let Some((field, log, now)) = as_run(first_header).mismatch(&as_run(&contents.header)) {

@@ -356,14 +356,21 @@ impl Contents {
     /// Refuses a log that does not hold a finished run, saying why: results
     /// are read only from runs that ended normally.
     pub fn require_complete(&self, path: &Path) -> Result<(), LogError> {
+        match self.unfinished() {
+            None => Ok(()),
+            Some(why) => Err(LogError::Unfinished { path: path.to_owned(), why }),
+        }
+    }
+
+    /// Why the log does not hold a finished run, or `None` when it does.
+    pub fn unfinished(&self) -> Option<String> {
         let (logged, announced) = (self.records.len(), self.header.tasks);
-        let why = match self.footer {
-            _ if self.is_complete() => return Ok(()),
-            Some(_) => format!("marked incomplete: {logged} of {announced} tasks logged when the run was interrupted; finish it with `mcscore score ... --resume`"),
+        Some(match self.footer {
+            _ if self.is_complete() => return None,
+            Some(_) => format!("{logged} of {announced} tasks logged, marked incomplete when the run was interrupted; finish it with `mcscore score ... --resume`"),
             None if logged < announced => format!("{logged} of {announced} tasks logged and no footer: the run was interrupted or killed; finish it with `mcscore score ... --resume`"),
             None => format!("all {announced} tasks are logged, but the log has no footer: the run did not end normally (it failed after its last task, e.g. because the model file changed), so its results are not to be trusted; score it again"),
-        };
-        Err(LogError::Unfinished { path: path.to_owned(), why })
+        })
     }
 }
 
