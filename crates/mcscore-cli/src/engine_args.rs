@@ -4,9 +4,14 @@
 use mcscore_engine::{ContextSize, EngineError, FlashAttention, Settings};
 use mcscore_eval::EvalError;
 
+use crate::UsageError;
+
 /// The largest -b and -ub: 2^24 tokens, far beyond any context, and far
 /// below what llama.cpp's 32-bit batch counts or a batch's allocation break at.
 const MAX_BATCH: i64 = 1 << 24;
+/// -b and -ub below a micro-batch would mean nothing: fills are decoded in
+/// micro-batches of this many tokens.
+const MIN_BATCH: i64 = mcscore_engine::MICRO_BATCH as i64;
 
 #[derive(clap::Args)]
 pub(crate) struct EngineArgs {
@@ -23,17 +28,21 @@ pub(crate) struct EngineArgs {
     compute: ComputeArgs,
 }
 
-/// The flags that say how llama.cpp computes (-b, -ub, -t, -tb, -ngl, -fa,
-/// --deterministic), shared by the scoring commands and `serve`.
+/// The flags that say how llama.cpp computes (-b, -ub, -t, -tb, -ngl, -fa),
+/// shared by the scoring commands and `serve`.
 #[derive(clap::Args)]
 pub(crate) struct ComputeArgs {
-    /// Tokens per decode (-b), 1 to 16,777,216; raised to the sequences a fill
-    /// uses where it is smaller (llama.cpp needs a row per sequence), and never
-    /// above the context the fills need.
-    #[arg(short = 'b', long = "batch-size", value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..=MAX_BATCH))]
+    /// Tokens one KV-cache fill decodes at most (-b), 60 to 16,777,216: the tasks
+    /// of a fill share their common tokens. Every fill is decoded in micro-batches
+    /// of exactly 60 tokens, the last one padded (the batch rule: a task's scores
+    /// never depend on what it is batched with), so -b changes speed and memory,
+    /// never a score.
+    #[arg(short = 'b', long = "batch-size", value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(MIN_BATCH..=MAX_BATCH))]
     batch_size: u32,
-    /// Tokens per compute micro-batch (-ub), 1 to 16,777,216.
-    #[arg(long = "ubatch-size", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=MAX_BATCH))]
+    /// Accepted as llama.cpp's micro-batch size (-ub), 60 to 16,777,216, and
+    /// changes nothing: micro-batches are always 60 tokens (see -b).
+    #[arg(long = "ubatch-size", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(MIN_BATCH..=MAX_BATCH))]
+    #[allow(dead_code)]
     ubatch_size: u32,
     /// Threads (-t); default and maximum: the number of cores.
     #[arg(short = 't', long = "threads", value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
@@ -47,15 +56,14 @@ pub(crate) struct ComputeArgs {
     /// Flash attention (-fa), as llama.cpp: on, off, or auto (on where supported).
     #[arg(long = "flash-attn", value_name = "on|off|auto", default_value = "auto", value_parser = parse_flash_attention)]
     flash_attn: FlashAttention,
-    /// Score each task (or served prompt) alone, so its scores do not depend on -np, -b
-    /// or what else is scored with it.
-    #[arg(long)]
+    /// Removed: every run is batch-invariant now.
+    #[arg(long, hide = true)]
     deterministic: bool,
 }
 
 impl EngineArgs {
     /// The settings to score with.
-    pub(crate) fn settings(&self) -> Settings {
+    pub(crate) fn settings(&self) -> Result<Settings, UsageError> {
         self.compute.settings(self.ctx_size, self.parallel)
     }
 }
@@ -64,7 +72,14 @@ impl ComputeArgs {
     /// The settings to score with, given the context flags. More threads
     /// than cores only slows llama.cpp down (3–15× here), so -t and -tb are
     /// capped at the core count, with a warning.
-    pub(crate) fn settings(&self, context: ContextSize, parallel: Option<u32>) -> Settings {
+    pub(crate) fn settings(&self, context: ContextSize, parallel: Option<u32>) -> Result<Settings, UsageError> {
+        if self.deterministic {
+            return Err(UsageError(
+                "--deterministic was removed: every run is batch-invariant now, so a task's scores never depend on -np, -b, -ub, -t, \
+                 the shards or a resume (docs/performance.md, \"Batch invariance\"); drop the flag"
+                    .into(),
+            ));
+        }
         let cores = std::thread::available_parallelism().map_or(4, |n| n.get() as i32);
         let cap = |flag: &str, n: i32| {
             if n > cores {
@@ -75,17 +90,15 @@ impl ComputeArgs {
             n.min(cores)
         };
         let threads = cap("-t", self.threads.unwrap_or(cores));
-        Settings {
+        Ok(Settings {
             context,
             parallel,
             n_batch: self.batch_size,
-            n_ubatch: self.ubatch_size,
             threads,
             threads_batch: self.threads_batch.map_or(threads, |n| cap("-tb", n)),
             n_gpu_layers: self.n_gpu_layers,
             flash_attention: self.flash_attn,
-            deterministic: self.deterministic,
-        }
+        })
     }
 }
 

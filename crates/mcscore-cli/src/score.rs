@@ -408,7 +408,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if let Some(log_path) = &args.log_samples {
         output::check_log(log_path, "--log-samples", &[&path, &model])?;
     }
-    let settings = args.engine.settings();
+    let settings = args.engine.settings()?;
     let spec = ScoreSpec {
         file: path.clone(),
         kind,
@@ -441,13 +441,6 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
     note_selection(job.selection(), job.file_tasks(), subset_flag);
-    let plan = job.plan().clone();
-    if plan.n_batch > settings.n_batch {
-        eprintln!(
-            "mcscore: -b {} is below the {} sequences a fill uses; decoding {} tokens at a time",
-            settings.n_batch, plan.n_seq_max, plan.n_batch
-        );
-    }
     if job.already_complete() {
         if let Some(log) = &args.log_samples {
             eprintln!("mcscore: {} already holds the complete run: left as it is; its results follow", log.display());
@@ -481,10 +474,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Interrupted);
     }
     if outcome.resumed > 0 && outcome.end == End::Finished {
-        eprintln!(
-            "mcscore: resumed: {} tasks taken from the log; {} fills decoded again to rebuild the KV cache the first new fill reuses",
-            outcome.resumed, outcome.replayed_fills
-        );
+        eprintln!("mcscore: resumed: {} tasks taken from the log", outcome.resumed);
     }
     print_results(&args, &outcome, &model, &path, &settings, shown.hits)?;
     if args.timings {
@@ -526,7 +516,6 @@ fn print_results(
             "tokens_evaluated": tokens.decoded,
             "tokens_unshared": tokens.unshared,
             "resumed_tasks": outcome.resumed,
-            "replayed_fills": outcome.replayed_fills,
             "scoring_seconds": outcome.scoring_seconds,
             "wall_seconds": outcome.wall_seconds,
             "timings": args.timings.then_some(outcome.timings),

@@ -534,7 +534,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<crate::Outcome> {
         Some(model) => model.clone(),
         None => defaults::model()?,
     };
-    let settings = args.compute.settings(ContextSize::PerSequence(args.ctx_size), Some(args.parallel));
+    let settings = args.compute.settings(ContextSize::PerSequence(args.ctx_size), Some(args.parallel))?;
     let alias = args.alias.clone().unwrap_or_else(|| {
         let name = model_path.file_name().unwrap_or_default().to_string_lossy().into_owned();
         name.strip_suffix(".gguf").map_or(name.clone(), str::to_owned)

@@ -217,7 +217,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         eprintln!("mcscore: wrote {written} task files ({} tasks each) to {}", sweep.items.items.len(), dir.display());
         return Ok(Outcome::Ok);
     }
-    let settings = args.engine.settings();
+    let settings = args.engine.settings()?;
     if !args.merge_shards.is_empty() {
         let (model, scores) = sweep.merge_shards(&args.merge_shards)?;
         if let Some(path) = &args.log_samples {

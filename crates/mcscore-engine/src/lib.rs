@@ -22,7 +22,7 @@ use llama_cpp_2::token::LlamaToken;
 use mcscore_format::Task;
 
 pub use mcscore_metrics::OptionScore;
-pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings};
+pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings, BATCH_RULE, MICRO_BATCH, MIN_OUTPUTS};
 pub use prepare::PreparedTask;
 pub use prompts::{PromptRequest, RowScores, Session};
 pub use score::{Completion, Run, ScoreTimes, TaskScores, TokenCounts};

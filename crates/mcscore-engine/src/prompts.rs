@@ -13,8 +13,8 @@ use rayon::prelude::*;
 
 use mcscore_metrics::LogSoftmax;
 
-use crate::plan::{round_up, Plan, Settings, MAX_SEQUENCES};
-use crate::score::{decode_fill, fill_entries};
+use crate::plan::{round_up, Plan, Settings, MAX_SEQUENCES, MICRO_BATCH};
+use crate::score::{decode_fill, fill_entries, Chunking};
 use crate::trie::Trie;
 use crate::{Engine, EngineError, ScoreTimes};
 
@@ -53,41 +53,31 @@ pub struct Session<'e> {
     max_prompt: usize,
     /// Tokens one fill may decode when its prompts are shorter.
     fill_budget: usize,
-    deterministic: bool,
+    /// Prompts that may branch apart within one fill.
+    branches: usize,
 }
 
 impl Engine {
     /// A session for prompts of at most `max_prompt` tokens; `settings.parallel`
     /// caps the prompts that branch apart within one fill (default 64).
-    /// With `settings.deterministic`, each prompt is scored alone in one
-    /// micro-batch, so its scores depend on nothing else.
+    /// Prompts are decoded under the batch rule (see [`crate::MICRO_BATCH`]),
+    /// so a prompt's scores do not depend on the requests beside it.
     pub fn session(&self, settings: &Settings, max_prompt: usize) -> Result<Session<'_>, EngineError> {
         let max_prompt = max_prompt.max(1);
-        let n_seq_max = settings.parallel.unwrap_or(64).clamp(1, MAX_SEQUENCES as u32);
-        let fill_budget = settings.n_ubatch.min(settings.n_batch).max(1) as usize;
-        let n_ctx = round_up(max_prompt.max(fill_budget), 256);
+        let branches = settings.parallel.unwrap_or(64).clamp(1, (MAX_SEQUENCES - 1) as u32);
+        let fill_budget = settings.fill_budget();
+        let n_ctx = round_up(max_prompt.max(fill_budget) + MICRO_BATCH as usize - 1, 256);
         if n_ctx > u32::MAX as usize {
             return Err(EngineError::ContextOverflow { n_ctx: n_ctx as u64 });
         }
-        let plan = if settings.deterministic {
-            Plan {
-                batches: Vec::new(),
-                reused: Vec::new(),
-                n_ctx: n_ctx as u64,
-                n_batch: n_ctx as u32,
-                n_ubatch: n_ctx as u32,
-                n_seq_max: 1,
-            }
-        } else {
-            let n_batch = settings.n_batch.min(n_ctx as u32).max(n_seq_max);
-            Plan {
-                batches: Vec::new(),
-                reused: Vec::new(),
-                n_ctx: n_ctx as u64,
-                n_batch,
-                n_ubatch: settings.n_ubatch.min(n_batch),
-                n_seq_max,
-            }
+        // One more sequence id for the padding.
+        let plan = Plan {
+            batches: Vec::new(),
+            reused: Vec::new(),
+            n_ctx: n_ctx as u64,
+            n_batch: MICRO_BATCH.max(branches + 1),
+            n_ubatch: MICRO_BATCH,
+            n_seq_max: branches + 1,
         };
         self.check_memory(&plan, settings.n_gpu_layers)?;
         let ctx = self.new_context(&plan, settings)?;
@@ -97,7 +87,7 @@ impl Engine {
             n_vocab: self.n_vocab(),
             max_prompt,
             fill_budget,
-            deterministic: settings.deterministic,
+            branches: branches as usize,
             plan,
         })
     }
@@ -155,18 +145,15 @@ impl Session<'_> {
     }
 
     /// Packs prompts greedily, in order: a fill takes prompts while their
-    /// prefix tree fits one micro-batch and its branches the sequence limit;
+    /// prefix tree fits the fill budget and its branches the sequence limit;
     /// a longer prompt goes alone.
     fn fills(&self, sequences: &[Vec<LlamaToken>]) -> Vec<Range<usize>> {
-        if self.deterministic {
-            return (0..sequences.len()).map(|i| i..i + 1).collect();
-        }
         let mut fills = Vec::new();
         let mut start = 0;
         let mut trie = Trie::default();
         for (i, sequence) in sequences.iter().enumerate() {
             trie.insert_sequence(sequence);
-            if i > start && (trie.len() > self.fill_budget || trie.leaves() > self.plan.n_seq_max as usize) {
+            if i > start && (trie.len() > self.fill_budget || trie.leaves() > self.branches) {
                 fills.push(start..i);
                 start = i;
                 trie = Trie::default();
@@ -201,6 +188,10 @@ impl Session<'_> {
         }
         self.ctx.clear_kv_cache();
         let (entries, entry_of) = fill_entries(&trie, &layout, 0, 0, &has_row);
+        let mut top_of_entry = vec![0usize; entries.len()];
+        for (node, &entry) in entry_of.iter().enumerate() {
+            top_of_entry[entry] = top_of_node[node];
+        }
         let mut wanted: Vec<Wanted> = Vec::new();
         for (offset, (prompt, path)) in prompts[fill.clone()].iter().zip(&paths).enumerate() {
             for position in prompt.rows.clone() {
@@ -212,8 +203,9 @@ impl Session<'_> {
 
         let mut next_wanted = 0;
         let fail = |message: String| EngineError::DecodePrompts { message };
-        let (ctx, batch, n_batch) = (&mut self.ctx, &mut self.batch, self.plan.n_batch as usize);
-        decode_fill(ctx, batch, &entries, n_batch, &mut times, &fail, |ctx, decoded| {
+        let shape = Chunking { micro_batch: self.plan.n_ubatch as usize, pad_seq: self.plan.n_seq_max as i32 - 1 };
+        let (ctx, batch) = (&mut self.ctx, &mut self.batch);
+        decode_fill(ctx, batch, &entries, shape, &mut times, &fail, |ctx, decoded| {
             let end = wanted[next_wanted..].iter().position(|w| w.entry >= decoded.end).map_or(wanted.len(), |p| next_wanted + p);
             let mine = &wanted[next_wanted..end];
             next_wanted = end;
@@ -225,8 +217,7 @@ impl Session<'_> {
                 .par_iter()
                 .zip(logits.par_iter())
                 .map(|(&entry, &logits)| {
-                    // No node is skipped in these fills, so an entry's index is its node's.
-                    let (parts, top) = LogSoftmax::with_top(logits, top_of_node[entry]);
+                    let (parts, top) = LogSoftmax::with_top(logits, top_of_entry[entry]);
                     let top = top.into_iter().map(|t| (t as u32, parts.at(logits, t))).collect();
                     (entry, parts, top)
                 })

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use mcscore_metrics::{log_softmax_at, OptionScore};
 
-use crate::plan::{shares_across_fills, FlashAttention, Plan, Settings};
+use crate::plan::{FlashAttention, Plan, Settings, MIN_OUTPUTS};
 use crate::prepare::PreparedTask;
 use crate::trie::{FillTree, Layout, Trie};
 use crate::{Engine, EngineError};
@@ -113,10 +113,11 @@ impl Engine {
         let mut rows: Vec<Row> = Vec::new();
         let mut scored = 0;
         let mut tokens = TokenCounts::default();
-        let sharing = shares_across_fills(settings);
         // Sequence 0 carries the tokens every task of the last fill shared
-        // (BOS, a few-shot preamble, a question stem) to the next fill.
-        let anchor = i32::from(sharing);
+        // (BOS, a few-shot preamble, a question stem) to the next fill; the
+        // last id holds the padding.
+        let anchor = 1;
+        let pad_seq = plan.n_seq_max as i32 - 1;
 
         for (fill, (range, &planned_reuse)) in plan.batches.iter().zip(&plan.reused).enumerate() {
             let fill_started = Instant::now();
@@ -158,7 +159,8 @@ impl Engine {
             let mut next_row = 0;
             times.batching += fill_started.elapsed().as_secs_f64();
             let fail = |message: String| EngineError::Decode { task: group[0].index, message };
-            decode_fill(&mut ctx, &mut batch, &entries, plan.n_batch as usize, &mut times, &fail, |ctx, decoded| {
+            let shape = Chunking { micro_batch: plan.n_ubatch as usize, pad_seq };
+            decode_fill(&mut ctx, &mut batch, &entries, shape, &mut times, &fail, |ctx, decoded| {
                 // Rows are in entry order, so this chunk's rows are contiguous.
                 let end = rows[next_row..].iter().position(|r| r.entry >= decoded.end).map_or(rows.len(), |p| next_row + p);
                 let mine = &rows[next_row..end];
@@ -225,14 +227,26 @@ impl Engine {
 /// of its chain (already in the cache), each in the sequences of the leaves
 /// below it (offset by `anchor`; chain nodes also in sequence 0, which
 /// carries them to the next fill). Also returns each node's entry.
+///
+/// Order: the chain, then the nodes no read row depends on, then the rest,
+/// each group in node order (a parent before its children, so a sequence's
+/// cells lie in position order, which attention's sums follow). Rows read
+/// then crowd into few micro-batches, and only those pay for the last
+/// layer's feed-forward and the output matrix.
 pub(crate) fn fill_entries(trie: &Trie, layout: &Layout, reused: usize, anchor: i32, has_row: &[bool]) -> (Vec<Entry>, Vec<usize>) {
+    let on_chain = |node: u32| layout.chain.get(trie.depth(node) as usize) == Some(&node);
+    // Whether a node reads a row or follows one that does (parents come first).
+    let mut late = vec![false; trie.len()];
+    for node in 0..trie.len() as u32 {
+        let after_row = trie.parent(node).is_some_and(|p| late[p as usize] && !on_chain(p));
+        late[node as usize] = !on_chain(node) && (has_row[node as usize] || after_row);
+    }
+    let chain = (0..trie.len() as u32).filter(|&n| on_chain(n) && (trie.depth(n) as usize) >= reused);
+    let early = (0..trie.len() as u32).filter(|&n| !on_chain(n) && !late[n as usize]);
+    let rest = (0..trie.len() as u32).filter(|&n| late[n as usize]);
     let mut entries = Vec::with_capacity(trie.len());
     let mut entry_of = vec![usize::MAX; trie.len()];
-    let on_chain = |node: u32| layout.chain.get(trie.depth(node) as usize) == Some(&node);
-    for node in 0..trie.len() as u32 {
-        if on_chain(node) && (trie.depth(node) as usize) < reused {
-            continue;
-        }
+    for node in chain.chain(early).chain(rest) {
         let leaves = &layout.seqs[node as usize];
         let first = if on_chain(node) { leaves.start } else { leaves.start + anchor };
         entry_of[node as usize] = entries.len();
@@ -246,26 +260,67 @@ pub(crate) fn fill_entries(trie: &Trie, layout: &Layout, reused: usize, anchor: 
     (entries, entry_of)
 }
 
-/// Decodes a fill's entries in chunks of `n_batch` tokens. After each chunk,
-/// `read` gets the context and the entries just decoded, to read their
-/// logits rows (its time counts as logits) before the next chunk replaces them.
+/// The logits rows a micro-batch that reads `wanted` rows reads: at least
+/// [`MIN_OUTPUTS`], and a multiple of 4, as the output matrix's kernels take
+/// rows four at a time (a partial group costs as much as a whole one).
+pub(crate) fn output_rows(wanted: usize) -> usize {
+    crate::plan::round_up(wanted.max(MIN_OUTPUTS), 4)
+}
+
+/// How a fill is cut into micro-batches: each of exactly `micro_batch`
+/// tokens, the last padded with tokens of sequence `pad_seq` (no other
+/// sequence sees them; their cells go with the fill).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Chunking {
+    pub micro_batch: usize,
+    pub pad_seq: i32,
+}
+
+/// Decodes a fill's entries in micro-batches of exactly `shape.micro_batch`
+/// tokens, each of which reads no logits row or at least [`MIN_OUTPUTS`]:
+/// the batch rule, under which a row's numbers depend on nothing but its
+/// sequence. After each micro-batch, `read` gets the context and the entries
+/// just decoded, to read their logits rows (its time counts as logits)
+/// before the next one replaces them.
 pub(crate) fn decode_fill<'m>(
     ctx: &mut LlamaContext<'m>,
     batch: &mut LlamaBatch,
     entries: &[Entry],
-    n_batch: usize,
+    shape: Chunking,
     times: &mut ScoreTimes,
     fail: &dyn Fn(String) -> EngineError,
     mut read: impl FnMut(&LlamaContext<'m>, Range<usize>) -> Result<(), EngineError>,
 ) -> Result<(), EngineError> {
+    let size = shape.micro_batch;
     let mut seqs: Vec<i32> = Vec::new();
-    for (c, part) in entries.chunks(n_batch).enumerate() {
+    let mut outputs: Vec<bool> = Vec::with_capacity(size);
+    for (c, part) in entries.chunks(size).enumerate() {
         let batch_started = Instant::now();
         batch.clear();
-        for e in part {
+        // The padding, then which rows to read: the entries' own, and more
+        // (padding first, then the last entries) up to [`output_rows`].
+        outputs.clear();
+        outputs.extend(part.iter().map(|e| e.logits));
+        outputs.resize(size, false);
+        let wanted = outputs.iter().filter(|&&o| o).count();
+        let target = if wanted == 0 { 0 } else { output_rows(wanted).min(size) };
+        let mut more = target - wanted;
+        for o in outputs.iter_mut().rev() {
+            if more == 0 {
+                break;
+            }
+            if !*o {
+                *o = true;
+                more -= 1;
+            }
+        }
+        for (e, &output) in part.iter().zip(&outputs) {
             seqs.clear();
             seqs.extend(e.seqs.clone());
-            batch.add(e.token, e.pos, &seqs, e.logits).map_err(|err| fail(err.to_string()))?;
+            batch.add(e.token, e.pos, &seqs, output).map_err(|err| fail(err.to_string()))?;
+        }
+        for (k, &output) in outputs[part.len()..].iter().enumerate() {
+            batch.add(LlamaToken(0), k as i32, &[shape.pad_seq], output).map_err(|err| fail(err.to_string()))?;
         }
         let decode_started = Instant::now();
         times.batching += (decode_started - batch_started).as_secs_f64();
@@ -273,7 +328,7 @@ pub(crate) fn decode_fill<'m>(
         let logits_started = Instant::now();
         times.decode += (logits_started - decode_started).as_secs_f64();
         times.decodes += 1;
-        let base = c * n_batch;
+        let base = c * size;
         read(ctx, base..base + part.len())?;
         times.logits += logits_started.elapsed().as_secs_f64();
     }

@@ -48,6 +48,11 @@ impl Trie {
         self.tokens[node as usize]
     }
 
+    /// The node before this one in its sequences; `None` for a root.
+    pub fn parent(&self, node: u32) -> Option<u32> {
+        Some(self.parents[node as usize]).filter(|&p| p != NO_PARENT)
+    }
+
     /// The position of a node's token in its sequences.
     pub fn depth(&self, node: u32) -> u32 {
         self.depths[node as usize]

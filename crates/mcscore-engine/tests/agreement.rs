@@ -35,17 +35,15 @@ fn reference(name: &str) -> PathBuf {
     path
 }
 
-fn settings(deterministic: bool) -> Settings {
+fn settings() -> Settings {
     Settings {
         context: ContextSize::PerSequence(512),
         parallel: Some(16),
         n_batch: 2048,
-        n_ubatch: 512,
         threads: 2,
         threads_batch: 2,
         n_gpu_layers: 0,
         flash_attention: FlashAttention::Auto,
-        deterministic,
     }
 }
 
@@ -78,7 +76,7 @@ fn check_agreement(stem: &str) {
                 ((f[0].parse().unwrap(), f[1].parse().unwrap()), (f[2].parse().unwrap(), f[3].parse().unwrap()))
             })
             .collect();
-    let (scores, _) = score(&engine, &tasks, &settings(false));
+    let (scores, _) = score(&engine, &tasks, &settings());
     let mut diffs = Vec::new();
     for task in &scores {
         for (k, option) in task.options.iter().enumerate() {
@@ -110,7 +108,8 @@ fn mixed_tasks_agree_with_llama_perplexity() {
 }
 
 /// Twelve tasks that share a long stem: the stem is decoded about once, and
-/// every option scores as it does when its task is scored alone.
+/// every option scores bit for bit as it does when its task is scored alone
+/// (the batch rule).
 #[test]
 fn shared_text_is_decoded_once_with_the_scores_of_each_task_alone() {
     let engine = Engine::load(&model(), 0).unwrap();
@@ -119,9 +118,11 @@ fn shared_text_is_decoded_once_with_the_scores_of_each_task_alone() {
     let questions: Vec<String> = (0..12).map(|i| format!("{stem} Question {i}: what happens to water after it falls?")).collect();
     let tasks: Vec<(usize, Task<'_>)> =
         questions.iter().enumerate().map(|(i, q)| (i, Task::new(q, vec!["it flows back to the sea", "it turns into stone"], 0))).collect();
-    let (shared, tokens) = score(&engine, &tasks, &settings(false));
-    let (alone, alone_tokens) = score(&engine, &tasks, &settings(true));
-    assert_eq!(alone_tokens.decoded, alone_tokens.unshared, "each task alone shares nothing");
+    let (shared, tokens) = score(&engine, &tasks, &settings());
+    let (alone, alone_tokens): (Vec<Vec<TaskScores>>, Vec<_>) =
+        tasks.iter().map(|task| score(&engine, std::slice::from_ref(task), &settings())).unzip();
+    let alone: Vec<TaskScores> = alone.into_iter().flatten().collect();
+    assert!(alone_tokens.iter().all(|t| t.decoded == t.unshared), "each task alone shares nothing");
     // Measured: 247 of 722 (each task keeps about 20 tokens of its own).
     assert!(
         (tokens.decoded as f64) < 0.4 * tokens.unshared as f64,
@@ -132,7 +133,7 @@ fn shared_text_is_decoded_once_with_the_scores_of_each_task_alone() {
     for (a, b) in shared.iter().zip(&alone) {
         for (x, y) in a.options.iter().zip(&b.options) {
             assert_eq!(x.tokens, y.tokens);
-            assert!((x.logprob_sum - y.logprob_sum).abs() / f64::from(x.tokens) <= TOLERANCE, "task {}: {x:?} vs {y:?}", a.task);
+            assert_eq!(x.logprob_sum.to_bits(), y.logprob_sum.to_bits(), "task {}: {x:?} vs {y:?}", a.task);
         }
     }
 }

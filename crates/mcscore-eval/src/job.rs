@@ -194,9 +194,6 @@ pub struct ScoreOutcome {
     pub tokens: TokenCounts,
     /// Decodes (KV-cache fills) this run made.
     pub decodes: usize,
-    /// Fills decoded again on resume to rebuild the cache the first new
-    /// fill needs (their tasks came from the log).
-    pub replayed_fills: usize,
     /// Decodes of the whole run, resumed or not.
     pub planned_decodes: usize,
     pub n_ctx: u64,
@@ -313,13 +310,11 @@ impl ScoreJob {
                 + if spec.pmi { " pmi" } else { "" },
             shard,
         };
-        // Resume at a fill boundary, so the remaining fills hold the tasks an
-        // uninterrupted run's do (only the tokens shared with the previous
-        // fill, BOS for most files, are decoded again instead of found cached).
+        // Resume after the last task logged: under the batch rule a task's
+        // numbers do not depend on the fill it lands in.
         let (log, kept, already_complete) = match &spec.log {
             Some(log_path) => {
-                let boundary = |done: usize| plan.batches.iter().map(|b| b.start).filter(|&b| b <= done).max().unwrap_or(0);
-                let (log, kept, complete) = match SampleLog::open(log_path, &header, spec.resume, boundary)? {
+                let (log, kept, complete) = match SampleLog::open(log_path, &header, spec.resume, |done| done)? {
                     Opened::Writing { log, kept } => (Some(log), kept, false),
                     Opened::Complete { records } => (None, records, true),
                 };
@@ -421,19 +416,10 @@ impl ScoreJob {
         let path = spec.file.as_path();
         let settings = &spec.settings;
         let resumed = kept.len();
-        let first_fill = if already_complete {
-            plan.batches.len()
-        } else {
-            plan.batches.iter().position(|b| b.start == resumed).unwrap_or(plan.batches.len())
-        };
-        // A fill that takes tokens from the previous fill's cache scores as
-        // in the uninterrupted run only after the fills that built that cache:
-        // decode again from the last fill that started empty, and drop the
-        // tasks of those fills (the log holds them).
-        let replay_from = if first_fill < plan.batches.len() { plan.fresh_fill_before(first_fill) } else { first_fill };
-        let remaining = plan.from_fill(replay_from);
-        let mut replayed_tasks = plan.batches.get(replay_from).map_or(0, |b| resumed - b.start);
-        let replayed_fills = first_fill - replay_from;
+        // The tasks left, packed afresh: under the batch rule they score as
+        // they would have in the uninterrupted run's fills.
+        let left = if already_complete { &prepared[prepared.len()..] } else { &prepared[resumed..] };
+        let remaining = if resumed == 0 { plan.clone() } else { mcscore_engine::plan(left, settings).map_err(EvalError::engine(path))? };
 
         let unconditional_started = Instant::now();
         let unconditional_sums: Vec<Vec<f64>> = match unconditional.filter(|_| !already_complete) {
@@ -462,13 +448,9 @@ impl ScoreJob {
         let mut records = kept;
         progress.start(Phase::Scoring, prepared.len(), resumed);
         let score_started = Instant::now();
-        let scoring = Scoring { engine: &engine, tasks: &prepared, plan: &remaining, settings, path };
+        let scoring = Scoring { engine: &engine, tasks: left, plan: &remaining, settings, path };
         let run = score_fills(scoring, cancel, |event| {
             let mut scores = match event {
-                FillEvent::Task(_) if replayed_tasks > 0 => {
-                    replayed_tasks -= 1;
-                    return Ok(());
-                }
                 FillEvent::Task(scores) => scores,
                 FillEvent::FillDone => return Ok(log.as_mut().map_or(Ok(()), SampleLog::flush)?),
             };
@@ -518,7 +500,6 @@ impl ScoreJob {
             end,
             tokens: run.tokens,
             decodes: remaining.batches.len(),
-            replayed_fills,
             planned_decodes: plan.batches.len(),
             n_ctx: plan.n_ctx,
             baselines,

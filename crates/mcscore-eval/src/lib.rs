@@ -18,12 +18,10 @@
 //!     context: ContextSize::Auto,
 //!     parallel: None,
 //!     n_batch: 2048,
-//!     n_ubatch: 512,
 //!     threads: 4,
 //!     threads_batch: 4,
 //!     n_gpu_layers: 0,
 //!     flash_attention: FlashAttention::Auto,
-//!     deterministic: false,
 //! };
 //! let spec = ScoreSpec {
 //!     file: PathBuf::from("datasets/arc-easy-validation.bin"),

@@ -181,12 +181,10 @@ fn settings() -> mcscore_engine::Settings {
         context: mcscore_engine::ContextSize::Auto,
         parallel: None,
         n_batch: 2048,
-        n_ubatch: 512,
         threads: 1,
         threads_batch: 1,
         n_gpu_layers: 0,
         flash_attention: mcscore_engine::FlashAttention::Auto,
-        deterministic: false,
     }
 }
 
