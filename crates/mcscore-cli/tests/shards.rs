@@ -1,5 +1,5 @@
 //! `score --shard K/N` and `mcscore merge`: a run split over shards and merged
-//! is the unsplit run, task line for task line (with --deterministic), and
+//! is the unsplit run, task line for task line (the batch rule), and
 //! every way logs can fail to form one run is refused by name.
 
 mod common;
@@ -14,7 +14,7 @@ fn score(dir: &Path, name: &str, shard: Option<&str>, extra: &[&str]) -> PathBuf
     let model = model();
     let file = reference("mc_letter4.bin");
     let mut args =
-        vec!["score", "-m", &model, &file, "--multiple-choice-tasks", "60", "--deterministic", "-t", "2", "--log-samples", path_str(&log)];
+        vec!["score", "-m", &model, &file, "--multiple-choice-tasks", "60", "-t", "2", "--log-samples", path_str(&log)];
     if let Some(shard) = shard {
         args.extend(["--shard", shard]);
     }
@@ -63,7 +63,6 @@ fn merged_shards_are_the_unsharded_run() {
         &file,
         "--multiple-choice-tasks",
         "60",
-        "--deterministic",
         "-t",
         "2",
         "--log-samples",
@@ -77,7 +76,7 @@ fn merged_shards_are_the_unsharded_run() {
 
     // --output llama: the unsharded run's stdout.
     let llama = merge(&[path_str(&shards[0]), path_str(&shards[1]), path_str(&shards[2]), "--output", "llama"]);
-    let direct = run(&["score", "-m", &model, &file, "--multiple-choice-tasks", "60", "--deterministic", "-t", "2", "--output", "llama"]);
+    let direct = run(&["score", "-m", &model, &file, "--multiple-choice-tasks", "60", "-t", "2", "--output", "llama"]);
     assert_eq!(stdout(&llama), stdout(&direct));
 }
 
@@ -87,7 +86,8 @@ fn logs_that_do_not_form_one_run_are_refused_by_name() {
     let d = dir.path();
     let s0 = score(d, "s0.jsonl", Some("0/2"), &[]);
     let s1 = score(d, "s1.jsonl", Some("1/2"), &[]);
-    let other_settings = score(d, "other.jsonl", Some("1/2"), &["-ub", "256"]);
+    // -b changes no score; flash attention does.
+    let other_settings = score(d, "other.jsonl", Some("1/2"), &["-fa", "off"]);
     let other_count = score(d, "three.jsonl", Some("1/3"), &[]);
     let plain = score(d, "plain.jsonl", None, &[]);
     // An interrupted shard: its footer says incomplete.

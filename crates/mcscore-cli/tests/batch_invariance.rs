@@ -1,0 +1,152 @@
+//! The batch rule: a task's numbers depend on the model and the task, never
+//! on what it was batched with. Every option's `logprob_sum` must be bit for
+//! bit the same across -np, -c, -b, -ub, -t, shard layouts merged, a resume at
+//! a random task and a server under load, on a text file, a letter file and
+//! Winogrande, with the real model and with random Llama models of three
+//! weight types.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::server::Server;
+use common::*;
+use mcscore_format::TaskFile;
+use serde_json::{json, Value};
+
+const TASKS: &str = "40";
+
+/// The flag settings each file is scored with; together they take each value
+/// of the matrix at least once.
+const SETTINGS: [&[&str]; 4] = [
+    &["-np", "1", "-b", "128", "-t", "1"],
+    &["-np", "4", "-c", "1024", "-ub", "512", "-b", "512"],
+    &["-np", "16", "-c", "512", "-ub", "128"],
+    &["-np", "64", "-b", "4096"],
+];
+
+/// The task lines of a log, which hold every option's sums.
+fn task_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path).unwrap().lines().filter(|l| l.contains("\"type\":\"task\"")).map(str::to_owned).collect()
+}
+
+fn score(model: &str, input: &[&str], log: &Path, extra: &[&str]) {
+    let threads: &[&str] = if extra.contains(&"-t") { &[] } else { &["-t", "2"] };
+    let args = [&["score", "-m", model], input, threads, &["--log-samples", path_str(log)], extra].concat();
+    let out = run(&args);
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+}
+
+/// A resume point in 1..n, different per file and run (seeded by the name).
+fn cut_point(name: &str, n: usize) -> usize {
+    let seed = name.bytes().fold(0x9e37_79b9_7f4a_7c15u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    1 + (seed % (n as u64 - 1)) as usize
+}
+
+/// Scores `input` with every setting, as 3 and 7 merged shards, and resumed
+/// at a random task; every run's task lines must be the first run's.
+fn check_matrix(name: &str, model: &str, input: &[&str], settings: &[&[&str]], shard_counts: &[usize]) {
+    let dir = tempdir();
+    let d = dir.path();
+    let base = d.join("base.jsonl");
+    score(model, input, &base, &[]);
+    let expected = task_lines(&base);
+    assert_eq!(expected.len(), TASKS.parse::<usize>().unwrap(), "{name}");
+    let same = |what: &str, log: &Path| {
+        let lines = task_lines(log);
+        let differ: Vec<usize> = (0..expected.len()).filter(|&i| lines.get(i) != Some(&expected[i])).collect();
+        assert!(differ.is_empty(), "{name}, {what}: {} of {} tasks differ from the default run (first: {:?})", differ.len(), expected.len(), differ.first());
+    };
+    for (i, flags) in settings.iter().enumerate() {
+        let log = d.join(format!("s{i}.jsonl"));
+        score(model, input, &log, flags);
+        same(&flags.join(" "), &log);
+    }
+    for &count in shard_counts {
+        let logs: Vec<PathBuf> = (0..count).map(|k| d.join(format!("shard{k}of{count}.jsonl"))).collect();
+        for (k, log) in logs.iter().enumerate() {
+            score(model, input, log, &["--shard", &format!("{k}/{count}")]);
+        }
+        let merged = d.join(format!("merged{count}.jsonl"));
+        let args: Vec<&str> = ["merge", "-o", path_str(&merged)].into_iter().chain(logs.iter().map(|p| path_str(p))).collect();
+        let out = run(&args);
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        same(&format!("{count} shards merged"), &merged);
+    }
+    // A log cut after a random task, as after a kill -9, then resumed.
+    let cut = cut_point(name, expected.len());
+    let resumed = d.join("resumed.jsonl");
+    let text = std::fs::read_to_string(&base).unwrap();
+    std::fs::write(&resumed, text.lines().take(1 + cut).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    score(model, input, &resumed, &["--resume", "-b", "256"]);
+    same(&format!("resumed after task {cut}"), &resumed);
+}
+
+#[test]
+fn a_text_file_scores_the_same_however_it_is_batched() {
+    let file = reference("mc_text5.bin");
+    check_matrix("text", &model(), &["-bf", &file, "--multiple-choice-tasks", TASKS], &SETTINGS, &[3, 7]);
+}
+
+#[test]
+fn a_letter_file_scores_the_same_however_it_is_batched() {
+    let file = reference("mc_letter4.bin");
+    check_matrix("letter", &model(), &["-bf", &file, "--multiple-choice-tasks", TASKS], &SETTINGS, &[3, 7]);
+}
+
+#[test]
+fn winogrande_scores_the_same_however_it_is_batched() {
+    let file = repo("datasets/winogrande-debiased-eval.csv");
+    check_matrix("winogrande", &model(), &["--winogrande", "-f", &file, "--winogrande-tasks", TASKS], &SETTINGS, &[3, 7]);
+}
+
+/// Random Llama models (scripts/make-model) of the weight types whose kernels
+/// differ from the real model's: Q4_0 (repacked), Q8_0 and F16.
+#[test]
+fn random_models_of_three_weight_types_score_the_same_however_batched() {
+    let dir = tempdir();
+    let file = reference("mc_text5.bin");
+    for kind in ["q4_0", "q8_0", "f16"] {
+        let model = dir.path().join(format!("{kind}.gguf"));
+        let out = Command::new(repo("scripts/make-model"))
+            .args(["--dim", "256", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--ff", "512", "--type", kind, "-o", path_str(&model)])
+            .output()
+            .expect("python3 runs scripts/make-model");
+        assert!(out.status.success(), "{}", stderr(&out));
+        let settings: [&[&str]; 2] = [SETTINGS[0], SETTINGS[3]];
+        check_matrix(kind, path_str(&model), &["-bf", &file, "--multiple-choice-tasks", TASKS], &settings, &[3]);
+    }
+}
+
+/// One completion request's per-token log-probabilities (echoed prompt).
+fn logprobs(reply: &Value) -> Vec<Value> {
+    reply["choices"][0]["logprobs"]["token_logprobs"].as_array().unwrap_or_else(|| panic!("{reply}")).clone()
+}
+
+#[test]
+fn a_served_prompt_scores_the_same_alone_and_beside_other_requests() {
+    let file = TaskFile::open(repo("datasets/arc-easy-validation.bin")).unwrap();
+    let prompt = |i: usize| {
+        let task = file.task(i);
+        format!("{} {}", task.question, task.options()[i % task.options().len()])
+    };
+    let server = Server::start(&[]);
+    let request = |text: String| json!({"prompt": text, "max_tokens": 0, "echo": true, "logprobs": 1});
+    let alone: Vec<Vec<Value>> = (0..40).map(|i| logprobs(&server.post("/v1/completions", &request(prompt(i))).json())).collect();
+    // The same 40, sent at once with 24 other requests, the server packing them together.
+    let address = server.address.clone();
+    let threads: Vec<_> = (0..64)
+        .map(|i| {
+            let (address, body) = (address.clone(), serde_json::to_vec(&request(prompt(if i < 40 { i } else { 100 + i }))).unwrap());
+            std::thread::spawn(move || {
+                let reply = common::server::request(&address, "POST", "/v1/completions", &body, &[]);
+                logprobs(&reply.json())
+            })
+        })
+        .collect();
+    let loaded: Vec<Vec<Value>> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    for (i, (a, b)) in alone.iter().zip(&loaded).enumerate() {
+        assert_eq!(a, b, "prompt {i}: alone against beside 63 other requests");
+    }
+}
