@@ -126,7 +126,7 @@ fn parse_context(text: &str) -> Result<ContextSize, String> {
 pub(crate) fn with_flag_hint(error: EvalError) -> anyhow::Error {
     let hint = match error.engine_error() {
         Some(EngineError::ContextOverflow { .. } | EngineError::ContextTooLarge { .. }) => {
-            "; lower -c or -np, or pass -c auto to size the context to the longest task (it is at least one micro-batch: lower -ub too)"
+            "; lower -c or -np, or pass -c auto to size the context to the longest task (it is at least one fill: lower -b too)"
         }
         Some(EngineError::TaskTooLong { .. }) => "; raise -c, or pass -c auto to size the context to the longest task",
         _ => "",

@@ -25,7 +25,7 @@ Examples:
 /// missing, and a task in two shards, naming the log and shard. The merged
 /// log is a complete log like any run's: `report`, `score --resume` and
 /// every other reader accept it, and its results are those of an unsharded
-/// run (with --deterministic, its task lines are byte-identical to one).
+/// run: under the batch rule, its task lines are byte-identical to one's.
 #[derive(clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub(crate) struct Args {

@@ -23,7 +23,7 @@ Examples:
 A study file (JSON):
   {\"models\": [\"/data/models/a.gguf\", \"/data/models/b.gguf\"],
    \"files\": [\"/data/datasets/mmlu-test.bin\"],
-   \"settings\": {\"default\": [\"-c\", \"512\", \"--deterministic\"], \"fa-off\": [\"-fa\", \"off\"]},
+   \"settings\": {\"default\": [\"-c\", \"512\"], \"fa-off\": [\"-fa\", \"off\"]},
    \"shards\": 8, \"out\": \"/data/results\",
    \"slurm\": {\"partition\": \"gpu\", \"gpus_per_task\": 1, \"cpus_per_task\": 8, \"time\": \"02:00:00\"},
    \"kubernetes\": {\"image\": \"registry/mcscore:1\", \"volume_claim\": \"mcscore-data\", \"mount\": \"/data\", \"gpus\": 1}}

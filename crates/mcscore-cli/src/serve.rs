@@ -74,7 +74,7 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 8080, value_name = "PORT")]
     port: u16,
     /// Longest prompt, in tokens (a BOS the server adds included); the KV
-    /// cache holds this many or a micro-batch (-ub), whichever is larger.
+    /// cache holds this many or a fill (-b), whichever is larger.
     #[arg(short = 'c', long = "ctx-size", value_name = "N", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
     ctx_size: u32,
     /// Prompts that branch apart within one fill, at most (llama.cpp sequences, 1–256).

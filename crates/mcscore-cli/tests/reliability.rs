@@ -190,7 +190,7 @@ fn a_second_writer_of_a_log_is_refused() {
     let dir = tempdir();
     let log = dir.path().join("run.jsonl");
     let file = reference("mc_text5.bin");
-    let args = ["score", "-m", &model(), "-bf", &file, "-ub", "64", "-t", "1", "--log-samples", path_str(&log)];
+    let args = ["score", "-m", &model(), "-bf", &file, "-b", "64", "-t", "1", "--log-samples", path_str(&log)];
     let mut first = mcscore().args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let started = Instant::now();
     // The lock is on the log itself, taken as its header is written.
@@ -221,7 +221,7 @@ fn complete_log(dir: &Path, name: &str, tasks: &str) -> (std::path::PathBuf, Vec
         &reference("mc_text5.bin"),
         "--multiple-choice-tasks",
         tasks,
-        "-ub",
+        "-b",
         "64",
         "--log-samples",
         path_str(&log),
@@ -240,7 +240,7 @@ fn resume(log: &Path, file: &str, tasks: &str, extra: &[&str]) -> Output {
         file,
         "--multiple-choice-tasks",
         tasks,
-        "-ub",
+        "-b",
         "64",
         "--log-samples",
         path_str(log),
@@ -473,7 +473,7 @@ fn a_model_touched_during_a_run_fails_the_run() {
         &reference("mc_text5.bin"),
         "--multiple-choice-tasks",
         "60",
-        "-ub",
+        "-b",
         "64",
         "-t",
         "1",
