@@ -9,7 +9,7 @@ use crate::UsageError;
 /// The largest -b and -ub: 2^24 tokens, far beyond any context, and far
 /// below what llama.cpp's 32-bit batch counts or a batch's allocation break at.
 const MAX_BATCH: i64 = 1 << 24;
-/// -b and -ub below a micro-batch would mean nothing: fills are decoded in
+/// -b below a micro-batch would mean nothing: fills are decoded in
 /// micro-batches of this many tokens.
 const MIN_BATCH: i64 = mcscore_engine::MICRO_BATCH as i64;
 
@@ -17,7 +17,7 @@ const MIN_BATCH: i64 = mcscore_engine::MICRO_BATCH as i64;
 pub(crate) struct EngineArgs {
     /// Context per sequence, as llama.cpp's -c: -np × -c is the longest task
     /// allowed, as in llama-perplexity; or `auto`: any task. The KV cache
-    /// allocated is what the fills need (a micro-batch, or the longest task).
+    /// allocated is what the fills need (a fill of -b tokens, or the longest task, and up to 59 of padding).
     #[arg(short = 'c', long = "ctx-size", value_name = "N|auto", default_value = "auto", value_parser = parse_context)]
     ctx_size: ContextSize,
     /// Parallel sequences (-np): with -c, the limit is np × c. Sequences per decode
@@ -39,9 +39,10 @@ pub(crate) struct ComputeArgs {
     /// never a score.
     #[arg(short = 'b', long = "batch-size", value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(MIN_BATCH..=MAX_BATCH))]
     batch_size: u32,
-    /// Accepted as llama.cpp's micro-batch size (-ub), 60 to 16,777,216, and
+    /// Accepted as llama.cpp's micro-batch size (-ub), 1 to 16,777,216, and
     /// changes nothing: micro-batches are always 60 tokens (see -b).
-    #[arg(long = "ubatch-size", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(MIN_BATCH..=MAX_BATCH))]
+    #[arg(long = "ubatch-size", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=MAX_BATCH))]
+    // Read by no one: pipelines written for llama.cpp pass it.
     #[allow(dead_code)]
     ubatch_size: u32,
     /// Threads (-t); default and maximum: the number of cores.
@@ -66,13 +67,15 @@ impl EngineArgs {
     pub(crate) fn settings(&self) -> Result<Settings, UsageError> {
         self.compute.settings(self.ctx_size, self.parallel)
     }
+
+    pub(crate) fn refuse_removed(&self) -> Result<(), UsageError> {
+        self.compute.refuse_removed()
+    }
 }
 
 impl ComputeArgs {
-    /// The settings to score with, given the context flags. More threads
-    /// than cores only slows llama.cpp down (3–15× here), so -t and -tb are
-    /// capped at the core count, with a warning.
-    pub(crate) fn settings(&self, context: ContextSize, parallel: Option<u32>) -> Result<Settings, UsageError> {
+    /// Refuses flags clap still parses but that were removed.
+    pub(crate) fn refuse_removed(&self) -> Result<(), UsageError> {
         if self.deterministic {
             return Err(UsageError(
                 "--deterministic was removed: every run is batch-invariant now, so a task's scores never depend on -np, -b, -ub, -t, \
@@ -80,6 +83,14 @@ impl ComputeArgs {
                     .into(),
             ));
         }
+        Ok(())
+    }
+
+    /// The settings to score with, given the context flags. More threads
+    /// than cores only slows llama.cpp down (3–15× here), so -t and -tb are
+    /// capped at the core count, with a warning.
+    pub(crate) fn settings(&self, context: ContextSize, parallel: Option<u32>) -> Result<Settings, UsageError> {
+        self.refuse_removed()?;
         let cores = std::thread::available_parallelism().map_or(4, |n| n.get() as i32);
         let cap = |flag: &str, n: i32| {
             if n > cores {
@@ -98,6 +109,19 @@ impl ComputeArgs {
             threads_batch: self.threads_batch.map_or(threads, |n| cap("-tb", n)),
             n_gpu_layers: self.n_gpu_layers,
             flash_attention: self.flash_attn,
+        })
+        .inspect(|settings: &Settings| {
+            if settings.batch_rule() == "none" {
+                let why = if self.flash_attn == FlashAttention::Off {
+                    "without flash attention (-fa off)"
+                } else {
+                    "with layers on a GPU (-ngl)"
+                };
+                eprintln!(
+                    "mcscore: warning: {why} scores are not known to be batch-invariant: they may move with -b, the shards and a \
+                     resume point (docs/performance.md, docs/gpu.md)"
+                );
+            }
         })
     }
 }

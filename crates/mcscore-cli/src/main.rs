@@ -181,6 +181,8 @@ pub(crate) fn stdout_error(error: std::io::Error) -> anyhow::Error {
 pub(crate) fn parse_score_flags(flags: &[&str]) -> Result<(), String> {
     let line = ["mcscore", "score"].into_iter().chain(flags.iter().copied()).map(std::ffi::OsString::from);
     match Cli::try_parse_from(llama_args::rewrite(line)) {
+        // Flags clap accepts but the settings refuse (a removed flag).
+        Ok(Cli { command: Command::Score(args) }) => args.refuse_removed().map_err(|e| e.to_string()),
         Ok(_) => Ok(()),
         Err(e) => Err(e.to_string().lines().next().unwrap_or_default().trim_start_matches("error: ").to_owned()),
     }

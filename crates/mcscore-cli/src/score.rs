@@ -123,6 +123,11 @@ enum OutputFormat {
 }
 
 impl Args {
+    /// Refuses flags clap still parses but that were removed.
+    pub(crate) fn refuse_removed(&self) -> Result<(), crate::UsageError> {
+        self.engine.refuse_removed()
+    }
+
     fn kind(&self) -> TaskKind {
         if self.hellaswag {
             TaskKind::HellaSwag
@@ -515,6 +520,7 @@ fn print_results(
             "majority_class": baselines.majority_class,
             "tokens_evaluated": tokens.decoded,
             "tokens_unshared": tokens.unshared,
+            "tokens_padding": tokens.padding,
             "resumed_tasks": outcome.resumed,
             "scoring_seconds": outcome.scoring_seconds,
             "wall_seconds": outcome.wall_seconds,
@@ -524,7 +530,7 @@ fn print_results(
         outln!("{} on {}: {n} tasks", model.file_name().unwrap_or_default().to_string_lossy(), path.display())?;
         print_accuracies(&outcome.records, args.kind(), baselines)?;
         outln!(
-            "  {} tokens decoded ({} if tasks shared none) in {} decodes, {:.1} s scoring ({:.0} tokens/s), {:.1} s in all",
+            "  {} tokens decoded ({} if tasks shared none) in {} fills, {:.1} s scoring ({:.0} tokens/s), {:.1} s in all",
             tokens.decoded,
             tokens.unshared,
             outcome.decodes,

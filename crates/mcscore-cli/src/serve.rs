@@ -77,8 +77,8 @@ pub(crate) struct Args {
     /// cache holds this many or a fill (-b), whichever is larger.
     #[arg(short = 'c', long = "ctx-size", value_name = "N", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
     ctx_size: u32,
-    /// Prompts that branch apart within one fill, at most (llama.cpp sequences, 1–256).
-    #[arg(long = "parallel", value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=256))]
+    /// Prompts that branch apart within one fill, at most (llama.cpp sequences, 1–255: one more holds padding).
+    #[arg(long = "parallel", value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=255))]
     parallel: u32,
     #[command(flatten)]
     compute: ComputeArgs,

@@ -211,6 +211,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         e @ EvalError::PrideMixedOptions { .. } => anyhow::anyhow!("--pride: {e}"),
         e => e.into(),
     })?;
+    args.engine.refuse_removed()?;
     if let Some(dir) = &args.write_tasks {
         let protected: Vec<&Path> = inputs(&args).into_iter().chain(source_paths.iter().map(PathBuf::as_path)).collect();
         let written = sweep.write_tasks(dir, &protected)?;

@@ -79,7 +79,8 @@ fn a_resume_inside_a_preamble_gives_the_uninterrupted_runs_numbers() {
     let dir = tempdir();
     let log = dir.path().join("run.jsonl");
     let args = |resume: bool| {
-        let mut args = vec!["score", "-m", &model, &file, "--shard", "0/150", "-b", "512", "-t", "2", "--log-samples", path_str(&log), "--json"];
+        let mut args =
+            vec!["score", "-m", &model, &file, "--shard", "0/150", "-b", "512", "-t", "2", "--log-samples", path_str(&log), "--json"];
         if resume {
             args.push("--resume");
         }

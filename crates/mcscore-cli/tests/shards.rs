@@ -13,8 +13,7 @@ fn score(dir: &Path, name: &str, shard: Option<&str>, extra: &[&str]) -> PathBuf
     let log = dir.join(name);
     let model = model();
     let file = reference("mc_letter4.bin");
-    let mut args =
-        vec!["score", "-m", &model, &file, "--multiple-choice-tasks", "60", "-t", "2", "--log-samples", path_str(&log)];
+    let mut args = vec!["score", "-m", &model, &file, "--multiple-choice-tasks", "60", "-t", "2", "--log-samples", path_str(&log)];
     if let Some(shard) = shard {
         args.extend(["--shard", shard]);
     }

@@ -12,7 +12,6 @@ use std::path::Path;
 /// Four formats covering every ID set, delimiter and separator.
 const FORMATS: &str = "upper.dot.newline,lower.paren.comma,digit.colon.semicolon,roman.parens.newline";
 
-
 fn json_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
@@ -231,15 +230,7 @@ fn sweep_shards_merge_into_the_unsplit_report() {
     let dir = tempdir();
     let model = model();
     let file = repo("datasets/mmlu-validation.bin");
-    let common = [
-        "--tasks",
-        "12",
-        "--formats",
-        "upper.dot.newline,digit.parens.comma,lower.colon.newline",
-        "--circular",
-        "-t",
-        "2",
-    ];
+    let common = ["--tasks", "12", "--formats", "upper.dot.newline,digit.parens.comma,lower.colon.newline", "--circular", "-t", "2"];
     let sweep = |extra: &[&str]| {
         let mut args = vec!["sweep", file.as_str()];
         args.extend(common);

@@ -22,7 +22,7 @@ use llama_cpp_2::token::LlamaToken;
 use mcscore_format::Task;
 
 pub use mcscore_metrics::OptionScore;
-pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings, BATCH_RULE, MICRO_BATCH, MIN_OUTPUTS};
+pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings, BATCH_RULE, MICRO_BATCH};
 pub use prepare::PreparedTask;
 pub use prompts::{PromptRequest, RowScores, Session};
 pub use score::{Completion, Run, ScoreTimes, TaskScores, TokenCounts};
@@ -183,7 +183,7 @@ fn available_memory() -> Option<u64> {
 }
 
 /// Whether layers may live in GPU memory, whose size this check cannot see.
-const GPU_BACKEND: bool = cfg!(any(feature = "cuda", feature = "vulkan", feature = "metal"));
+pub(crate) const GPU_BACKEND: bool = cfg!(any(feature = "cuda", feature = "vulkan", feature = "metal"));
 
 impl Engine {
     /// Loads a GGUF model, offloading `n_gpu_layers` layers where a GPU backend

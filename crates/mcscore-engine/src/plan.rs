@@ -57,20 +57,35 @@ pub const MICRO_BATCH: u32 = 60;
 
 /// A micro-batch that reads logits reads at least this many rows (more are
 /// asked for and ignored): the last layer's feed-forward and the output
-/// matrix see only the rows read, and their kernels switch below 8 rows.
-pub const MIN_OUTPUTS: usize = 8;
+/// matrix see only the rows read, and the CPU's kernels switch below 8 rows
+/// (CUDA's at 8 and 9).
+pub(crate) const MIN_OUTPUTS: usize = 12;
 
 /// The batch-invariance rule's name, recorded in each log's settings: two
 /// runs under the same rule give a task the same numbers however it was
 /// batched; a run under another rule (another mcscore) may not.
-pub const BATCH_RULE: &str = "micro60-out8";
+pub const BATCH_RULE: &str = "micro60-out12";
 
 impl Settings {
     /// The part of the settings that changes scores, for resume checks: the
     /// attention kernel and the batch rule. `-c`, `-np`, `-b`, `-ub` and the
     /// threads change which tasks fit, speed and memory, not a number.
+    /// Where the rule is not known to hold the settings say `none`: without
+    /// flash attention (attention's sums then follow where a sequence's
+    /// cells lie), and with layers on a GPU, whose kernels switch elsewhere
+    /// (docs/gpu.md).
     pub fn fingerprint(&self) -> String {
-        format!("fa={:?} batch={BATCH_RULE}", self.flash_attention)
+        format!("fa={:?} batch={}", self.flash_attention, self.batch_rule())
+    }
+
+    /// The batch rule these settings score under: [`BATCH_RULE`], or `none`
+    /// (see [`Settings::fingerprint`]).
+    pub fn batch_rule(&self) -> &'static str {
+        if self.flash_attention == FlashAttention::Off || (crate::GPU_BACKEND && self.n_gpu_layers > 0) {
+            "none"
+        } else {
+            BATCH_RULE
+        }
     }
 
     /// Tokens one fill may hold: `-b`, never below a micro-batch.
@@ -155,7 +170,7 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
         }
         ContextSize::Auto => round_up(longest.max(budget), 256),
     };
-    if limit > u32::MAX as usize - MICRO_BATCH as usize {
+    if limit > u32::MAX as usize {
         return Err(EngineError::ContextOverflow { n_ctx: limit as u64 });
     }
     let too_long: Vec<(usize, usize)> =
@@ -193,6 +208,9 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     // than the fills need costs time to allocate and clear, and memory; it
     // changes no score.
     let n_ctx = round_up(cells.max(1) + MICRO_BATCH as usize - 1, 256);
+    if n_ctx > u32::MAX as usize {
+        return Err(EngineError::ContextOverflow { n_ctx: n_ctx as u64 });
+    }
     let reused = reuse(tasks, &batches);
     let n_seq_max = n_seq_max.max(EXTRA_SEQUENCES) as u32;
     Ok(Plan { batches, reused, n_ctx: n_ctx as u64, n_batch: MICRO_BATCH.max(n_seq_max), n_ubatch: MICRO_BATCH, n_seq_max })
@@ -269,6 +287,13 @@ mod tests {
         // the padding's.
         assert_eq!(plan.n_seq_max, 7);
         assert_eq!(plan.n_ctx, 1792);
+    }
+
+    #[test]
+    fn a_context_beyond_u32_is_refused_not_wrapped() {
+        let tasks = [task(0, 10, &[1, 1])];
+        let error = plan(&tasks, &settings(ContextSize::PerSequence(u32::MAX), Some(16))).unwrap_err();
+        assert!(matches!(error, EngineError::ContextOverflow { n_ctx } if n_ctx > u64::from(u32::MAX)), "{error}");
     }
 
     #[test]

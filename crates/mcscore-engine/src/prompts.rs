@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use mcscore_metrics::LogSoftmax;
 
 use crate::plan::{round_up, Plan, Settings, MAX_SEQUENCES, MICRO_BATCH};
-use crate::score::{decode_fill, fill_entries, Chunking};
+use crate::score::{decode_fill, fill_entries};
 use crate::trie::Trie;
 use crate::{Engine, EngineError, ScoreTimes};
 
@@ -203,9 +203,9 @@ impl Session<'_> {
 
         let mut next_wanted = 0;
         let fail = |message: String| EngineError::DecodePrompts { message };
-        let shape = Chunking { micro_batch: self.plan.n_ubatch as usize, pad_seq: self.plan.n_seq_max as i32 - 1 };
+        let pad_seq = self.plan.n_seq_max as i32 - 1;
         let (ctx, batch) = (&mut self.ctx, &mut self.batch);
-        decode_fill(ctx, batch, &entries, shape, &mut times, &fail, |ctx, decoded| {
+        decode_fill(ctx, batch, &entries, pad_seq, &mut times, &fail, |ctx, decoded| {
             let end = wanted[next_wanted..].iter().position(|w| w.entry >= decoded.end).map_or(wanted.len(), |p| next_wanted + p);
             let mine = &wanted[next_wanted..end];
             next_wanted = end;
@@ -246,6 +246,7 @@ impl Session<'_> {
                 results[w.prompt].push(RowScores { next, top: top[..prompt.top.max(1).min(top.len())].to_vec() });
             }
             Ok(())
-        })
+        })?;
+        Ok(())
     }
 }

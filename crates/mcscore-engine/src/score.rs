@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use mcscore_metrics::{log_softmax_at, OptionScore};
 
-use crate::plan::{FlashAttention, Plan, Settings, MIN_OUTPUTS};
+use crate::plan::{FlashAttention, Plan, Settings, MICRO_BATCH, MIN_OUTPUTS};
 use crate::prepare::PreparedTask;
 use crate::trie::{FillTree, Layout, Trie};
 use crate::{Engine, EngineError};
@@ -45,6 +45,9 @@ pub enum Completion {
 pub struct TokenCounts {
     pub decoded: usize,
     pub unshared: usize,
+    /// Scratch tokens that filled the last micro-batch of each fill (the
+    /// batch rule), decoded beside `decoded`.
+    pub padding: usize,
 }
 
 /// Where [`Engine::score`] spent its time, in seconds.
@@ -104,6 +107,10 @@ impl Engine {
         settings: &Settings,
         mut sink: impl FnMut(TaskScores) -> ControlFlow<()>,
     ) -> Result<Run, EngineError> {
+        if plan.batches.is_empty() {
+            // Nothing to score (a resumed run that was complete): no context.
+            return Ok(Run { completion: Completion::Finished, tokens: TokenCounts::default(), times: ScoreTimes::default() });
+        }
         self.check_memory(plan, settings.n_gpu_layers)?;
         let mut times = ScoreTimes::default();
         let started = Instant::now();
@@ -159,8 +166,7 @@ impl Engine {
             let mut next_row = 0;
             times.batching += fill_started.elapsed().as_secs_f64();
             let fail = |message: String| EngineError::Decode { task: group[0].index, message };
-            let shape = Chunking { micro_batch: plan.n_ubatch as usize, pad_seq };
-            decode_fill(&mut ctx, &mut batch, &entries, shape, &mut times, &fail, |ctx, decoded| {
+            tokens.padding += decode_fill(&mut ctx, &mut batch, &entries, pad_seq, &mut times, &fail, |ctx, decoded| {
                 // Rows are in entry order, so this chunk's rows are contiguous.
                 let end = rows[next_row..].iter().position(|r| r.entry >= decoded.end).map_or(rows.len(), |p| next_row + p);
                 let mine = &rows[next_row..end];
@@ -238,7 +244,7 @@ pub(crate) fn fill_entries(trie: &Trie, layout: &Layout, reused: usize, anchor: 
     // Whether a node reads a row or follows one that does (parents come first).
     let mut late = vec![false; trie.len()];
     for node in 0..trie.len() as u32 {
-        let after_row = trie.parent(node).is_some_and(|p| late[p as usize] && !on_chain(p));
+        let after_row = trie.parent(node).is_some_and(|p| late[p as usize]);
         late[node as usize] = !on_chain(node) && (has_row[node as usize] || after_row);
     }
     let chain = (0..trie.len() as u32).filter(|&n| on_chain(n) && (trie.depth(n) as usize) >= reused);
@@ -267,60 +273,55 @@ pub(crate) fn output_rows(wanted: usize) -> usize {
     crate::plan::round_up(wanted.max(MIN_OUTPUTS), 4)
 }
 
-/// How a fill is cut into micro-batches: each of exactly `micro_batch`
-/// tokens, the last padded with tokens of sequence `pad_seq` (no other
-/// sequence sees them; their cells go with the fill).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Chunking {
-    pub micro_batch: usize,
-    pub pad_seq: i32,
+/// Which of a micro-batch's [`MICRO_BATCH`] tokens read their logits row:
+/// those of `own` (the entries', padding after them reads none), and more
+/// up to [`output_rows`], the padding first, then the last entries. None
+/// when no entry reads one.
+pub(crate) fn rows_to_read(own: impl Iterator<Item = bool>) -> Vec<bool> {
+    let mut outputs: Vec<bool> = own.collect();
+    outputs.resize(MICRO_BATCH as usize, false);
+    let wanted = outputs.iter().filter(|&&o| o).count();
+    let mut more = if wanted == 0 { 0 } else { output_rows(wanted).min(outputs.len()) - wanted };
+    for o in outputs.iter_mut().rev().filter(|o| !**o) {
+        if more == 0 {
+            break;
+        }
+        *o = true;
+        more -= 1;
+    }
+    outputs
 }
 
-/// Decodes a fill's entries in micro-batches of exactly `shape.micro_batch`
-/// tokens, each of which reads no logits row or at least [`MIN_OUTPUTS`]:
-/// the batch rule, under which a row's numbers depend on nothing but its
-/// sequence. After each micro-batch, `read` gets the context and the entries
-/// just decoded, to read their logits rows (its time counts as logits)
-/// before the next one replaces them.
+/// Decodes a fill's entries in micro-batches of exactly [`MICRO_BATCH`]
+/// tokens, the last padded with tokens of sequence `pad_seq` (no other
+/// sequence sees them; their cells go with the fill), each reading the rows
+/// [`rows_to_read`] says: the batch rule, under which a row's numbers depend
+/// on nothing but its sequence. After each micro-batch, `read` gets the
+/// context and the entries just decoded, to read their logits rows (its
+/// time counts as logits) before the next one replaces them. Returns the
+/// padding tokens decoded.
 pub(crate) fn decode_fill<'m>(
     ctx: &mut LlamaContext<'m>,
     batch: &mut LlamaBatch,
     entries: &[Entry],
-    shape: Chunking,
+    pad_seq: i32,
     times: &mut ScoreTimes,
     fail: &dyn Fn(String) -> EngineError,
     mut read: impl FnMut(&LlamaContext<'m>, Range<usize>) -> Result<(), EngineError>,
-) -> Result<(), EngineError> {
-    let size = shape.micro_batch;
+) -> Result<usize, EngineError> {
+    let size = MICRO_BATCH as usize;
     let mut seqs: Vec<i32> = Vec::new();
-    let mut outputs: Vec<bool> = Vec::with_capacity(size);
     for (c, part) in entries.chunks(size).enumerate() {
         let batch_started = Instant::now();
         batch.clear();
-        // The padding, then which rows to read: the entries' own, and more
-        // (padding first, then the last entries) up to [`output_rows`].
-        outputs.clear();
-        outputs.extend(part.iter().map(|e| e.logits));
-        outputs.resize(size, false);
-        let wanted = outputs.iter().filter(|&&o| o).count();
-        let target = if wanted == 0 { 0 } else { output_rows(wanted).min(size) };
-        let mut more = target - wanted;
-        for o in outputs.iter_mut().rev() {
-            if more == 0 {
-                break;
-            }
-            if !*o {
-                *o = true;
-                more -= 1;
-            }
-        }
+        let outputs = rows_to_read(part.iter().map(|e| e.logits));
         for (e, &output) in part.iter().zip(&outputs) {
             seqs.clear();
             seqs.extend(e.seqs.clone());
             batch.add(e.token, e.pos, &seqs, output).map_err(|err| fail(err.to_string()))?;
         }
         for (k, &output) in outputs[part.len()..].iter().enumerate() {
-            batch.add(LlamaToken(0), k as i32, &[shape.pad_seq], output).map_err(|err| fail(err.to_string()))?;
+            batch.add(LlamaToken(0), k as i32, &[pad_seq], output).map_err(|err| fail(err.to_string()))?;
         }
         let decode_started = Instant::now();
         times.batching += (decode_started - batch_started).as_secs_f64();
@@ -332,12 +333,67 @@ pub(crate) fn decode_fill<'m>(
         read(ctx, base..base + part.len())?;
         times.logits += logits_started.elapsed().as_secs_f64();
     }
-    Ok(())
+    Ok(entries.len().next_multiple_of(size) - entries.len())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn task(index: usize, prefix: &[i32], options: &[&[i32]]) -> PreparedTask {
+        PreparedTask {
+            index,
+            prefix: prefix.iter().map(|&t| LlamaToken(t)).collect(),
+            continuations: options.iter().map(|o| o.iter().map(|&t| LlamaToken(t)).collect()).collect(),
+            scored: options.iter().map(|o| 0..o.len()).collect(),
+            correct: vec![false; options.len()],
+            option_chars: vec![1; options.len()],
+            option_bytes: vec![1; options.len()],
+        }
+    }
+
+    #[test]
+    fn entries_go_chain_first_then_unread_then_read_rows_parents_first() {
+        // Two tasks behind a shared BOS: their questions are read by no row
+        // but their last token; their options are all read.
+        let tasks = [task(0, &[1, 10, 11, 12], &[&[20, 21], &[22, 23]]), task(1, &[1, 30, 31], &[&[40, 41], &[42]])];
+        let FillTree { trie, layout, has_row, .. } = FillTree::new(&tasks);
+        let (entries, entry_of) = fill_entries(&trie, &layout, 0, 1, &has_row);
+        assert_eq!(entries.len(), trie.len());
+        // The chain (BOS) first, in sequence 0 too.
+        assert_eq!((entries[0].token, entries[0].seqs.start), (LlamaToken(1), 0));
+        // A parent's entry is before its children's, so cells follow positions.
+        for node in 0..trie.len() as u32 {
+            if let Some(parent) = trie.parent(node) {
+                assert!(entry_of[parent as usize] < entry_of[node as usize], "node {node}");
+            }
+        }
+        // Every entry with a row comes after every entry without one (but the chain).
+        let first_read = entries.iter().position(|e| e.logits).unwrap();
+        assert!(entries[first_read..].iter().all(|e| e.logits), "{:?}", entries.iter().map(|e| e.logits).collect::<Vec<_>>());
+        // Reused chain tokens are not decoded again.
+        let (kept, _) = fill_entries(&trie, &layout, 1, 1, &has_row);
+        assert_eq!(kept.len(), trie.len() - 1);
+    }
+
+    #[test]
+    fn a_micro_batch_reads_no_row_or_at_least_twelve_in_fours() {
+        assert_eq!((1..=17).map(output_rows).collect::<Vec<_>>(), [12; 12].into_iter().chain([16; 4]).chain([20]).collect::<Vec<_>>());
+        let count = |rows: &[bool]| rows.iter().filter(|&&r| r).count();
+        let size = MICRO_BATCH as usize;
+        // No row read: none, padding included.
+        assert_eq!(count(&rows_to_read([false; 30].into_iter())), 0);
+        // One row read of 30 entries: 12, the padding's first, the entry's kept.
+        let one = rows_to_read(std::iter::once(true).chain([false; 29]));
+        assert_eq!((one.len(), count(&one), one[0]), (size, 12, true));
+        assert!(one[30..].iter().rev().take(11).all(|&r| r) && !one[29], "{one:?}");
+        // 57 of 60: rounded to 60, never more than the micro-batch.
+        assert_eq!(count(&rows_to_read([true; 57].into_iter().chain([false; 3]))), 60);
+        assert_eq!(count(&rows_to_read([true; 60].into_iter())), 60);
+        // 58 of 58 entries: 60, the two padding tokens read.
+        let full = rows_to_read([true; 58].into_iter());
+        assert_eq!((count(&full), full[58], full[59]), (60, true, true));
+    }
 
     #[test]
     fn non_finite_logits_give_non_finite_log_probs() {

@@ -70,9 +70,8 @@ pub(crate) fn score_fills(
     mut on: impl FnMut(FillEvent) -> Result<(), EvalError>,
 ) -> Result<Fills, EvalError> {
     let Scoring { engine, tasks, plan, settings, path } = scoring;
-    // Tasks done when each fill ends, counted from the plan's first task.
-    let first = plan.batches.first().map_or(0, |b| b.start);
-    let mut fill_ends = plan.batches.iter().map(|b| b.end - first).peekable();
+    // Tasks done when each fill ends.
+    let mut fill_ends = plan.batches.iter().map(|b| b.end).peekable();
     let mut done = 0;
     let mut failure = None;
     let run = engine

@@ -424,10 +424,14 @@ impl ScoreJob {
         let unconditional_started = Instant::now();
         let unconditional_sums: Vec<Vec<f64>> = match unconditional.filter(|_| !already_complete) {
             Some((bare, bare_plan)) => {
+                // Only the tasks left need their unconditional sums.
+                let bare = &bare[resumed..];
+                let bare_plan =
+                    if resumed == 0 { bare_plan } else { mcscore_engine::plan(bare, settings).map_err(EvalError::engine(path))? };
                 progress.start(Phase::Unconditional, bare.len(), 0);
                 let mut sums: Vec<Vec<f64>> = Vec::with_capacity(bare.len());
                 let never = Cancel::new();
-                let scoring = Scoring { engine: &engine, tasks: &bare, plan: &bare_plan, settings, path };
+                let scoring = Scoring { engine: &engine, tasks: bare, plan: &bare_plan, settings, path };
                 score_fills(scoring, &never, |event| {
                     if let FillEvent::Task(scores) = event {
                         sums.push(scores.options.iter().map(|o| o.logprob_sum).collect());
@@ -454,7 +458,7 @@ impl ScoreJob {
                 FillEvent::Task(scores) => scores,
                 FillEvent::FillDone => return Ok(log.as_mut().map_or(Ok(()), SampleLog::flush)?),
             };
-            if let Some(bare) = unconditional_sums.get(records.len()) {
+            if let Some(bare) = unconditional_sums.get(records.len() - resumed) {
                 for (option, &sum) in scores.options.iter_mut().zip(bare) {
                     option.uncond_logprob_sum = Some(sum);
                 }

@@ -157,7 +157,7 @@ fn a_sweep_is_analysed_from_log_probabilities() {
             (0..4).map(|k| if k == pick { -0.5 } else { -3.0 }).collect()
         })
         .collect();
-    let scores = Scores { log_probs, tokens: TokenCounts { decoded: 10, unshared: 40 }, seconds: 1.0 };
+    let scores = Scores { log_probs, tokens: TokenCounts { decoded: 10, unshared: 40, padding: 0 }, seconds: 1.0 };
     let analysed = sweep.analyse(Path::new("model.gguf"), &scores);
     assert_eq!(analysed.formats.len(), 2);
     for f in &analysed.formats {
