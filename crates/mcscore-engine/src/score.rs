@@ -339,24 +339,13 @@ pub(crate) fn decode_fill<'m>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn task(index: usize, prefix: &[i32], options: &[&[i32]]) -> PreparedTask {
-        PreparedTask {
-            index,
-            prefix: prefix.iter().map(|&t| LlamaToken(t)).collect(),
-            continuations: options.iter().map(|o| o.iter().map(|&t| LlamaToken(t)).collect()).collect(),
-            scored: options.iter().map(|o| 0..o.len()).collect(),
-            correct: vec![false; options.len()],
-            option_chars: vec![1; options.len()],
-            option_bytes: vec![1; options.len()],
-        }
-    }
+    use crate::trie::tests::task;
 
     #[test]
     fn entries_go_chain_first_then_unread_then_read_rows_parents_first() {
         // Two tasks behind a shared BOS: their questions are read by no row
         // but their last token; their options are all read.
-        let tasks = [task(0, &[1, 10, 11, 12], &[&[20, 21], &[22, 23]]), task(1, &[1, 30, 31], &[&[40, 41], &[42]])];
+        let tasks = [task(&[1, 10, 11, 12], &[&[20, 21], &[22, 23]]), task(&[1, 30, 31], &[&[40, 41], &[42]])];
         let FillTree { trie, layout, has_row, .. } = FillTree::new(&tasks);
         let (entries, entry_of) = fill_entries(&trie, &layout, 0, 1, &has_row);
         assert_eq!(entries.len(), trie.len());

@@ -206,10 +206,11 @@ impl FillTree {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn task(prefix: &[i32], options: &[&[i32]]) -> PreparedTask {
+    /// A task of these prefix and option tokens, every option token scored.
+    pub(crate) fn task(prefix: &[i32], options: &[&[i32]]) -> PreparedTask {
         PreparedTask {
             index: 0,
             prefix: prefix.iter().map(|&t| LlamaToken(t)).collect(),

@@ -418,7 +418,7 @@ impl ScoreJob {
         let resumed = kept.len();
         // The tasks left, packed afresh: under the batch rule they score as
         // they would have in the uninterrupted run's fills.
-        let left = if already_complete { &prepared[prepared.len()..] } else { &prepared[resumed..] };
+        let left = &prepared[resumed..];
         let remaining = if resumed == 0 { plan.clone() } else { mcscore_engine::plan(left, settings).map_err(EvalError::engine(path))? };
 
         let unconditional_started = Instant::now();
