@@ -3,6 +3,7 @@
 
 pub mod calibration;
 pub mod debias;
+pub mod paired;
 pub mod robustness;
 pub mod schemes;
 pub mod stats;

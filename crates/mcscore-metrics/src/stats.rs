@@ -78,10 +78,9 @@ impl Bootstrap {
             .enumerate()
             .map(|(j, column)| {
                 let mean = column.iter().sum::<f64>() / column.len().max(1) as f64;
-                let mut means: Vec<f64> = draws.iter().map(|d| d[j]).collect();
-                means.sort_by(f64::total_cmp);
-                let at = |q: f64| means.get(((means.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(mean);
-                Estimate { mean, low: at(0.025), high: at(0.975) }
+                let means: Vec<f64> = draws.iter().map(|d| d[j]).collect();
+                let (low, high) = if means.is_empty() { (mean, mean) } else { crate::paired::percentile_interval(&means, 0.95) };
+                Estimate { mean, low, high }
             })
             .collect();
         (estimates, draws)
