@@ -17,6 +17,7 @@ macro_rules! out {
     }};
 }
 
+mod compare;
 mod datasets;
 mod defaults;
 mod engine_args;
@@ -25,9 +26,11 @@ mod llama_args;
 mod llama_output;
 mod llama_perplexity;
 mod merge;
+mod normalisation;
 mod output;
 mod plan;
 mod plots;
+mod quantize;
 mod report;
 mod score;
 mod serve;
@@ -65,6 +68,8 @@ enum Command {
     Inspect(inspect::Args),
     Validate(validate::Args),
     Report(report::Args),
+    Compare(compare::Args),
+    Quantize(quantize::Args),
     Sweep(sweep::Args),
     Serve(serve::Args),
     Tokens(tokens::Args),
@@ -112,6 +117,8 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(args),
         Command::Validate(args) => validate::run(args),
         Command::Report(args) => report::run(args),
+        Command::Compare(args) => compare::run(args),
+        Command::Quantize(args) => quantize::run(args),
         Command::Sweep(args) => sweep::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Tokens(args) => tokens::run(args),

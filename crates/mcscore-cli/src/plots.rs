@@ -246,3 +246,203 @@ fn rank_bars(svg: &mut String, models: &[String], ranks: &[Vec<usize>], n_format
     root.present()?;
     Ok(())
 }
+
+/// `mcscore compare --plots`: per OTHER its flip matrix, its KL histogram
+/// and, where groups are known, its per-group differences; for all OTHERs
+/// their accuracy against chance and their paired differences against zero
+/// and the margin.
+pub(crate) fn comparison(dir: &Path, protected: &[&Path], c: &mcscore_eval::compare::Comparison) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+    for (i, p) in c.others.iter().enumerate() {
+        let stem = format!("{}-{}", i + 1, file_name(&p.other.label));
+        save(&dir.join(format!("flips-{stem}.svg")), protected, |svg| flip_matrix(svg, &c.base.label, p))?;
+        save(&dir.join(format!("kl-{stem}.svg")), protected, |svg| kl_histogram(svg, &c.base.label, p))?;
+        if let Some(k) = &p.clustered {
+            save(&dir.join(format!("groups-{stem}.svg")), protected, |svg| group_differences(svg, &c.base.label, p, k))?;
+        }
+    }
+    save(&dir.join("differences.svg"), protected, |svg| differences(svg, c))?;
+    save(&dir.join("accuracy.svg"), protected, |svg| accuracies(svg, c))?;
+    Ok(())
+}
+
+fn flip_matrix(svg: &mut String, base: &str, p: &mcscore_eval::compare::Pairing) -> anyhow::Result<()> {
+    let f = &p.flips;
+    let root = SVGBackend::with_string(svg, (560, 420)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("{} (rows) → {} (columns)", short(base, 24), short(&p.other.label, 24)), ("sans-serif", 17))
+        .margin(12)
+        .build_cartesian_2d(-0.9f64..2.0, 2.6f64..0.0)?;
+    let total = f.tasks().max(1) as f64;
+    let cells = [
+        (0, 0, f.both_right, String::new()),
+        (1, 0, f.right_to_wrong, String::new()),
+        (0, 1, f.wrong_to_right, String::new()),
+        (1, 1, f.both_wrong + f.wrong_to_other_wrong, format!("({} another wrong)", f.wrong_to_other_wrong)),
+    ];
+    for (col, row, count, note) in cells {
+        let (x, y) = (col as f64, row as f64 + 0.5);
+        let shade = count as f64 / total;
+        let color = if col != row { RGBColor(255, 255 - (200.0 * shade.sqrt()) as u8, 255 - (200.0 * shade.sqrt()) as u8) } else {
+            RGBColor(255 - (160.0 * shade) as u8, 255 - (90.0 * shade) as u8, 255)
+        };
+        chart.draw_series(std::iter::once(Rectangle::new([(x, y), (x + 0.97, y + 0.97)], color.filled())))?;
+        chart.draw_series(std::iter::once(Text::new(format!("{count}"), (x + 0.35, y + 0.38), ("sans-serif", 24))))?;
+        chart.draw_series(std::iter::once(Text::new(format!("{:.1} %  {note}", 100.0 * count as f64 / total), (x + 0.1, y + 0.7), ("sans-serif", 13))))?;
+    }
+    for (i, label) in ["right", "wrong"].iter().enumerate() {
+        chart.draw_series(std::iter::once(Text::new(format!("OTHER {label}"), (i as f64 + 0.3, 0.3), ("sans-serif", 15))))?;
+        chart.draw_series(std::iter::once(Text::new(format!("BASE {label}"), (-0.85, i as f64 + 1.0), ("sans-serif", 15))))?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+fn kl_histogram(svg: &mut String, base: &str, p: &mcscore_eval::compare::Pairing) -> anyhow::Result<()> {
+    // KL spans orders of magnitude: bin log10 of it, with everything below
+    // 1e-6 nats (no visible change) in the first bin.
+    const FLOOR: f64 = -6.0;
+    let logs: Vec<f64> = p.kl_per_task.iter().map(|&k| if k > 0.0 { k.log10().max(FLOOR) } else { FLOOR }).collect();
+    let top = logs.iter().copied().fold(FLOOR + 1.0, f64::max).ceil();
+    let bins = 40usize;
+    let width = (top - FLOOR) / bins as f64;
+    let mut counts = vec![0usize; bins];
+    for &l in &logs {
+        counts[(((l - FLOOR) / width) as usize).min(bins - 1)] += 1;
+    }
+    let highest = counts.iter().copied().max().unwrap_or(1).max(1) as f64;
+    let root = SVGBackend::with_string(svg, (720, 460)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("KL({}‖{}) per task: mean {:.4}, p99 {:.4} nats", short(base, 20), short(&p.other.label, 20), p.kl.mean, p.kl.p99),
+            ("sans-serif", 16),
+        )
+        .margin(16)
+        .x_label_area_size(44)
+        .y_label_area_size(56)
+        .build_cartesian_2d(FLOOR..top, 0f64..highest * 1.1)?;
+    chart.configure_mesh().x_desc("log10 KL, nats (first bin: ≤ 1e-6)").y_desc("tasks").draw()?;
+    chart.draw_series(counts.iter().enumerate().filter(|(_, &n)| n > 0).map(|(i, &n)| {
+        let left = FLOOR + i as f64 * width;
+        Rectangle::new([(left, 0.0), (left + width * 0.95, n as f64)], BLUE.mix(0.55).filled())
+    }))?;
+    root.present()?;
+    Ok(())
+}
+
+fn group_differences(
+    svg: &mut String,
+    base: &str,
+    p: &mcscore_eval::compare::Pairing,
+    k: &mcscore_eval::compare::Clustered,
+) -> anyhow::Result<()> {
+    let mut shifts: Vec<_> = k.shifts.iter().collect();
+    shifts.sort_by(|a, b| a.difference.total_cmp(&b.difference));
+    let n = shifts.len();
+    let reach = shifts.iter().flat_map(|s| [s.difference.abs()].into_iter().chain(s.interval.map(|(l, h)| l.abs().max(h.abs())))).fold(5.0, f64::max).min(100.0) * 1.05;
+    let root = SVGBackend::with_string(svg, (900, 120 + 18 * n as u32)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("{} − {} per group, points (BCa interval from {} tasks; red: q < 0.05)", short(&p.other.label, 20), short(base, 20), mcscore_eval::compare::MIN_GROUP_FOR_INTERVAL),
+            ("sans-serif", 15),
+        )
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(300)
+        .build_cartesian_2d(-reach..reach, (0..n.max(1) - 1).into_segmented())?;
+    let names: Vec<String> = shifts.iter().map(|s| format!("{} ({})", short(&s.name, 34), s.tasks)).collect();
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .x_desc("accuracy points (OTHER − BASE)")
+        .y_labels(n)
+        .y_label_formatter(&|y| match y {
+            SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .draw()?;
+    chart.draw_series(LineSeries::new([(0.0, SegmentValue::Exact(0)), (0.0, SegmentValue::Exact(n))], BLACK.stroke_width(1)))?;
+    for (i, s) in shifts.iter().enumerate() {
+        let color = if s.bh_q < 0.05 { RED } else { BLUE };
+        let y = || SegmentValue::CenterOf(i);
+        if let Some((low, high)) = s.interval {
+            chart.draw_series(LineSeries::new([(low.max(-reach), y()), (high.min(reach), y())], color.stroke_width(2)))?;
+        }
+        chart.draw_series(std::iter::once(Circle::new((s.difference, y()), 3, color.filled())))?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+fn differences(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyhow::Result<()> {
+    let n = c.others.len();
+    let reach = c.others.iter().flat_map(|p| [p.difference.low.abs(), p.difference.high.abs()]).fold(c.margin * 1.5, f64::max) * 1.1;
+    let root = SVGBackend::with_string(svg, (760, 140 + 40 * n as u32)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("paired difference from {} ({} interval), ±{} margin", short(&c.base.label, 28), c.interval_level, c.margin), ("sans-serif", 16))
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(200)
+        .build_cartesian_2d(-reach..reach, (0..n.max(1) - 1).into_segmented())?;
+    let names: Vec<String> = c.others.iter().map(|p| short(&p.other.label, 28)).collect();
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .x_desc("accuracy points (OTHER − BASE)")
+        .y_labels(n)
+        .y_label_formatter(&|y| match y {
+            SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .draw()?;
+    chart.draw_series(LineSeries::new([(0.0, SegmentValue::Exact(0)), (0.0, SegmentValue::Exact(n))], BLACK.stroke_width(1)))?;
+    for m in [-c.margin, c.margin] {
+        chart.draw_series(LineSeries::new([(m, SegmentValue::Exact(0)), (m, SegmentValue::Exact(n))], BLACK.mix(0.4).stroke_width(1)))?;
+    }
+    for (i, p) in c.others.iter().enumerate() {
+        let y = || SegmentValue::CenterOf(i);
+        chart.draw_series(LineSeries::new([(p.difference.low, y()), (p.difference.high, y())], BLUE.stroke_width(3)))?;
+        chart.draw_series(std::iter::once(Circle::new((p.difference.estimate, y()), 4, BLUE.filled())))?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+fn accuracies(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyhow::Result<()> {
+    let runs: Vec<(&str, f64)> =
+        std::iter::once((c.base.label.as_str(), c.base.accuracy)).chain(c.others.iter().map(|p| (p.other.label.as_str(), p.other.accuracy))).collect();
+    let n = runs.len();
+    let root = SVGBackend::with_string(svg, ((160 + 110 * n as u32).max(560), 480)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let top = runs.iter().map(|r| r.1).fold(c.chance, f64::max) * 1.25;
+    let labels: Vec<String> = runs.iter().map(|r| short(r.0, 16)).collect();
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("{} accuracy, {} tasks (dashed: chance)", c.normalisation, c.tasks), ("sans-serif", 16))
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
+        .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..top.min(100.0).max(1.0))?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .y_desc("% correct")
+        .x_labels(n)
+        .x_label_formatter(&|x| match x {
+            SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .draw()?;
+    chart.draw_series(runs.iter().enumerate().map(|(i, r)| bar(i, r.1, BLUE.mix(0.5))))?;
+    chart.draw_series(DashedLineSeries::new(
+        [(SegmentValue::Exact(0), c.chance), (SegmentValue::Exact(n), c.chance)],
+        6,
+        4,
+        RED.stroke_width(2),
+    ))?;
+    root.present()?;
+    Ok(())
+}

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use mcscore_eval::report::{self, Report, ReportOptions};
 use mcscore_eval::EvalError;
 use mcscore_metrics::calibration::ECE_BINS;
-use mcscore_metrics::Normalisation;
 
+use crate::normalisation::NormArg;
 use crate::text::printable;
 use crate::Outcome;
 
@@ -52,28 +52,6 @@ fn parse_probability(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
         _ => Err(format!("expected a probability between 0 and 1, such as 0.25; got {text:?}")),
-    }
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum NormArg {
-    Acc,
-    AccNorm,
-    AccChar,
-    AccByte,
-    /// Needs logs of `score --pmi`.
-    AccPmi,
-}
-
-impl From<NormArg> for Normalisation {
-    fn from(n: NormArg) -> Self {
-        match n {
-            NormArg::Acc => Normalisation::Acc,
-            NormArg::AccNorm => Normalisation::AccNorm,
-            NormArg::AccChar => Normalisation::AccChar,
-            NormArg::AccByte => Normalisation::AccByte,
-            NormArg::AccPmi => Normalisation::AccPmi,
-        }
     }
 }
 

@@ -35,6 +35,9 @@ pub struct Benchmark {
     pub convert: fn(&Value) -> Result<Item, ConvertError>,
     /// Where `build --shots K` draws solved examples from, if a split exists for it.
     pub shots: Option<Shots>,
+    /// The source field that groups tasks (MMLU's subject), recorded in the
+    /// manifest for `compare`'s clustered statistics.
+    pub group: Option<&'static str>,
 }
 
 /// Why a source row is not an item of its benchmark.
@@ -326,6 +329,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: CC_BY_SA,
         convert: labelled_choices,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "arc-easy-test",
@@ -335,6 +339,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: CC_BY_SA,
         convert: labelled_choices,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "arc-challenge-validation",
@@ -344,6 +349,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: CC_BY_SA,
         convert: labelled_choices,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "arc-challenge-test",
@@ -353,6 +359,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: CC_BY_SA,
         convert: labelled_choices,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "aqua-rat-test",
@@ -362,6 +369,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "Apache-2.0",
         convert: aqua,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "aqua-rat-validation",
@@ -371,6 +379,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "Apache-2.0",
         convert: aqua,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "aqua-rat-train",
@@ -380,6 +389,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "Apache-2.0",
         convert: aqua,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "boolq-validation",
@@ -395,6 +405,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "CC BY-SA 3.0",
         convert: boolq,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "boolq-train",
@@ -410,6 +421,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "CC BY-SA 3.0",
         convert: boolq,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "careqa-en-test",
@@ -419,6 +431,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "Apache-2.0",
         convert: careqa,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "careqa-es-test",
@@ -428,6 +441,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "Apache-2.0",
         convert: careqa,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "commonsense-qa-validation",
@@ -443,6 +457,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "MIT",
         convert: labelled_choices,
         shots: Some(Shots { from: "commonsense-qa-train", draw: Draw::Seeded }),
+        group: None,
     },
     Benchmark {
         name: "commonsense-qa-train",
@@ -458,6 +473,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "MIT",
         convert: labelled_choices,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "hellaswag-validation",
@@ -467,6 +483,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "MIT",
         convert: hellaswag,
         shots: None,
+        group: None,
     },
     Benchmark {
         // llama.cpp's winogrande-debiased-eval.csv: the 1,267-row dev set, which
@@ -484,6 +501,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "CC-BY",
         convert: winogrande,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "medconceptsqa-test",
@@ -493,6 +511,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "CC BY 4.0",
         convert: medconceptsqa,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "medqa-test",
@@ -502,6 +521,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "MIT",
         convert: medqa,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "medqa-train",
@@ -511,6 +531,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "MIT",
         convert: medqa,
         shots: None,
+        group: None,
     },
     Benchmark {
         // The 5 solved examples per subject that MMLU's k-shot prompts draw from.
@@ -521,6 +542,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "MIT",
         convert: mmlu,
         shots: None,
+        group: Some("subject"),
     },
     Benchmark {
         name: "mmlu-validation",
@@ -530,6 +552,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "MIT",
         convert: mmlu,
         shots: Some(Shots { from: "mmlu-dev", draw: Draw::PerGroup { field: "subject", header: MMLU_HEADER } }),
+        group: Some("subject"),
     },
     Benchmark {
         name: "mmlu-test",
@@ -539,6 +562,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "MIT",
         convert: mmlu,
         shots: Some(Shots { from: "mmlu-dev", draw: Draw::PerGroup { field: "subject", header: MMLU_HEADER } }),
+        group: Some("subject"),
     },
     Benchmark {
         name: "openbookqa-validation",
@@ -554,6 +578,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "Apache-2.0",
         convert: labelled_choices,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "openbookqa-test",
@@ -569,6 +594,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "Apache-2.0",
         convert: labelled_choices,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "piqa-validation",
@@ -578,6 +604,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "AFL-3.0",
         convert: piqa,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "sciq-validation",
@@ -593,6 +620,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "CC BY-NC 3.0",
         convert: sciq,
         shots: None,
+        group: None,
     },
     Benchmark {
         name: "truthfulqa-mc1",
@@ -602,6 +630,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         licence: "Apache-2.0",
         convert: truthfulqa_mc1,
         shots: None,
+        group: None,
     },
 ];
 

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use mcscore_format::{sha256_file, sha256_hex, winogrande_line, write_atomic, write_tasks, Baselines, Summary, Task, TaskFile};
 
 pub use benchmarks::{find, Benchmark, ConvertError, BENCHMARKS};
-pub use manifest::{Entry, Manifest, Provenance, ShotsRecord, SourceFile};
+pub use manifest::{Entry, GroupRuns, Manifest, Provenance, ShotsRecord, SourceFile};
 pub use render::{Item, Scaffold};
 pub use shots::{render_with_shots, shot_name, ShotError};
 pub use source::{read_records, SourceFormat};
@@ -224,7 +224,13 @@ fn write_entry(
         source: provenance(benchmark, sources)?,
         licence: benchmark.licence.to_owned(),
         shots: None,
+        groups: group_runs(benchmark, sources)?,
     })
+}
+
+/// The groups of `benchmark`'s tasks, if it has a group field.
+fn group_runs(benchmark: &Benchmark, sources: &[Source]) -> Result<Option<GroupRuns>, DatasetError> {
+    benchmark.group.map(|field| Ok(GroupRuns::of(field, &shots::groups(sources, field)?))).transpose()
 }
 
 /// One way a task file differs from what its source says.
@@ -248,6 +254,8 @@ pub enum Mismatch {
     SourcePath { path: String },
     #[error("the manifest records {recorded} source file(s), but {read} were read")]
     SourceCount { recorded: usize, read: usize },
+    #[error("the task groups differ from the source's: the manifest records {recorded}, the source gives {found}")]
+    Groups { recorded: String, found: String },
 }
 
 /// Re-derives every task of a file (`tasks`, read from it) from `sources` and
@@ -342,6 +350,13 @@ pub fn verify_entry(
         Some(shots) => render_with_shots(benchmark, sources, shot_sources, shots.k, shots.seed)?.0,
         None => render(benchmark, sources)?,
     };
+    let groups = group_runs(benchmark, sources)?;
+    if groups != entry.groups {
+        let describe = |g: &Option<GroupRuns>| {
+            g.as_ref().map_or("none".to_owned(), |g| format!("{} runs of {} ({} tasks)", g.runs.len(), g.field, g.runs.iter().map(|r| r.1).sum::<usize>()))
+        };
+        mismatches.push(Mismatch::Groups { recorded: describe(&entry.groups), found: describe(&groups) });
+    }
     mismatches.extend(compare(benchmark.scaffold, &expected, tasks, progress));
     Ok(mismatches)
 }

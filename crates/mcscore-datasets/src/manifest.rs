@@ -55,6 +55,33 @@ pub struct Entry {
     /// Set for a k-shot file (`build --shots K`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shots: Option<ShotsRecord>,
+    /// The tasks' groups (MMLU's subject), for `compare`'s clustered statistics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<GroupRuns>,
+}
+
+/// Which group each task of a file is in, as runs of consecutive tasks in
+/// file order: MMLU's 57 subjects are 57 runs, not one name per task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupRuns {
+    /// The source field the groups come from.
+    pub field: String,
+    /// (group, how many consecutive tasks).
+    pub runs: Vec<(String, usize)>,
+}
+
+impl GroupRuns {
+    /// The runs of `groups`, one name per task in file order.
+    pub fn of(field: &str, groups: &[String]) -> GroupRuns {
+        let mut runs: Vec<(String, usize)> = Vec::new();
+        for group in groups {
+            match runs.last_mut() {
+                Some((name, count)) if name == group => *count += 1,
+                _ => runs.push((group.clone(), 1)),
+            }
+        }
+        GroupRuns { field: field.to_owned(), runs }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -65,7 +65,7 @@ fn solved(scaffold: Scaffold, item: &Item) -> String {
 }
 
 /// The `field` of every row of `sources`, in order.
-fn groups(sources: &[Source], field: &'static str) -> Result<Vec<String>, DatasetError> {
+pub(crate) fn groups(sources: &[Source], field: &'static str) -> Result<Vec<String>, DatasetError> {
     let mut out = Vec::new();
     for source in sources {
         for (row, record) in read_records(&source.path)?.iter().enumerate() {

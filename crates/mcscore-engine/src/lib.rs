@@ -8,6 +8,7 @@
 mod plan;
 mod prepare;
 mod prompts;
+mod quantize;
 mod score;
 mod subset;
 mod trie;
@@ -24,6 +25,7 @@ use mcscore_format::Task;
 pub use mcscore_metrics::OptionScore;
 pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings, BATCH_RULE, MICRO_BATCH};
 pub use prepare::PreparedTask;
+pub use quantize::{quantize, QuantType};
 pub use prompts::{PromptRequest, RowScores, Session};
 pub use score::{Completion, Run, ScoreTimes, TaskScores, TokenCounts};
 pub use subset::{hellaswag_order, select_tasks};
@@ -37,6 +39,9 @@ pub enum EngineError {
 
     #[error("{}: the model does not load: {message}", path.display())]
     ModelLoad { path: PathBuf, message: String },
+
+    #[error("{}: quantizing to {quant}: {message}", input.display())]
+    Quantize { input: PathBuf, quant: &'static str, message: String },
 
     #[error("llama.cpp could not create a context: {0}")]
     Context(String),

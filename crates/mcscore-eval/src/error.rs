@@ -124,6 +124,14 @@ pub enum EvalError {
     #[error("{}: scored other tasks (or another order) than {}; score the same subset", path.display(), first.display())]
     OtherTasks { path: PathBuf, first: PathBuf },
 
+    /// Two logs that `compare` cannot pair task by task.
+    #[error("{}: not the same tasks as {}: its {field} differs\n  {}: {base_value}\n  this log: {value}", path.display(), base.display(), base.display())]
+    NotPaired { path: PathBuf, base: PathBuf, field: &'static str, base_value: String, value: String },
+
+    /// A groups file that does not give each task of the file one group.
+    #[error("{}: {why}", path.display())]
+    BadGroups { path: PathBuf, why: String },
+
     #[error("a report needs at least one sample log")]
     NoLogs,
 

@@ -45,6 +45,7 @@
 //! # Ok::<(), mcscore_eval::EvalError>(())
 //! ```
 
+pub mod compare;
 pub mod completions;
 mod error;
 mod fills;

@@ -250,6 +250,12 @@ impl AtomicFile {
         &self.path
     }
 
+    /// The temporary file, for a writer that can only write by name
+    /// (llama.cpp's quantizer): write there, then [`AtomicFile::commit`].
+    pub fn temp_path(&self) -> &Path {
+        self.out.get_ref().path()
+    }
+
     /// Makes the content durable under its final name.
     pub fn commit(self) -> Result<std::fs::File, Error> {
         let AtomicFile { path, existing, out } = self;

@@ -1,0 +1,323 @@
+//! `mcscore compare`: is OTHER worse than BASE, by how much, and is it real?
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::bail;
+use mcscore_eval::compare::{self, Comparison, CompareOptions, Groups, Pairing, Run};
+
+use crate::normalisation::NormArg;
+use crate::text::printable;
+use crate::Outcome;
+
+/// Compare runs of the same tasks with paired statistics: each OTHER log
+/// against BASE, task by task (the same task file, mode and task list, or
+/// the logs are refused). The first line per OTHER answers the question:
+/// the difference in accuracy points with its paired BCa interval,
+/// McNemar's exact p and the flips, and a verdict: better, worse,
+/// equivalent within ±MARGIN points (TOST), or undecided. Then the flip
+/// table, the divergence of the choice distributions (KL, Jensen–Shannon),
+/// the change of the gold option's log-probability and, where the tasks
+/// have groups (MMLU's subjects, from the manifest or --groups), a cluster
+/// bootstrap interval and the groups that moved most. With several OTHERs
+/// α is split between them (Bonferroni) and McNemar's p is Holm-adjusted.
+/// docs/compare.md explains every figure.
+#[derive(clap::Args)]
+#[command(after_help = "Example: mcscore compare q4_k_m.jsonl q2_k.jsonl q8_0.jsonl --margin 1")]
+pub(crate) struct Args {
+    /// The reference run: a --log-samples file written by `mcscore score`.
+    #[arg(value_name = "BASE.jsonl")]
+    base: PathBuf,
+    /// Runs to compare with BASE, of the same tasks.
+    #[arg(required = true, value_name = "OTHER.jsonl")]
+    others: Vec<PathBuf>,
+    /// The normalisation whose picks are right or wrong and whose softmax
+    /// gives the choice distributions.
+    #[arg(long, value_enum, default_value = "acc-norm")]
+    normalisation: NormArg,
+    /// The equivalence margin in accuracy points, above 0 and at most 100:
+    /// "equivalent" when the paired (1 − 2α) interval lies inside ±MARGIN.
+    #[arg(long, value_name = "POINTS", default_value_t = 1.0, value_parser = parse_margin)]
+    margin: f64,
+    /// The error rate of each verdict, above 0 and below 0.5.
+    #[arg(long, value_name = "A", default_value_t = 0.05, value_parser = parse_alpha)]
+    alpha: f64,
+    /// Bootstrap resamples, 100 to 100,000.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(100..=100_000))]
+    resamples: u32,
+    /// Bootstrap seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The tasks' groups: a text file with one group name per line, one line
+    /// per task of the task file, in file order. Default: the groups the
+    /// manifest records for the task file (MMLU's subjects), if any.
+    #[arg(long, value_name = "FILE")]
+    groups: Option<PathBuf>,
+    /// The manifest to look the task file's groups up in (by sha256).
+    /// Default: manifest.json, where there is one.
+    #[arg(long, value_name = "FILE", conflicts_with = "groups")]
+    manifest: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long, conflicts_with = "csv")]
+    json: bool,
+    /// Print CSV (one row per OTHER) instead of text.
+    #[arg(long)]
+    csv: bool,
+    /// Write SVGs: per OTHER the flip matrix, the KL histogram and the
+    /// per-group differences; the paired differences of all OTHERs.
+    #[arg(long, value_name = "DIR")]
+    plots: Option<PathBuf>,
+}
+
+fn parse_margin(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(m) if m > 0.0 && m <= 100.0 => Ok(m),
+        _ => Err(format!("expected accuracy points above 0 and at most 100, such as 1 or 2.5; got {text:?}")),
+    }
+}
+
+fn parse_alpha(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(a) if a > 0.0 && a < 0.5 => Ok(a),
+        _ => Err(format!("expected an error rate above 0 and below 0.5, such as 0.05; got {text:?}")),
+    }
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+    if let Some(dir) = &args.plots {
+        crate::output::check_dir(dir, "--plots")?;
+    }
+    let base = Run::read(&args.base)?;
+    let others = args.others.iter().map(|p| Run::read(p)).collect::<Result<Vec<_>, _>>()?;
+    let groups = match (&args.groups, &args.manifest) {
+        (Some(path), _) => Some(Groups::read(path)?),
+        (None, Some(manifest)) => {
+            if !manifest.is_file() {
+                bail!("{}: --manifest: no manifest there", manifest.display());
+            }
+            Groups::from_manifest(manifest, &base.header.file_sha256)?
+        }
+        (None, None) => {
+            let default = Path::new("manifest.json");
+            if default.is_file() {
+                Groups::from_manifest(default, &base.header.file_sha256)?
+            } else {
+                None
+            }
+        }
+    };
+    let options = CompareOptions::new(args.normalisation.into(), args.margin, args.alpha, args.resamples, args.seed);
+    let comparison = compare::compare(&base, &others, groups.as_ref(), &options)?;
+    // Printed before the plots are written, so a plot that cannot be written
+    // (a full disk) loses nothing else.
+    if args.json {
+        crate::print_json(&comparison)?;
+    } else if args.csv {
+        out!("{}", csv(&comparison))?;
+    } else {
+        out!("{}", text(&comparison))?;
+    }
+    if let Some(dir) = &args.plots {
+        let inputs: Vec<&Path> = std::iter::once(args.base.as_path()).chain(args.others.iter().map(PathBuf::as_path)).collect();
+        crate::plots::comparison(dir, &inputs, &comparison)?;
+    }
+    Ok(Outcome::Ok)
+}
+
+/// A p-value as people read it: fixed down to 0.001, then scientific.
+fn p_value(p: f64) -> String {
+    if p >= 0.001 {
+        format!("{p:.3}")
+    } else {
+        format!("{p:.1e}")
+    }
+}
+
+/// The answer for one OTHER, in one line.
+fn headline(c: &Comparison, p: &Pairing) -> String {
+    let d = &p.difference;
+    format!(
+        "{} vs {}: {:+.2} points [{:+.2}, {:+.2}], McNemar p = {}, {} right→wrong, {} wrong→right: {}",
+        printable(&p.other.label),
+        printable(&c.base.label),
+        d.estimate,
+        d.low,
+        d.high,
+        p_value(p.mcnemar.p),
+        p.flips.right_to_wrong,
+        p.flips.wrong_to_right,
+        p.conclusion
+    )
+}
+
+fn percent(level: f64) -> String {
+    let p = 100.0 * level;
+    if (p - p.round()).abs() < 1e-9 {
+        format!("{p:.0} %")
+    } else {
+        format!("{p:.1} %")
+    }
+}
+
+fn text(c: &Comparison) -> String {
+    let mut out = String::new();
+    for p in &c.others {
+        let _ = writeln!(out, "{}", headline(c, p));
+    }
+    let _ = writeln!(
+        out,
+        "\n{} ({}): {} tasks, {}, paired BCa intervals ({} resamples, seed {}), chance {:.2} %",
+        printable(&c.file),
+        c.mode,
+        c.tasks,
+        c.normalisation,
+        c.resamples,
+        c.seed,
+        c.chance
+    );
+    let _ = writeln!(out, "BASE {}: {:.2} %  ({})", printable(&c.base.label), c.base.accuracy, printable(&c.base.log));
+    for p in &c.others {
+        let f = &p.flips;
+        let d = &p.difference;
+        let _ = writeln!(out, "\n{}: {:.2} %  ({})", printable(&p.other.label), p.other.accuracy, printable(&p.other.log));
+        let _ = writeln!(
+            out,
+            "  difference     {:+.2} points, {} [{:+.2}, {:+.2}]; {} [{:+.2}, {:+.2}] against ±{}: {}",
+            d.estimate,
+            percent(c.interval_level),
+            d.low,
+            d.high,
+            percent(c.tost_level),
+            p.tost_interval.0,
+            p.tost_interval.1,
+            c.margin,
+            p.conclusion
+        );
+        let _ = writeln!(
+            out,
+            "  McNemar        exact p = {}, mid-p = {}{}",
+            p_value(p.mcnemar.p),
+            p_value(p.mcnemar.mid_p),
+            if c.others.len() > 1 { format!(", Holm-adjusted p = {}", p_value(p.mcnemar_p_holm)) } else { String::new() }
+        );
+        let _ = writeln!(
+            out,
+            "  flips          {} right→wrong, {} wrong→right, {} wrong→another wrong; unchanged: {} right, {} wrong; same pick {:.2} %",
+            f.right_to_wrong,
+            f.wrong_to_right,
+            f.wrong_to_other_wrong,
+            f.both_right,
+            f.both_wrong,
+            100.0 * p.agreement
+        );
+        for (name, s) in [("KL(base‖other)", &p.kl), ("Jensen–Shannon", &p.js)] {
+            let _ = writeln!(
+                out,
+                "  {name:<14} mean {:.4}, median {:.4}, p90 {:.4}, p99 {:.4}, max {:.4} nats",
+                s.mean, s.median, s.p90, s.p99, s.max
+            );
+        }
+        let g = &p.gold_logprob_change;
+        let _ = writeln!(
+            out,
+            "  gold option    ln p changes by {:+.4} [{:+.4}, {:+.4}] on average ({})",
+            g.estimate,
+            g.low,
+            g.high,
+            if g.high < 0.0 {
+                "OTHER is less sure of the answer"
+            } else if g.low > 0.0 {
+                "OTHER is surer of the answer"
+            } else {
+                "no clear direction"
+            }
+        );
+        match (&p.clustered, &c.groups) {
+            (Some(k), Some(source)) => {
+                let _ = writeln!(
+                    out,
+                    "  groups         {} groups ({}): cluster-bootstrap {} [{:+.2}, {:+.2}]",
+                    k.groups,
+                    printable(source),
+                    percent(c.interval_level),
+                    k.difference.low,
+                    k.difference.high
+                );
+                let moved: Vec<_> = k.shifts.iter().take(5).collect();
+                let _ = writeln!(out, "  moved most     (Benjamini–Hochberg q over the groups)");
+                for s in moved {
+                    let interval = s.interval.map_or_else(|| "no interval".to_owned(), |(low, high)| format!("[{low:+.2}, {high:+.2}]"));
+                    let _ = writeln!(
+                        out,
+                        "    {:<40} {:+7.2} points {interval}, {} task{}, q = {}",
+                        printable(&s.name),
+                        s.difference,
+                        s.tasks,
+                        if s.tasks == 1 { "" } else { "s" },
+                        p_value(s.bh_q)
+                    );
+                }
+            }
+            _ => {
+                let _ = writeln!(out, "  groups         none known for this task file (pass --groups FILE for clustered statistics)");
+            }
+        }
+    }
+    out
+}
+
+fn csv(c: &Comparison) -> String {
+    let mut out = String::from(
+        "base,other,tasks,normalisation,base_accuracy,other_accuracy,difference,ci_low,ci_high,tost_low,tost_high,margin,verdict,\
+         mcnemar_p,mcnemar_mid_p,mcnemar_p_holm,right_to_wrong,wrong_to_right,wrong_to_other_wrong,both_right,both_wrong,agreement,\
+         kl_mean,kl_median,kl_p90,kl_p99,kl_max,js_mean,js_median,js_p90,js_p99,js_max,gold_logprob_change,gold_ci_low,gold_ci_high,\
+         cluster_ci_low,cluster_ci_high\n",
+    );
+    let quote = |s: &str| format!("\"{}\"", printable(s).replace('"', "\"\""));
+    for p in &c.others {
+        let (f, d, g) = (&p.flips, &p.difference, &p.gold_logprob_change);
+        let cluster = p.clustered.as_ref().map_or((String::new(), String::new()), |k| (k.difference.low.to_string(), k.difference.high.to_string()));
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            quote(&c.base.label),
+            quote(&p.other.label),
+            c.tasks,
+            c.normalisation,
+            c.base.accuracy,
+            p.other.accuracy,
+            d.estimate,
+            d.low,
+            d.high,
+            p.tost_interval.0,
+            p.tost_interval.1,
+            c.margin,
+            p.verdict.name(),
+            p.mcnemar.p,
+            p.mcnemar.mid_p,
+            p.mcnemar_p_holm,
+            f.right_to_wrong,
+            f.wrong_to_right,
+            f.wrong_to_other_wrong,
+            f.both_right,
+            f.both_wrong,
+            p.agreement,
+            p.kl.mean,
+            p.kl.median,
+            p.kl.p90,
+            p.kl.p99,
+            p.kl.max,
+            p.js.mean,
+            p.js.median,
+            p.js.p90,
+            p.js.p99,
+            p.js.max,
+            g.estimate,
+            g.low,
+            g.high,
+            cluster.0,
+            cluster.1
+        );
+    }
+    out
+}

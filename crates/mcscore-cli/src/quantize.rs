@@ -1,0 +1,69 @@
+//! `mcscore quantize`: llama.cpp's own quantizer, for real quants of a
+//! model to `compare`.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use mcscore_engine::QuantType;
+use mcscore_format::AtomicFile;
+
+use crate::output::{check_file, Target};
+use crate::Outcome;
+
+/// Quantize a GGUF model with llama.cpp's quantizer (the code of
+/// `llama-quantize`, compiled into mcscore). A quantized model is
+/// requantized (`--allow-requantize`); F32 dequantizes it: the same weights
+/// with f32 arithmetic. The output is written under a temporary name and
+/// renamed into place when complete; the same input and type give the same
+/// bytes.
+#[derive(clap::Args)]
+#[command(after_help = "Example: mcscore quantize gemma-3-270m-q4_k_m.gguf gemma-3-270m-q2_k.gguf --type Q2_K")]
+pub(crate) struct Args {
+    /// The model to quantize.
+    #[arg(value_name = "IN.gguf")]
+    input: PathBuf,
+    /// Where to write the quantized model.
+    #[arg(value_name = "OUT.gguf")]
+    output: PathBuf,
+    /// The type, as llama-quantize names it: F32, F16, Q8_0, Q6_K, Q5_K_M,
+    /// Q4_K_M, Q4_0, Q3_K_S or Q2_K.
+    #[arg(long = "type", value_name = "TYPE", value_parser = parse_type)]
+    quant: QuantType,
+    /// Threads, 1 to 1024 (default: one per core).
+    #[arg(short = 't', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
+    /// Replace OUT if it exists.
+    #[arg(long)]
+    force: bool,
+}
+
+fn parse_type(text: &str) -> Result<QuantType, String> {
+    QuantType::parse(text).ok_or_else(|| {
+        let names: Vec<&str> = QuantType::ALL.iter().map(|t| t.name()).collect();
+        format!("expected one of {}; got {text:?}", names.join(", "))
+    })
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+    mcscore_format::check_input(&args.input)?;
+    if !args.input.is_file() {
+        anyhow::bail!("{}: IN.gguf: no model file there", args.input.display());
+    }
+    let target = Target::new(&args.output, "OUT.gguf", args.force);
+    check_file(&target, &[&args.input])?;
+    let started = Instant::now();
+    let file = AtomicFile::with(&args.output, target.existing)?;
+    mcscore_engine::quantize(&args.input, file.temp_path(), args.quant, args.threads.map_or(0, usize::from))?;
+    file.commit()?;
+    let size = |p: &std::path::Path| std::fs::metadata(p).map_or(0.0, |m| m.len() as f64 / 1e6);
+    eprintln!(
+        "mcscore: quantized {} ({:.1} MB) to {} as {} ({:.1} MB) in {:.1} s",
+        args.input.display(),
+        size(&args.input),
+        args.output.display(),
+        args.quant.name(),
+        size(&args.output),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(Outcome::Ok)
+}

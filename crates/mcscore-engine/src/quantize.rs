@@ -1,0 +1,100 @@
+//! llama.cpp's own quantizer (what `llama-quantize` runs), already compiled
+//! into our llama.cpp: real quants of a real model without building the
+//! reference tools (about 15 minutes in CI).
+
+use std::ffi::CString;
+use std::path::Path;
+
+use crate::EngineError;
+
+/// The quantisation types `quantize` writes: llama.cpp's `llama_ftype`s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuantType {
+    /// Dequantised to f32: the same weights with f32 arithmetic.
+    F32,
+    F16,
+    Q8_0,
+    Q6K,
+    Q5KM,
+    Q4KM,
+    Q4_0,
+    Q3KS,
+    Q2K,
+}
+
+impl QuantType {
+    pub const ALL: [QuantType; 9] =
+        [QuantType::F32, QuantType::F16, QuantType::Q8_0, QuantType::Q6K, QuantType::Q5KM, QuantType::Q4KM, QuantType::Q4_0, QuantType::Q3KS, QuantType::Q2K];
+
+    /// llama-quantize's name for the type (`Q5_K_M`).
+    pub fn name(self) -> &'static str {
+        match self {
+            QuantType::F32 => "F32",
+            QuantType::F16 => "F16",
+            QuantType::Q8_0 => "Q8_0",
+            QuantType::Q6K => "Q6_K",
+            QuantType::Q5KM => "Q5_K_M",
+            QuantType::Q4KM => "Q4_K_M",
+            QuantType::Q4_0 => "Q4_0",
+            QuantType::Q3KS => "Q3_K_S",
+            QuantType::Q2K => "Q2_K",
+        }
+    }
+
+    /// The type named `name` (any case), as llama-quantize spells it.
+    pub fn parse(name: &str) -> Option<QuantType> {
+        QuantType::ALL.into_iter().find(|t| t.name().eq_ignore_ascii_case(name))
+    }
+
+    fn ftype(self) -> llama_cpp_sys_2::llama_ftype {
+        use llama_cpp_sys_2 as sys;
+        match self {
+            QuantType::F32 => sys::LLAMA_FTYPE_ALL_F32,
+            QuantType::F16 => sys::LLAMA_FTYPE_MOSTLY_F16,
+            QuantType::Q8_0 => sys::LLAMA_FTYPE_MOSTLY_Q8_0,
+            QuantType::Q6K => sys::LLAMA_FTYPE_MOSTLY_Q6_K,
+            QuantType::Q5KM => sys::LLAMA_FTYPE_MOSTLY_Q5_K_M,
+            QuantType::Q4KM => sys::LLAMA_FTYPE_MOSTLY_Q4_K_M,
+            QuantType::Q4_0 => sys::LLAMA_FTYPE_MOSTLY_Q4_0,
+            QuantType::Q3KS => sys::LLAMA_FTYPE_MOSTLY_Q3_K_S,
+            QuantType::Q2K => sys::LLAMA_FTYPE_MOSTLY_Q2_K,
+        }
+    }
+}
+
+/// Quantises the GGUF model `input` to `quant` into `output`, which must be
+/// a temporary path (the caller renames it into place): llama.cpp writes it
+/// by name. Quantised inputs are requantised, as `llama-quantize
+/// --allow-requantize` does; `threads` 0 means one per core.
+pub fn quantize(input: &Path, output: &Path, quant: QuantType, threads: usize) -> Result<(), EngineError> {
+    crate::backend()?;
+    let c_path = |p: &Path| {
+        CString::new(p.as_os_str().as_encoded_bytes())
+            .map_err(|_| EngineError::ModelLoad { path: p.to_owned(), message: "the path holds a NUL byte".to_owned() })
+    };
+    let (c_input, c_output) = (c_path(input)?, c_path(output)?);
+    let failed = || EngineError::Quantize {
+        input: input.to_owned(),
+        quant: quant.name(),
+        message: "llama.cpp's quantizer failed (run with MCSCORE_LLAMA_LOG=1 for its log)".to_owned(),
+    };
+    let code = quantize_files(&c_input, &c_output, quant.ftype(), i32::try_from(threads).unwrap_or(0));
+    if code != 0 {
+        return Err(failed());
+    }
+    Ok(())
+}
+
+#[allow(unsafe_code)]
+fn quantize_files(input: &CString, output: &CString, ftype: llama_cpp_sys_2::llama_ftype, threads: i32) -> u32 {
+    // SAFETY: llama_model_quantize_default_params returns a plain struct by
+    // value; its pointer fields (imatrix, overrides) are null and stay null.
+    let mut params = unsafe { llama_cpp_sys_2::llama_model_quantize_default_params() };
+    params.ftype = ftype;
+    params.nthread = threads;
+    params.allow_requantize = true;
+    // SAFETY: both paths are NUL-terminated strings that outlive the call,
+    // and `params` is a valid, initialised struct on this stack frame.
+    // llama_model_quantize catches its own C++ exceptions and returns non-zero.
+    unsafe { llama_cpp_sys_2::llama_model_quantize(input.as_ptr(), output.as_ptr(), &params) }
+}

@@ -1,0 +1,507 @@
+//! `mcscore compare`: is OTHER worse than BASE on these tasks, by how much,
+//! and is the difference real? Paired statistics over runs of the same tasks
+//! (docs/compare.md): every task was scored by both runs, so the difference
+//! is measured task by task, with far more power than two unpaired intervals.
+
+use std::path::{Path, PathBuf};
+
+use mcscore_metrics::paired::{
+    acceleration, bca_interval, benjamini_hochberg, holm, js, kl, log_softmax, mcnemar, mean_acceleration, ClusterBootstrap, Flips,
+    McNemar, Pick, Spread, Verdict,
+};
+use mcscore_metrics::stats::Bootstrap;
+use mcscore_metrics::Normalisation;
+use serde::Serialize;
+
+use crate::log::{self, Header, TaskRecord};
+use crate::EvalError;
+
+/// How a comparison is computed.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct CompareOptions {
+    /// The normalisation whose picks are right or wrong and whose softmax
+    /// gives the choice distributions.
+    pub normalisation: Normalisation,
+    /// The equivalence margin, in accuracy points.
+    pub margin: f64,
+    /// The error rate of each verdict (split over several OTHERs).
+    pub alpha: f64,
+    pub resamples: u32,
+    pub seed: u64,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions { normalisation: Normalisation::AccNorm, margin: 1.0, alpha: 0.05, resamples: 1000, seed: 1 }
+    }
+}
+
+impl CompareOptions {
+    pub fn new(normalisation: Normalisation, margin: f64, alpha: f64, resamples: u32, seed: u64) -> Self {
+        CompareOptions { normalisation, margin, alpha, resamples, seed }
+    }
+}
+
+/// One run: a sample log's header and task records, read from a file or
+/// built in memory.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// How the run is named in the output (the model's file stem by default).
+    pub label: String,
+    /// Where the records came from (a log's path), for messages.
+    pub source: PathBuf,
+    pub header: Header,
+    pub records: Vec<TaskRecord>,
+}
+
+impl Run {
+    /// Reads a complete sample log (an unfinished one is refused: its tasks
+    /// would not pair with a finished run's).
+    pub fn read(path: &Path) -> Result<Run, EvalError> {
+        let contents = log::read(path)?;
+        contents.require_complete(path)?;
+        let log::Contents { header, records, .. } = contents;
+        let label = Path::new(&header.model).file_stem().map_or_else(|| header.model.clone(), |s| s.to_string_lossy().into_owned());
+        Ok(Run { label, source: path.to_owned(), header, records })
+    }
+}
+
+/// The group (an MMLU subject, a passage) of each task of a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Groups {
+    /// Where the groups come from, as the output says it.
+    pub source: String,
+    names: Vec<String>,
+    /// Per task of the file, in file order: an index into `names`.
+    of_task: Vec<usize>,
+}
+
+impl Groups {
+    /// From runs of consecutive tasks: (group, how many tasks), in file order.
+    pub fn from_runs(source: impl Into<String>, runs: &[(String, usize)]) -> Groups {
+        let mut names: Vec<String> = Vec::new();
+        let mut of_task = Vec::new();
+        for (name, count) in runs {
+            let index = names.iter().position(|n| n == name).unwrap_or_else(|| {
+                names.push(name.clone());
+                names.len() - 1
+            });
+            of_task.extend(std::iter::repeat_n(index, *count));
+        }
+        Groups { source: source.into(), names, of_task }
+    }
+
+    /// A text file with one line per task of the task file, in file order:
+    /// the task's group. (A log does not record how many tasks its file has;
+    /// [`compare`] refuses groups that miss a task it compares.)
+    pub fn read(path: &Path) -> Result<Groups, EvalError> {
+        let bad = |why: String| EvalError::BadGroups { path: path.to_owned(), why };
+        let bytes = mcscore_format::read_input(path)?;
+        let text = std::str::from_utf8(&bytes).map_err(|e| bad(format!("not UTF-8 at byte {}", e.valid_up_to())))?;
+        let lines: Vec<&str> = text.lines().collect();
+        if let Some(line) = lines.iter().position(|l| l.trim().is_empty()) {
+            return Err(bad(format!("line {} is empty: every task needs a group", line + 1)));
+        }
+        let mut runs: Vec<(String, usize)> = Vec::new();
+        for line in lines {
+            match runs.last_mut() {
+                Some((name, count)) if name == line.trim() => *count += 1,
+                _ => runs.push((line.trim().to_owned(), 1)),
+            }
+        }
+        Ok(Groups::from_runs(path.display().to_string(), &runs))
+    }
+
+    /// The groups `manifest` records for the task file whose sha256 is
+    /// `file_sha256`; `None` when no entry of it has groups.
+    pub fn from_manifest(manifest: &Path, file_sha256: &str) -> Result<Option<Groups>, EvalError> {
+        let manifest_data = mcscore_datasets::Manifest::load(manifest)?;
+        Ok(manifest_data.datasets.iter().find(|e| e.sha256 == file_sha256).and_then(|e| {
+            e.groups.as_ref().map(|g| Groups::from_runs(format!("{}: {}'s {}", manifest.display(), e.name, g.field), &g.runs))
+        }))
+    }
+
+    fn group(&self, task: usize) -> Option<usize> {
+        self.of_task.get(task).copied()
+    }
+
+    fn tasks(&self) -> usize {
+        self.of_task.len()
+    }
+}
+
+/// A statistic with its interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Interval {
+    pub estimate: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// What the output says of one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunInfo {
+    pub label: String,
+    pub log: String,
+    pub model: String,
+    pub model_sha256: String,
+    pub settings: String,
+    /// Accuracy (%) under the comparison's normalisation.
+    pub accuracy: f64,
+}
+
+/// One group's change.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupShift {
+    pub name: String,
+    pub tasks: usize,
+    pub base_accuracy: f64,
+    pub other_accuracy: f64,
+    /// OTHER − BASE in points.
+    pub difference: f64,
+    /// Its paired BCa interval over the group's tasks; `None` below
+    /// [`MIN_GROUP_FOR_INTERVAL`] tasks, where a bootstrap says nothing.
+    pub interval: Option<(f64, f64)>,
+    pub mcnemar_p: f64,
+    /// Benjamini–Hochberg's adjusted p over the groups.
+    pub bh_q: f64,
+}
+
+/// The fewest tasks a group needs for its own interval.
+pub const MIN_GROUP_FOR_INTERVAL: usize = 10;
+
+/// Statistics that respect the groups.
+#[derive(Debug, Clone, Serialize)]
+pub struct Clustered {
+    pub groups: usize,
+    /// The difference in points with the cluster-bootstrap BCa interval.
+    pub difference: Interval,
+    /// Every group, the most significant change first.
+    pub shifts: Vec<GroupShift>,
+}
+
+/// OTHER against BASE.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pairing {
+    pub other: RunInfo,
+    /// OTHER − BASE in accuracy points, with its paired BCa interval at the
+    /// comparison's `interval_level`.
+    pub difference: Interval,
+    /// The paired interval at `tost_level`, which TOST compares with the margin.
+    pub tost_interval: (f64, f64),
+    pub verdict: Verdict,
+    /// "worse", "better", "equivalent within ±1 point", ….
+    pub conclusion: String,
+    pub mcnemar: McNemar,
+    /// McNemar's p after Holm's correction over the OTHERs.
+    pub mcnemar_p_holm: f64,
+    pub flips: Flips,
+    /// The share of tasks where both picked the same option.
+    pub agreement: f64,
+    /// KL(base‖other) of the choice distributions per task, in nats.
+    pub kl: Spread,
+    pub kl_mean: Interval,
+    /// Jensen–Shannon divergence per task, in nats.
+    pub js: Spread,
+    /// ln q(gold) − ln p(gold): negative when OTHER is less sure of the answer.
+    pub gold_logprob_change: Interval,
+    pub clustered: Option<Clustered>,
+    /// Per task, for plots (not in JSON: a 100,000-task file would make it huge).
+    #[serde(skip)]
+    pub kl_per_task: Vec<f64>,
+}
+
+/// A comparison of runs of one task file against a base run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub file: String,
+    pub file_sha256: String,
+    /// llama-perplexity's flag for the mode the runs scored.
+    pub mode: &'static str,
+    pub tasks: usize,
+    /// Accuracy (%) of a uniform random pick: the mean of 1/k.
+    pub chance: f64,
+    pub normalisation: &'static str,
+    pub margin: f64,
+    pub alpha: f64,
+    /// 1 − α/k for k OTHERs (Bonferroni): the level of `difference`.
+    pub interval_level: f64,
+    /// 1 − 2α/k: the level of `tost_interval`.
+    pub tost_level: f64,
+    pub resamples: u32,
+    pub seed: u64,
+    pub base: RunInfo,
+    /// Where the task groups came from; `None` when none are known.
+    pub groups: Option<String>,
+    pub others: Vec<Pairing>,
+}
+
+/// Compares the complete sample logs `others` against `base`.
+pub fn compare_logs(base: &Path, others: &[PathBuf], groups: Option<&Groups>, options: &CompareOptions) -> Result<Comparison, EvalError> {
+    let base = Run::read(base)?;
+    let others = others.iter().map(|p| Run::read(p)).collect::<Result<Vec<_>, _>>()?;
+    compare(&base, &others, groups, options)
+}
+
+/// Why `run` cannot be paired with `base` task by task: the first field
+/// that differs.
+fn unpaired(base: &Run, run: &Run) -> Option<(&'static str, String, String)> {
+    let (b, r) = (&base.header, &run.header);
+    if b.file_sha256 != r.file_sha256 {
+        return Some(("task file", format!("{} (sha256 {})", b.file, b.file_sha256), format!("{} (sha256 {})", r.file, r.file_sha256)));
+    }
+    if b.kind() != r.kind() {
+        return Some(("mode", b.kind().flag().to_owned(), r.kind().flag().to_owned()));
+    }
+    let describe = |records: &[TaskRecord], at: usize| match records.get(at) {
+        Some(t) => format!("{} tasks, task line {} is task {}", records.len(), at + 1, t.task),
+        None => format!("{} tasks (none at task line {})", records.len(), at + 1),
+    };
+    if let Some(at) = (0..base.records.len().max(run.records.len()))
+        .find(|&i| base.records.get(i).map(|t| t.task) != run.records.get(i).map(|t| t.task))
+    {
+        return Some(("task list", describe(&base.records, at), describe(&run.records, at)));
+    }
+    let options = |t: &TaskRecord| t.options.len();
+    if let Some((a, b)) = base.records.iter().zip(&run.records).find(|(a, b)| options(a) != options(b) || a.labels != b.labels) {
+        return Some(("options of a task", format!("task {}: {} options", a.task, options(a)), format!("task {}: {} options", b.task, options(b))));
+    }
+    None
+}
+
+/// The per-task values of one run under `norm`.
+struct Scored {
+    picks: Vec<Pick>,
+    ln_p: Vec<Vec<f64>>,
+    gold: Vec<usize>,
+}
+
+fn scored(run: &Run, norm: Normalisation) -> Result<Scored, EvalError> {
+    if norm == Normalisation::AccPmi && !log::normalisations(&run.records).contains(&Normalisation::AccPmi) {
+        return Err(EvalError::NoPmi { path: run.source.clone() });
+    }
+    let mut s = Scored { picks: Vec::new(), ln_p: Vec::new(), gold: Vec::new() };
+    for r in &run.records {
+        let gold = r.gold.ok_or_else(|| EvalError::NoGold { path: run.source.clone(), task: r.task })?;
+        s.picks.push(Pick { right: r.correct.get(norm), option: r.pred.get(norm) });
+        s.ln_p.push(log_softmax(&r.options.iter().map(|o| norm.score(o)).collect::<Vec<_>>()));
+        s.gold.push(gold);
+    }
+    Ok(s)
+}
+
+fn info(run: &Run, scored: &Scored) -> RunInfo {
+    let right = scored.picks.iter().filter(|p| p.right).count();
+    RunInfo {
+        label: run.label.clone(),
+        log: run.source.display().to_string(),
+        model: run.header.model.clone(),
+        model_sha256: run.header.model_sha256.clone(),
+        settings: run.header.settings.clone(),
+        accuracy: 100.0 * right as f64 / scored.picks.len().max(1) as f64,
+    }
+}
+
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len().max(1) as f64
+}
+
+/// The BCa interval of the mean of each column, from one set of task resamples.
+fn task_intervals(columns: &[&[f64]], options: &CompareOptions, level: f64) -> Vec<Interval> {
+    let bootstrap = Bootstrap { n: columns[0].len(), resamples: options.resamples as usize, seed: options.seed };
+    let draws = bootstrap.resample_means(columns);
+    columns
+        .iter()
+        .enumerate()
+        .map(|(j, column)| {
+            let estimate = mean(column);
+            let resampled: Vec<f64> = draws.iter().map(|d| d[j]).collect();
+            let (low, high) = bca_interval(&resampled, estimate, mean_acceleration(column), level);
+            Interval { estimate, low, high }
+        })
+        .collect()
+}
+
+/// Compares `others` against `base`: runs of the same task file, mode and
+/// task list (anything else is refused, naming the first field that differs).
+pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &CompareOptions) -> Result<Comparison, EvalError> {
+    for run in others {
+        if let Some((field, base_value, value)) = unpaired(base, run) {
+            return Err(EvalError::NotPaired { path: run.source.clone(), base: base.source.clone(), field, base_value, value });
+        }
+    }
+    if let (Some(groups), Some(last)) = (groups, base.records.iter().map(|r| r.task).max()) {
+        if last >= groups.tasks() {
+            return Err(EvalError::BadGroups {
+                path: PathBuf::from(&groups.source),
+                why: format!("groups for {} tasks, but {} compares task {last}: give one group per task of the task file", groups.tasks(), base.source.display()),
+            });
+        }
+    }
+    let norm = options.normalisation;
+    let k = others.len().max(1) as f64;
+    let interval_level = 1.0 - options.alpha / k;
+    let tost_level = 1.0 - 2.0 * options.alpha / k;
+    let base_scored = scored(base, norm)?;
+    let labels = unique_labels(base, others);
+
+    let mut pairings = Vec::new();
+    for (run, label) in others.iter().zip(&labels[1..]) {
+        let other = scored(run, norm)?;
+        let n = other.picks.len();
+        let points: Vec<f64> =
+            base_scored.picks.iter().zip(&other.picks).map(|(b, o)| 100.0 * (f64::from(u8::from(o.right)) - f64::from(u8::from(b.right)))).collect();
+        let (mut kls, mut jss, mut gold) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        for i in 0..n {
+            let (p, q) = (&base_scored.ln_p[i], &other.ln_p[i]);
+            kls.push(kl(p, q));
+            jss.push(js(p, q));
+            let g = base_scored.gold[i];
+            gold.push(q[g] - p[g]);
+        }
+        let wide = task_intervals(&[&points, &kls, &gold], options, interval_level);
+        let narrow = task_intervals(&[&points], options, tost_level)[0];
+        let verdict = Verdict::of((narrow.low, narrow.high), (wide[0].low, wide[0].high), options.margin);
+        let flips = Flips::of(&base_scored.picks, &other.picks);
+        let clustered = groups.map(|g| clustered(g, base, &base_scored, &other, &points, options, interval_level)).transpose()?;
+        let mut info = info(run, &other);
+        info.label = label.clone();
+        pairings.push(Pairing {
+            other: info,
+            difference: wide[0],
+            tost_interval: (narrow.low, narrow.high),
+            verdict,
+            conclusion: conclusion(verdict, wide[0].estimate, options.margin),
+            mcnemar: mcnemar(flips.right_to_wrong as u64, flips.wrong_to_right as u64),
+            mcnemar_p_holm: f64::NAN,
+            agreement: flips.agreement(),
+            flips,
+            kl: Spread::of(&kls),
+            kl_mean: wide[1],
+            js: Spread::of(&jss),
+            gold_logprob_change: wide[2],
+            clustered,
+            kl_per_task: kls,
+        });
+    }
+    let adjusted = holm(&pairings.iter().map(|p| p.mcnemar.p).collect::<Vec<_>>());
+    for (p, a) in pairings.iter_mut().zip(adjusted) {
+        p.mcnemar_p_holm = a;
+    }
+    let mut base_info = info(base, &base_scored);
+    base_info.label = labels[0].clone();
+    Ok(Comparison {
+        file: base.header.file.clone(),
+        file_sha256: base.header.file_sha256.clone(),
+        mode: base.header.kind().flag(),
+        tasks: base.records.len(),
+        chance: 100.0 * mean(&base.records.iter().map(|r| 1.0 / r.options.len().max(1) as f64).collect::<Vec<_>>()),
+        normalisation: norm.name(),
+        margin: options.margin,
+        alpha: options.alpha,
+        interval_level,
+        tost_level,
+        resamples: options.resamples,
+        seed: options.seed,
+        base: base_info,
+        groups: groups.map(|g| g.source.clone()),
+        others: pairings,
+    })
+}
+
+/// The answer in words, from the verdict and the sign of the difference.
+fn conclusion(verdict: Verdict, difference: f64, margin: f64) -> String {
+    let direction = if difference < 0.0 { "worse" } else { "better" };
+    let within = format!("within ±{margin} point{}", if margin == 1.0 { "" } else { "s" });
+    match verdict {
+        Verdict::Equivalent => format!("equivalent {within}"),
+        Verdict::Different => direction.to_owned(),
+        Verdict::DifferentWithinMargin => format!("{direction}, but {within}"),
+        Verdict::Undecided => format!("undecided at ±{margin}: more tasks needed"),
+    }
+}
+
+/// Labels, made unique with the log's file name where models repeat.
+fn unique_labels(base: &Run, others: &[Run]) -> Vec<String> {
+    let runs: Vec<&Run> = std::iter::once(base).chain(others).collect();
+    runs.iter()
+        .map(|r| {
+            if runs.iter().filter(|o| o.label == r.label).count() > 1 {
+                let stem = r.source.file_stem().map_or_else(|| r.source.display().to_string(), |s| s.to_string_lossy().into_owned());
+                format!("{} ({stem})", r.label)
+            } else {
+                r.label.clone()
+            }
+        })
+        .collect()
+}
+
+fn clustered(
+    groups: &Groups,
+    base_run: &Run,
+    base: &Scored,
+    other: &Scored,
+    points: &[f64],
+    options: &CompareOptions,
+    level: f64,
+) -> Result<Clustered, EvalError> {
+    // The groups present among the compared tasks, numbered densely.
+    let mut present: Vec<usize> = Vec::new();
+    let mut dense = vec![usize::MAX; groups.names.len()];
+    let mut group_of = Vec::with_capacity(points.len());
+    for r in &base_run.records {
+        let g = groups.group(r.task).ok_or_else(|| EvalError::BadGroups {
+            path: PathBuf::from(&groups.source),
+            why: format!("no group for task {}", r.task),
+        })?;
+        if dense[g] == usize::MAX {
+            dense[g] = present.len();
+            present.push(g);
+        }
+        group_of.push(dense[g]);
+    }
+    let count = present.len();
+    let cluster = ClusterBootstrap { group_of: &group_of, groups: count, resamples: options.resamples as usize, seed: options.seed };
+    let draws: Vec<f64> = cluster.resample_means(&[points]).iter().map(|d| d[0]).collect();
+    let (mut sums, mut sizes) = (vec![0.0; count], vec![0usize; count]);
+    for (&g, &d) in group_of.iter().zip(points) {
+        sums[g] += d;
+        sizes[g] += 1;
+    }
+    let (total, n) = (sums.iter().sum::<f64>(), points.len());
+    // Leave one group out: a ratio of sums, so its jackknife is closed-form.
+    let jackknife: Vec<f64> =
+        (0..count).filter(|&g| sizes[g] < n).map(|g| (total - sums[g]) / (n - sizes[g]) as f64).collect();
+    let estimate = mean(points);
+    let (low, high) = bca_interval(&draws, estimate, acceleration(&jackknife), level);
+
+    let mut shifts = Vec::with_capacity(count);
+    for (g, &name) in present.iter().enumerate() {
+        let tasks: Vec<usize> = (0..n).filter(|&i| group_of[i] == g).collect();
+        let column: Vec<f64> = tasks.iter().map(|&i| points[i]).collect();
+        let flips = Flips::of(&tasks.iter().map(|&i| base.picks[i]).collect::<Vec<_>>(), &tasks.iter().map(|&i| other.picks[i]).collect::<Vec<_>>());
+        let accuracy = |s: &Scored| 100.0 * tasks.iter().filter(|&&i| s.picks[i].right).count() as f64 / tasks.len() as f64;
+        shifts.push(GroupShift {
+            name: groups.names[name].clone(),
+            tasks: tasks.len(),
+            base_accuracy: accuracy(base),
+            other_accuracy: accuracy(other),
+            difference: mean(&column),
+            interval: (tasks.len() >= MIN_GROUP_FOR_INTERVAL).then(|| {
+                let i = task_intervals(&[&column], options, level)[0];
+                (i.low, i.high)
+            }),
+            mcnemar_p: mcnemar(flips.right_to_wrong as u64, flips.wrong_to_right as u64).p,
+            bh_q: f64::NAN,
+        });
+    }
+    let q = benjamini_hochberg(&shifts.iter().map(|s| s.mcnemar_p).collect::<Vec<_>>());
+    for (s, q) in shifts.iter_mut().zip(q) {
+        s.bh_q = q;
+    }
+    shifts.sort_by(|a, b| {
+        a.bh_q.total_cmp(&b.bh_q).then(a.mcnemar_p.total_cmp(&b.mcnemar_p)).then(b.difference.abs().total_cmp(&a.difference.abs()))
+    });
+    Ok(Clustered { groups: count, difference: Interval { estimate, low, high }, shifts })
+}
