@@ -151,7 +151,8 @@ pub fn js(ln_p: &[f64], ln_q: &[f64]) -> f64 {
         .zip(ln_q)
         .map(|(&lp, &lq)| {
             let hi = lp.max(lq);
-            if hi == f64::NEG_INFINITY {
+            // Equal terms give M's term exactly (ln 2 − ln 2 may leave an ulp).
+            if lp == lq || hi == f64::NEG_INFINITY {
                 hi
             } else {
                 hi + ((lp - hi).exp() + (lq - hi).exp()).ln() - std::f64::consts::LN_2

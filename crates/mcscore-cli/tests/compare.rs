@@ -1,0 +1,232 @@
+//! `mcscore compare` and `mcscore quantize` on real quants of the real
+//! model: statistics checked against scipy/numpy, the sanity rules of
+//! docs/compare.md, refusals, and the shape of the recorded study.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use common::{model, path_str, repo, run, stderr, stdout};
+use serde_json::Value;
+
+/// The scipy/numpy folder `scripts/setup-python-stats` installs.
+fn python_stats() -> PathBuf {
+    let cache = std::env::var_os("MCSCORE_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/mcscore"));
+    let dir = cache.join("python-stats");
+    assert!(dir.join("scipy").is_dir(), "scipy is not in {}: run scripts/setup-python-stats first", dir.display());
+    dir
+}
+
+/// Runs the independent implementation (tests/python/compare_reference.py).
+fn reference(args: &[&str]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/compare_reference.py");
+    let out = Command::new("python3").arg(script).args(args).env("PYTHONPATH", python_stats()).output().expect("python3 runs");
+    assert!(out.status.success(), "compare_reference.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Real quants and their logs, made once for every test of this file.
+struct Fixture {
+    _dir: tempfile::TempDir,
+    dir: PathBuf,
+    /// Q4_K_M (the bundled model), Q8_0 and Q2_K on the first tasks of ARC-Easy validation.
+    base: PathBuf,
+    q8: PathBuf,
+    q2: PathBuf,
+    q2_sha256: [String; 2],
+}
+
+const TASKS: &str = "120";
+
+fn sha256(path: &Path) -> String {
+    let out = Command::new("sha256sum").arg(path).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap().to_owned()
+}
+
+fn quantize(dir: &Path, name: &str, kind: &str) -> PathBuf {
+    let path = dir.join(name);
+    let out = run(&["quantize", &model(), path_str(&path), "--type", kind]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    path
+}
+
+fn score(model: &Path, file: &str, log: &Path, extra: &[&str]) {
+    let mut args = vec!["score", "-m", path_str(model), "-f", file, "--log-samples", path_str(log)];
+    args.extend_from_slice(extra);
+    let out = run(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let tmp = common::tempdir();
+        let dir = tmp.path().to_owned();
+        let q8_model = quantize(&dir, "gemma-3-270m-Q8_0.gguf", "Q8_0");
+        let q2_model = quantize(&dir, "gemma-3-270m-Q2_K.gguf", "Q2_K");
+        let again = quantize(&dir, "again-Q2_K.gguf", "q2_k");
+        let q2_sha256 = [sha256(&q2_model), sha256(&again)];
+        std::fs::remove_file(&again).unwrap();
+        let file = repo("datasets/arc-easy-validation.bin");
+        let (base, q8, q2) = (dir.join("base.jsonl"), dir.join("q8.jsonl"), dir.join("q2.jsonl"));
+        score(Path::new(&model()), &file, &base, &["--multiple-choice-tasks", TASKS]);
+        score(&q8_model, &file, &q8, &["--multiple-choice-tasks", TASKS]);
+        score(&q2_model, &file, &q2, &["--multiple-choice-tasks", TASKS]);
+        Fixture { _dir: tmp, dir, base, q8, q2, q2_sha256 }
+    })
+}
+
+fn compare_json(args: &[&str]) -> Value {
+    let mut all = vec!["compare"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let out = run(&all);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+fn close(ours: f64, theirs: f64, what: &str) {
+    assert!((ours - theirs).abs() <= 1e-9 * theirs.abs().max(1e-3), "{what}: mcscore {ours}, scipy {theirs}");
+}
+
+#[test]
+fn quantizing_twice_gives_the_same_bytes() {
+    let f = fixture();
+    assert_eq!(f.q2_sha256[0], f.q2_sha256[1]);
+}
+
+#[test]
+fn flips_mcnemar_and_divergences_match_scipy_on_real_logs() {
+    let f = fixture();
+    for norm in ["acc", "acc_norm"] {
+        let ours = compare_json(&[path_str(&f.base), path_str(&f.q8), path_str(&f.q2), "--normalisation", &norm.replace('_', "-")]);
+        for (pairing, other) in ours["others"].as_array().unwrap().iter().zip([&f.q8, &f.q2]) {
+            let theirs = reference(&[path_str(&f.base), path_str(other), norm]);
+            assert_eq!(pairing["flips"], theirs["flips"], "{norm}: the flip table");
+            for key in ["p", "mid_p"] {
+                close(pairing["mcnemar"][key].as_f64().unwrap(), theirs["mcnemar"][key].as_f64().unwrap(), key);
+            }
+            for measure in ["kl", "js"] {
+                for stat in ["mean", "median", "p90", "p99", "max"] {
+                    let (a, b) = (pairing[measure][stat].as_f64().unwrap(), theirs[measure][stat].as_f64().unwrap());
+                    assert!((a - b).abs() <= 1e-9, "{norm} {measure} {stat}: mcscore {a}, numpy {b}");
+                }
+            }
+            close(pairing["agreement"].as_f64().unwrap(), theirs["agreement"].as_f64().unwrap(), "agreement");
+        }
+    }
+}
+
+#[test]
+fn mcnemar_matches_scipy_up_to_100000_discordant_pairs() {
+    let pairs = [(0u64, 0u64), (0, 1), (0, 5), (2, 8), (7, 7), (13, 40), (97, 49), (480, 520), (1000, 1200), (100, 100_000), (49_000, 51_000)];
+    let args: Vec<String> = pairs.iter().map(|(b, c)| format!("{b},{c}")).collect();
+    let mut all = vec!["--mcnemar"];
+    all.extend(args.iter().map(String::as_str));
+    let theirs = reference(&all);
+    for ((b, c), t) in pairs.iter().zip(theirs.as_array().unwrap()) {
+        let ours = mcscore_metrics::paired::mcnemar(*b, *c);
+        close(ours.p, t["p"].as_f64().unwrap(), &format!("p of b = {b}, c = {c}"));
+        close(ours.mid_p, t["mid_p"].as_f64().unwrap(), &format!("mid-p of b = {b}, c = {c}"));
+    }
+}
+
+#[test]
+fn identical_logs_have_no_flips_no_divergence_p_1_and_are_equivalent() {
+    let f = fixture();
+    let c = compare_json(&[path_str(&f.base), path_str(&f.base)]);
+    let p = &c["others"][0];
+    assert_eq!(p["flips"]["right_to_wrong"], 0);
+    assert_eq!(p["flips"]["wrong_to_right"], 0);
+    assert_eq!(p["flips"]["wrong_to_other_wrong"], 0);
+    assert_eq!(p["mcnemar"]["p"], 1.0);
+    assert_eq!(p["kl"]["max"], 0.0);
+    assert_eq!(p["js"]["max"], 0.0);
+    assert_eq!(p["difference"]["estimate"], 0.0);
+    assert_eq!(p["verdict"], "equivalent");
+    assert_eq!(p["agreement"], 1.0);
+}
+
+#[test]
+fn swapping_base_and_other_swaps_the_flips_and_mirrors_the_difference() {
+    let f = fixture();
+    let ab = &compare_json(&[path_str(&f.base), path_str(&f.q2)])["others"][0];
+    let ba = &compare_json(&[path_str(&f.q2), path_str(&f.base)])["others"][0];
+    assert_eq!(ab["flips"]["right_to_wrong"], ba["flips"]["wrong_to_right"]);
+    assert_eq!(ab["flips"]["wrong_to_right"], ba["flips"]["right_to_wrong"]);
+    assert_eq!(ab["mcnemar"]["p"], ba["mcnemar"]["p"]);
+    assert_eq!(ab["difference"]["estimate"].as_f64().unwrap(), -ba["difference"]["estimate"].as_f64().unwrap());
+}
+
+#[test]
+fn the_first_line_answers_and_the_plots_are_written() {
+    let f = fixture();
+    let plots = f.dir.join("plots");
+    let out = run(&["compare", path_str(&f.base), path_str(&f.q8), path_str(&f.q2), "--plots", path_str(&plots)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let first = text.lines().next().unwrap();
+    assert!(first.starts_with("gemma-3-270m-Q8_0 vs gemma-3-270m-q4_k_m: "), "{first}");
+    assert!(first.contains(" points [") && first.contains("McNemar p = ") && first.contains("right→wrong"), "{first}");
+    assert!(text.contains("groups         none known"), "{text}");
+    for name in ["flips-1-gemma-3-270m-Q8_0.svg", "kl-2-gemma-3-270m-Q2_K.svg", "differences.svg", "accuracy.svg"] {
+        let svg = std::fs::read_to_string(plots.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(svg.starts_with("<svg") && svg.contains("</svg>"), "{name}");
+    }
+    let csv = stdout(&run(&["compare", path_str(&f.base), path_str(&f.q2), "--csv"]));
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 2, "{csv}");
+    assert_eq!(rows[0].split(',').count(), rows[1].split(',').count());
+}
+
+#[test]
+fn groups_from_a_file_give_a_cluster_interval_and_bad_groups_are_refused() {
+    let f = fixture();
+    // Ten groups of consecutive tasks for ARC-Easy validation's 570 tasks.
+    let groups = f.dir.join("groups.txt");
+    std::fs::write(&groups, (0..570).map(|i| format!("block-{}\n", i / 57)).collect::<String>()).unwrap();
+    let c = compare_json(&[path_str(&f.base), path_str(&f.q2), "--groups", path_str(&groups)]);
+    let k = &c["others"][0]["clustered"];
+    assert!(k["groups"].as_u64().unwrap() >= 1, "{k}");
+    let shifts = k["shifts"].as_array().unwrap();
+    assert_eq!(shifts.iter().map(|s| s["tasks"].as_u64().unwrap()).sum::<u64>(), TASKS.parse::<u64>().unwrap());
+    let short = f.dir.join("short.txt");
+    std::fs::write(&short, "a\nb\n").unwrap();
+    let out = run(&["compare", path_str(&f.base), path_str(&f.q2), "--groups", path_str(&short)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("short.txt: groups for 2 tasks"), "{}", stderr(&out));
+}
+
+#[test]
+fn logs_of_other_files_other_subsets_or_unfinished_runs_are_refused_by_name() {
+    let f = fixture();
+    let other_file = f.dir.join("other-file.jsonl");
+    score(Path::new(&model()), &repo("datasets/mmlu-dev.bin"), &other_file, &["--multiple-choice-tasks", "8"]);
+    let out = run(&["compare", path_str(&f.base), path_str(&other_file)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("other-file.jsonl: not the same tasks as") && stderr(&out).contains("its task file differs"), "{}", stderr(&out));
+
+    let other_subset = f.dir.join("other-subset.jsonl");
+    score(Path::new(&model()), &repo("datasets/arc-easy-validation.bin"), &other_subset, &["--multiple-choice-tasks", "8"]);
+    let out = run(&["compare", path_str(&f.base), path_str(&other_subset)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("its task list differs"), "{}", stderr(&out));
+
+    // A run cut short: the log without its footer and last task.
+    let text = std::fs::read_to_string(&f.q2).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let truncated = f.dir.join("truncated.jsonl");
+    std::fs::write(&truncated, lines[..lines.len() - 2].join("\n") + "\n").unwrap();
+    let out = run(&["compare", path_str(&f.base), path_str(&truncated)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("truncated.jsonl"), "{}", stderr(&out));
+
+    for (flag, value) in [("--margin", "0"), ("--margin", "nan"), ("--alpha", "0.5"), ("--resamples", "10")] {
+        let out = run(&["compare", path_str(&f.base), path_str(&f.q2), flag, value]);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+    }
+}
