@@ -5,7 +5,9 @@ command -v bc >/dev/null || { echo "bench: needs bc (apt-get install bc)" >&2; e
 best_of5() {
     local best=999 start end t
     for _ in 1 2 3 4 5; do
-        start=$(date +%s.%N); "$@" >/dev/null; end=$(date +%s.%N)
+        start=$(date +%s.%N)
+        "$@" >/dev/null || { echo "bench: FAILED: $*" >&2; exit 1; }
+        end=$(date +%s.%N)
         t=$(echo "$end - $start" | bc -l)
         best=$(echo "if ($t < $best) $t else $best" | bc -l)
     done

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::bail;
-use mcscore_eval::compare::{self, Comparison, CompareOptions, Groups, Pairing, Run};
+use mcscore_eval::compare::{self, CompareOptions, Comparison, Groups, Pairing, Run};
 
 use crate::normalisation::NormArg;
 use crate::text::printable;
@@ -276,7 +276,8 @@ fn csv(c: &Comparison) -> String {
     let quote = |s: &str| format!("\"{}\"", printable(s).replace('"', "\"\""));
     for p in &c.others {
         let (f, d, g) = (&p.flips, &p.difference, &p.gold_logprob_change);
-        let cluster = p.clustered.as_ref().map_or((String::new(), String::new()), |k| (k.difference.low.to_string(), k.difference.high.to_string()));
+        let cluster =
+            p.clustered.as_ref().map_or((String::new(), String::new()), |k| (k.difference.low.to_string(), k.difference.high.to_string()));
         let _ = writeln!(
             out,
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",

@@ -284,12 +284,18 @@ fn flip_matrix(svg: &mut String, base: &str, p: &mcscore_eval::compare::Pairing)
     for (col, row, count, note) in cells {
         let (x, y) = (col as f64, row as f64 + 0.5);
         let shade = count as f64 / total;
-        let color = if col != row { RGBColor(255, 255 - (200.0 * shade.sqrt()) as u8, 255 - (200.0 * shade.sqrt()) as u8) } else {
+        let color = if col != row {
+            RGBColor(255, 255 - (200.0 * shade.sqrt()) as u8, 255 - (200.0 * shade.sqrt()) as u8)
+        } else {
             RGBColor(255 - (160.0 * shade) as u8, 255 - (90.0 * shade) as u8, 255)
         };
         chart.draw_series(std::iter::once(Rectangle::new([(x, y), (x + 0.97, y + 0.97)], color.filled())))?;
         chart.draw_series(std::iter::once(Text::new(format!("{count}"), (x + 0.35, y + 0.38), ("sans-serif", 24))))?;
-        chart.draw_series(std::iter::once(Text::new(format!("{:.1} %  {note}", 100.0 * count as f64 / total), (x + 0.1, y + 0.7), ("sans-serif", 13))))?;
+        chart.draw_series(std::iter::once(Text::new(
+            format!("{:.1} %  {note}", 100.0 * count as f64 / total),
+            (x + 0.1, y + 0.7),
+            ("sans-serif", 13),
+        )))?;
     }
     for (i, label) in ["right", "wrong"].iter().enumerate() {
         chart.draw_series(std::iter::once(Text::new(format!("OTHER {label}"), (i as f64 + 0.3, 0.3), ("sans-serif", 15))))?;
@@ -341,12 +347,22 @@ fn group_differences(
     let mut shifts: Vec<_> = k.shifts.iter().collect();
     shifts.sort_by(|a, b| a.difference.total_cmp(&b.difference));
     let n = shifts.len();
-    let reach = shifts.iter().flat_map(|s| [s.difference.abs()].into_iter().chain(s.interval.map(|(l, h)| l.abs().max(h.abs())))).fold(5.0, f64::max).min(100.0) * 1.05;
+    let reach = shifts
+        .iter()
+        .flat_map(|s| [s.difference.abs()].into_iter().chain(s.interval.map(|(l, h)| l.abs().max(h.abs()))))
+        .fold(5.0, f64::max)
+        .min(100.0)
+        * 1.05;
     let root = SVGBackend::with_string(svg, (900, 120 + 18 * n as u32)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            format!("{} − {} per group, points (BCa interval from {} tasks; red: q < 0.05)", short(&p.other.label, 20), short(base, 20), mcscore_eval::compare::MIN_GROUP_FOR_INTERVAL),
+            format!(
+                "{} − {} per group, points (BCa interval from {} tasks; red: q < 0.05)",
+                short(&p.other.label, 20),
+                short(base, 20),
+                mcscore_eval::compare::MIN_GROUP_FOR_INTERVAL
+            ),
             ("sans-serif", 15),
         )
         .margin(16)
@@ -383,7 +399,10 @@ fn differences(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyho
     let root = SVGBackend::with_string(svg, (760, 140 + 40 * n as u32)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("paired difference from {} ({} interval), ±{} margin", short(&c.base.label, 28), c.interval_level, c.margin), ("sans-serif", 16))
+        .caption(
+            format!("paired difference from {} ({} interval), ±{} margin", short(&c.base.label, 28), c.interval_level, c.margin),
+            ("sans-serif", 16),
+        )
         .margin(16)
         .x_label_area_size(40)
         .y_label_area_size(200)
@@ -413,8 +432,9 @@ fn differences(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyho
 }
 
 fn accuracies(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyhow::Result<()> {
-    let runs: Vec<(&str, f64)> =
-        std::iter::once((c.base.label.as_str(), c.base.accuracy)).chain(c.others.iter().map(|p| (p.other.label.as_str(), p.other.accuracy))).collect();
+    let runs: Vec<(&str, f64)> = std::iter::once((c.base.label.as_str(), c.base.accuracy))
+        .chain(c.others.iter().map(|p| (p.other.label.as_str(), p.other.accuracy)))
+        .collect();
     let n = runs.len();
     let root = SVGBackend::with_string(svg, ((160 + 110 * n as u32).max(560), 480)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -425,7 +445,7 @@ fn accuracies(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyhow
         .margin(16)
         .x_label_area_size(40)
         .y_label_area_size(50)
-        .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..top.min(100.0).max(1.0))?;
+        .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..top.clamp(1.0, 100.0))?;
     chart
         .configure_mesh()
         .disable_x_mesh()

@@ -123,7 +123,8 @@ fn flips_mcnemar_and_divergences_match_scipy_on_real_logs() {
 
 #[test]
 fn mcnemar_matches_scipy_up_to_100000_discordant_pairs() {
-    let pairs = [(0u64, 0u64), (0, 1), (0, 5), (2, 8), (7, 7), (13, 40), (97, 49), (480, 520), (1000, 1200), (100, 100_000), (49_000, 51_000)];
+    let pairs =
+        [(0u64, 0u64), (0, 1), (0, 5), (2, 8), (7, 7), (13, 40), (97, 49), (480, 520), (1000, 1200), (100, 100_000), (49_000, 51_000)];
     let args: Vec<String> = pairs.iter().map(|(b, c)| format!("{b},{c}")).collect();
     let mut all = vec!["--mcnemar"];
     all.extend(args.iter().map(String::as_str));
@@ -208,7 +209,11 @@ fn logs_of_other_files_other_subsets_or_unfinished_runs_are_refused_by_name() {
     score(Path::new(&model()), &repo("datasets/mmlu-dev.bin"), &other_file, &["--multiple-choice-tasks", "8"]);
     let out = run(&["compare", path_str(&f.base), path_str(&other_file)]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("other-file.jsonl: not the same tasks as") && stderr(&out).contains("its task file differs"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("other-file.jsonl: not the same tasks as") && stderr(&out).contains("its task file differs"),
+        "{}",
+        stderr(&out)
+    );
 
     let other_subset = f.dir.join("other-subset.jsonl");
     score(Path::new(&model()), &repo("datasets/arc-easy-validation.bin"), &other_subset, &["--multiple-choice-tasks", "8"]);

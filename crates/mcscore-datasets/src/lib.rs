@@ -353,7 +353,9 @@ pub fn verify_entry(
     let groups = group_runs(benchmark, sources)?;
     if groups != entry.groups {
         let describe = |g: &Option<GroupRuns>| {
-            g.as_ref().map_or("none".to_owned(), |g| format!("{} runs of {} ({} tasks)", g.runs.len(), g.field, g.runs.iter().map(|r| r.1).sum::<usize>()))
+            g.as_ref().map_or("none".to_owned(), |g| {
+                format!("{} runs of {} ({} tasks)", g.runs.len(), g.field, g.runs.iter().map(|r| r.1).sum::<usize>())
+            })
         };
         mismatches.push(Mismatch::Groups { recorded: describe(&entry.groups), found: describe(&groups) });
     }

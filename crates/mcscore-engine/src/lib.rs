@@ -25,8 +25,8 @@ use mcscore_format::Task;
 pub use mcscore_metrics::OptionScore;
 pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings, BATCH_RULE, MICRO_BATCH};
 pub use prepare::PreparedTask;
-pub use quantize::{quantize, QuantType};
 pub use prompts::{PromptRequest, RowScores, Session};
+pub use quantize::{quantize, QuantType};
 pub use score::{Completion, Run, ScoreTimes, TaskScores, TokenCounts};
 pub use subset::{hellaswag_order, select_tasks};
 

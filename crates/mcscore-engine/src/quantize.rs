@@ -23,8 +23,17 @@ pub enum QuantType {
 }
 
 impl QuantType {
-    pub const ALL: [QuantType; 9] =
-        [QuantType::F32, QuantType::F16, QuantType::Q8_0, QuantType::Q6K, QuantType::Q5KM, QuantType::Q4KM, QuantType::Q4_0, QuantType::Q3KS, QuantType::Q2K];
+    pub const ALL: [QuantType; 9] = [
+        QuantType::F32,
+        QuantType::F16,
+        QuantType::Q8_0,
+        QuantType::Q6K,
+        QuantType::Q5KM,
+        QuantType::Q4KM,
+        QuantType::Q4_0,
+        QuantType::Q3KS,
+        QuantType::Q2K,
+    ];
 
     /// llama-quantize's name for the type (`Q5_K_M`).
     pub fn name(self) -> &'static str {

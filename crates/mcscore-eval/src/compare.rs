@@ -258,14 +258,18 @@ fn unpaired(base: &Run, run: &Run) -> Option<(&'static str, String, String)> {
         Some(t) => format!("{} tasks, task line {} is task {}", records.len(), at + 1, t.task),
         None => format!("{} tasks (none at task line {})", records.len(), at + 1),
     };
-    if let Some(at) = (0..base.records.len().max(run.records.len()))
-        .find(|&i| base.records.get(i).map(|t| t.task) != run.records.get(i).map(|t| t.task))
+    if let Some(at) =
+        (0..base.records.len().max(run.records.len())).find(|&i| base.records.get(i).map(|t| t.task) != run.records.get(i).map(|t| t.task))
     {
         return Some(("task list", describe(&base.records, at), describe(&run.records, at)));
     }
     let options = |t: &TaskRecord| t.options.len();
     if let Some((a, b)) = base.records.iter().zip(&run.records).find(|(a, b)| options(a) != options(b) || a.labels != b.labels) {
-        return Some(("options of a task", format!("task {}: {} options", a.task, options(a)), format!("task {}: {} options", b.task, options(b))));
+        return Some((
+            "options of a task",
+            format!("task {}: {} options", a.task, options(a)),
+            format!("task {}: {} options", b.task, options(b)),
+        ));
     }
     None
 }
@@ -326,6 +330,9 @@ fn task_intervals(columns: &[&[f64]], options: &CompareOptions, level: f64) -> V
 /// Compares `others` against `base`: runs of the same task file, mode and
 /// task list (anything else is refused, naming the first field that differs).
 pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &CompareOptions) -> Result<Comparison, EvalError> {
+    if base.records.is_empty() {
+        return Err(EvalError::NothingToCompare { path: base.source.clone() });
+    }
     for run in others {
         if let Some((field, base_value, value)) = unpaired(base, run) {
             return Err(EvalError::NotPaired { path: run.source.clone(), base: base.source.clone(), field, base_value, value });
@@ -335,7 +342,11 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
         if last >= groups.tasks() {
             return Err(EvalError::BadGroups {
                 path: PathBuf::from(&groups.source),
-                why: format!("groups for {} tasks, but {} compares task {last}: give one group per task of the task file", groups.tasks(), base.source.display()),
+                why: format!(
+                    "groups for {} tasks, but {} compares task {last}: give one group per task of the task file",
+                    groups.tasks(),
+                    base.source.display()
+                ),
             });
         }
     }
@@ -350,8 +361,12 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
     for (run, label) in others.iter().zip(&labels[1..]) {
         let other = scored(run, norm)?;
         let n = other.picks.len();
-        let points: Vec<f64> =
-            base_scored.picks.iter().zip(&other.picks).map(|(b, o)| 100.0 * (f64::from(u8::from(o.right)) - f64::from(u8::from(b.right)))).collect();
+        let points: Vec<f64> = base_scored
+            .picks
+            .iter()
+            .zip(&other.picks)
+            .map(|(b, o)| 100.0 * (f64::from(u8::from(o.right)) - f64::from(u8::from(b.right))))
+            .collect();
         let (mut kls, mut jss, mut gold) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
         for i in 0..n {
             let (p, q) = (&base_scored.ln_p[i], &other.ln_p[i]);
@@ -451,10 +466,9 @@ fn clustered(
     let mut dense = vec![usize::MAX; groups.names.len()];
     let mut group_of = Vec::with_capacity(points.len());
     for r in &base_run.records {
-        let g = groups.group(r.task).ok_or_else(|| EvalError::BadGroups {
-            path: PathBuf::from(&groups.source),
-            why: format!("no group for task {}", r.task),
-        })?;
+        let g = groups
+            .group(r.task)
+            .ok_or_else(|| EvalError::BadGroups { path: PathBuf::from(&groups.source), why: format!("no group for task {}", r.task) })?;
         if dense[g] == usize::MAX {
             dense[g] = present.len();
             present.push(g);
@@ -471,8 +485,7 @@ fn clustered(
     }
     let (total, n) = (sums.iter().sum::<f64>(), points.len());
     // Leave one group out: a ratio of sums, so its jackknife is closed-form.
-    let jackknife: Vec<f64> =
-        (0..count).filter(|&g| sizes[g] < n).map(|g| (total - sums[g]) / (n - sizes[g]) as f64).collect();
+    let jackknife: Vec<f64> = (0..count).filter(|&g| sizes[g] < n).map(|g| (total - sums[g]) / (n - sizes[g]) as f64).collect();
     let estimate = mean(points);
     let (low, high) = bca_interval(&draws, estimate, acceleration(&jackknife), level);
 
@@ -480,7 +493,10 @@ fn clustered(
     for (g, &name) in present.iter().enumerate() {
         let tasks: Vec<usize> = (0..n).filter(|&i| group_of[i] == g).collect();
         let column: Vec<f64> = tasks.iter().map(|&i| points[i]).collect();
-        let flips = Flips::of(&tasks.iter().map(|&i| base.picks[i]).collect::<Vec<_>>(), &tasks.iter().map(|&i| other.picks[i]).collect::<Vec<_>>());
+        let flips = Flips::of(
+            &tasks.iter().map(|&i| base.picks[i]).collect::<Vec<_>>(),
+            &tasks.iter().map(|&i| other.picks[i]).collect::<Vec<_>>(),
+        );
         let accuracy = |s: &Scored| 100.0 * tasks.iter().filter(|&&i| s.picks[i].right).count() as f64 / tasks.len() as f64;
         shifts.push(GroupShift {
             name: groups.names[name].clone(),

@@ -128,6 +128,9 @@ pub enum EvalError {
     #[error("{}: not the same tasks as {}: its {field} differs\n  {}: {base_value}\n  this log: {value}", path.display(), base.display(), base.display())]
     NotPaired { path: PathBuf, base: PathBuf, field: &'static str, base_value: String, value: String },
 
+    #[error("{}: the log holds no tasks, so there is nothing to compare", path.display())]
+    NothingToCompare { path: PathBuf },
+
     /// A groups file that does not give each task of the file one group.
     #[error("{}: {why}", path.display())]
     BadGroups { path: PathBuf, why: String },

@@ -323,7 +323,7 @@ pub fn normal_quantile(p: f64) -> f64 {
         return f64::INFINITY;
     }
     const A: [f64; 6] =
-        [-3.969683028665376e1, 2.209460984245205e2, -2.759285104469687e2, 1.383577518672690e2, -3.066479806614716e1, 2.506628277459239];
+        [-3.969683028665376e1, 2.209460984245205e2, -2.759285104469687e2, 1.383_577_518_672_69e2, -3.066479806614716e1, 2.506628277459239];
     const B: [f64; 5] = [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1];
     const C: [f64; 6] =
         [-7.784894002430293e-3, -3.223964580411365e-1, -2.400758277161838, -2.549732539343734, 4.374664141464968, 2.938163982698783];
@@ -472,10 +472,7 @@ mod tests {
         let base = [pick(true, 0), pick(true, 1), pick(false, 2), pick(false, 2), pick(false, 3)];
         let other = [pick(true, 0), pick(false, 2), pick(true, 1), pick(false, 3), pick(false, 3)];
         let f = Flips::of(&base, &other);
-        assert_eq!(
-            f,
-            Flips { right_to_wrong: 1, wrong_to_right: 1, wrong_to_other_wrong: 1, both_right: 1, both_wrong: 1, same_pick: 2 }
-        );
+        assert_eq!(f, Flips { right_to_wrong: 1, wrong_to_right: 1, wrong_to_other_wrong: 1, both_right: 1, both_wrong: 1, same_pick: 2 });
         assert_eq!(f.tasks(), 5);
     }
 
