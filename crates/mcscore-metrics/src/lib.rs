@@ -6,6 +6,7 @@ pub mod debias;
 pub mod paired;
 pub mod robustness;
 pub mod schemes;
+pub mod sequential;
 pub mod stats;
 
 use serde::{Deserialize, Serialize};
