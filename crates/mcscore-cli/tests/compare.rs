@@ -33,14 +33,17 @@ fn reference(args: &[&str]) -> Value {
 struct Fixture {
     _dir: tempfile::TempDir,
     dir: PathBuf,
-    /// Q4_K_M (the bundled model), Q8_0 and Q2_K on the first tasks of ARC-Easy validation.
+    /// Q4_K_M (the bundled model), Q8_0 and Q2_K on ARC-Easy validation
+    /// (570 tasks: on 200, Q2_K's −6.5 points are not yet decided).
     base: PathBuf,
     q8: PathBuf,
     q2: PathBuf,
+    /// The Q4_K_M again with other -np, -b and -ub: the noise floor.
+    again: PathBuf,
     q2_sha256: [String; 2],
 }
 
-const TASKS: &str = "120";
+const TASKS: usize = 570;
 
 fn sha256(path: &Path) -> String {
     let out = Command::new("sha256sum").arg(path).output().unwrap();
@@ -73,10 +76,12 @@ fn fixture() -> &'static Fixture {
         std::fs::remove_file(&again).unwrap();
         let file = repo("datasets/arc-easy-validation.bin");
         let (base, q8, q2) = (dir.join("base.jsonl"), dir.join("q8.jsonl"), dir.join("q2.jsonl"));
-        score(Path::new(&model()), &file, &base, &["--multiple-choice-tasks", TASKS]);
-        score(&q8_model, &file, &q8, &["--multiple-choice-tasks", TASKS]);
-        score(&q2_model, &file, &q2, &["--multiple-choice-tasks", TASKS]);
-        Fixture { _dir: tmp, dir, base, q8, q2, q2_sha256 }
+        score(Path::new(&model()), &file, &base, &[]);
+        score(&q8_model, &file, &q8, &[]);
+        score(&q2_model, &file, &q2, &[]);
+        let again_log = dir.join("again.jsonl");
+        score(Path::new(&model()), &file, &again_log, &["-np", "3", "-b", "300", "-ub", "7"]);
+        Fixture { _dir: tmp, dir, base, q8, q2, again: again_log, q2_sha256 }
     })
 }
 
@@ -194,7 +199,8 @@ fn groups_from_a_file_give_a_cluster_interval_and_bad_groups_are_refused() {
     let k = &c["others"][0]["clustered"];
     assert!(k["groups"].as_u64().unwrap() >= 1, "{k}");
     let shifts = k["shifts"].as_array().unwrap();
-    assert_eq!(shifts.iter().map(|s| s["tasks"].as_u64().unwrap()).sum::<u64>(), TASKS.parse::<u64>().unwrap());
+    assert_eq!(shifts.len(), 10);
+    assert_eq!(shifts.iter().map(|s| s["tasks"].as_u64().unwrap()).sum::<u64>(), TASKS as u64);
     let short = f.dir.join("short.txt");
     std::fs::write(&short, "a\nb\n").unwrap();
     let out = run(&["compare", path_str(&f.base), path_str(&f.q2), "--groups", path_str(&short)]);
@@ -234,4 +240,27 @@ fn logs_of_other_files_other_subsets_or_unfinished_runs_are_refused_by_name() {
         let out = run(&["compare", path_str(&f.base), path_str(&f.q2), flag, value]);
         assert_eq!(out.status.code(), Some(2), "{flag} {value}");
     }
+}
+
+/// The recorded study's shape (docs/results/quant-study.md) on ARC-Easy
+/// validation, where the model is above chance (MMLU's 25 % leaves a quant
+/// nothing to lose): the same model with other batch settings flips
+/// nothing; Q2_K is worse; Q8_0, a requantisation of the same weights, is
+/// not found different. (Equivalence within ±1 point needs more tasks than
+/// these 570: the study's Q8_0 row stays "undecided" here; see its notes.)
+#[test]
+fn the_study_shape_on_a_subset() {
+    let f = fixture();
+    let c = compare_json(&[path_str(&f.base), path_str(&f.again), path_str(&f.q8), path_str(&f.q2)]);
+    let [again, q8, q2] = [&c["others"][0], &c["others"][1], &c["others"][2]];
+    eprintln!("{}\n{}\n{}", again["conclusion"], q8["conclusion"], q2["conclusion"]);
+    assert_eq!(again["flips"]["right_to_wrong"], 0);
+    assert_eq!(again["flips"]["wrong_to_right"], 0);
+    assert_eq!(again["flips"]["wrong_to_other_wrong"], 0);
+    assert_eq!(again["kl"]["max"], 0.0);
+    assert_eq!(q2["verdict"], "different", "{}", q2["conclusion"]);
+    assert!(q2["difference"]["estimate"].as_f64().unwrap() < 0.0);
+    assert_eq!(q2["conclusion"], "worse");
+    assert_ne!(q8["verdict"], "different", "{}", q8["conclusion"]);
+    assert!(q8["kl"]["mean"].as_f64().unwrap() < q2["kl"]["mean"].as_f64().unwrap() / 10.0);
 }
