@@ -10,9 +10,10 @@ use crate::normalisation::NormArg;
 use crate::text::printable;
 use crate::Outcome;
 
-/// Compare runs of the same tasks with paired statistics: each OTHER log
-/// against BASE, task by task (the same task file, mode and task list, or
-/// the logs are refused). The first line per OTHER answers the question:
+/// Is OTHER worse than BASE, by how much, and is it real? Paired statistics over logs of the same tasks
+///
+/// Each OTHER log is compared with BASE task by task (the same task file,
+/// mode and task list, or the logs are refused). The first line per OTHER answers the question:
 /// the difference in accuracy points with its paired BCa interval,
 /// McNemar's exact p and the flips, and a verdict: better, worse,
 /// equivalent within ±MARGIN points (TOST), or undecided. Then the flip

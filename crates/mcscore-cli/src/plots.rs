@@ -62,6 +62,16 @@ fn reliability(svg: &mut String, label: &str, c: &Calibration) -> anyhow::Result
     Ok(())
 }
 
+/// Labels without the start they all share ("gemma-3-270m-Q8_0" and
+/// "gemma-3-270m-Q2_K" read "Q8_0" and "Q2_K"), cut by characters.
+fn distinct(labels: &[&str], max: usize) -> Vec<String> {
+    let first: Vec<char> = labels.first().map_or_else(Vec::new, |l| l.chars().collect());
+    let shared = labels.iter().skip(1).fold(first.len(), |n, l| l.chars().zip(&first).take(n).take_while(|(a, b)| a == *b).count());
+    // Keep what a label would be empty without.
+    let shared = if labels.iter().any(|l| l.chars().count() == shared) { 0 } else { shared };
+    labels.iter().map(|l| short(&l.chars().skip(shared).collect::<String>(), max)).collect()
+}
+
 fn short(label: &str, max: usize) -> String {
     if label.chars().count() <= max {
         label.to_owned()
@@ -407,7 +417,7 @@ fn differences(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyho
         .x_label_area_size(40)
         .y_label_area_size(200)
         .build_cartesian_2d(-reach..reach, (0..n.max(1) - 1).into_segmented())?;
-    let names: Vec<String> = c.others.iter().map(|p| short(&p.other.label, 28)).collect();
+    let names = distinct(&c.others.iter().map(|p| p.other.label.as_str()).collect::<Vec<_>>(), 28);
     chart
         .configure_mesh()
         .disable_y_mesh()
@@ -439,7 +449,7 @@ fn accuracies(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyhow
     let root = SVGBackend::with_string(svg, ((160 + 110 * n as u32).max(560), 480)).into_drawing_area();
     root.fill(&WHITE)?;
     let top = runs.iter().map(|r| r.1).fold(c.chance, f64::max) * 1.25;
-    let labels: Vec<String> = runs.iter().map(|r| short(r.0, 16)).collect();
+    let labels = distinct(&runs.iter().map(|r| r.0).collect::<Vec<_>>(), 16);
     let mut chart = ChartBuilder::on(&root)
         .caption(format!("{} accuracy, {} tasks (dashed: chance)", c.normalisation, c.tasks), ("sans-serif", 16))
         .margin(16)

@@ -10,8 +10,9 @@ use mcscore_format::AtomicFile;
 use crate::output::{check_file, Target};
 use crate::Outcome;
 
-/// Quantize a GGUF model with llama.cpp's quantizer (the code of
-/// `llama-quantize`, compiled into mcscore). A quantized model is
+/// Quantize a GGUF model with llama.cpp's quantizer (the code of `llama-quantize`, built in)
+///
+/// A quantized model is
 /// requantized (`--allow-requantize`); F32 dequantizes it: the same weights
 /// with f32 arithmetic. The output is written under a temporary name and
 /// renamed into place when complete; the same input and type give the same

@@ -521,3 +521,89 @@ fn clustered(
     });
     Ok(Clustered { groups: count, difference: Interval { estimate, low, high }, shifts })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcscore_metrics::OptionScore;
+
+    fn header(model: &str) -> Header {
+        Header {
+            version: crate::log::LOG_VERSION,
+            mcscore: "test".into(),
+            model: model.into(),
+            model_sha256: String::new(),
+            model_sha256_cached: false,
+            model_bytes: 0,
+            file: "f.bin".into(),
+            file_sha256: "ab".into(),
+            file_bytes: 0,
+            tasks: 4,
+            selection: None,
+            settings: "fa=Auto batch=micro60-out12".into(),
+            shard: None,
+        }
+    }
+
+    /// A record whose pick is `pick` (its log-probability the highest), gold 0.
+    fn record(task: usize, pick: usize) -> TaskRecord {
+        let options = (0..3)
+            .map(|k| OptionScore {
+                logprob_sum: if k == pick { -0.5 } else { -2.0 },
+                tokens: 1,
+                chars: 1,
+                bytes: 1,
+                uncond_logprob_sum: None,
+            })
+            .collect();
+        TaskRecord::new(task, options, vec![true, false, false])
+    }
+
+    fn run(model: &str, picks: &[usize]) -> Run {
+        Run {
+            label: model.into(),
+            source: PathBuf::from(format!("{model}.jsonl")),
+            header: header(model),
+            records: picks.iter().enumerate().map(|(t, &p)| record(t, p)).collect(),
+        }
+    }
+
+    #[test]
+    fn records_in_memory_compare_without_files() {
+        let base = run("base", &[0, 0, 1, 2]);
+        let other = run("other", &[0, 1, 0, 1]);
+        let c = compare(&base, &[other], None, &CompareOptions::default()).unwrap();
+        let p = &c.others[0];
+        assert_eq!((p.flips.right_to_wrong, p.flips.wrong_to_right, p.flips.wrong_to_other_wrong, p.flips.both_right), (1, 1, 1, 1));
+        assert_eq!((c.base.accuracy, p.other.accuracy), (50.0, 50.0));
+        assert_eq!(p.difference.estimate, 0.0);
+        assert_eq!(p.mcnemar.p, 1.0);
+        assert!(c.groups.is_none() && p.clustered.is_none());
+    }
+
+    #[test]
+    fn groups_cover_the_compared_tasks_or_are_refused() {
+        let base = run("base", &[0, 0, 1, 2]);
+        let other = run("other", &[0, 1, 0, 1]);
+        let groups = Groups::from_runs("two", &[("a".into(), 2), ("b".into(), 2)]);
+        let c = compare(&base, std::slice::from_ref(&other), Some(&groups), &CompareOptions::default()).unwrap();
+        let k = c.others[0].clustered.as_ref().unwrap();
+        assert_eq!(k.groups, 2);
+        assert_eq!(k.shifts.iter().map(|s| s.tasks).sum::<usize>(), 4);
+        let short = Groups::from_runs("short", &[("a".into(), 3)]);
+        assert!(matches!(compare(&base, &[other], Some(&short), &CompareOptions::default()), Err(EvalError::BadGroups { .. })));
+    }
+
+    #[test]
+    fn an_empty_run_and_another_file_are_refused() {
+        let empty = run("base", &[]);
+        assert!(matches!(compare(&empty, &[], None, &CompareOptions::default()), Err(EvalError::NothingToCompare { .. })));
+        let base = run("base", &[0, 0, 1, 2]);
+        let mut other = run("other", &[0, 1, 0, 1]);
+        other.header.file_sha256 = "cd".into();
+        match compare(&base, &[other], None, &CompareOptions::default()) {
+            Err(EvalError::NotPaired { field, .. }) => assert_eq!(field, "task file"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

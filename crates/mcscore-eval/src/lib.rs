@@ -1,7 +1,8 @@
 //! mcscore's jobs as a library, shared by every front end (the `mcscore`
 //! command line, a server): scoring a task file with resume and cancellation
 //! ([`ScoreJob`]), the sample log it writes ([`log`]), the report built from
-//! logs ([`report`]), the prompt-format sweep ([`sweep`]), the option-ID
+//! logs ([`report`]), paired comparisons of runs of the same tasks
+//! ([`compare`]), the prompt-format sweep ([`sweep`]), the option-ID
 //! tokenisation audit ([`tokens`]), and what `mcscore serve` answers: the
 //! OpenAI completions API with prompt log-probabilities ([`completions`])
 //! over a bounded queue that packs concurrent requests into fills ([`queue`]). Front ends parse, print and plot; every
