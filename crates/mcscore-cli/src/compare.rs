@@ -3,8 +3,9 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::bail;
-use mcscore_eval::compare::{self, CompareOptions, Comparison, Groups, Pairing, Run};
+use anyhow::{bail, Context};
+use mcscore_eval::compare::{self, CompareOptions, Comparison, Groups, Pairing, Run, MIN_GROUPS_FOR_CLUSTERS};
+use mcscore_metrics::paired::PairedDifference;
 
 use crate::normalisation::NormArg;
 use crate::text::printable;
@@ -90,22 +91,33 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     let base = Run::read(&args.base)?;
     let others = args.others.iter().map(|p| Run::read(p)).collect::<Result<Vec<_>, _>>()?;
+    // The default manifest.json may be another program's: then no groups,
+    // with a word; a manifest named by --manifest must be one.
+    let default = Path::new("manifest.json");
+    let sha256 = &base.header.file_sha256;
     let groups = match (&args.groups, &args.manifest) {
-        (Some(path), _) => Some(Groups::read(path)?),
+        (Some(path), _) => {
+            let tasks = if default.is_file() { Groups::manifest_tasks(default, sha256).unwrap_or(None) } else { None };
+            Some(Groups::read(path, tasks).with_context(|| format!("--groups {}", path.display()))?)
+        }
         (None, Some(manifest)) => {
             if !manifest.is_file() {
                 bail!("{}: --manifest: no manifest there", manifest.display());
             }
-            Groups::from_manifest(manifest, &base.header.file_sha256)?
+            Groups::from_manifest(manifest, sha256).with_context(|| format!("--manifest {}", manifest.display()))?
         }
-        (None, None) => {
-            let default = Path::new("manifest.json");
-            if default.is_file() {
-                Groups::from_manifest(default, &base.header.file_sha256)?
-            } else {
+        (None, None) if default.is_file() => match Groups::from_manifest(default, sha256) {
+            Ok(groups) => groups,
+            Err(error) => {
+                eprintln!(
+                    "mcscore: warning: {}: not read as mcscore's manifest ({}), so no task groups; pass --manifest FILE or --groups FILE",
+                    default.display(),
+                    crate::with_causes(&error)
+                );
                 None
             }
-        }
+        },
+        (None, None) => None,
     };
     let options = CompareOptions::new(args.normalisation.into(), args.margin, args.alpha, args.resamples, args.seed);
     let comparison = compare::compare(&base, &others, groups.as_ref(), &options)?;
@@ -134,16 +146,25 @@ fn p_value(p: f64) -> String {
     }
 }
 
+/// The interval the verdict rests on: the cluster bootstrap's where enough
+/// groups are known, else the task bootstrap's.
+fn judged(p: &Pairing) -> (&PairedDifference, &'static str) {
+    match p.clustered.as_ref().and_then(|k| k.difference.as_ref()) {
+        Some(d) => (d, " (over groups)"),
+        None => (&p.difference, ""),
+    }
+}
+
 /// The answer for one OTHER, in one line.
 fn headline(c: &Comparison, p: &Pairing) -> String {
-    let d = &p.difference;
+    let (d, basis) = judged(p);
     format!(
-        "{} vs {}: {:+.2} points [{:+.2}, {:+.2}], McNemar p = {}, {} right→wrong, {} wrong→right: {}",
+        "{} vs {}: {:+.2} points [{:+.2}, {:+.2}]{basis}, McNemar p = {}, {} right→wrong, {} wrong→right: {}",
         printable(&p.other.label),
         printable(&c.base.label),
         d.estimate,
-        d.low,
-        d.high,
+        d.interval.0,
+        d.interval.1,
         p_value(p.mcnemar.p),
         p.flips.right_to_wrong,
         p.flips.wrong_to_right,
@@ -183,16 +204,16 @@ fn text(c: &Comparison) -> String {
         let _ = writeln!(out, "\n{}: {:.2} %  ({})", printable(&p.other.label), p.other.accuracy, printable(&p.other.log));
         let _ = writeln!(
             out,
-            "  difference     {:+.2} points, {} [{:+.2}, {:+.2}]; {} [{:+.2}, {:+.2}] against ±{}: {}",
+            "  difference     {:+.2} points, {} [{:+.2}, {:+.2}]; {} [{:+.2}, {:+.2}] against ±{}{}",
             d.estimate,
             percent(c.interval_level),
-            d.low,
-            d.high,
+            d.interval.0,
+            d.interval.1,
             percent(c.tost_level),
-            p.tost_interval.0,
-            p.tost_interval.1,
+            d.tost_interval.0,
+            d.tost_interval.1,
             c.margin,
-            p.conclusion
+            if p.verdict_basis == "tasks" { format!(": {}", p.conclusion) } else { " (tasks; the verdict is the groups')".to_owned() }
         );
         let _ = writeln!(
             out,
@@ -235,15 +256,31 @@ fn text(c: &Comparison) -> String {
         );
         match (&p.clustered, &c.groups) {
             (Some(k), Some(source)) => {
-                let _ = writeln!(
-                    out,
-                    "  groups         {} groups ({}): cluster-bootstrap {} [{:+.2}, {:+.2}]",
-                    k.groups,
-                    printable(source),
-                    percent(c.interval_level),
-                    k.difference.low,
-                    k.difference.high
-                );
+                match &k.difference {
+                    Some(g) => {
+                        let _ = writeln!(
+                            out,
+                            "  groups         {} groups ({}): cluster bootstrap {} [{:+.2}, {:+.2}]; {} [{:+.2}, {:+.2}]: {}",
+                            k.groups,
+                            printable(source),
+                            percent(c.interval_level),
+                            g.interval.0,
+                            g.interval.1,
+                            percent(c.tost_level),
+                            g.tost_interval.0,
+                            g.tost_interval.1,
+                            p.conclusion
+                        );
+                    }
+                    None => {
+                        let _ = writeln!(
+                            out,
+                            "  groups         {} groups ({}): too few for a cluster bootstrap (it needs {MIN_GROUPS_FOR_CLUSTERS}); the verdict is the tasks'",
+                            k.groups,
+                            printable(source)
+                        );
+                    }
+                }
                 let moved: Vec<_> = k.shifts.iter().take(5).collect();
                 let _ = writeln!(out, "  moved most     (Benjamini–Hochberg q over the groups)");
                 for s in moved {
@@ -272,16 +309,19 @@ fn csv(c: &Comparison) -> String {
         "base,other,tasks,normalisation,base_accuracy,other_accuracy,difference,ci_low,ci_high,tost_low,tost_high,margin,verdict,\
          mcnemar_p,mcnemar_mid_p,mcnemar_p_holm,right_to_wrong,wrong_to_right,wrong_to_other_wrong,both_right,both_wrong,agreement,\
          kl_mean,kl_median,kl_p90,kl_p99,kl_max,js_mean,js_median,js_p90,js_p99,js_max,gold_logprob_change,gold_ci_low,gold_ci_high,\
-         cluster_ci_low,cluster_ci_high\n",
+         cluster_ci_low,cluster_ci_high,verdict_basis\n",
     );
     let quote = |s: &str| format!("\"{}\"", printable(s).replace('"', "\"\""));
     for p in &c.others {
         let (f, d, g) = (&p.flips, &p.difference, &p.gold_logprob_change);
-        let cluster =
-            p.clustered.as_ref().map_or((String::new(), String::new()), |k| (k.difference.low.to_string(), k.difference.high.to_string()));
+        let cluster = p
+            .clustered
+            .as_ref()
+            .and_then(|k| k.difference.as_ref())
+            .map_or((String::new(), String::new()), |g| (g.interval.0.to_string(), g.interval.1.to_string()));
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             quote(&c.base.label),
             quote(&p.other.label),
             c.tasks,
@@ -289,10 +329,10 @@ fn csv(c: &Comparison) -> String {
             c.base.accuracy,
             p.other.accuracy,
             d.estimate,
-            d.low,
-            d.high,
-            p.tost_interval.0,
-            p.tost_interval.1,
+            d.interval.0,
+            d.interval.1,
+            d.tost_interval.0,
+            d.tost_interval.1,
             c.margin,
             p.verdict.name(),
             p.mcnemar.p,
@@ -318,7 +358,8 @@ fn csv(c: &Comparison) -> String {
             g.low,
             g.high,
             cluster.0,
-            cluster.1
+            cluster.1,
+            p.verdict_basis
         );
     }
     out

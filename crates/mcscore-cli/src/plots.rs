@@ -68,6 +68,8 @@ fn distinct(labels: &[&str], max: usize) -> Vec<String> {
     let first: Vec<char> = labels.first().map_or_else(Vec::new, |l| l.chars().collect());
     let shared = labels.iter().skip(1).fold(first.len(), |n, l| l.chars().zip(&first).take(n).take_while(|(a, b)| a == *b).count());
     // Keep what a label would be empty without.
+    // Cut after a separator, so that Q4_K_M and Q4_0 keep their "Q4_".
+    let shared = first[..shared].iter().rposition(|c| matches!(c, '-' | ' ' | '.' | '/')).map_or(0, |i| i + 1);
     let shared = if labels.iter().any(|l| l.chars().count() == shared) { 0 } else { shared };
     labels.iter().map(|l| short(&l.chars().skip(shared).collect::<String>(), max)).collect()
 }
@@ -405,12 +407,18 @@ fn group_differences(
 
 fn differences(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyhow::Result<()> {
     let n = c.others.len();
-    let reach = c.others.iter().flat_map(|p| [p.difference.low.abs(), p.difference.high.abs()]).fold(c.margin * 1.5, f64::max) * 1.1;
+    let reach =
+        c.others.iter().flat_map(|p| [p.difference.interval.0.abs(), p.difference.interval.1.abs()]).fold(c.margin * 1.5, f64::max) * 1.1;
     let root = SVGBackend::with_string(svg, (760, 140 + 40 * n as u32)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            format!("paired difference from {} ({} interval), ±{} margin", short(&c.base.label, 28), c.interval_level, c.margin),
+            format!(
+                "paired difference from {} ({:.1} % task interval), ±{} margin",
+                short(&c.base.label, 28),
+                100.0 * c.interval_level,
+                c.margin
+            ),
             ("sans-serif", 16),
         )
         .margin(16)
@@ -434,7 +442,7 @@ fn differences(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyho
     }
     for (i, p) in c.others.iter().enumerate() {
         let y = || SegmentValue::CenterOf(i);
-        chart.draw_series(LineSeries::new([(p.difference.low, y()), (p.difference.high, y())], BLUE.stroke_width(3)))?;
+        chart.draw_series(LineSeries::new([(p.difference.interval.0, y()), (p.difference.interval.1, y())], BLUE.stroke_width(3)))?;
         chart.draw_series(std::iter::once(Circle::new((p.difference.estimate, y()), 4, BLUE.filled())))?;
     }
     root.present()?;

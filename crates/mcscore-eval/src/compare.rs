@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use mcscore_metrics::paired::{
-    acceleration, bca_interval, benjamini_hochberg, holm, js, kl, log_softmax, mcnemar, mean_acceleration, ClusterBootstrap, Flips,
-    McNemar, Pick, Spread, Verdict,
+    acceleration, bca_interval, benjamini_hochberg, holm, js, kl, log_softmax, mcnemar, mean_acceleration, paired_difference,
+    ClusterBootstrap, Flips, McNemar, PairedDifference, Pick, Spread, Verdict,
 };
 use mcscore_metrics::stats::Bootstrap;
 use mcscore_metrics::Normalisation;
@@ -81,9 +81,10 @@ impl Groups {
     /// From runs of consecutive tasks: (group, how many tasks), in file order.
     pub fn from_runs(source: impl Into<String>, runs: &[(String, usize)]) -> Groups {
         let mut names: Vec<String> = Vec::new();
+        let mut index_of: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         let mut of_task = Vec::new();
         for (name, count) in runs {
-            let index = names.iter().position(|n| n == name).unwrap_or_else(|| {
+            let index = *index_of.entry(name.as_str()).or_insert_with(|| {
                 names.push(name.clone());
                 names.len() - 1
             });
@@ -95,11 +96,16 @@ impl Groups {
     /// A text file with one line per task of the task file, in file order:
     /// the task's group. (A log does not record how many tasks its file has;
     /// [`compare`] refuses groups that miss a task it compares.)
-    pub fn read(path: &Path) -> Result<Groups, EvalError> {
+    /// `file_tasks`, where known (a manifest entry of the task file), must
+    /// be the number of lines.
+    pub fn read(path: &Path, file_tasks: Option<usize>) -> Result<Groups, EvalError> {
         let bad = |why: String| EvalError::BadGroups { path: path.to_owned(), why };
         let bytes = mcscore_format::read_input(path)?;
         let text = std::str::from_utf8(&bytes).map_err(|e| bad(format!("not UTF-8 at byte {}", e.valid_up_to())))?;
         let lines: Vec<&str> = text.lines().collect();
+        if let Some(tasks) = file_tasks.filter(|&t| t != lines.len()) {
+            return Err(bad(format!("{} lines, but the task file has {tasks} tasks: give one group per task, in file order", lines.len())));
+        }
         if let Some(line) = lines.iter().position(|l| l.trim().is_empty()) {
             return Err(bad(format!("line {} is empty: every task needs a group", line + 1)));
         }
@@ -120,6 +126,12 @@ impl Groups {
         Ok(manifest_data.datasets.iter().find(|e| e.sha256 == file_sha256).and_then(|e| {
             e.groups.as_ref().map(|g| Groups::from_runs(format!("{}: {}'s {}", manifest.display(), e.name, g.field), &g.runs))
         }))
+    }
+
+    /// How many tasks `manifest` says the task file whose sha256 is
+    /// `file_sha256` has; `None` without an entry.
+    pub fn manifest_tasks(manifest: &Path, file_sha256: &str) -> Result<Option<usize>, EvalError> {
+        Ok(mcscore_datasets::Manifest::load(manifest)?.datasets.iter().find(|e| e.sha256 == file_sha256).map(|e| e.tasks))
     }
 
     fn group(&self, task: usize) -> Option<usize> {
@@ -171,12 +183,17 @@ pub struct GroupShift {
 /// The fewest tasks a group needs for its own interval.
 pub const MIN_GROUP_FOR_INTERVAL: usize = 10;
 
+/// The fewest groups a cluster bootstrap needs: below, resampling a handful
+/// of groups says nothing about their spread.
+pub const MIN_GROUPS_FOR_CLUSTERS: usize = 10;
+
 /// Statistics that respect the groups.
 #[derive(Debug, Clone, Serialize)]
 pub struct Clustered {
     pub groups: usize,
-    /// The difference in points with the cluster-bootstrap BCa interval.
-    pub difference: Interval,
+    /// The difference judged by the cluster bootstrap; `None` below
+    /// [`MIN_GROUPS_FOR_CLUSTERS`] groups.
+    pub difference: Option<PairedDifference>,
     /// Every group, the most significant change first.
     pub shifts: Vec<GroupShift>,
 }
@@ -185,11 +202,12 @@ pub struct Clustered {
 #[derive(Debug, Clone, Serialize)]
 pub struct Pairing {
     pub other: RunInfo,
-    /// OTHER − BASE in accuracy points, with its paired BCa interval at the
-    /// comparison's `interval_level`.
-    pub difference: Interval,
-    /// The paired interval at `tost_level`, which TOST compares with the margin.
-    pub tost_interval: (f64, f64),
+    /// OTHER − BASE in accuracy points with the intervals and verdict of the
+    /// task bootstrap (`interval` at `interval_level`, `tost_interval` at `tost_level`).
+    pub difference: PairedDifference,
+    /// What the verdict rests on: "tasks", or "groups" where enough are
+    /// known (then the cluster bootstrap's, in `clustered`).
+    pub verdict_basis: &'static str,
     pub verdict: Verdict,
     /// "worse", "better", "equivalent within ±1 point", ….
     pub conclusion: String,
@@ -263,13 +281,12 @@ fn unpaired(base: &Run, run: &Run) -> Option<(&'static str, String, String)> {
     {
         return Some(("task list", describe(&base.records, at), describe(&run.records, at)));
     }
-    let options = |t: &TaskRecord| t.options.len();
-    if let Some((a, b)) = base.records.iter().zip(&run.records).find(|(a, b)| options(a) != options(b) || a.labels != b.labels) {
-        return Some((
-            "options of a task",
-            format!("task {}: {} options", a.task, options(a)),
-            format!("task {}: {} options", b.task, options(b)),
-        ));
+    let describe = |t: &TaskRecord| {
+        let right: Vec<usize> = t.labels.iter().enumerate().filter(|(_, &l)| l).map(|(k, _)| k).collect();
+        format!("task {}: {} options, right option(s) {right:?}", t.task, t.options.len())
+    };
+    if let Some((a, b)) = base.records.iter().zip(&run.records).find(|(a, b)| a.options.len() != b.options.len() || a.labels != b.labels) {
+        return Some(("options of a task", describe(a), describe(b)));
     }
     None
 }
@@ -309,22 +326,6 @@ fn info(run: &Run, scored: &Scored) -> RunInfo {
 
 fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len().max(1) as f64
-}
-
-/// The BCa interval of the mean of each column, from one set of task resamples.
-fn task_intervals(columns: &[&[f64]], options: &CompareOptions, level: f64) -> Vec<Interval> {
-    let bootstrap = Bootstrap { n: columns[0].len(), resamples: options.resamples as usize, seed: options.seed };
-    let draws = bootstrap.resample_means(columns);
-    columns
-        .iter()
-        .enumerate()
-        .map(|(j, column)| {
-            let estimate = mean(column);
-            let resampled: Vec<f64> = draws.iter().map(|d| d[j]).collect();
-            let (low, high) = bca_interval(&resampled, estimate, mean_acceleration(column), level);
-            Interval { estimate, low, high }
-        })
-        .collect()
 }
 
 /// Compares `others` against `base`: runs of the same task file, mode and
@@ -375,27 +376,40 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
             let g = base_scored.gold[i];
             gold.push(q[g] - p[g]);
         }
-        let wide = task_intervals(&[&points, &kls, &gold], options, interval_level);
-        let narrow = task_intervals(&[&points], options, tost_level)[0];
-        let verdict = Verdict::of((narrow.low, narrow.high), (wide[0].low, wide[0].high), options.margin);
         let flips = Flips::of(&base_scored.picks, &other.picks);
-        let clustered = groups.map(|g| clustered(g, base, &base_scored, &other, &points, options, interval_level)).transpose()?;
+        let (b, c) = (flips.right_to_wrong as u64, flips.wrong_to_right as u64);
+        let columns: [&[f64]; 3] = [&points, &kls, &gold];
+        let bootstrap = Bootstrap { n, resamples: options.resamples as usize, seed: options.seed };
+        let draws = bootstrap.resample_means(&columns);
+        let column = |j: usize| -> Vec<f64> { draws.iter().map(|d| d[j]).collect() };
+        let interval = |j: usize| {
+            let estimate = mean(columns[j]);
+            let (low, high) = bca_interval(&column(j), estimate, mean_acceleration(columns[j]), interval_level);
+            Interval { estimate, low, high }
+        };
+        let alpha = options.alpha / k;
+        let difference = paired_difference(mean(&points), &column(0), mean_acceleration(&points), n, b, c, options.margin, alpha);
+        let clustered = groups.map(|g| clustered(g, base, &base_scored, &other, &points, options, alpha)).transpose()?;
+        let (verdict, basis, estimate) = match clustered.as_ref().and_then(|k| k.difference) {
+            Some(d) => (d.verdict, "groups", d.estimate),
+            None => (difference.verdict, "tasks", difference.estimate),
+        };
         let mut info = info(run, &other);
         info.label = label.clone();
         pairings.push(Pairing {
             other: info,
-            difference: wide[0],
-            tost_interval: (narrow.low, narrow.high),
+            difference,
+            verdict_basis: basis,
             verdict,
-            conclusion: conclusion(verdict, wide[0].estimate, options.margin),
-            mcnemar: mcnemar(flips.right_to_wrong as u64, flips.wrong_to_right as u64),
+            conclusion: conclusion(verdict, estimate, options.margin),
+            mcnemar: mcnemar(b, c),
             mcnemar_p_holm: f64::NAN,
             agreement: flips.agreement(),
             flips,
             kl: Spread::of(&kls),
-            kl_mean: wide[1],
+            kl_mean: interval(1),
             js: Spread::of(&jss),
-            gold_logprob_change: wide[2],
+            gold_logprob_change: interval(2),
             clustered,
             kl_per_task: kls,
         });
@@ -459,39 +473,45 @@ fn clustered(
     other: &Scored,
     points: &[f64],
     options: &CompareOptions,
-    level: f64,
+    alpha: f64,
 ) -> Result<Clustered, EvalError> {
-    // The groups present among the compared tasks, numbered densely.
-    let mut present: Vec<usize> = Vec::new();
+    // The groups present among the compared tasks, numbered densely, and
+    // each group's tasks.
     let mut dense = vec![usize::MAX; groups.names.len()];
+    let mut members: Vec<(usize, Vec<usize>)> = Vec::new();
     let mut group_of = Vec::with_capacity(points.len());
-    for r in &base_run.records {
+    for (i, r) in base_run.records.iter().enumerate() {
         let g = groups
             .group(r.task)
             .ok_or_else(|| EvalError::BadGroups { path: PathBuf::from(&groups.source), why: format!("no group for task {}", r.task) })?;
         if dense[g] == usize::MAX {
-            dense[g] = present.len();
-            present.push(g);
+            dense[g] = members.len();
+            members.push((g, Vec::new()));
         }
+        members[dense[g]].1.push(i);
         group_of.push(dense[g]);
     }
-    let count = present.len();
-    let cluster = ClusterBootstrap { group_of: &group_of, groups: count, resamples: options.resamples as usize, seed: options.seed };
-    let draws: Vec<f64> = cluster.resample_means(&[points]).iter().map(|d| d[0]).collect();
-    let (mut sums, mut sizes) = (vec![0.0; count], vec![0usize; count]);
-    for (&g, &d) in group_of.iter().zip(points) {
-        sums[g] += d;
-        sizes[g] += 1;
-    }
-    let (total, n) = (sums.iter().sum::<f64>(), points.len());
-    // Leave one group out: a ratio of sums, so its jackknife is closed-form.
-    let jackknife: Vec<f64> = (0..count).filter(|&g| sizes[g] < n).map(|g| (total - sums[g]) / (n - sizes[g]) as f64).collect();
+    let count = members.len();
+    let n = points.len();
     let estimate = mean(points);
-    let (low, high) = bca_interval(&draws, estimate, acceleration(&jackknife), level);
+    let difference = (count >= MIN_GROUPS_FOR_CLUSTERS).then(|| {
+        let cluster = ClusterBootstrap { group_of: &group_of, groups: count, resamples: options.resamples as usize, seed: options.seed };
+        let draws: Vec<f64> = cluster.resample_means(&[points]).iter().map(|d| d[0]).collect();
+        let sums: Vec<f64> = members.iter().map(|(_, tasks)| tasks.iter().map(|&i| points[i]).sum()).collect();
+        let total: f64 = sums.iter().sum();
+        // Leave one group out: a ratio of sums, so its jackknife is closed-form.
+        let jackknife: Vec<f64> = members
+            .iter()
+            .zip(&sums)
+            .filter(|((_, tasks), _)| tasks.len() < n)
+            .map(|((_, tasks), sum)| (total - sum) / (n - tasks.len()) as f64)
+            .collect();
+        let (b, c) = (points.iter().filter(|&&d| d < 0.0).count() as u64, points.iter().filter(|&&d| d > 0.0).count() as u64);
+        paired_difference(estimate, &draws, acceleration(&jackknife), n, b, c, options.margin, alpha)
+    });
 
     let mut shifts = Vec::with_capacity(count);
-    for (g, &name) in present.iter().enumerate() {
-        let tasks: Vec<usize> = (0..n).filter(|&i| group_of[i] == g).collect();
+    for (name, tasks) in &members {
         let column: Vec<f64> = tasks.iter().map(|&i| points[i]).collect();
         let flips = Flips::of(
             &tasks.iter().map(|&i| base.picks[i]).collect::<Vec<_>>(),
@@ -499,14 +519,15 @@ fn clustered(
         );
         let accuracy = |s: &Scored| 100.0 * tasks.iter().filter(|&&i| s.picks[i].right).count() as f64 / tasks.len() as f64;
         shifts.push(GroupShift {
-            name: groups.names[name].clone(),
+            name: groups.names[*name].clone(),
             tasks: tasks.len(),
             base_accuracy: accuracy(base),
             other_accuracy: accuracy(other),
             difference: mean(&column),
             interval: (tasks.len() >= MIN_GROUP_FOR_INTERVAL).then(|| {
-                let i = task_intervals(&[&column], options, level)[0];
-                (i.low, i.high)
+                let bootstrap = Bootstrap { n: column.len(), resamples: options.resamples as usize, seed: options.seed };
+                let draws: Vec<f64> = bootstrap.resample_means(&[&column]).iter().map(|d| d[0]).collect();
+                bca_interval(&draws, mean(&column), mean_acceleration(&column), 1.0 - alpha)
             }),
             mcnemar_p: mcnemar(flips.right_to_wrong as u64, flips.wrong_to_right as u64).p,
             bh_q: f64::NAN,
@@ -519,7 +540,7 @@ fn clustered(
     shifts.sort_by(|a, b| {
         a.bh_q.total_cmp(&b.bh_q).then(a.mcnemar_p.total_cmp(&b.mcnemar_p)).then(b.difference.abs().total_cmp(&a.difference.abs()))
     });
-    Ok(Clustered { groups: count, difference: Interval { estimate, low, high }, shifts })
+    Ok(Clustered { groups: count, difference, shifts })
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Validity of the confidence sequence by simulation: finite files of paired
 //! tasks with a known difference, drawn in random order without replacement
-//! (as `compare --until-decided` takes a file's tasks), decisions checked
+//! (as a sequential comparison would take a file's tasks), decisions checked
 //! after every task.
 
 use mcscore_metrics::sequential::{ConfidenceSequence, Decision};
