@@ -201,6 +201,24 @@ fn groups_from_a_file_give_a_cluster_interval_and_bad_groups_are_refused() {
     let shifts = k["shifts"].as_array().unwrap();
     assert_eq!(shifts.len(), 10);
     assert_eq!(shifts.iter().map(|s| s["tasks"].as_u64().unwrap()).sum::<u64>(), TASKS as u64);
+    // Where the repository's manifest knows the file (570 tasks), a groups
+    // file of another length is refused.
+    let long = f.dir.join("long.txt");
+    std::fs::write(&long, "header\n".to_owned() + &std::fs::read_to_string(&groups).unwrap()).unwrap();
+    let out = common::mcscore()
+        .current_dir(repo(""))
+        .args(["compare", path_str(&f.base), path_str(&f.q2), "--groups", path_str(&long)])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("571 lines, but the task file has 570 tasks"), "{}", stderr(&out));
+    // Another program's manifest.json where compare runs: a warning, no groups.
+    let elsewhere = f.dir.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("manifest.json"), r#"{"manifest_version": 3, "name": "an extension"}"#).unwrap();
+    let out = common::mcscore().current_dir(&elsewhere).args(["compare", path_str(&f.base), path_str(&f.q2)]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("warning: manifest.json: not read as mcscore's manifest"), "{}", stderr(&out));
     let short = f.dir.join("short.txt");
     std::fs::write(&short, "a\nb\n").unwrap();
     let out = run(&["compare", path_str(&f.base), path_str(&f.q2), "--groups", path_str(&short)]);

@@ -172,7 +172,8 @@ pub struct GroupShift {
     pub other_accuracy: f64,
     /// OTHER − BASE in points.
     pub difference: f64,
-    /// Its paired BCa interval over the group's tasks; `None` below
+    /// Its paired BCa interval over the group's tasks, as guarded as the
+    /// comparison's ([`paired_difference`]); `None` below
     /// [`MIN_GROUP_FOR_INTERVAL`] tasks, where a bootstrap says nothing.
     pub interval: Option<(f64, f64)>,
     pub mcnemar_p: f64,
@@ -527,7 +528,8 @@ fn clustered(
             interval: (tasks.len() >= MIN_GROUP_FOR_INTERVAL).then(|| {
                 let bootstrap = Bootstrap { n: column.len(), resamples: options.resamples as usize, seed: options.seed };
                 let draws: Vec<f64> = bootstrap.resample_means(&[&column]).iter().map(|d| d[0]).collect();
-                bca_interval(&draws, mean(&column), mean_acceleration(&column), 1.0 - alpha)
+                let (b, c) = (flips.right_to_wrong as u64, flips.wrong_to_right as u64);
+                paired_difference(mean(&column), &draws, mean_acceleration(&column), column.len(), b, c, options.margin, alpha).interval
             }),
             mcnemar_p: mcnemar(flips.right_to_wrong as u64, flips.wrong_to_right as u64).p,
             bh_q: f64::NAN,
