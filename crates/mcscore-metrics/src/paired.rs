@@ -284,11 +284,21 @@ pub fn paired_difference(
 /// statistics): the order statistics at (1 ∓ level)/2, rounded to the
 /// nearest rank as [`crate::stats::Bootstrap::estimates`] does.
 pub fn percentile_interval(values: &[f64], level: f64) -> (f64, f64) {
+    let sorted = sorted(values);
+    let tail = (1.0 - level) / 2.0;
+    (nearest_rank(&sorted, tail), nearest_rank(&sorted, 1.0 - tail))
+}
+
+fn sorted(values: &[f64]) -> Vec<f64> {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let at = |q: f64| sorted.get(((sorted.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(f64::NAN);
-    let tail = (1.0 - level) / 2.0;
-    (at(tail), at(1.0 - tail))
+    sorted
+}
+
+/// The order statistic at quantile `q` of `sorted`, rounded to the nearest
+/// rank; NaN when there is none.
+fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
+    sorted.get(((sorted.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(f64::NAN)
 }
 
 /// The central `level` BCa interval (Efron 1987) of a statistic estimated as
@@ -315,38 +325,27 @@ pub fn bca_interval(draws: &[f64], estimate: f64, acceleration: f64, level: f64)
         normal_cdf(z0 + z / denominator)
     };
     let tail = (1.0 - level) / 2.0;
-    let mut sorted = draws.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let at = |q: f64| sorted[((sorted.len() as f64 - 1.0) * q).round() as usize];
-    (at(adjusted(tail)), at(adjusted(1.0 - tail)))
+    let sorted = sorted(draws);
+    (nearest_rank(&sorted, adjusted(tail)), nearest_rank(&sorted, adjusted(1.0 - tail)))
 }
 
 /// BCa's acceleration from a statistic's jackknife values (the statistic
 /// with each task, or each group, left out in turn).
 pub fn acceleration(jackknife: &[f64]) -> f64 {
     let mean = jackknife.iter().sum::<f64>() / jackknife.len().max(1) as f64;
-    let (mut cubes, mut squares) = (0.0, 0.0);
-    for j in jackknife {
-        let d = mean - j;
-        cubes += d * d * d;
-        squares += d * d;
-    }
-    if squares == 0.0 {
-        0.0
-    } else {
-        cubes / (6.0 * squares.powf(1.5))
-    }
+    skew_ratio(jackknife.iter().map(|j| mean - j))
 }
 
-/// The acceleration of a mean of `values`: its jackknife in closed form.
+/// The acceleration of a mean of `values`: its jackknife in closed form
+/// (mean − θ₍ᵢ₎ = (xᵢ − x̄)/(n − 1), and the scale cancels).
 pub fn mean_acceleration(values: &[f64]) -> f64 {
     let mean = values.iter().sum::<f64>() / values.len().max(1) as f64;
-    let (mut cubes, mut squares) = (0.0, 0.0);
-    for v in values {
-        let d = v - mean;
-        cubes += d * d * d;
-        squares += d * d;
-    }
+    skew_ratio(values.iter().map(|v| v - mean))
+}
+
+/// Σd³ / (6 (Σd²)^1.5), 0 when every deviation is 0.
+fn skew_ratio(deviations: impl Iterator<Item = f64>) -> f64 {
+    let (cubes, squares) = deviations.fold((0.0, 0.0), |(c, s), d| (c + d * d * d, s + d * d));
     if squares == 0.0 {
         0.0
     } else {
