@@ -358,92 +358,103 @@ fn group_differences(
 ) -> anyhow::Result<()> {
     let mut shifts: Vec<_> = k.shifts.iter().collect();
     shifts.sort_by(|a, b| a.difference.total_cmp(&b.difference));
-    let n = shifts.len();
     let reach = shifts
         .iter()
         .flat_map(|s| [s.difference.abs()].into_iter().chain(s.interval.map(|(l, h)| l.abs().max(h.abs()))))
         .fold(5.0, f64::max)
         .min(100.0)
         * 1.05;
-    let root = SVGBackend::with_string(svg, (900, 120 + 18 * n as u32)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!(
-                "{} − {} per group, points (BCa interval from {} tasks; red: q < 0.05)",
-                short(&p.other.label, 20),
-                short(base, 20),
-                mcscore_eval::compare::MIN_GROUP_FOR_INTERVAL
-            ),
-            ("sans-serif", 15),
-        )
-        .margin(16)
-        .x_label_area_size(40)
-        .y_label_area_size(300)
-        .build_cartesian_2d(-reach..reach, (0..n.max(1) - 1).into_segmented())?;
-    let names: Vec<String> = shifts.iter().map(|s| format!("{} ({})", short(&s.name, 34), s.tasks)).collect();
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .x_desc("accuracy points (OTHER − BASE)")
-        .y_labels(n)
-        .y_label_formatter(&|y| match y {
-            SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
-            _ => String::new(),
+    let rows: Vec<ForestRow> = shifts
+        .iter()
+        .map(|s| ForestRow {
+            name: format!("{} ({})", short(&s.name, 34), s.tasks),
+            estimate: s.difference,
+            interval: s.interval,
+            color: if s.bh_q < 0.05 { RED } else { BLUE },
         })
-        .draw()?;
-    chart.draw_series(LineSeries::new([(0.0, SegmentValue::Exact(0)), (0.0, SegmentValue::Exact(n))], BLACK.stroke_width(1)))?;
-    for (i, s) in shifts.iter().enumerate() {
-        let color = if s.bh_q < 0.05 { RED } else { BLUE };
-        let y = || SegmentValue::CenterOf(i);
-        if let Some((low, high)) = s.interval {
-            chart.draw_series(LineSeries::new([(low.max(-reach), y()), (high.min(reach), y())], color.stroke_width(2)))?;
-        }
-        chart.draw_series(std::iter::once(Circle::new((s.difference, y()), 3, color.filled())))?;
-    }
-    root.present()?;
-    Ok(())
+        .collect();
+    let caption = format!(
+        "{} − {} per group, points (BCa interval from {} tasks; red: q < 0.05)",
+        short(&p.other.label, 20),
+        short(base, 20),
+        mcscore_eval::compare::MIN_GROUP_FOR_INTERVAL
+    );
+    let layout = ForestLayout { width: 900, row_height: 18, top: 120, label_width: 300, caption_size: 15, line: 2, dot: 3 };
+    forest(svg, &caption, &layout, reach, &rows, &[])
 }
 
 fn differences(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyhow::Result<()> {
-    let n = c.others.len();
     let reach =
         c.others.iter().flat_map(|p| [p.difference.interval.0.abs(), p.difference.interval.1.abs()]).fold(c.margin * 1.5, f64::max) * 1.1;
-    let root = SVGBackend::with_string(svg, (760, 140 + 40 * n as u32)).into_drawing_area();
+    let names = distinct(&c.others.iter().map(|p| p.other.label.as_str()).collect::<Vec<_>>(), 28);
+    let rows: Vec<ForestRow> = c
+        .others
+        .iter()
+        .zip(names)
+        .map(|(p, name)| ForestRow { name, estimate: p.difference.estimate, interval: Some(p.difference.interval), color: BLUE })
+        .collect();
+    let caption = format!(
+        "paired difference from {} ({:.1} % task interval), ±{} margin",
+        short(&c.base.label, 28),
+        100.0 * c.interval_level,
+        c.margin
+    );
+    let layout = ForestLayout { width: 760, row_height: 40, top: 140, label_width: 200, caption_size: 16, line: 3, dot: 4 };
+    forest(svg, &caption, &layout, reach, &rows, &[-c.margin, c.margin])
+}
+
+/// One row of a forest plot: a difference in points, its interval if any.
+struct ForestRow {
+    name: String,
+    estimate: f64,
+    interval: Option<(f64, f64)>,
+    color: RGBColor,
+}
+
+/// Sizes of a forest plot, in pixels.
+struct ForestLayout {
+    width: u32,
+    row_height: u32,
+    /// Height besides the rows (caption, axis).
+    top: u32,
+    label_width: u32,
+    caption_size: u32,
+    line: u32,
+    dot: u32,
+}
+
+/// Differences in accuracy points, one row each, against a zero line and
+/// the grey lines at `marks` (the margin); intervals are cut at ±`reach`.
+fn forest(svg: &mut String, caption: &str, layout: &ForestLayout, reach: f64, rows: &[ForestRow], marks: &[f64]) -> anyhow::Result<()> {
+    let n = rows.len();
+    let root = SVGBackend::with_string(svg, (layout.width, layout.top + layout.row_height * n as u32)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!(
-                "paired difference from {} ({:.1} % task interval), ±{} margin",
-                short(&c.base.label, 28),
-                100.0 * c.interval_level,
-                c.margin
-            ),
-            ("sans-serif", 16),
-        )
+        .caption(caption, ("sans-serif", layout.caption_size))
         .margin(16)
         .x_label_area_size(40)
-        .y_label_area_size(200)
+        .y_label_area_size(layout.label_width)
         .build_cartesian_2d(-reach..reach, (0..n.max(1) - 1).into_segmented())?;
-    let names = distinct(&c.others.iter().map(|p| p.other.label.as_str()).collect::<Vec<_>>(), 28);
     chart
         .configure_mesh()
         .disable_y_mesh()
         .x_desc("accuracy points (OTHER − BASE)")
         .y_labels(n)
         .y_label_formatter(&|y| match y {
-            SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
+            SegmentValue::CenterOf(i) => rows.get(*i).map(|r| r.name.clone()).unwrap_or_default(),
             _ => String::new(),
         })
         .draw()?;
     chart.draw_series(LineSeries::new([(0.0, SegmentValue::Exact(0)), (0.0, SegmentValue::Exact(n))], BLACK.stroke_width(1)))?;
-    for m in [-c.margin, c.margin] {
+    for &m in marks {
         chart.draw_series(LineSeries::new([(m, SegmentValue::Exact(0)), (m, SegmentValue::Exact(n))], BLACK.mix(0.4).stroke_width(1)))?;
     }
-    for (i, p) in c.others.iter().enumerate() {
+    for (i, row) in rows.iter().enumerate() {
         let y = || SegmentValue::CenterOf(i);
-        chart.draw_series(LineSeries::new([(p.difference.interval.0, y()), (p.difference.interval.1, y())], BLUE.stroke_width(3)))?;
-        chart.draw_series(std::iter::once(Circle::new((p.difference.estimate, y()), 4, BLUE.filled())))?;
+        if let Some((low, high)) = row.interval {
+            chart.draw_series(LineSeries::new([(low.max(-reach), y()), (high.min(reach), y())], row.color.stroke_width(layout.line)))?;
+        }
+        chart.draw_series(std::iter::once(Circle::new((row.estimate, y()), layout.dot, row.color.filled())))?;
     }
     root.present()?;
     Ok(())
