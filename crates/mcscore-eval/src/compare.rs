@@ -122,8 +122,7 @@ impl Groups {
     /// The groups `manifest` records for the task file whose sha256 is
     /// `file_sha256`; `None` when no entry of it has groups.
     pub fn from_manifest(manifest: &Path, file_sha256: &str) -> Result<Option<Groups>, EvalError> {
-        let manifest_data = mcscore_datasets::Manifest::load(manifest)?;
-        Ok(manifest_data.datasets.iter().find(|e| e.sha256 == file_sha256).and_then(|e| {
+        Ok(manifest_entry(manifest, file_sha256)?.and_then(|e| {
             e.groups.as_ref().map(|g| Groups::from_runs(format!("{}: {}'s {}", manifest.display(), e.name, g.field), &g.runs))
         }))
     }
@@ -131,7 +130,7 @@ impl Groups {
     /// How many tasks `manifest` says the task file whose sha256 is
     /// `file_sha256` has; `None` without an entry.
     pub fn manifest_tasks(manifest: &Path, file_sha256: &str) -> Result<Option<usize>, EvalError> {
-        Ok(mcscore_datasets::Manifest::load(manifest)?.datasets.iter().find(|e| e.sha256 == file_sha256).map(|e| e.tasks))
+        Ok(manifest_entry(manifest, file_sha256)?.map(|e| e.tasks))
     }
 
     fn group(&self, task: usize) -> Option<usize> {
@@ -263,6 +262,11 @@ pub fn compare_logs(base: &Path, others: &[PathBuf], groups: Option<&Groups>, op
     compare(&base, &others, groups, options)
 }
 
+/// The entry of `manifest` for the task file whose sha256 is `file_sha256`.
+fn manifest_entry(manifest: &Path, file_sha256: &str) -> Result<Option<mcscore_datasets::Entry>, EvalError> {
+    Ok(mcscore_datasets::Manifest::load(manifest)?.datasets.into_iter().find(|e| e.sha256 == file_sha256))
+}
+
 /// Why `run` cannot be paired with `base` task by task: the first field
 /// that differs.
 fn unpaired(base: &Run, run: &Run) -> Option<(&'static str, String, String)> {
@@ -282,12 +286,12 @@ fn unpaired(base: &Run, run: &Run) -> Option<(&'static str, String, String)> {
     {
         return Some(("task list", describe(&base.records, at), describe(&run.records, at)));
     }
-    let describe = |t: &TaskRecord| {
+    let options_of = |t: &TaskRecord| {
         let right: Vec<usize> = t.labels.iter().enumerate().filter(|(_, &l)| l).map(|(k, _)| k).collect();
         format!("task {}: {} options, right option(s) {right:?}", t.task, t.options.len())
     };
     if let Some((a, b)) = base.records.iter().zip(&run.records).find(|(a, b)| a.options.len() != b.options.len() || a.labels != b.labels) {
-        return Some(("options of a task", describe(a), describe(b)));
+        return Some(("options of a task", options_of(a), options_of(b)));
     }
     None
 }
