@@ -24,51 +24,89 @@ use crate::Outcome;
 /// bootstrap interval and the groups that moved most. With several OTHERs
 /// α is split between them (Bonferroni) and McNemar's p is Holm-adjusted.
 /// docs/compare.md explains every figure.
+///
+/// With --until-decided, the models themselves (-m BASE.gguf -m OTHER.gguf …)
+/// score a task file's tasks side by side in a seeded random order, a chunk
+/// at a time, and each OTHER stops as soon as an anytime-valid confidence
+/// sequence of its difference to BASE excludes 0 (different) or lies inside
+/// ±MARGIN (equivalent): often a few hundred tasks instead of the whole file.
 #[derive(clap::Args)]
-#[command(after_help = "Example: mcscore compare q4_k_m.jsonl q2_k.jsonl q8_0.jsonl --margin 1")]
+#[command(
+    after_help = "Examples:\n  mcscore compare q4_k_m.jsonl q2_k.jsonl q8_0.jsonl --margin 1\n      mcscore compare --until-decided -m q4_k_m.gguf -m q8_0.gguf -bf mmlu-test.bin --margin 2 --log-dir runs/"
+)]
+#[command(group(clap::ArgGroup::new("sequential").multiple(true).requires("until_decided")
+    .args(["models", "binary_file", "max_tasks", "chunk", "log_dir", "resume", "ctx_size", "parallel", "batch_size",
+        "ubatch_size", "threads", "threads_batch", "n_gpu_layers", "flash_attn"])))]
 pub(crate) struct Args {
     /// The reference run: a --log-samples file written by `mcscore score`.
-    #[arg(value_name = "BASE.jsonl")]
-    base: PathBuf,
+    // Not `conflicts_with = "until_decided"`: clap then stops enforcing the
+    // group's `requires` above; until_decided::run refuses logs instead.
+    #[arg(value_name = "BASE.jsonl", required_unless_present = "until_decided")]
+    pub(crate) base: Option<PathBuf>,
     /// Runs to compare with BASE, of the same tasks.
-    #[arg(required = true, value_name = "OTHER.jsonl")]
-    others: Vec<PathBuf>,
+    #[arg(value_name = "OTHER.jsonl", required_unless_present = "until_decided")]
+    pub(crate) others: Vec<PathBuf>,
+    /// Score the models (-m, BASE first) on the task file (-bf) until every
+    /// OTHER is decided, the order ends or --max-tasks; instead of reading logs.
+    #[arg(long, requires_all = ["models", "binary_file"], conflicts_with_all = ["csv", "plots"])]
+    pub(crate) until_decided: bool,
+    /// With --until-decided: a GGUF model; the first is BASE, each further one an OTHER.
+    #[arg(short = 'm', long = "model", value_name = "MODEL")]
+    pub(crate) models: Vec<PathBuf>,
+    /// With --until-decided: the task file (.bin) to score, as -bf for llama-perplexity.
+    #[arg(short = 'f', long = "binary-file", value_name = "FILE")]
+    pub(crate) binary_file: Option<PathBuf>,
+    /// With --until-decided: score at most N tasks of the order, then stop (undecided ones say so).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub(crate) max_tasks: Option<u64>,
+    /// With --until-decided: tasks scored between two looks at the sequences, 1 to 1,000,000.
+    #[arg(long, value_name = "N", default_value_t = mcscore_eval::until_decided::DEFAULT_CHUNK as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub(crate) chunk: u64,
+    /// With --until-decided: write each model's sample log in DIR (base.STEM.jsonl,
+    /// other1.STEM.jsonl, …), readable by compare, report and resumable.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) log_dir: Option<PathBuf>,
+    /// With --until-decided: continue the logs in --log-dir (the same order, seed and stopping rule).
+    #[arg(long, requires = "log_dir")]
+    pub(crate) resume: bool,
+    #[command(flatten, next_help_heading = "Scoring, with --until-decided")]
+    pub(crate) engine: crate::engine_args::EngineArgs,
     /// The normalisation whose picks are right or wrong and whose softmax
     /// gives the choice distributions.
     #[arg(long, value_enum, default_value = "acc-norm")]
-    normalisation: NormArg,
+    pub(crate) normalisation: NormArg,
     /// The equivalence margin in accuracy points, above 0 and at most 100:
     /// "equivalent" when the paired (1 − 2α) interval lies inside ±MARGIN.
     #[arg(long, value_name = "POINTS", default_value_t = 1.0, value_parser = parse_margin)]
-    margin: f64,
+    pub(crate) margin: f64,
     /// The error rate of each verdict, above 0 and below 0.5.
     #[arg(long, value_name = "A", default_value_t = 0.05, value_parser = parse_alpha)]
-    alpha: f64,
+    pub(crate) alpha: f64,
     /// Bootstrap resamples, 100 to 100,000.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(100..=100_000))]
-    resamples: u32,
-    /// Bootstrap seed.
+    pub(crate) resamples: u32,
+    /// Bootstrap seed; with --until-decided also the seed of the task order.
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub(crate) seed: u64,
     /// The tasks' groups: a text file with one group name per line, one line
     /// per task of the task file, in file order. Default: the groups the
     /// manifest records for the task file (MMLU's subjects), if any.
     #[arg(long, value_name = "FILE")]
-    groups: Option<PathBuf>,
+    pub(crate) groups: Option<PathBuf>,
     /// The manifest to look the task file's groups up in (by sha256).
     /// Default: manifest.json, where there is one.
     #[arg(long, value_name = "FILE", conflicts_with = "groups")]
-    manifest: Option<PathBuf>,
+    pub(crate) manifest: Option<PathBuf>,
     /// Print JSON instead of text.
     #[arg(long, conflicts_with = "csv")]
-    json: bool,
+    pub(crate) json: bool,
     /// Print CSV (one row per OTHER) instead of text.
     #[arg(long)]
-    csv: bool,
+    pub(crate) csv: bool,
     /// Write SVGs: per OTHER the flip matrix, the KL histogram and the
     /// per-group differences; the paired differences of all OTHERs.
     #[arg(long, value_name = "DIR")]
-    plots: Option<PathBuf>,
+    pub(crate) plots: Option<PathBuf>,
 }
 
 fn parse_margin(text: &str) -> Result<f64, String> {
@@ -86,16 +124,46 @@ fn parse_alpha(text: &str) -> Result<f64, String> {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+    if args.until_decided {
+        return crate::until_decided::run(args);
+    }
     if let Some(dir) = &args.plots {
         crate::output::check_dir(dir, "--plots")?;
     }
-    let base = Run::read(&args.base)?;
+    let base_path = args.base.as_deref().expect("clap requires BASE without --until-decided");
+    let base = Run::read(base_path)?;
     let others = args.others.iter().map(|p| Run::read(p)).collect::<Result<Vec<_>, _>>()?;
+    let groups = groups(&args, &base.header.file_sha256)?;
+    let comparison = compare::compare(&base, &others, groups.as_ref(), &args.options())?;
+    // Printed before the plots are written, so a plot that cannot be written
+    // (a full disk) loses nothing else.
+    if args.json {
+        crate::print_json(&comparison)?;
+    } else if args.csv {
+        out!("{}", csv(&comparison))?;
+    } else {
+        out!("{}", text(&comparison))?;
+    }
+    if let Some(dir) = &args.plots {
+        let inputs: Vec<&Path> = std::iter::once(base_path).chain(args.others.iter().map(PathBuf::as_path)).collect();
+        crate::plots::comparison(dir, &inputs, &comparison)?;
+    }
+    Ok(Outcome::Ok)
+}
+
+impl Args {
+    pub(crate) fn options(&self) -> CompareOptions {
+        CompareOptions::new(self.normalisation.into(), self.margin, self.alpha, self.resamples, self.seed)
+    }
+}
+
+/// The tasks' groups for the task file whose sha256 is `sha256`: from
+/// --groups, --manifest, or the default manifest.json where it is one.
+pub(crate) fn groups(args: &Args, sha256: &str) -> anyhow::Result<Option<Groups>> {
     // The default manifest.json may be another program's: then no groups,
     // with a word; a manifest named by --manifest must be one.
     let default = Path::new("manifest.json");
-    let sha256 = &base.header.file_sha256;
-    let groups = match (&args.groups, &args.manifest) {
+    Ok(match (&args.groups, &args.manifest) {
         (Some(path), _) => {
             let tasks = if default.is_file() { Groups::manifest_tasks(default, sha256).unwrap_or(None) } else { None };
             Some(Groups::read(path, tasks).with_context(|| format!("--groups {}", path.display()))?)
@@ -118,27 +186,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             }
         },
         (None, None) => None,
-    };
-    let options = CompareOptions::new(args.normalisation.into(), args.margin, args.alpha, args.resamples, args.seed);
-    let comparison = compare::compare(&base, &others, groups.as_ref(), &options)?;
-    // Printed before the plots are written, so a plot that cannot be written
-    // (a full disk) loses nothing else.
-    if args.json {
-        crate::print_json(&comparison)?;
-    } else if args.csv {
-        out!("{}", csv(&comparison))?;
-    } else {
-        out!("{}", text(&comparison))?;
-    }
-    if let Some(dir) = &args.plots {
-        let inputs: Vec<&Path> = std::iter::once(args.base.as_path()).chain(args.others.iter().map(PathBuf::as_path)).collect();
-        crate::plots::comparison(dir, &inputs, &comparison)?;
-    }
-    Ok(Outcome::Ok)
+    })
 }
 
 /// A p-value as people read it: fixed down to 0.001, then scientific.
-fn p_value(p: f64) -> String {
+pub(crate) fn p_value(p: f64) -> String {
     if p >= 0.001 {
         format!("{p:.3}")
     } else {
@@ -324,7 +376,7 @@ fn csv(c: &Comparison) -> String {
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             quote(&c.base.label),
             quote(&p.other.label),
-            c.tasks,
+            p.tasks,
             c.normalisation,
             c.base.accuracy,
             p.other.accuracy,

@@ -37,6 +37,7 @@ mod serve;
 mod sweep;
 mod text;
 mod tokens;
+mod until_decided;
 mod validate;
 
 use std::process::ExitCode;

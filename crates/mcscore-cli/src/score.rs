@@ -414,20 +414,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         output::check_log(log_path, "--log-samples", &[&path, &model])?;
     }
     let settings = args.engine.settings()?;
-    let spec = ScoreSpec {
-        file: path.clone(),
-        kind,
-        model: model.clone(),
-        lenient: args.lenient,
-        subset,
-        pmi: args.pmi,
-        settings: settings.clone(),
-        log: args.log_samples.clone(),
-        resume: args.resume,
-        hash_model: args.json,
-        hash_cache: Some(defaults::cache_dir()),
-        shard,
-    };
+    let mut spec = ScoreSpec::new(&model, &path);
+    spec.kind = kind;
+    spec.lenient = args.lenient;
+    spec.subset = subset;
+    spec.pmi = args.pmi;
+    spec.settings = settings.clone();
+    spec.log = args.log_samples.clone();
+    spec.resume = args.resume;
+    spec.hash_model = args.json;
+    spec.hash_cache = Some(defaults::cache_dir());
+    spec.shard = shard;
     let job = ScoreJob::prepare(spec).map_err(|e| match e {
         e @ EvalError::Format(mcscore_format::Error::Invalid { .. }) => invalid_file(e, args.lenient),
         EvalError::Log(mcscore_eval::LogError::Exists { path }) => {

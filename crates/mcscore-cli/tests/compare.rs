@@ -4,8 +4,9 @@
 
 mod common;
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use common::{model, path_str, repo, run, stderr, stdout};
@@ -38,6 +39,8 @@ struct Fixture {
     base: PathBuf,
     q8: PathBuf,
     q2: PathBuf,
+    /// The Q2_K model itself, for `compare --until-decided`.
+    q2_model: PathBuf,
     /// The Q4_K_M again with other -np, -b and -ub: the noise floor.
     again: PathBuf,
     q2_sha256: [String; 2],
@@ -81,7 +84,7 @@ fn fixture() -> &'static Fixture {
         score(&q2_model, &file, &q2, &[]);
         let again_log = dir.join("again.jsonl");
         score(Path::new(&model()), &file, &again_log, &["-np", "3", "-b", "300", "-ub", "7"]);
-        Fixture { _dir: tmp, dir, base, q8, q2, again: again_log, q2_sha256 }
+        Fixture { _dir: tmp, dir, base, q8, q2, q2_model, again: again_log, q2_sha256 }
     })
 }
 
@@ -281,4 +284,142 @@ fn the_study_shape_on_a_subset() {
     assert_eq!(q2["conclusion"], "worse");
     assert_ne!(q8["verdict"], "different", "{}", q8["conclusion"]);
     assert!(q8["kl"]["mean"].as_f64().unwrap() < q2["kl"]["mean"].as_f64().unwrap() / 10.0);
+}
+
+/// `compare --until-decided` of Q2_K against the Q4_K_M on ARC-Easy
+/// validation, in chunks of 50 tasks: the arguments, logs in `logs`.
+fn until_decided_args<'a>(f: &'a Fixture, model: &'a str, file: &'a str, logs: &'a Path) -> Vec<&'a str> {
+    vec!["compare", "--until-decided", "-m", model, "-m", path_str(&f.q2_model), "-bf", file, "--chunk", "50", "--log-dir", path_str(logs)]
+}
+
+/// Q2_K is 9 points worse on these tasks: decided "different" (worse)
+/// before the end of the file; the logs are ordinary sample logs that
+/// `compare` pairs on the tasks used; and a run stopped by Ctrl-C after its
+/// first look, then resumed, writes the same logs byte for byte.
+#[test]
+fn until_decided_finds_q2_k_worse_early_and_a_resume_after_ctrl_c_writes_the_same_logs() {
+    let f = fixture();
+    let (model, file) = (model(), repo("datasets/arc-easy-validation.bin"));
+    let dir = common::tempdir();
+    let (whole, resumed) = (dir.path().join("whole"), dir.path().join("resumed"));
+    let mut args = until_decided_args(f, &model, &file, &whole);
+    args.push("--json");
+    let out = run(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let other = &result["others"][0];
+    let used = other["tasks_used"].as_u64().unwrap() as usize;
+    eprintln!("{} after {used} tasks, interval {}", other["conclusion"], other["interval"]);
+    assert_eq!(other["decision"], "different");
+    assert_eq!(other["conclusion"], "worse");
+    assert!(used < TASKS && used % 50 == 0, "{used}");
+    assert!(other["interval"][1].as_f64().unwrap() < 0.0);
+    assert_eq!(result["order_tasks"], TASKS);
+    // The looks went to stderr, one line per chunk (stderr is not a terminal).
+    assert_eq!(stderr(&out).lines().filter(|l| l.contains(" tasks: gemma-3-270m-Q2_K [")).count(), used / 50, "{}", stderr(&out));
+
+    let logs: Vec<PathBuf> = ["base.gemma-3-270m-q4_k_m.jsonl", "other1.gemma-3-270m-Q2_K.jsonl"].iter().map(|n| whole.join(n)).collect();
+    assert_eq!(common::log_footer(&logs[1])["stopped"], "different");
+    assert_eq!(common::log_footer(&logs[0])["stopped"], "every_other_decided");
+    assert_eq!(common::log_tasks(&logs[1]).len(), used);
+    // compare reads them as ordinary logs, paired on the tasks used.
+    let c = compare_json(&[path_str(&logs[0]), path_str(&logs[1])]);
+    assert_eq!(c["others"][0]["tasks"], used);
+    assert_eq!(c["others"][0]["flips"], other["fixed_sample"]["flips"]);
+    assert_eq!(c["others"][0]["difference"]["estimate"], other["difference"]);
+    // The same tasks score as they do in a plain run (the batch rule): the
+    // first logged task of each log is that task of the full-file logs.
+    for (log, full) in logs.iter().zip([&f.base, &f.q2]) {
+        let first = &common::log_tasks(log)[0];
+        let task = first["task"].as_u64().unwrap() as usize;
+        assert_eq!(&common::log_tasks(full)[task], first, "{}", log.display());
+    }
+
+    // Ctrl-C after the first look, then --resume.
+    let mut child = common::mcscore()
+        .args(until_decided_args(f, &model, &file, &resumed))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut errors = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while errors.read_line(&mut line).unwrap() > 0 && !line.contains("50/570 tasks") {
+        line.clear();
+    }
+    assert!(line.contains("50/570 tasks"), "no first look: {line}");
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut errors, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(rest.contains("resumable"), "{rest}");
+    let footer = common::log_footer(&resumed.join("base.gemma-3-270m-q4_k_m.jsonl"));
+    assert_eq!(footer["complete"], false, "{footer}");
+    // Without --resume the logs are refused, not overwritten.
+    let out = run(&until_decided_args(f, &model, &file, &resumed));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("pass --resume"), "{}", stderr(&out));
+    let mut args = until_decided_args(f, &model, &file, &resumed);
+    args.extend(["--resume", "--json"]);
+    let out = run(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let again: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(again["others"][0]["decision"], "different");
+    assert_eq!(again["others"][0]["tasks_used"], used);
+    for name in ["base.gemma-3-270m-q4_k_m.jsonl", "other1.gemma-3-270m-Q2_K.jsonl"] {
+        assert_eq!(std::fs::read(whole.join(name)).unwrap(), std::fs::read(resumed.join(name)).unwrap(), "{name}");
+    }
+}
+
+/// Refusals, a file shorter than one chunk, and models whose tokenizers differ.
+#[test]
+fn until_decided_refuses_bad_input_and_compares_other_vocabularies_task_by_task() {
+    let f = fixture();
+    let (model, file) = (model(), repo("datasets/arc-easy-validation.bin"));
+    let q2 = path_str(&f.q2_model);
+    let refused = |args: &[&str], code: i32, says: &str| {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    };
+    refused(&["compare", "--until-decided", "-m", &model, "-bf", &file], 2, "at least one OTHER");
+    refused(&["compare", "--until-decided", "-m", &model, "-m", q2], 2, "--binary-file");
+    for (flag, value) in [("--margin", "0"), ("--margin", "-1"), ("--margin", "NaN"), ("--alpha", "0"), ("--alpha", "1"), ("--chunk", "0")]
+    {
+        refused(&["compare", "--until-decided", "-m", &model, "-m", q2, "-bf", &file, flag, value], 2, flag);
+    }
+    refused(&["compare", "--until-decided", "-m", &model, "-m", q2, "-bf", &file, "--resume"], 2, "--log-dir");
+    refused(&["compare", path_str(&f.base), path_str(&f.q2), "-t", "2"], 2, "--until-decided");
+    refused(&["compare", path_str(&f.base), path_str(&f.q2), "-m", &model], 2, "--until-decided");
+    refused(&["compare", "--until-decided", path_str(&f.base), "-m", &model, "-m", q2, "-bf", &file], 2, "reads no logs");
+    refused(&["compare", "--until-decided", "-m", &model, "-m", q2, "-bf", "/no/such.bin"], 1, "/no/such.bin");
+
+    // Fewer tasks than one chunk: one look, at the end.
+    let out = run(&[
+        "compare",
+        "--until-decided",
+        "-m",
+        &model,
+        "-m",
+        path_str(&f.dir.join("gemma-3-270m-Q8_0.gguf")),
+        "-bf",
+        &file,
+        "--max-tasks",
+        "30",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.lines().next().unwrap().contains("undecided after all 30 tasks of the order"), "{text}");
+
+    // A model with Llama 3's tokenizer (random weights) against gemma's.
+    let llama = f.dir.join("random-llama.gguf");
+    let made = Command::new(repo("scripts/make-model"))
+        .args(["--dim", "256", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--ff", "512", "--type", "q8_0", "-o", path_str(&llama)])
+        .output()
+        .expect("python3 runs scripts/make-model");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let out = run(&["compare", "--until-decided", "-m", &model, "-m", path_str(&llama), "-bf", &file, "--max-tasks", "20"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("tokens differ: the two models tokenise"), "{}", stdout(&out));
 }

@@ -180,7 +180,7 @@ fn stamp(path: &Path) -> std::io::Result<(u64, Option<std::time::SystemTime>)> {
 }
 
 /// Bytes of memory available to a new allocation (Linux's MemAvailable), if known.
-fn available_memory() -> Option<u64> {
+pub fn available_memory() -> Option<u64> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -189,6 +189,12 @@ fn available_memory() -> Option<u64> {
 
 /// Whether layers may live in GPU memory, whose size this check cannot see.
 pub(crate) const GPU_BACKEND: bool = cfg!(any(feature = "cuda", feature = "vulkan", feature = "metal"));
+
+/// Whether host memory bounds a run with `n_gpu_layers` offloaded: every
+/// layer on the CPU, or no GPU backend compiled in.
+pub fn host_memory_bounds(n_gpu_layers: u32) -> bool {
+    !GPU_BACKEND || n_gpu_layers == 0
+}
 
 impl Engine {
     /// Loads a GGUF model, offloading `n_gpu_layers` layers where a GPU backend
@@ -207,6 +213,21 @@ impl Engine {
         let model = LlamaModel::load_from_file(backend, path, &params)
             .map_err(|e| load_error(format!("{e} (set MCSCORE_LLAMA_LOG=1 to see llama.cpp's log)")))?;
         Ok(Engine { backend, model, path: path.to_owned(), stamp })
+    }
+
+    /// The model file this engine loaded.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The model file's size at load.
+    pub fn model_bytes(&self) -> u64 {
+        self.stamp.0
+    }
+
+    /// Bytes of KV cache `plan`'s context takes (see [`Engine::kv_bytes_per_token`]).
+    pub fn kv_bytes(&self, plan: &Plan) -> u64 {
+        plan.n_ctx.saturating_mul(self.kv_bytes_per_token())
     }
 
     /// Fails if the model file's size or modification time differ from when
@@ -241,8 +262,8 @@ impl Engine {
     pub fn check_memory(&self, plan: &Plan, n_gpu_layers: u32) -> Result<(), EngineError> {
         let n_ctx = plan.n_ctx;
         let per_token = self.kv_bytes_per_token();
-        let needed = n_ctx.saturating_mul(per_token);
-        if !GPU_BACKEND || n_gpu_layers == 0 {
+        let needed = self.kv_bytes(plan);
+        if host_memory_bounds(n_gpu_layers) {
             if let Some(available) = available_memory().filter(|&a| needed > a) {
                 return Err(EngineError::ContextTooLarge { n_ctx, per_token, needed, available });
             }

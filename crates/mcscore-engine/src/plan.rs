@@ -47,6 +47,24 @@ pub struct Settings {
     pub flash_attention: FlashAttention,
 }
 
+/// llama.cpp's defaults: the context sized to the fills, fills of 2,048
+/// tokens, a thread per core, every layer on a GPU where one is compiled in,
+/// flash attention where supported.
+impl Default for Settings {
+    fn default() -> Settings {
+        let threads = std::thread::available_parallelism().map_or(4, |n| n.get() as i32);
+        Settings {
+            context: ContextSize::Auto,
+            parallel: None,
+            n_batch: 2048,
+            threads,
+            threads_batch: threads,
+            n_gpu_layers: 999,
+            flash_attention: FlashAttention::Auto,
+        }
+    }
+}
+
 /// Tokens in every micro-batch (`llama_decode` call): each is padded to
 /// exactly this many, so every row takes the same llama.cpp kernels
 /// whatever it is batched with. Below 64, where the CPU's flash attention

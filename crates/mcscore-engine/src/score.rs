@@ -50,6 +50,14 @@ pub struct TokenCounts {
     pub padding: usize,
 }
 
+impl std::ops::AddAssign for TokenCounts {
+    fn add_assign(&mut self, other: TokenCounts) {
+        self.decoded += other.decoded;
+        self.unshared += other.unshared;
+        self.padding += other.padding;
+    }
+}
+
 /// Where [`Engine::score`] spent its time, in seconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct ScoreTimes {
@@ -66,6 +74,19 @@ pub struct ScoreTimes {
     /// Decodes (`llama_decode` calls) and fills.
     pub decodes: usize,
     pub fills: usize,
+}
+
+/// The times of a run scored in parts (a sequential comparison's chunks).
+impl std::ops::AddAssign for ScoreTimes {
+    fn add_assign(&mut self, other: ScoreTimes) {
+        self.context += other.context;
+        self.batching += other.batching;
+        self.decode += other.decode;
+        self.logits += other.logits;
+        self.consumer += other.consumer;
+        self.decodes += other.decodes;
+        self.fills += other.fills;
+    }
 }
 
 /// What [`Engine::score`] did.

@@ -3,6 +3,7 @@
 //! (docs/compare.md): every task was scored by both runs, so the difference
 //! is measured task by task, with far more power than two unpaired intervals.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use mcscore_metrics::paired::{
@@ -202,6 +203,9 @@ pub struct Clustered {
 #[derive(Debug, Clone, Serialize)]
 pub struct Pairing {
     pub other: RunInfo,
+    /// Tasks compared: BASE's, or fewer where both runs are of one
+    /// sequential comparison that stopped OTHER earlier.
+    pub tasks: usize,
     /// OTHER − BASE in accuracy points with the intervals and verdict of the
     /// task bootstrap (`interval` at `interval_level`, `tost_interval` at `tost_level`).
     pub difference: PairedDifference,
@@ -265,6 +269,29 @@ pub fn compare_logs(base: &Path, others: &[PathBuf], groups: Option<&Groups>, op
 /// The entry of `manifest` for the task file whose sha256 is `file_sha256`.
 fn manifest_entry(manifest: &Path, file_sha256: &str) -> Result<Option<mcscore_datasets::Entry>, EvalError> {
     Ok(mcscore_datasets::Manifest::load(manifest)?.datasets.into_iter().find(|e| e.sha256 == file_sha256))
+}
+
+/// The two runs as compared: a sequential comparison stops its runs at
+/// different tasks of one order, so two of its logs compare on the tasks
+/// both scored; any other runs as they are.
+fn common_prefix<'a>(base: &'a Run, run: &'a Run) -> (Cow<'a, Run>, Cow<'a, Run>) {
+    let same_order = match (&base.header.sequential, &run.header.sequential) {
+        (Some(b), Some(r)) => b.order_sha256 == r.order_sha256 && b.seed == r.seed,
+        _ => false,
+    };
+    let n = base.records.len().min(run.records.len());
+    let cut = |r: &'a Run| {
+        if r.records.len() == n {
+            Cow::Borrowed(r)
+        } else {
+            Cow::Owned(Run { records: r.records[..n].to_vec(), ..r.clone() })
+        }
+    };
+    if same_order {
+        (cut(base), cut(run))
+    } else {
+        (Cow::Borrowed(base), Cow::Borrowed(run))
+    }
 }
 
 /// Why `run` cannot be paired with `base` task by task: the first field
@@ -339,7 +366,8 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
     if base.records.is_empty() {
         return Err(EvalError::NothingToCompare { path: base.source.clone() });
     }
-    for run in others {
+    let pairs: Vec<(Cow<'_, Run>, Cow<'_, Run>)> = others.iter().map(|run| common_prefix(base, run)).collect();
+    for (base, run) in &pairs {
         if let Some((field, base_value, value)) = unpaired(base, run) {
             return Err(EvalError::NotPaired { path: run.source.clone(), base: base.source.clone(), field, base_value, value });
         }
@@ -360,11 +388,11 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
     let k = others.len().max(1) as f64;
     let interval_level = 1.0 - options.alpha / k;
     let tost_level = 1.0 - 2.0 * options.alpha / k;
-    let base_scored = scored(base, norm)?;
     let labels = unique_labels(base, others);
 
     let mut pairings = Vec::new();
-    for (run, label) in others.iter().zip(&labels[1..]) {
+    for ((paired_base, run), label) in pairs.iter().zip(&labels[1..]) {
+        let base_scored = scored(paired_base, norm)?;
         let other = scored(run, norm)?;
         let n = other.picks.len();
         let points: Vec<f64> = base_scored
@@ -394,7 +422,7 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
         };
         let alpha = options.alpha / k;
         let difference = paired_difference(mean(&points), &column(0), mean_acceleration(&points), n, b, c, options.margin, alpha);
-        let clustered = groups.map(|g| clustered(g, base, &base_scored, &other, &points, options, alpha)).transpose()?;
+        let clustered = groups.map(|g| clustered(g, paired_base, &base_scored, &other, &points, options, alpha)).transpose()?;
         let (verdict, basis, estimate) = match clustered.as_ref().and_then(|k| k.difference) {
             Some(d) => (d.verdict, "groups", d.estimate),
             None => (difference.verdict, "tasks", difference.estimate),
@@ -403,6 +431,7 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
         info.label = label.clone();
         pairings.push(Pairing {
             other: info,
+            tasks: n,
             difference,
             verdict_basis: basis,
             verdict,
@@ -423,7 +452,7 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
     for (p, a) in pairings.iter_mut().zip(adjusted) {
         p.mcnemar_p_holm = a;
     }
-    let mut base_info = info(base, &base_scored);
+    let mut base_info = info(base, &scored(base, norm)?);
     base_info.label = labels[0].clone();
     Ok(Comparison {
         file: base.header.file.clone(),
@@ -569,6 +598,7 @@ mod tests {
             selection: None,
             settings: "fa=Auto batch=micro60-out12".into(),
             shard: None,
+            sequential: None,
         }
     }
 

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use mcscore_engine::EngineError;
 
+const GIB: f64 = (1u64 << 30) as f64;
+
 /// Why a job could not run or finish.
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
@@ -134,6 +136,30 @@ pub enum EvalError {
     /// A groups file that does not give each task of the file one group.
     #[error("{}: {why}", path.display())]
     BadGroups { path: PathBuf, why: String },
+
+    #[error("{}: a job was lent the engine of {}; lend a job the engine of its own model", model.display(), engine.display())]
+    LentEngine { model: PathBuf, engine: PathBuf },
+
+    #[error("{}: a job with its own task order takes no subset, shard or acc_pmi pass", path.display())]
+    OrderedWith { path: PathBuf },
+
+    #[error("{}: not an order of the file's tasks: {why}", path.display())]
+    NotAnOrder { path: PathBuf, why: String },
+
+    #[error("{}: a run stopped by Ctrl-C cannot be ended as decided; finish it, and resume it later", path.display())]
+    StopCancelled { path: PathBuf },
+
+    /// A sequential comparison asked for something it cannot do.
+    #[error("{0}")]
+    BadSequential(String),
+
+    /// The models of a sequential comparison, held at once, would not fit.
+    #[error("{}: with the {before} model(s) before it, the comparison needs about {:.1} GiB ({what}), but {:.1} GiB of memory is available; compare fewer models at once", model.display(), *needed as f64 / GIB, *available as f64 / GIB)]
+    ModelsDoNotFit { model: PathBuf, before: usize, what: &'static str, needed: u64, available: u64 },
+
+    /// A sequential comparison's log that its stopping rule does not explain.
+    #[error("{}: {why}", path.display())]
+    SequentialLog { path: PathBuf, why: String },
 
     #[error("a report needs at least one sample log")]
     NoLogs,

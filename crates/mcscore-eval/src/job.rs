@@ -14,15 +14,16 @@ use mcscore_metrics::{Normalisation, Proportion};
 
 use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, Scoring};
 use crate::log::ShardHeader;
-use crate::log::{normalisations, Header, Opened, SampleLog, TaskKind, TaskRecord};
+use crate::log::{normalisations, Header, Opened, SampleLog, Stop, TaskKind, TaskRecord};
 use crate::shard::{partition, run_sha256, Shard};
 use crate::{EvalError, Phase, Progress};
 
 /// The context of the unconditional pass of acc_pmi (lm-evaluation-harness, OLMES).
 pub const UNCONDITIONAL_CONTEXT: &str = "Answer:";
 
-/// What to score, and how.
+/// What to score, and how: [`ScoreSpec::new`], then the fields to change.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ScoreSpec {
     pub file: PathBuf,
     pub kind: TaskKind,
@@ -44,6 +45,43 @@ pub struct ScoreSpec {
     pub hash_cache: Option<PathBuf>,
     /// Score only this shard of the run ([`crate::shard`]).
     pub shard: Option<Shard>,
+    /// Take the tasks in this order, recorded in the log (a sequential
+    /// comparison's); with it, no subset, shard or acc_pmi pass.
+    pub ordered: Option<Ordered>,
+    /// The model's sha256 where the caller has read it already
+    /// ([`crate::sha256_cached`]), so that a large model is read once.
+    pub model_sha256: Option<String>,
+}
+
+impl ScoreSpec {
+    /// Every task of the task file `file` (`--multiple-choice`), read
+    /// strictly, scored by `model` with llama.cpp's default settings; no log.
+    pub fn new(model: impl Into<PathBuf>, file: impl Into<PathBuf>) -> ScoreSpec {
+        ScoreSpec {
+            file: file.into(),
+            kind: TaskKind::MultipleChoice,
+            model: model.into(),
+            lenient: false,
+            subset: None,
+            pmi: false,
+            settings: Settings::default(),
+            log: None,
+            resume: false,
+            hash_model: false,
+            hash_cache: None,
+            shard: None,
+            ordered: None,
+            model_sha256: None,
+        }
+    }
+}
+
+/// Tasks in an order of the caller's choosing, and what the log records of it.
+#[derive(Debug, Clone)]
+pub struct Ordered {
+    /// Task indices into the file, each at most once.
+    pub order: Vec<usize>,
+    pub sequential: crate::log::Sequential,
 }
 
 /// Which tasks a subset request selects. HellaSwag's are always in
@@ -126,11 +164,29 @@ impl Input {
     }
 }
 
+/// The engine a job scores with: its own, or one lent by the caller (who
+/// may lend it to many jobs, one after another).
+enum Lent<'e> {
+    Owned(Box<Engine>),
+    Borrowed(&'e Engine),
+}
+
+impl std::ops::Deref for Lent<'_> {
+    type Target = Engine;
+
+    fn deref(&self) -> &Engine {
+        match self {
+            Lent::Owned(engine) => engine,
+            Lent::Borrowed(engine) => engine,
+        }
+    }
+}
+
 /// A job ready to score: inputs read and checked, tasks tokenised and
 /// planned, the log opened (and its kept lines read back).
-pub struct ScoreJob {
+pub struct ScoreJob<'e> {
     spec: ScoreSpec,
-    engine: Engine,
+    engine: Lent<'e>,
     prepared: Vec<PreparedTask>,
     plan: Plan,
     /// The unconditional pass of acc_pmi, tokenised and planned.
@@ -139,6 +195,8 @@ pub struct ScoreJob {
     log: Option<SampleLog>,
     kept: Vec<TaskRecord>,
     already_complete: bool,
+    /// Why the complete log found by a resume stopped early, if it did.
+    stopped: Option<Stop>,
     baselines: Baselines,
     total_options: usize,
     file_tasks: usize,
@@ -156,6 +214,9 @@ pub enum End {
     Interrupted,
     /// The log already held the complete run; nothing was scored or written.
     AlreadyComplete,
+    /// A sequential comparison stopped the run before its last task; the
+    /// log is complete.
+    Stopped(Stop),
 }
 
 /// Where a run's time went, in seconds, phase by phase (`score --timings`).
@@ -216,15 +277,36 @@ impl ScoreOutcome {
     }
 }
 
-impl ScoreJob {
+impl ScoreJob<'static> {
     /// Reads and checks everything a run needs, so that every refusal comes
-    /// before the first decode: the file, the subset, the model, each task
-    /// (tokenised), the context and its memory, and the log.
-    pub fn prepare(spec: ScoreSpec) -> Result<ScoreJob, EvalError> {
+    /// before the first decode: the file, the subset, the model (loaded for
+    /// this job), each task (tokenised), the context and its memory, and the log.
+    pub fn prepare(spec: ScoreSpec) -> Result<ScoreJob<'static>, EvalError> {
+        ScoreJob::prepare_on(spec, |spec| {
+            Engine::load(&spec.model, spec.settings.n_gpu_layers).map(|e| Lent::Owned(Box::new(e))).map_err(EvalError::Load)
+        })
+    }
+}
+
+impl<'e> ScoreJob<'e> {
+    /// [`ScoreJob::prepare`] on an engine loaded by the caller, which may
+    /// lend it to any number of jobs (and hold several engines at once).
+    /// `spec.model` must be the path the engine was loaded from.
+    pub fn with_engine(engine: &'e Engine, spec: ScoreSpec) -> Result<ScoreJob<'e>, EvalError> {
+        if engine.path() != spec.model {
+            return Err(EvalError::LentEngine { model: spec.model.clone(), engine: engine.path().to_owned() });
+        }
+        ScoreJob::prepare_on(spec, |_| Ok(Lent::Borrowed(engine)))
+    }
+
+    fn prepare_on(spec: ScoreSpec, load: impl FnOnce(&ScoreSpec) -> Result<Lent<'e>, EvalError>) -> Result<ScoreJob<'e>, EvalError> {
         let started = Instant::now();
         let path = spec.file.as_path();
         if spec.pmi && spec.kind == TaskKind::Winogrande {
             return Err(EvalError::PmiWinogrande { path: path.to_owned() });
+        }
+        if spec.ordered.is_some() && (spec.subset.is_some() || spec.shard.is_some() || spec.pmi) {
+            return Err(EvalError::OrderedWith { path: path.to_owned() });
         }
         let input = Input::open(path, spec.kind, spec.lenient)?;
         let all_tasks = input.tasks(path)?;
@@ -235,11 +317,17 @@ impl ScoreJob {
             lap = Instant::now();
         };
         timings.read = started.elapsed().as_secs_f64();
-        let (selection, order) = select(spec.kind, spec.subset, all_tasks.len());
+        let (selection, order) = match &spec.ordered {
+            Some(ordered) => {
+                check_order(&ordered.order, all_tasks.len()).map_err(|why| EvalError::NotAnOrder { path: path.to_owned(), why })?;
+                (Selection::All, ordered.order.clone())
+            }
+            None => select(spec.kind, spec.subset, all_tasks.len()),
+        };
         let mut selected: Vec<(usize, Task<'_>)> = order.iter().map(|&i| (i, all_tasks[i].clone())).collect();
         let settings = &spec.settings;
 
-        let engine = Engine::load(&spec.model, settings.n_gpu_layers).map_err(EvalError::Load)?;
+        let engine = load(&spec)?;
         phase(&mut timings.load);
         let mut prepared = match spec.kind {
             TaskKind::Winogrande => engine.prepare_blanks(&selected),
@@ -284,12 +372,14 @@ impl ScoreJob {
         phase(&mut timings.plan);
         let (model_sha256, model_sha256_cached) = match (spec.log.is_some() || spec.hash_model, &spec.hash_cache) {
             (false, _) => (String::new(), false),
+            (true, _) if spec.model_sha256.is_some() => (spec.model_sha256.clone().unwrap_or_default(), false),
             (true, Some(cache)) => crate::hashes::sha256_cached(&spec.model, cache)?,
             (true, None) => (sha256_file(&spec.model).map_err(EvalError::io(&spec.model))?, false),
         };
         phase(&mut timings.hash);
+        let sequential = spec.ordered.as_ref().map(|o| o.sequential.clone());
         let header = Header {
-            version: crate::log::LOG_VERSION,
+            version: crate::log::version_for(sequential.as_ref()),
             mcscore: env!("CARGO_PKG_VERSION").to_owned(),
             model: spec.model.display().to_string(),
             model_sha256,
@@ -309,14 +399,15 @@ impl ScoreJob {
                 + if spec.lenient { " lenient" } else { "" }
                 + if spec.pmi { " pmi" } else { "" },
             shard,
+            sequential,
         };
         // Resume after the last task logged: under the batch rule a task's
         // numbers do not depend on the fill it lands in.
-        let (log, kept, already_complete) = match &spec.log {
+        let (log, kept, already_complete, stopped) = match &spec.log {
             Some(log_path) => {
-                let (log, kept, complete) = match SampleLog::open(log_path, &header, spec.resume, |done| done)? {
-                    Opened::Writing { log, kept } => (Some(log), kept, false),
-                    Opened::Complete { records } => (None, records, true),
+                let (log, kept, complete, stopped) = match SampleLog::open(log_path, &header, spec.resume, |done| done)? {
+                    Opened::Writing { log, kept } => (Some(log), kept, false, None),
+                    Opened::Complete { records, stopped } => (None, records, true, stopped),
                 };
                 // The header pins the file and the subset; the lines must be
                 // the run's tasks in the run's order too.
@@ -328,9 +419,9 @@ impl ScoreJob {
                         run: prepared.get(at).map(|p| p.index),
                     });
                 }
-                (log, kept, complete)
+                (log, kept, complete, stopped)
             }
-            None => (None, Vec::new(), false),
+            None => (None, Vec::new(), false, None),
         };
         phase(&mut timings.log);
         let lenient_faults = match &input {
@@ -350,6 +441,7 @@ impl ScoreJob {
             log,
             kept,
             already_complete,
+            stopped,
             selection,
             lenient_faults,
             started,
@@ -397,6 +489,17 @@ impl ScoreJob {
     /// Scores what the log does not hold yet, reporting each task to
     /// `progress`, and stops between fills once `cancel` is set.
     pub fn run(self, progress: &mut dyn Progress, cancel: &Cancel) -> Result<ScoreOutcome, EvalError> {
+        let mut running = self.start(progress)?;
+        progress.start(Phase::Scoring, running.prepared.len(), running.resumed);
+        running.score_to(running.prepared.len(), progress, cancel)?;
+        progress.finish(Phase::Scoring);
+        running.finish()
+    }
+
+    /// Starts the run (acc_pmi's unconditional pass, if asked for), to be
+    /// scored in parts with [`Running::score_to`]: what a sequential
+    /// comparison does, looking at the results between parts.
+    pub fn start(self, progress: &mut dyn Progress) -> Result<Running<'e>, EvalError> {
         let ScoreJob {
             spec,
             engine,
@@ -404,9 +507,10 @@ impl ScoreJob {
             plan,
             unconditional,
             header,
-            mut log,
+            log,
             kept,
             already_complete,
+            stopped,
             baselines,
             total_options,
             started,
@@ -416,11 +520,6 @@ impl ScoreJob {
         let path = spec.file.as_path();
         let settings = &spec.settings;
         let resumed = kept.len();
-        // The tasks left, packed afresh: under the batch rule they score as
-        // they would have in the uninterrupted run's fills.
-        let left = &prepared[resumed..];
-        let remaining = if resumed == 0 { plan.clone() } else { mcscore_engine::plan(left, settings).map_err(EvalError::engine(path))? };
-
         let unconditional_started = Instant::now();
         let unconditional_sums: Vec<Vec<f64>> = match unconditional.filter(|_| !already_complete) {
             Some((bare, bare_plan)) => {
@@ -447,18 +546,110 @@ impl ScoreJob {
             }
             None => Vec::new(),
         };
-
         timings.unconditional = unconditional_started.elapsed().as_secs_f64();
-        let mut records = kept;
-        progress.start(Phase::Scoring, prepared.len(), resumed);
-        let score_started = Instant::now();
-        let scoring = Scoring { engine: &engine, tasks: left, plan: &remaining, settings, path };
+        Ok(Running {
+            spec,
+            engine,
+            prepared,
+            plan,
+            header,
+            log,
+            records: kept,
+            resumed,
+            already_complete,
+            stopped,
+            unconditional_sums,
+            cancelled: false,
+            fills: 0,
+            tokens: TokenCounts::default(),
+            baselines,
+            total_options,
+            started,
+            scoring_seconds: 0.0,
+            timings,
+        })
+    }
+}
+
+/// A run in progress: scored up to some task of its order, its log open.
+pub struct Running<'e> {
+    spec: ScoreSpec,
+    engine: Lent<'e>,
+    prepared: Vec<PreparedTask>,
+    /// The whole run's plan, resumed or not.
+    plan: Plan,
+    header: Header,
+    log: Option<SampleLog>,
+    /// Every task scored so far, in run order (kept ones first).
+    records: Vec<TaskRecord>,
+    resumed: usize,
+    already_complete: bool,
+    stopped: Option<Stop>,
+    /// Per task left at the start: its options' unconditional sums (acc_pmi).
+    unconditional_sums: Vec<Vec<f64>>,
+    cancelled: bool,
+    /// Fills made by this process.
+    fills: usize,
+    tokens: TokenCounts,
+    baselines: Baselines,
+    total_options: usize,
+    started: Instant,
+    scoring_seconds: f64,
+    timings: Timings,
+}
+
+impl Running<'_> {
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Every task scored so far, in run order.
+    pub fn records(&self) -> &[TaskRecord] {
+        &self.records
+    }
+
+    /// Tasks this run announces.
+    pub fn tasks(&self) -> usize {
+        self.prepared.len()
+    }
+
+    /// Whether the log already held the whole run (nothing is scored).
+    pub fn already_complete(&self) -> bool {
+        self.already_complete
+    }
+
+    /// Seconds spent scoring in this process.
+    pub fn scoring_seconds(&self) -> f64 {
+        self.scoring_seconds
+    }
+
+    /// Scores the run's tasks up to position `end` of its order (no further
+    /// than its last), packed afresh: under the batch rule they score as they
+    /// would in one uninterrupted run's fills. Returns `false` when `cancel`
+    /// stopped it between fills; the run can then only be finished.
+    pub fn score_to(&mut self, end: usize, progress: &mut dyn Progress, cancel: &Cancel) -> Result<bool, EvalError> {
+        let end = end.min(self.prepared.len());
+        let from = self.records.len();
+        if self.cancelled || self.already_complete || from >= end {
+            return Ok(!self.cancelled);
+        }
+        let path = self.spec.file.as_path();
+        let settings = &self.spec.settings;
+        let part = &self.prepared[from..end];
+        let plan = if from == 0 && end == self.prepared.len() {
+            self.plan.clone()
+        } else {
+            mcscore_engine::plan(part, settings).map_err(EvalError::engine(path))?
+        };
+        let started = Instant::now();
+        let (records, log, sums, resumed) = (&mut self.records, &mut self.log, &self.unconditional_sums, self.resumed);
+        let scoring = Scoring { engine: &self.engine, tasks: part, plan: &plan, settings, path };
         let run = score_fills(scoring, cancel, |event| {
             let mut scores = match event {
                 FillEvent::Task(scores) => scores,
                 FillEvent::FillDone => return Ok(log.as_mut().map_or(Ok(()), SampleLog::flush)?),
             };
-            if let Some(bare) = unconditional_sums.get(records.len() - resumed) {
+            if let Some(bare) = sums.get(records.len() - resumed) {
                 for (option, &sum) in scores.options.iter_mut().zip(bare) {
                     option.uncond_logprob_sum = Some(sum);
                 }
@@ -470,47 +661,89 @@ impl ScoreJob {
             records.push(record);
             progress.scored(records.last().expect("just pushed"), records.len()).map_err(EvalError::Consumer)
         })?;
-        progress.finish(Phase::Scoring);
-        let scoring_seconds = score_started.elapsed().as_secs_f64();
-        timings.scoring = run.times;
-        timings.first_decode = (score_started - started).as_secs_f64() + run.times.context;
-        let end = match run.end {
-            FillsEnd::Cancelled => {
-                if let Some(log) = log {
-                    log.finish(false, records.len())?;
-                }
-                End::Interrupted
-            }
-            FillsEnd::Finished => {
-                if records.len() != prepared.len() {
-                    return Err(EvalError::Incomplete { path: path.to_owned(), scored: records.len(), announced: prepared.len() });
-                }
-                // Before the results are trusted, or the log marked complete.
-                engine.check_unchanged().map_err(EvalError::engine(&spec.model))?;
-                if let Some(log) = log {
-                    log.finish(true, records.len())?;
-                }
-                if already_complete {
-                    End::AlreadyComplete
-                } else {
-                    End::Finished
-                }
-            }
-        };
-        Ok(ScoreOutcome {
-            header,
-            records,
-            resumed,
-            end,
-            tokens: run.tokens,
-            decodes: remaining.batches.len(),
-            planned_decodes: plan.batches.len(),
-            n_ctx: plan.n_ctx,
-            baselines,
-            total_options,
-            scoring_seconds,
-            wall_seconds: started.elapsed().as_secs_f64(),
-            timings: Timings { total: started.elapsed().as_secs_f64(), ..timings },
-        })
+        if self.fills == 0 {
+            self.timings.first_decode = (started - self.started).as_secs_f64() + run.times.context;
+        }
+        self.scoring_seconds += started.elapsed().as_secs_f64();
+        self.timings.scoring += run.times;
+        self.tokens += run.tokens;
+        self.fills += plan.batches.len();
+        self.cancelled = run.end == FillsEnd::Cancelled;
+        if !self.cancelled && self.records.len() != end {
+            return Err(EvalError::Incomplete { path: path.to_owned(), scored: self.records.len(), announced: end });
+        }
+        Ok(!self.cancelled)
     }
+
+    /// Ends the run: complete when every task is scored (the model checked
+    /// unchanged first), otherwise marked incomplete and resumable.
+    pub fn finish(mut self) -> Result<ScoreOutcome, EvalError> {
+        if self.already_complete {
+            let end = self.stopped.map_or(End::AlreadyComplete, End::Stopped);
+            return Ok(self.outcome(end));
+        }
+        let log = self.log.take();
+        let scored = self.records.len();
+        if scored < self.prepared.len() {
+            if let Some(log) = log {
+                log.finish(false, scored)?;
+            }
+            return Ok(self.outcome(End::Interrupted));
+        }
+        // Before the results are trusted, or the log marked complete.
+        self.engine.check_unchanged().map_err(EvalError::engine(&self.spec.model))?;
+        if let Some(log) = log {
+            log.finish(true, scored)?;
+        }
+        Ok(self.outcome(End::Finished))
+    }
+
+    /// Ends a sequential comparison's run before its last task, complete
+    /// (the model checked unchanged first). A run already complete is left as it is.
+    pub fn stop(mut self, stopped: Stop) -> Result<ScoreOutcome, EvalError> {
+        if self.already_complete || self.records.len() == self.prepared.len() {
+            return self.finish();
+        }
+        if self.cancelled {
+            return Err(EvalError::StopCancelled { path: self.spec.file.clone() });
+        }
+        self.engine.check_unchanged().map_err(EvalError::engine(&self.spec.model))?;
+        if let Some(log) = self.log.take() {
+            log.stop(self.records.len(), stopped)?;
+        }
+        Ok(self.outcome(End::Stopped(stopped)))
+    }
+
+    fn outcome(self, end: End) -> ScoreOutcome {
+        // The fills of the whole run, resumed or not.
+        let planned_decodes = self.plan.batches.len();
+        ScoreOutcome {
+            header: self.header,
+            records: self.records,
+            resumed: self.resumed,
+            end,
+            tokens: self.tokens,
+            decodes: self.fills,
+            planned_decodes,
+            n_ctx: self.plan.n_ctx,
+            baselines: self.baselines,
+            total_options: self.total_options,
+            scoring_seconds: self.scoring_seconds,
+            wall_seconds: self.started.elapsed().as_secs_f64(),
+            timings: Timings { total: self.started.elapsed().as_secs_f64(), ..self.timings },
+        }
+    }
+}
+
+/// Why `order` is not an order of tasks of a file of `n_tasks`, if it is not.
+fn check_order(order: &[usize], n_tasks: usize) -> Result<(), String> {
+    let mut seen = vec![false; n_tasks];
+    for (position, &task) in order.iter().enumerate() {
+        match seen.get_mut(task) {
+            None => return Err(format!("position {position} is task {task}, but the file has {n_tasks} tasks")),
+            Some(true) => return Err(format!("task {task} comes twice (again at position {position})")),
+            Some(seen) => *seen = true,
+        }
+    }
+    Ok(())
 }

@@ -2,48 +2,40 @@
 //! command line, a server): scoring a task file with resume and cancellation
 //! ([`ScoreJob`]), the sample log it writes ([`log`]), the report built from
 //! logs ([`report`]), paired comparisons of runs of the same tasks
-//! ([`compare`]), the prompt-format sweep ([`sweep`]), the option-ID
+//! ([`compare`]) and sequential ones that stop once decided
+//! ([`until_decided`]), the prompt-format sweep ([`sweep`]), the option-ID
 //! tokenisation audit ([`tokens`]), and what `mcscore serve` answers: the
 //! OpenAI completions API with prompt log-probabilities ([`completions`])
 //! over a bounded queue that packs concurrent requests into fills ([`queue`]). Front ends parse, print and plot; every
 //! result is computed here.
 //!
-//! Score a file, write a log, build a report, without the binary:
+//! Score a file with two models loaded once, write a log, compare the runs
+//! in memory and build a report, without the binary:
 //!
 //! ```no_run
 //! use std::path::PathBuf;
-//! use mcscore_engine::{ContextSize, FlashAttention, Settings};
-//! use mcscore_eval::{report, Cancel, NoProgress, ScoreJob, ScoreSpec, TaskKind};
+//! use mcscore_engine::Engine;
+//! use mcscore_eval::compare::{compare, CompareOptions, Run};
+//! use mcscore_eval::{report, Cancel, NoProgress, ScoreJob, ScoreSpec};
 //!
-//! let settings = Settings {
-//!     context: ContextSize::Auto,
-//!     parallel: None,
-//!     n_batch: 2048,
-//!     threads: 4,
-//!     threads_batch: 4,
-//!     n_gpu_layers: 0,
-//!     flash_attention: FlashAttention::Auto,
-//! };
-//! let spec = ScoreSpec {
-//!     file: PathBuf::from("datasets/arc-easy-validation.bin"),
-//!     kind: TaskKind::MultipleChoice,
-//!     model: PathBuf::from("gemma-3-270m-q4_k_m.gguf"),
-//!     lenient: false,
-//!     subset: Some(100),
-//!     pmi: false,
-//!     settings,
-//!     log: Some(PathBuf::from("run.jsonl")),
-//!     resume: false,
-//!     hash_model: false,
-//!     hash_cache: None,
-//!     shard: None,
-//! };
-//! let outcome = ScoreJob::prepare(spec)?.run(&mut NoProgress, &Cancel::new())?;
-//! println!("acc_norm {:.2} %", outcome.accuracy(mcscore_metrics::Normalisation::AccNorm).percent());
+//! let file = PathBuf::from("datasets/arc-easy-validation.bin");
+//! let mut outcomes = Vec::new();
+//! for model in ["gemma-3-270m-q4_k_m.gguf", "gemma-3-270m-Q8_0.gguf"] {
+//!     // Loaded once: an engine may be lent to any number of jobs.
+//!     let engine = Engine::load(model.as_ref(), 0)?;
+//!     let mut spec = ScoreSpec::new(model, &file);
+//!     spec.subset = Some(100);
+//!     spec.log = Some(PathBuf::from(format!("{model}.jsonl")));
+//!     let outcome = ScoreJob::with_engine(&engine, spec)?.run(&mut NoProgress, &Cancel::new())?;
+//!     println!("{model}: acc_norm {:.2} %", outcome.accuracy(mcscore_metrics::Normalisation::AccNorm).percent());
+//!     outcomes.push(Run { label: model.into(), source: model.into(), header: outcome.header, records: outcome.records });
+//! }
+//! let comparison = compare(&outcomes[0], &outcomes[1..], None, &CompareOptions::default())?;
+//! println!("{}", comparison.others[0].conclusion);
 //!
-//! let built = report::build(&[PathBuf::from("run.jsonl")], &report::ReportOptions::default())?;
+//! let built = report::build(&[PathBuf::from("gemma-3-270m-q4_k_m.gguf.jsonl")], &report::ReportOptions::default())?;
 //! println!("ECE {:.4}", built.models[0].calibration.ece);
-//! # Ok::<(), mcscore_eval::EvalError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 pub mod compare;
@@ -58,11 +50,12 @@ pub mod shard;
 pub mod study;
 pub mod sweep;
 pub mod tokens;
+pub mod until_decided;
 
 pub use error::EvalError;
 pub use fills::Cancel;
 pub use hashes::sha256_cached;
-pub use job::{select, End, Input, ScoreJob, ScoreOutcome, ScoreSpec, Selection, Timings, UNCONDITIONAL_CONTEXT};
+pub use job::{select, End, Input, Ordered, Running, ScoreJob, ScoreOutcome, ScoreSpec, Selection, Timings, UNCONDITIONAL_CONTEXT};
 /// The sample log, in its own crate (no engine), re-exported here.
 pub use mcscore_log as log;
 pub use mcscore_log::{LogError, LogFault, TaskKind};

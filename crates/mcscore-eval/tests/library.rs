@@ -29,6 +29,7 @@ fn header(tasks: usize, model: &str) -> Header {
         selection: None,
         settings: "c=auto".into(),
         shard: None,
+        sequential: None,
     }
 }
 

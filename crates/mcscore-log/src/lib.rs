@@ -98,6 +98,14 @@ pub enum LogFault {
 
     #[error("the footer says the run is complete, but {logged} of {announced} tasks are logged")]
     CompleteButShort { logged: usize, announced: usize },
+
+    #[error(
+        "the footer says a sequential comparison stopped the run ({stopped:?}), but the header is not one's, or the run is not complete"
+    )]
+    StoppedNotSequential { stopped: Stop },
+
+    #[error("the header's sequential comparison does not hold together: {why}")]
+    BadSequential { why: &'static str },
 }
 
 /// Which of llama-perplexity's multiple-choice modes a job is: what its file
@@ -169,9 +177,21 @@ impl ReplaceLock {
     }
 }
 
-/// The log format this mcscore writes; a reader refuses a newer one by name.
-/// Logs written before the field existed read as version 1.
-pub const LOG_VERSION: u32 = 1;
+/// The newest log format this mcscore reads and writes; a reader refuses a
+/// newer one by name. Logs written before the field existed read as version 1.
+/// Version 2 adds a sequential comparison's `sequential` header field and
+/// the footer's `stopped`; a log without them is still written as version 1,
+/// so that older readers read it.
+pub const LOG_VERSION: u32 = 2;
+
+/// The version of a log with this header: the oldest that holds all of it.
+pub fn version_for(sequential: Option<&Sequential>) -> u32 {
+    if sequential.is_some() {
+        2
+    } else {
+        1
+    }
+}
 
 fn version_1() -> u32 {
     1
@@ -208,6 +228,34 @@ pub struct Header {
     /// Set in the log of one shard of a run (`--shard K/N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardHeader>,
+    /// Set in the logs of a sequential comparison (`compare --until-decided`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<Sequential>,
+}
+
+/// What a sequential comparison's logs say of it: the order its tasks were
+/// taken in and the rule that stops it. A resume requires all of it to match,
+/// so that it continues the same order and reaches the same decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sequential {
+    /// How the order is drawn from the seed (`mcscore_eval::until_decided::ORDER_RULE`).
+    pub order_rule: String,
+    pub seed: u64,
+    /// sha256 of the order's task indices ([`ShardHeader::run_sha256`]'s rule).
+    pub order_sha256: String,
+    /// Tasks in the file (the order takes at most `--max-tasks` of them).
+    pub file_tasks: usize,
+    /// Tasks scored between two looks at the confidence sequences.
+    pub chunk: usize,
+    /// The error rate of each decision, before it is split between the OTHERs.
+    pub alpha: f64,
+    /// The equivalence margin, in accuracy points.
+    pub margin: f64,
+    /// The normalisation whose right or wrong the sequences follow.
+    pub normalisation: String,
+    /// The sha256 of BASE's model, and of each OTHER's, in order.
+    pub base_sha256: String,
+    pub other_sha256: Vec<String>,
 }
 
 impl Header {
@@ -234,6 +282,7 @@ impl Header {
             ("tasks", self.tasks.to_string(), now.tasks.to_string()),
             ("selection", format!("{:?}", self.selection), format!("{:?}", now.selection)),
             ("settings", self.settings.clone(), now.settings.clone()),
+            ("sequential comparison", describe_sequential(self), describe_sequential(now)),
             ("mcscore", self.mcscore.clone(), now.mcscore.clone()),
         ];
         // A shard's fields, or "none" for each in the log of a whole run.
@@ -246,6 +295,25 @@ impl Header {
             .into_iter()
             .chain(shard_names.into_iter().zip(shard(self)).zip(shard(now)).map(|((name, log), now)| (name, log, now)))
             .find(|(_, log, now)| log != now)
+    }
+}
+
+/// A sequential comparison's order and stopping rule, for a resume's refusal.
+fn describe_sequential(header: &Header) -> String {
+    match &header.sequential {
+        None => "none".to_owned(),
+        Some(s) => format!(
+            "order {} seed {} (sha256 {}), chunks of {}, alpha {}, margin {}, {}, base {}, others {}",
+            s.order_rule,
+            s.seed,
+            s.order_sha256,
+            s.chunk,
+            s.alpha,
+            s.margin,
+            s.normalisation,
+            s.base_sha256,
+            s.other_sha256.join(" ")
+        ),
     }
 }
 
@@ -335,6 +403,22 @@ enum Line {
 pub struct Footer {
     pub complete: bool,
     pub scored: usize,
+    /// Why a sequential comparison's run ended before its last task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stop>,
+}
+
+/// Why a sequential comparison stopped scoring a model: a complete log of
+/// fewer tasks than its header announces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stop {
+    /// This OTHER's confidence sequence excluded 0.
+    Different,
+    /// This OTHER's confidence sequence lay inside ±margin.
+    Equivalent,
+    /// BASE: every OTHER was decided.
+    EveryOtherDecided,
 }
 
 /// A log as read: its header, task lines and footer, and where each line ends.
@@ -350,7 +434,10 @@ pub struct Contents {
 impl Contents {
     /// Whether the log holds a finished run: a footer saying so, over every task.
     pub fn is_complete(&self) -> bool {
-        self.footer.is_some_and(|f| f.complete) && self.records.len() == self.header.tasks
+        match self.footer {
+            Some(footer) if footer.complete => self.records.len() == self.header.tasks || footer.stopped.is_some(),
+            _ => false,
+        }
     }
 
     /// Refuses a log that does not hold a finished run, saying why: results
@@ -365,10 +452,11 @@ impl Contents {
     /// Why the log does not hold a finished run, or `None` when it does.
     pub fn unfinished(&self) -> Option<String> {
         let (logged, announced) = (self.records.len(), self.header.tasks);
+        let command = if self.header.sequential.is_some() { "compare --until-decided" } else { "score" };
         Some(match self.footer {
             _ if self.is_complete() => return None,
-            Some(_) => format!("{logged} of {announced} tasks logged, marked incomplete when the run was interrupted; finish it with `mcscore score ... --resume`"),
-            None if logged < announced => format!("{logged} of {announced} tasks logged and no footer: the run was interrupted or killed; finish it with `mcscore score ... --resume`"),
+            Some(_) => format!("{logged} of {announced} tasks logged, marked incomplete when the run was interrupted; finish it with `mcscore {command} ... --resume`"),
+            None if logged < announced => format!("{logged} of {announced} tasks logged and no footer: the run was interrupted or killed; finish it with `mcscore {command} ... --resume`"),
             None => format!("all {announced} tasks are logged, but the log has no footer: the run did not end normally (it failed after its last task, e.g. because the model file changed), so its results are not to be trusted; score it again"),
         })
     }
@@ -379,7 +467,7 @@ pub enum Opened {
     /// Ready for task lines, after the kept ones.
     Writing { log: SampleLog, kept: Vec<TaskRecord> },
     /// `--resume` of a log that already holds the whole run: left untouched.
-    Complete { records: Vec<TaskRecord> },
+    Complete { records: Vec<TaskRecord>, stopped: Option<Stop> },
 }
 
 /// Appends task lines as they are scored, flushing after each fill. Its file
@@ -427,7 +515,8 @@ impl SampleLog {
             return Err(LogError::ResumeMismatch { path: path.to_owned(), field, log, now });
         }
         if contents.is_complete() {
-            return Ok(Opened::Complete { records: contents.records });
+            let stopped = contents.footer.and_then(|f| f.stopped);
+            return Ok(Opened::Complete { records: contents.records, stopped });
         }
         let Contents { mut records, line_ends, .. } = contents;
         let kept = keep(records.len()).min(records.len());
@@ -451,8 +540,17 @@ impl SampleLog {
     }
 
     /// Ends the log; `complete: false` marks it as resumable, not finished.
-    pub fn finish(mut self, complete: bool, scored: usize) -> Result<(), LogError> {
-        write_line(&mut self.out, &Line::Footer(Footer { complete, scored }))
+    pub fn finish(self, complete: bool, scored: usize) -> Result<(), LogError> {
+        self.close(Footer { complete, scored, stopped: None })
+    }
+
+    /// Ends a sequential comparison's log before its last task, complete.
+    pub fn stop(self, scored: usize, stopped: Stop) -> Result<(), LogError> {
+        self.close(Footer { complete: true, scored, stopped: Some(stopped) })
+    }
+
+    fn close(mut self, footer: Footer) -> Result<(), LogError> {
+        write_line(&mut self.out, &Line::Footer(footer))
             .and_then(|()| self.out.flush())
             .and_then(|()| self.out.get_ref().sync_all())
             .map_err(LogError::io(&self.path))
@@ -473,7 +571,7 @@ pub fn write_complete(path: &Path, header: &Header, records: &[TaskRecord], exis
         for record in records {
             write_line(out, &Line::Task(record.clone()))?;
         }
-        write_line(out, &Line::Footer(Footer { complete: true, scored: records.len() }))?;
+        write_line(out, &Line::Footer(Footer { complete: true, scored: records.len(), stopped: None }))?;
         out.flush()
     })();
     written.map_err(LogError::io(path))?;
@@ -557,7 +655,11 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Contents, LogError> {
     if records.len() > header.tasks {
         return Err(whole(LogFault::TooManyTasks { lines: records.len(), announced: header.tasks }));
     }
-    if footer.is_some_and(|f| f.complete) && records.len() != header.tasks {
+    if let Some(stopped) = footer.and_then(|f| f.stopped) {
+        if header.sequential.is_none() || footer.is_some_and(|f| !f.complete) {
+            return Err(whole(LogFault::StoppedNotSequential { stopped }));
+        }
+    } else if footer.is_some_and(|f| f.complete) && records.len() != header.tasks {
         return Err(whole(LogFault::CompleteButShort { logged: records.len(), announced: header.tasks }));
     }
     Ok(Contents { header, records, footer, line_ends })
@@ -568,6 +670,20 @@ fn check_header(header: &Header) -> Result<(), LogFault> {
     if let Some(shard) = &header.shard {
         if shard.count == 0 || shard.index >= shard.count || shard.count > shard.run_tasks.max(1) {
             return Err(LogFault::Shard { index: shard.index, count: shard.count, run_tasks: shard.run_tasks });
+        }
+    }
+    if let Some(sequential) = &header.sequential {
+        let why = if header.version < 2 {
+            Some("a version-1 header cannot hold one")
+        } else if header.shard.is_some() {
+            Some("a sequential comparison is not sharded")
+        } else if sequential.chunk == 0 || header.tasks > sequential.file_tasks {
+            Some("its chunk is 0, or it announces more tasks than its file has")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(LogFault::BadSequential { why });
         }
     }
     Ok(())
@@ -663,5 +779,68 @@ mod tests {
         drop(first);
         lock(&File::open(&soft).unwrap(), &soft).expect("free again");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3, "no lock file beside the log");
+    }
+
+    fn header(sequential: bool) -> Header {
+        Header {
+            version: version_for(None) + u32::from(sequential),
+            mcscore: "test".into(),
+            model: "m".into(),
+            model_sha256: "m".into(),
+            model_sha256_cached: false,
+            model_bytes: 1,
+            file: "f".into(),
+            file_sha256: "f".into(),
+            file_bytes: 1,
+            tasks: 3,
+            selection: None,
+            settings: "c=auto".into(),
+            shard: None,
+            sequential: sequential.then(|| Sequential {
+                order_rule: "rule".into(),
+                seed: 1,
+                order_sha256: "o".into(),
+                file_tasks: 3,
+                chunk: 1,
+                alpha: 0.05,
+                margin: 1.0,
+                normalisation: "acc_norm".into(),
+                base_sha256: "m".into(),
+                other_sha256: vec!["n".into()],
+            }),
+        }
+    }
+
+    fn log_text(header: &Header, tasks: usize, footer: &str) -> Vec<u8> {
+        let mut text = serde_json::to_string(&Line::Header(header.clone())).unwrap() + "\n";
+        for task in 0..tasks {
+            let options = vec![OptionScore { logprob_sum: -1.0, tokens: 1, chars: 1, bytes: 1, uncond_logprob_sum: None }; 2];
+            text += &(serde_json::to_string(&Line::Task(TaskRecord::new(task, options, vec![true, false]))).unwrap() + "\n");
+        }
+        (text + footer + "\n").into_bytes()
+    }
+
+    #[test]
+    fn a_sequential_log_stopped_early_is_complete_and_only_a_sequential_one_may_stop() {
+        let path = Path::new("run.jsonl");
+        let stopped = r#"{"type":"footer","complete":true,"scored":1,"stopped":"different"}"#;
+        let contents = parse(&log_text(&header(true), 1, stopped), path).unwrap();
+        assert!(contents.is_complete());
+        assert_eq!(contents.footer.unwrap().stopped, Some(Stop::Different));
+        assert_eq!(contents.header.version, 2);
+        let error = parse(&log_text(&header(false), 1, stopped), path).unwrap_err().to_string();
+        assert!(error.contains("stopped the run"), "{error}");
+        let unfinished = r#"{"type":"footer","complete":false,"scored":1,"stopped":"different"}"#;
+        assert!(parse(&log_text(&header(true), 1, unfinished), path).is_err());
+        // A version-1 header cannot hold a sequential comparison.
+        let mut old = header(true);
+        old.version = 1;
+        let error = parse(&log_text(&old, 1, r#"{"type":"footer","complete":false,"scored":1}"#), path).unwrap_err().to_string();
+        assert!(error.contains("version-1"), "{error}");
+        // A resume checks the comparison's rule.
+        let mut other = header(true);
+        other.sequential.as_mut().unwrap().margin = 2.0;
+        assert_eq!(header(true).mismatch(&other).map(|m| m.0), Some("sequential comparison"));
+        assert_eq!(header(false).mismatch(&header(false)), None);
     }
 }

@@ -1,0 +1,240 @@
+//! `mcscore compare --until-decided`: the models score side by side until
+//! every OTHER is decided; the statistics and the loop are the library's
+//! (`mcscore_eval::until_decided`), this prints them.
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use mcscore_eval::log::TaskRecord;
+use mcscore_eval::until_decided::{self, Look, UntilDecided, UntilDecidedSpec};
+use mcscore_eval::{EvalError, Progress};
+use mcscore_metrics::sequential::Decision;
+
+use crate::compare::{p_value, Args};
+use crate::text::printable;
+use crate::{Outcome, UsageError};
+
+/// The bar: tasks of the order every model still needed has scored, and
+/// each OTHER's interval; on a stderr that is not a terminal, a line per look.
+struct Looking {
+    bar: ProgressBar,
+    lines: bool,
+}
+
+impl Progress for Looking {
+    fn scored(&mut self, _record: &TaskRecord, _done: usize) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        self.bar.tick();
+        Ok(())
+    }
+}
+
+impl Looking {
+    fn look(&self, look: &Look) {
+        let states: Vec<String> = look
+            .others
+            .iter()
+            .map(|o| {
+                let state = match o.decision {
+                    Decision::Undecided => String::new(),
+                    d => format!(" {}", decision_word(d)),
+                };
+                format!("{} [{:+.1}, {:+.1}]{state}", printable(&o.label), o.interval.0, o.interval.1)
+            })
+            .collect();
+        let message = states.join("; ");
+        if self.lines {
+            eprintln!("mcscore: {}/{} tasks: {message}", look.tasks, look.of);
+        }
+        self.bar.set_length(look.of as u64);
+        self.bar.set_position(look.tasks as u64);
+        self.bar.set_message(message);
+    }
+}
+
+fn decision_word(decision: Decision) -> &'static str {
+    match decision {
+        Decision::Different => "different",
+        Decision::Equivalent => "equivalent",
+        Decision::Undecided => "undecided",
+    }
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+    if let Some(log) = args.base.as_ref().or(args.others.first()) {
+        return Err(UsageError(format!(
+            "--until-decided scores the models (-m) itself and reads no logs, but {} was given; drop it, or drop --until-decided",
+            log.display()
+        ))
+        .into());
+    }
+    let file = args.binary_file.clone().context("--until-decided needs the task file: -bf FILE")?;
+    let [base, others @ ..] = args.models.as_slice() else {
+        return Err(UsageError("--until-decided needs BASE and at least one OTHER: -m BASE.gguf -m OTHER.gguf".into()).into());
+    };
+    if others.is_empty() {
+        return Err(UsageError(format!(
+            "--until-decided needs BASE and at least one OTHER model; only -m {} was given: add -m OTHER.gguf",
+            base.display()
+        ))
+        .into());
+    }
+    let settings = args.engine.settings()?;
+    let mut spec = UntilDecidedSpec::new(base, others.to_vec(), &file);
+    spec.settings = settings;
+    spec.options = args.options();
+    spec.order_seed = args.seed;
+    spec.max_tasks = args.max_tasks.map(|n| n as usize);
+    spec.chunk = args.chunk as usize;
+    spec.log_dir = args.log_dir.clone();
+    spec.resume = args.resume;
+    spec.hash_cache = Some(crate::defaults::cache_dir());
+    if let (Some(dir), Some(logs)) = (&args.log_dir, spec.log_paths()) {
+        crate::output::check_dir(dir, "--log-dir")?;
+        std::fs::create_dir_all(dir).with_context(|| format!("{}: --log-dir", dir.display()))?;
+        let inputs: Vec<&std::path::Path> = std::iter::once(file.as_path()).chain(args.models.iter().map(|m| m.as_path())).collect();
+        for log in &logs {
+            crate::output::check_log(log, "--log-dir", &inputs)?;
+            if log.exists() && !args.resume {
+                anyhow::bail!(
+                    "{}: --log-dir holds this comparison's log already; pass --resume to continue it, or remove it",
+                    log.display()
+                );
+            }
+        }
+    }
+    let sha256 = mcscore_format::sha256_file(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    let groups = crate::compare::groups(&args, &sha256)?;
+    let cancel = crate::score::cancel_on_ctrl_c()?;
+    let bar = ProgressBar::new(0);
+    bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} tasks {msg}").expect("valid template"));
+    let looking = Looking { bar: bar.clone(), lines: !std::io::stderr().is_terminal() };
+    let mut progress = Looking { bar: bar.clone(), lines: false };
+    let result = until_decided::until_decided(&spec, groups.as_ref(), &mut progress, &mut |look| looking.look(look), &cancel);
+    bar.finish_and_clear();
+    let result = result.map_err(|e| match e {
+        EvalError::BadSequential(why) => UsageError(why).into(),
+        e => crate::engine_args::with_flag_hint(e),
+    })?;
+    if args.json {
+        crate::print_json(&result)?;
+    } else {
+        out!("{}", text(&result))?;
+    }
+    if result.interrupted {
+        eprintln!(
+            "mcscore: interrupted; {}",
+            match &args.log_dir {
+                Some(dir) => format!("the logs in {} are resumable: run the same command with --resume", dir.display()),
+                None => "nothing was kept (give --log-dir DIR to keep logs that a resume continues)".to_owned(),
+            }
+        );
+        return Ok(Outcome::Interrupted);
+    }
+    Ok(Outcome::Ok)
+}
+
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn text(r: &UntilDecided) -> String {
+    let mut out = String::new();
+    let level = format!("{:.4}", 100.0 * (1.0 - r.alpha_each)).trim_end_matches('0').trim_end_matches('.').to_owned();
+    for o in &r.others {
+        let when = match o.decision {
+            Decision::Undecided => format!("after {} of {} tasks", thousands(o.tasks_used), thousands(r.order_tasks)),
+            d => format!("{} after {} of {} tasks", decision_word(d), thousands(o.tasks_used), thousands(r.order_tasks)),
+        };
+        let _ = writeln!(
+            out,
+            "{} vs {}: {} ({when}): {:+.2} points, {level} % confidence sequence [{:+.2}, {:+.2}]",
+            printable(&o.part.label),
+            printable(&r.base.label),
+            o.conclusion,
+            o.difference,
+            o.interval.0,
+            o.interval.1
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n{}: {} tasks; order {} seed {}{}, looked at every {} tasks; {}, α = {} over {} OTHER{} (each sequence at 1 − α/{})",
+        printable(&r.file),
+        thousands(r.file_tasks),
+        r.order_rule,
+        r.order_seed,
+        if r.order_tasks < r.file_tasks { format!(", first {} tasks", thousands(r.order_tasks)) } else { String::new() },
+        r.chunk,
+        r.normalisation,
+        r.alpha,
+        r.others.len(),
+        if r.others.len() == 1 { "" } else { "s" },
+        r.others.len()
+    );
+    let log = |l: &Option<String>| l.as_ref().map_or_else(String::new, |l| format!(", log {}", printable(l)));
+    let _ = writeln!(
+        out,
+        "BASE {}: {} tasks ({} scored now, {:.1} s){}",
+        printable(&r.base.label),
+        thousands(r.base.tasks),
+        thousands(r.base.scored),
+        r.base.scoring_seconds,
+        log(&r.base.log)
+    );
+    for o in &r.others {
+        let _ = writeln!(
+            out,
+            "\n{}: {} tasks ({} scored now, {:.1} s){}",
+            printable(&o.part.label),
+            thousands(o.part.tasks),
+            thousands(o.part.scored),
+            o.part.scoring_seconds,
+            log(&o.part.log)
+        );
+        let Some(p) = &o.fixed_sample else { continue };
+        let d = &p.difference;
+        let _ = writeln!(
+            out,
+            "  on the {} tasks used, as `compare` sees them (descriptive: the count was chosen by looking): {:.2} % vs {:.2} %, \
+             {:+.2} points [{:+.2}, {:+.2}], McNemar p = {}, {} right→wrong, {} wrong→right",
+            thousands(o.tasks_used),
+            p.other.accuracy,
+            p.other.accuracy - d.estimate,
+            d.estimate,
+            d.interval.0,
+            d.interval.1,
+            p_value(p.mcnemar.p),
+            p.flips.right_to_wrong,
+            p.flips.wrong_to_right
+        );
+        if o.tasks_tokenised_differently > 0 {
+            let _ = writeln!(
+                out,
+                "  tokens differ: the two models tokenise {} of the tasks used differently; they are compared task by task",
+                thousands(o.tasks_tokenised_differently)
+            );
+        }
+    }
+    let _ = write!(out, "\nwall {:.1} s", r.wall_seconds);
+    if let Some(whole) = r.whole_order_seconds {
+        let _ = write!(
+            out,
+            "; scoring every model on all {} tasks would take about {:.0} s (from this run's seconds per task), {:.1}× this run",
+            thousands(r.order_tasks),
+            whole,
+            whole / r.wall_seconds.max(1e-9)
+        );
+    }
+    out.push('\n');
+    out
+}

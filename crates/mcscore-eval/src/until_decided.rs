@@ -1,0 +1,521 @@
+//! `compare --until-decided`: BASE and every OTHER score the same tasks, in
+//! one seeded random order, a chunk at a time; after each chunk an
+//! anytime-valid confidence sequence of each OTHER's paired difference to
+//! BASE ([`mcscore_metrics::sequential`]) is looked at, and an OTHER stops
+//! as soon as its sequence excludes 0 ("different") or lies inside ±margin
+//! ("equivalent"). Every model is loaded once and lent to its job; each
+//! writes an ordinary sample log that a resume continues in the same order.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use mcscore_engine::{available_memory, host_memory_bounds, Engine, Settings};
+use mcscore_metrics::sequential::{ConfidenceSequence, Decision};
+use mcscore_metrics::stats::SplitMix64;
+use serde::Serialize;
+
+use crate::compare::{self, CompareOptions, Groups, Pairing, Run};
+use crate::job::{End, Ordered, Running, ScoreJob, ScoreOutcome, ScoreSpec};
+use crate::log::{Sequential, Stop};
+use crate::shard::run_sha256;
+use crate::{Cancel, EvalError, Progress};
+
+/// How the order is drawn: a Fisher–Yates shuffle of the file's task indices
+/// (from the last position down, each swapped with a position drawn by
+/// `SplitMix64::below` from the seed).
+pub const ORDER_RULE: &str = "fisher-yates/splitmix64";
+
+/// The file's `n` task indices in the order [`ORDER_RULE`] draws from `seed`.
+pub fn shuffled_order(n: usize, seed: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut rng = SplitMix64::new(seed);
+    for i in (1..n).rev() {
+        order.swap(i, rng.below(i + 1));
+    }
+    order
+}
+
+/// The default tasks between two looks at the sequences.
+pub const DEFAULT_CHUNK: usize = 100;
+
+/// What to compare, and when to stop.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct UntilDecidedSpec {
+    /// A multiple-choice task file.
+    pub file: PathBuf,
+    pub base: PathBuf,
+    pub others: Vec<PathBuf>,
+    pub settings: Settings,
+    /// The normalisation, margin and α of the decisions (α split between
+    /// the OTHERs), and the bootstrap of the fixed-sample comparison.
+    pub options: CompareOptions,
+    /// The seed of the task order.
+    pub order_seed: u64,
+    /// Score at most this many tasks of the order.
+    pub max_tasks: Option<usize>,
+    /// Tasks scored between two looks.
+    pub chunk: usize,
+    /// Write a sample log per model here (`base.STEM.jsonl`, `other1.STEM.jsonl`, …).
+    pub log_dir: Option<PathBuf>,
+    /// Continue the logs in `log_dir` instead of refusing them.
+    pub resume: bool,
+    /// A folder to cache model hashes in.
+    pub hash_cache: Option<PathBuf>,
+}
+
+impl UntilDecidedSpec {
+    /// `others` against `base` on `file`, with the default options, order
+    /// seed 1, chunks of [`DEFAULT_CHUNK`], no logs.
+    pub fn new(base: impl Into<PathBuf>, others: Vec<PathBuf>, file: impl Into<PathBuf>) -> UntilDecidedSpec {
+        UntilDecidedSpec {
+            file: file.into(),
+            base: base.into(),
+            others,
+            settings: Settings::default(),
+            options: CompareOptions::default(),
+            order_seed: 1,
+            max_tasks: None,
+            chunk: DEFAULT_CHUNK,
+            log_dir: None,
+            resume: false,
+            hash_cache: None,
+        }
+    }
+
+    /// The log each model writes (BASE first), where logs are written.
+    pub fn log_paths(&self) -> Option<Vec<PathBuf>> {
+        let dir = self.log_dir.as_ref()?;
+        let stem = |p: &Path| p.file_stem().map_or_else(|| "model".to_owned(), |s| s.to_string_lossy().into_owned());
+        let roles = std::iter::once("base".to_owned()).chain((1..=self.others.len()).map(|k| format!("other{k}")));
+        Some(roles.zip(self.models()).map(|(role, model)| dir.join(format!("{role}.{}.jsonl", stem(model)))).collect())
+    }
+
+    fn models(&self) -> impl Iterator<Item = &PathBuf> {
+        std::iter::once(&self.base).chain(&self.others)
+    }
+
+    fn check(&self) -> Result<(), EvalError> {
+        let bad = |why: String| Err(EvalError::BadSequential(why));
+        let CompareOptions { margin, alpha, .. } = self.options;
+        if self.others.is_empty() {
+            return bad("a sequential comparison needs BASE and at least one OTHER model".into());
+        }
+        if !(margin > 0.0 && margin <= 100.0) {
+            return bad(format!("the margin is {margin}; it is in accuracy points, above 0 and at most 100"));
+        }
+        if !(alpha > 0.0 && alpha < 0.5) {
+            return bad(format!("alpha is {alpha}; it is an error rate above 0 and below 0.5"));
+        }
+        if self.chunk == 0 || self.max_tasks == Some(0) {
+            return bad("a chunk, and --max-tasks, are at least one task".into());
+        }
+        if self.resume && self.log_dir.is_none() {
+            return bad("a resume continues the logs of a log folder; give the folder".into());
+        }
+        Ok(())
+    }
+}
+
+/// One OTHER's state at a look.
+#[derive(Debug, Clone, Serialize)]
+pub struct OtherLook {
+    pub label: String,
+    /// The confidence sequence, in points: (low, high).
+    pub interval: (f64, f64),
+    pub decision: Decision,
+    /// The tasks it was decided after, once decided.
+    pub decided_at: Option<usize>,
+}
+
+/// What a look at the sequences shows (the front end's progress line).
+#[derive(Debug, Clone, Serialize)]
+pub struct Look {
+    /// Tasks of the order scored by every model still needed.
+    pub tasks: usize,
+    /// Tasks in the order.
+    pub of: usize,
+    pub others: Vec<OtherLook>,
+}
+
+/// One model's part, as the output names it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelPart {
+    pub label: String,
+    pub model: String,
+    pub log: Option<String>,
+    /// Tasks in its log or memory (resumed ones included).
+    pub tasks: usize,
+    /// Tasks scored by this process, and the seconds it took.
+    pub scored: usize,
+    pub scoring_seconds: f64,
+}
+
+/// One OTHER's answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct OtherOutcome {
+    pub part: ModelPart,
+    pub decision: Decision,
+    /// "worse", "better", "equivalent within ±2 points" or "undecided …".
+    pub conclusion: String,
+    /// The tasks the decision rests on (all scored ones when undecided).
+    pub tasks_used: usize,
+    /// OTHER − BASE over those tasks, in points.
+    pub difference: f64,
+    /// The confidence sequence at the stop, in points, at level 1 − α/k.
+    pub interval: (f64, f64),
+    /// Tasks whose options the two models tokenise into different numbers of
+    /// tokens (models with different vocabularies still compare task by task).
+    pub tasks_tokenised_differently: usize,
+    /// `compare` on the tasks used, at α/k: descriptive only, since the
+    /// number of tasks was chosen by looking (its p-value and TOST are not
+    /// valid after a data-dependent stop; the sequence is). `None` before
+    /// the first look.
+    pub fixed_sample: Option<Pairing>,
+}
+
+/// What a sequential comparison found.
+#[derive(Debug, Clone, Serialize)]
+pub struct UntilDecided {
+    pub file: String,
+    pub file_sha256: String,
+    pub file_tasks: usize,
+    pub order_rule: &'static str,
+    pub order_seed: u64,
+    pub order_sha256: String,
+    /// Tasks the order holds (the file's, or --max-tasks of them).
+    pub order_tasks: usize,
+    pub chunk: usize,
+    pub normalisation: &'static str,
+    pub margin: f64,
+    pub alpha: f64,
+    /// α/k for k OTHERs (Bonferroni): each sequence's level is 1 − this.
+    pub alpha_each: f64,
+    /// Ctrl-C stopped it; the logs are resumable.
+    pub interrupted: bool,
+    pub base: ModelPart,
+    pub others: Vec<OtherOutcome>,
+    pub wall_seconds: f64,
+    /// Scoring every model on every task of the order, from the seconds a
+    /// task took each model here; `None` when nothing was scored.
+    pub whole_order_seconds: Option<f64>,
+}
+
+/// Every model, loaded once however many roles it has, and for each role
+/// its engine. The models' weights are checked against the memory
+/// available before each is loaded; that figure is returned for
+/// [`check_memory_together`].
+fn load_engines(spec: &UntilDecidedSpec) -> Result<(Vec<Engine>, Vec<usize>, Option<u64>), EvalError> {
+    let mut engines: Vec<Engine> = Vec::new();
+    let mut canonical: Vec<PathBuf> = Vec::new();
+    let mut of_model = Vec::new();
+    let available = available_memory().filter(|_| host_memory_bounds(spec.settings.n_gpu_layers));
+    let mut weights = 0u64;
+    for model in spec.models() {
+        let real = std::fs::canonicalize(model).unwrap_or_else(|_| model.clone());
+        if let Some(k) = canonical.iter().position(|c| *c == real) {
+            of_model.push(k);
+            continue;
+        }
+        // Before the model is loaded: models that cannot be held together
+        // would only evict each other's pages.
+        weights = weights.saturating_add(std::fs::metadata(model).map_or(0, |m| m.len()));
+        if let Some(available) = available.filter(|&a| weights > a) {
+            return Err(EvalError::ModelsDoNotFit {
+                model: model.clone(),
+                before: engines.len(),
+                what: "their weights",
+                needed: weights,
+                available,
+            });
+        }
+        engines.push(Engine::load(model, spec.settings.n_gpu_layers).map_err(EvalError::Load)?);
+        canonical.push(real);
+        of_model.push(engines.len() - 1);
+    }
+    Ok((engines, of_model, available))
+}
+
+/// Refuses jobs whose models' weights and largest context would not fit in
+/// the memory that was available before any was loaded: every model is
+/// held at once, and one context at a time (each chunk's is freed after it).
+fn check_memory_together(engines: &[Engine], jobs: &[(usize, ScoreJob<'_>)], available: Option<u64>) -> Result<(), EvalError> {
+    let Some(available) = available else { return Ok(()) };
+    let weights = engines.iter().fold(0u64, |sum, e| sum.saturating_add(e.model_bytes()));
+    let largest = jobs.iter().max_by_key(|(e, job)| engines[*e].kv_bytes(job.plan()));
+    if let Some((e, job)) = largest {
+        let needed = weights.saturating_add(engines[*e].kv_bytes(job.plan()));
+        if needed > available {
+            return Err(EvalError::ModelsDoNotFit {
+                model: engines[*e].path().to_owned(),
+                before: engines.len() - 1,
+                what: "every model's weights and the largest context, this model's",
+                needed,
+                available,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn label(path: &Path) -> String {
+    path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned())
+}
+
+/// Runs the comparison: loads every model, prepares every job (every refusal
+/// before the first decode), scores chunk by chunk until each OTHER is
+/// decided, the order ends or `cancel` is set. `on_look` sees the sequences
+/// after each chunk; `progress` each task scored.
+pub fn until_decided(
+    spec: &UntilDecidedSpec,
+    groups: Option<&Groups>,
+    progress: &mut dyn Progress,
+    on_look: &mut dyn FnMut(&Look),
+    cancel: &Cancel,
+) -> Result<UntilDecided, EvalError> {
+    spec.check()?;
+    let started = Instant::now();
+    let file = crate::job::Input::open(&spec.file, crate::TaskKind::MultipleChoice, false)?;
+    let file_tasks = file.tasks(&spec.file)?.len();
+    let file_sha256 = mcscore_format::sha256_hex(file.bytes());
+    drop(file);
+    let mut order = shuffled_order(file_tasks, spec.order_seed);
+    order.truncate(spec.max_tasks.unwrap_or(usize::MAX));
+    let n = order.len();
+    let k = spec.others.len();
+    let norm = spec.options.normalisation;
+    let alpha_each = spec.options.alpha / k as f64;
+    let log_paths = spec.log_paths();
+    let models: Vec<&PathBuf> = spec.models().collect();
+
+    let (engines, of_model, available) = load_engines(spec)?;
+    // Hashes first: every log's header names every model of the comparison.
+    let hashes: Vec<Option<String>> = match &log_paths {
+        Some(_) => models
+            .iter()
+            .map(|m| match &spec.hash_cache {
+                Some(cache) => crate::sha256_cached(m, cache).map(|(h, _)| Some(h)),
+                None => mcscore_format::sha256_file(m).map(Some).map_err(EvalError::io(m.as_path())),
+            })
+            .collect::<Result<_, _>>()?,
+        None => vec![None; models.len()],
+    };
+    let sequential = Sequential {
+        order_rule: ORDER_RULE.to_owned(),
+        seed: spec.order_seed,
+        order_sha256: run_sha256(order.iter().copied()),
+        file_tasks,
+        chunk: spec.chunk,
+        alpha: spec.options.alpha,
+        margin: spec.options.margin,
+        normalisation: norm.name().to_owned(),
+        base_sha256: hashes[0].clone().unwrap_or_default(),
+        other_sha256: hashes[1..].iter().map(|h| h.clone().unwrap_or_default()).collect(),
+    };
+    let mut prepared: Vec<(usize, ScoreJob<'_>)> = Vec::with_capacity(models.len());
+    for m in 0..models.len() {
+        // The engine's own path: a model given twice is loaded once.
+        let engine = &engines[of_model[m]];
+        let mut job_spec = ScoreSpec::new(engine.path(), &spec.file);
+        job_spec.settings = spec.settings.clone();
+        job_spec.log = log_paths.as_ref().map(|p| p[m].clone());
+        job_spec.resume = spec.resume;
+        job_spec.model_sha256 = hashes[m].clone();
+        job_spec.ordered = Some(Ordered { order: order.clone(), sequential: sequential.clone() });
+        prepared.push((of_model[m], ScoreJob::with_engine(engine, job_spec)?));
+    }
+    check_memory_together(&engines, &prepared, available)?;
+    let mut jobs: Vec<Option<Running<'_>>> = Vec::with_capacity(models.len());
+    for (_, job) in prepared {
+        jobs.push(Some(job.start(progress)?));
+    }
+
+    let mut sequences: Vec<ConfidenceSequence> = (0..k).map(|_| ConfidenceSequence::new(alpha_each)).collect();
+    let mut decided: Vec<Option<(Decision, usize)>> = vec![None; k];
+    let mut outcomes: Vec<Option<ScoreOutcome>> = (0..=k).map(|_| None).collect();
+    let mut at = 0;
+    let mut interrupted = false;
+    while at < n && decided.iter().any(Option::is_none) {
+        let end = (at + spec.chunk).min(n);
+        // BASE and every OTHER still undecided score the chunk.
+        for m in std::iter::once(0).chain((1..=k).filter(|&m| decided[m - 1].is_none())) {
+            let job = jobs[m].as_mut().expect("an undecided model's job is running");
+            if !job.score_to(end, progress, cancel)? {
+                interrupted = true;
+                break;
+            }
+            if job.records().len() < end {
+                let path = log_paths.as_ref().map_or_else(|| models[m].clone(), |p| p[m].clone());
+                return Err(EvalError::SequentialLog {
+                    path,
+                    why: format!(
+                        "the log is complete after {} tasks of the order, but the stopping rule had not decided there (the log was edited, or written by another mcscore)",
+                        job.records().len()
+                    ),
+                });
+            }
+        }
+        if interrupted {
+            break;
+        }
+        let base = jobs[0].as_ref().expect("BASE's job runs until the end").records();
+        for o in 0..k {
+            if decided[o].is_some() {
+                continue;
+            }
+            let other = jobs[o + 1].as_ref().expect("undecided").records();
+            for t in at..end {
+                sequences[o].push(base[t].correct.get(norm), other[t].correct.get(norm));
+            }
+            let decision = sequences[o].decision(spec.options.margin);
+            if decision != Decision::Undecided {
+                decided[o] = Some((decision, end));
+            }
+        }
+        at = end;
+        on_look(&Look {
+            tasks: at,
+            of: n,
+            others: (0..k)
+                .map(|o| OtherLook {
+                    label: label(models[o + 1]),
+                    interval: sequences[o].interval(),
+                    decision: decided[o].map_or(Decision::Undecided, |d| d.0),
+                    decided_at: decided[o].map(|d| d.1),
+                })
+                .collect(),
+        });
+        // Decided OTHERs end now, complete: their logs stop here.
+        for o in 0..k {
+            if let (Some((decision, used)), Some(job)) = (decided[o], jobs[o + 1].take_if(|_| decided[o].is_some())) {
+                let stop = if decision == Decision::Different { Stop::Different } else { Stop::Equivalent };
+                let outcome = job.stop(stop)?;
+                let logged_other = matches!(outcome.end, End::Stopped(s) if s != stop)
+                    || (outcome.end == End::AlreadyComplete && outcome.records.len() != used);
+                if logged_other {
+                    return Err(EvalError::SequentialLog {
+                        path: log_paths.as_ref().map_or_else(|| models[o + 1].clone(), |p| p[o + 1].clone()),
+                        why: format!(
+                            "the log ended {:?} after {} tasks, but the stopping rule decides {decision:?} after {used} (the log was edited, or written by another mcscore)",
+                            outcome.end,
+                            outcome.records.len()
+                        ),
+                    });
+                }
+                outcomes[o + 1] = Some(outcome);
+            }
+        }
+    }
+    // Whatever is still running ends: complete at the end of the order,
+    // stopped when every OTHER is decided, resumable after Ctrl-C.
+    for (m, slot) in jobs.iter_mut().enumerate() {
+        if let Some(job) = slot.take() {
+            outcomes[m] = Some(if !interrupted && m == 0 && decided.iter().all(Option::is_some) {
+                job.stop(Stop::EveryOtherDecided)?
+            } else {
+                job.finish()?
+            });
+        }
+    }
+    let outcomes: Vec<ScoreOutcome> = outcomes.into_iter().map(|o| o.expect("every job ended")).collect();
+    let scored = |m: usize| outcomes[m].records.len() - outcomes[m].resumed;
+    let part = |m: usize| ModelPart {
+        label: label(models[m]),
+        model: models[m].display().to_string(),
+        log: log_paths.as_ref().map(|p| p[m].display().to_string()),
+        tasks: outcomes[m].records.len(),
+        scored: scored(m),
+        scoring_seconds: outcomes[m].scoring_seconds,
+    };
+    let whole_order_seconds =
+        (0..=k).map(|m| (scored(m) > 0).then(|| outcomes[m].scoring_seconds / scored(m) as f64 * n as f64)).sum::<Option<f64>>();
+    let mut others = Vec::with_capacity(k);
+    for o in 0..k {
+        let used = decided[o].map_or(at, |d| d.1);
+        let as_run = |m: usize| Run {
+            label: label(models[m]),
+            source: log_paths.as_ref().map_or_else(|| models[m].clone(), |p| p[m].clone()),
+            header: outcomes[m].header.clone(),
+            records: outcomes[m].records[..used.min(outcomes[m].records.len())].to_vec(),
+        };
+        let (base_run, other_run) = (as_run(0), as_run(o + 1));
+        let options = CompareOptions { alpha: alpha_each, ..spec.options };
+        let fixed_sample = match used {
+            0 => None,
+            _ => compare::compare(&base_run, std::slice::from_ref(&other_run), groups, &options)?.others.into_iter().next(),
+        };
+        let decision = decided[o].map_or(Decision::Undecided, |d| d.0);
+        let (low, high) = sequences[o].interval();
+        let conclusion = match decision {
+            Decision::Different if high < 0.0 => "worse".to_owned(),
+            Decision::Different => "better".to_owned(),
+            Decision::Equivalent => {
+                format!("equivalent within ±{} point{}", spec.options.margin, if spec.options.margin == 1.0 { "" } else { "s" })
+            }
+            Decision::Undecided if interrupted => "undecided: interrupted".to_owned(),
+            Decision::Undecided => format!("undecided after all {used} tasks of the order"),
+        };
+        let differently = base_run
+            .records
+            .iter()
+            .zip(&other_run.records)
+            .filter(|(b, r)| b.options.iter().zip(&r.options).any(|(x, y)| x.tokens != y.tokens))
+            .count();
+        others.push(OtherOutcome {
+            part: part(o + 1),
+            decision,
+            conclusion,
+            tasks_used: used,
+            difference: fixed_sample.as_ref().map_or(0.0, |p| p.difference.estimate),
+            interval: (low, high),
+            tasks_tokenised_differently: differently,
+            fixed_sample,
+        });
+    }
+    Ok(UntilDecided {
+        file: spec.file.display().to_string(),
+        file_sha256,
+        file_tasks,
+        order_rule: ORDER_RULE,
+        order_seed: spec.order_seed,
+        order_sha256: sequential.order_sha256,
+        order_tasks: n,
+        chunk: spec.chunk,
+        normalisation: norm.name(),
+        margin: spec.options.margin,
+        alpha: spec.options.alpha,
+        alpha_each,
+        interrupted,
+        base: part(0),
+        others,
+        wall_seconds: started.elapsed().as_secs_f64(),
+        whole_order_seconds,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_order_is_a_seeded_permutation() {
+        let order = shuffled_order(1000, 7);
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..1000).collect::<Vec<_>>());
+        assert_eq!(order, shuffled_order(1000, 7));
+        assert_ne!(order, shuffled_order(1000, 8));
+        assert_ne!(order, (0..1000).collect::<Vec<_>>());
+        assert!(shuffled_order(0, 1).is_empty());
+        assert_eq!(shuffled_order(1, 1), [0]);
+    }
+
+    #[test]
+    fn every_role_gets_its_own_log() {
+        let mut spec = UntilDecidedSpec::new("m/a.gguf", vec!["n/a.gguf".into(), "b.gguf".into()], "f.bin");
+        assert_eq!(spec.log_paths(), None);
+        spec.log_dir = Some("logs".into());
+        let logs = spec.log_paths().unwrap();
+        assert_eq!(logs, [PathBuf::from("logs/base.a.jsonl"), "logs/other1.a.jsonl".into(), "logs/other2.b.jsonl".into()]);
+    }
+}
