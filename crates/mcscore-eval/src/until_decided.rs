@@ -156,7 +156,8 @@ pub struct ModelPart {
 pub struct OtherOutcome {
     pub part: ModelPart,
     pub decision: Decision,
-    /// "worse", "better", "equivalent within ±2 points" or "undecided …".
+    /// "worse", "better", "equivalent within ±2 points", "undecided at ±2:
+    /// the order ended" or "undecided: interrupted".
     pub conclusion: String,
     /// The tasks the decision rests on (all scored ones when undecided).
     pub tasks_used: usize,
@@ -201,11 +202,18 @@ pub struct UntilDecided {
     pub whole_order_seconds: Option<f64>,
 }
 
-/// Every model, loaded once however many roles it has, and for each role
-/// its engine. The models' weights are checked against the memory
-/// available before each is loaded; that figure is returned for
-/// [`check_memory_together`].
-fn load_engines(spec: &UntilDecidedSpec) -> Result<(Vec<Engine>, Vec<usize>, Option<u64>), EvalError> {
+/// Every model of a comparison, loaded once however many roles it has.
+struct Loaded {
+    engines: Vec<Engine>,
+    /// Per role (BASE first): its engine.
+    of_model: Vec<usize>,
+    /// The memory available before any was loaded, where host memory bounds the run.
+    available: Option<u64>,
+}
+
+/// Loads every model once, checking the models' weights against the memory
+/// available before each is loaded.
+fn load_engines(spec: &UntilDecidedSpec) -> Result<Loaded, EvalError> {
     let mut engines: Vec<Engine> = Vec::new();
     let mut canonical: Vec<PathBuf> = Vec::new();
     let mut of_model = Vec::new();
@@ -233,7 +241,7 @@ fn load_engines(spec: &UntilDecidedSpec) -> Result<(Vec<Engine>, Vec<usize>, Opt
         canonical.push(real);
         of_model.push(engines.len() - 1);
     }
-    Ok((engines, of_model, available))
+    Ok(Loaded { engines, of_model, available })
 }
 
 /// Refuses jobs whose models' weights and largest context would not fit in
@@ -288,7 +296,7 @@ pub fn until_decided(
     let log_paths = spec.log_paths();
     let models: Vec<&PathBuf> = spec.models().collect();
 
-    let (engines, of_model, available) = load_engines(spec)?;
+    let Loaded { engines, of_model, available } = load_engines(spec)?;
     // Hashes first: every log's header names every model of the comparison.
     let hashes: Vec<Option<String>> = match &log_paths {
         Some(_) => models
@@ -453,7 +461,7 @@ pub fn until_decided(
                 format!("equivalent within ±{} point{}", spec.options.margin, if spec.options.margin == 1.0 { "" } else { "s" })
             }
             Decision::Undecided if interrupted => "undecided: interrupted".to_owned(),
-            Decision::Undecided => format!("undecided after all {used} tasks of the order"),
+            Decision::Undecided => format!("undecided at ±{}: the order ended", spec.options.margin),
         };
         let differently = base_run
             .records

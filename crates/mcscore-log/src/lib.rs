@@ -392,7 +392,8 @@ impl TaskRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Line {
-    Header(Header),
+    /// Boxed: a header is several times a task line's size.
+    Header(Box<Header>),
     Task(TaskRecord),
     Footer(Footer),
 }
@@ -488,7 +489,7 @@ impl SampleLog {
             Ok(file) => {
                 lock(&file, path)?;
                 let mut out = BufWriter::new(file);
-                write_line(&mut out, &Line::Header(header.clone())).and_then(|()| out.flush()).map_err(io)?;
+                write_line(&mut out, &Line::Header(Box::new(header.clone()))).and_then(|()| out.flush()).map_err(io)?;
                 return Ok(Opened::Writing { log: SampleLog { path: path.to_owned(), out }, kept: Vec::new() });
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -567,7 +568,7 @@ pub fn write_complete(path: &Path, header: &Header, records: &[TaskRecord], exis
     let mut file = mcscore_format::AtomicFile::with(path, existing)?;
     let out = &mut file;
     let written = (|| {
-        write_line(out, &Line::Header(header.clone()))?;
+        write_line(out, &Line::Header(Box::new(header.clone())))?;
         for record in records {
             write_line(out, &Line::Task(record.clone()))?;
         }
@@ -625,7 +626,7 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Contents, LogError> {
         match line {
             Line::Header(h) if n == 1 => {
                 check_header(&h).map_err(fail)?;
-                header = Some(h);
+                header = Some(*h);
             }
             _ if n == 1 => return Err(fail(LogFault::HeaderNotFirst)),
             Line::Header(_) => return Err(fail(LogFault::SecondHeader)),
@@ -812,7 +813,7 @@ mod tests {
     }
 
     fn log_text(header: &Header, tasks: usize, footer: &str) -> Vec<u8> {
-        let mut text = serde_json::to_string(&Line::Header(header.clone())).unwrap() + "\n";
+        let mut text = serde_json::to_string(&Line::Header(Box::new(header.clone()))).unwrap() + "\n";
         for task in 0..tasks {
             let options = vec![OptionScore { logprob_sum: -1.0, tokens: 1, chars: 1, bytes: 1, uncond_logprob_sum: None }; 2];
             text += &(serde_json::to_string(&Line::Task(TaskRecord::new(task, options, vec![true, false]))).unwrap() + "\n");
