@@ -292,18 +292,41 @@ fn until_decided_args<'a>(f: &'a Fixture, model: &'a str, file: &'a str, logs: &
     vec!["compare", "--until-decided", "-m", model, "-m", path_str(&f.q2_model), "-bf", file, "--chunk", "50", "--log-dir", path_str(logs)]
 }
 
-/// Q2_K is 9 points worse on these tasks: decided "different" (worse)
-/// before the end of the file; the logs are ordinary sample logs that
-/// `compare` pairs on the tasks used; and a run stopped by Ctrl-C after its
-/// first look, then resumed, writes the same logs byte for byte.
+/// Q2_K is 9 points worse on these tasks. A run stopped by Ctrl-C after its
+/// first look is resumed and decides "different" (worse) before the end of
+/// the file; every task line is the full-file run's line of that task (the
+/// batch rule), so the logs are those an uninterrupted run writes, byte for
+/// byte; they are ordinary sample logs that `compare` pairs on the tasks used.
 #[test]
-fn until_decided_finds_q2_k_worse_early_and_a_resume_after_ctrl_c_writes_the_same_logs() {
+fn until_decided_finds_q2_k_worse_early_and_a_resume_after_ctrl_c_continues_it() {
     let f = fixture();
     let (model, file) = (model(), repo("datasets/arc-easy-validation.bin"));
     let dir = common::tempdir();
-    let (whole, resumed) = (dir.path().join("whole"), dir.path().join("resumed"));
-    let mut args = until_decided_args(f, &model, &file, &whole);
-    args.push("--json");
+    let logs = dir.path().join("logs");
+    let names = ["base.gemma-3-270m-q4_k_m.jsonl", "other1.gemma-3-270m-Q2_K.jsonl"];
+
+    // Ctrl-C after the first look (stderr is not a terminal: a line per look).
+    let mut child =
+        common::mcscore().args(until_decided_args(f, &model, &file, &logs)).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut errors = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while errors.read_line(&mut line).unwrap() > 0 && !line.contains("50/570 tasks") {
+        line.clear();
+    }
+    assert!(line.contains("50/570 tasks: gemma-3-270m-Q2_K ["), "no first look: {line}");
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut errors, &mut rest).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(130), "{rest}");
+    assert!(rest.contains("resumable"), "{rest}");
+    assert_eq!(common::log_footer(&logs.join(names[0]))["complete"], false);
+    // Without --resume the logs are refused, not overwritten.
+    let out = run(&until_decided_args(f, &model, &file, &logs));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("pass --resume"), "{}", stderr(&out));
+
+    let mut args = until_decided_args(f, &model, &file, &logs);
+    args.extend(["--resume", "--json"]);
     let out = run(&args);
     assert!(out.status.success(), "{}", stderr(&out));
     let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -315,61 +338,29 @@ fn until_decided_finds_q2_k_worse_early_and_a_resume_after_ctrl_c_writes_the_sam
     assert!(used < TASKS && used.is_multiple_of(50), "{used}");
     assert!(other["interval"][1].as_f64().unwrap() < 0.0);
     assert_eq!(result["order_tasks"], TASKS);
-    // The looks went to stderr, one line per chunk (stderr is not a terminal).
     assert_eq!(stderr(&out).lines().filter(|l| l.contains(" tasks: gemma-3-270m-Q2_K [")).count(), used / 50, "{}", stderr(&out));
 
-    let logs: Vec<PathBuf> = ["base.gemma-3-270m-q4_k_m.jsonl", "other1.gemma-3-270m-Q2_K.jsonl"].iter().map(|n| whole.join(n)).collect();
+    let logs: Vec<PathBuf> = names.iter().map(|n| logs.join(n)).collect();
     assert_eq!(common::log_footer(&logs[1])["stopped"], "different");
     assert_eq!(common::log_footer(&logs[0])["stopped"], "every_other_decided");
-    assert_eq!(common::log_tasks(&logs[1]).len(), used);
+    for (log, full) in logs.iter().zip([&f.base, &f.q2]) {
+        let (tasks, full) = (common::log_tasks(log), common::log_tasks(full));
+        assert_eq!(tasks.len(), used, "{}", log.display());
+        for line in &tasks {
+            assert_eq!(&full[line["task"].as_u64().unwrap() as usize], line, "{}", log.display());
+        }
+    }
+    // A resume of the finished comparison scores nothing and says the same.
+    let again = run(&args);
+    assert!(again.status.success(), "{}", stderr(&again));
+    let again: Value = serde_json::from_str(&stdout(&again)).unwrap();
+    assert_eq!(again["others"][0]["tasks_used"], used);
+    assert_eq!(again["others"][0]["part"]["scored"], 0);
     // compare reads them as ordinary logs, paired on the tasks used.
     let c = compare_json(&[path_str(&logs[0]), path_str(&logs[1])]);
     assert_eq!(c["others"][0]["tasks"], used);
     assert_eq!(c["others"][0]["flips"], other["fixed_sample"]["flips"]);
     assert_eq!(c["others"][0]["difference"]["estimate"], other["difference"]);
-    // The same tasks score as they do in a plain run (the batch rule): the
-    // first logged task of each log is that task of the full-file logs.
-    for (log, full) in logs.iter().zip([&f.base, &f.q2]) {
-        let first = &common::log_tasks(log)[0];
-        let task = first["task"].as_u64().unwrap() as usize;
-        assert_eq!(&common::log_tasks(full)[task], first, "{}", log.display());
-    }
-
-    // Ctrl-C after the first look, then --resume.
-    let mut child = common::mcscore()
-        .args(until_decided_args(f, &model, &file, &resumed))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut errors = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while errors.read_line(&mut line).unwrap() > 0 && !line.contains("50/570 tasks") {
-        line.clear();
-    }
-    assert!(line.contains("50/570 tasks"), "no first look: {line}");
-    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut errors, &mut rest).unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "{rest}");
-    assert!(rest.contains("resumable"), "{rest}");
-    let footer = common::log_footer(&resumed.join("base.gemma-3-270m-q4_k_m.jsonl"));
-    assert_eq!(footer["complete"], false, "{footer}");
-    // Without --resume the logs are refused, not overwritten.
-    let out = run(&until_decided_args(f, &model, &file, &resumed));
-    assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("pass --resume"), "{}", stderr(&out));
-    let mut args = until_decided_args(f, &model, &file, &resumed);
-    args.extend(["--resume", "--json"]);
-    let out = run(&args);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let again: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(again["others"][0]["decision"], "different");
-    assert_eq!(again["others"][0]["tasks_used"], used);
-    for name in ["base.gemma-3-270m-q4_k_m.jsonl", "other1.gemma-3-270m-Q2_K.jsonl"] {
-        assert_eq!(std::fs::read(whole.join(name)).unwrap(), std::fs::read(resumed.join(name)).unwrap(), "{name}");
-    }
 }
 
 /// Refusals, a file shorter than one chunk, and models whose tokenizers differ.
