@@ -378,7 +378,7 @@ fn csv(c: &Comparison) -> String {
             quote(&p.other.label),
             p.tasks,
             c.normalisation,
-            c.base.accuracy,
+            p.base_accuracy,
             p.other.accuracy,
             d.estimate,
             d.interval.0,

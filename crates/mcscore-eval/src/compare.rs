@@ -206,6 +206,8 @@ pub struct Pairing {
     /// Tasks compared: BASE's, or fewer where both runs are of one
     /// sequential comparison that stopped OTHER earlier.
     pub tasks: usize,
+    /// BASE's accuracy (%) on those tasks.
+    pub base_accuracy: f64,
     /// OTHER − BASE in accuracy points with the intervals and verdict of the
     /// task bootstrap (`interval` at `interval_level`, `tost_interval` at `tost_level`).
     pub difference: PairedDifference,
@@ -432,6 +434,7 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
         pairings.push(Pairing {
             other: info,
             tasks: n,
+            base_accuracy: 100.0 * base_scored.picks.iter().filter(|p| p.right).count() as f64 / n.max(1) as f64,
             difference,
             verdict_basis: basis,
             verdict,

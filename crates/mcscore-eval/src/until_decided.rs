@@ -98,6 +98,12 @@ impl UntilDecidedSpec {
     fn check(&self) -> Result<(), EvalError> {
         let bad = |why: String| Err(EvalError::BadSequential(why));
         let CompareOptions { margin, alpha, .. } = self.options;
+        if self.options.normalisation == mcscore_metrics::Normalisation::AccPmi {
+            return bad(
+                "--normalisation acc-pmi needs the unconditional pass of `score --pmi`, which a sequential comparison does not score"
+                    .into(),
+            );
+        }
         if self.others.is_empty() {
             return bad("a sequential comparison needs BASE and at least one OTHER model".into());
         }
@@ -398,8 +404,7 @@ pub fn until_decided(
             if let (Some((decision, used)), Some(job)) = (decided[o], jobs[o + 1].take_if(|_| decided[o].is_some())) {
                 let stop = if decision == Decision::Different { Stop::Different } else { Stop::Equivalent };
                 let outcome = job.stop(stop)?;
-                let logged_other = matches!(outcome.end, End::Stopped(s) if s != stop)
-                    || (outcome.end == End::AlreadyComplete && outcome.records.len() != used);
+                let logged_other = matches!(outcome.end, End::Stopped(s) if s != stop) || outcome.records.len() != used;
                 if logged_other {
                     return Err(EvalError::SequentialLog {
                         path: log_paths.as_ref().map_or_else(|| models[o + 1].clone(), |p| p[o + 1].clone()),
@@ -435,8 +440,9 @@ pub fn until_decided(
         scored: scored(m),
         scoring_seconds: outcomes[m].scoring_seconds,
     };
+    // Every model that scored here; `None` when none did (a finished comparison resumed).
     let whole_order_seconds =
-        (0..=k).map(|m| (scored(m) > 0).then(|| outcomes[m].scoring_seconds / scored(m) as f64 * n as f64)).sum::<Option<f64>>();
+        (0..=k).filter(|&m| scored(m) > 0).map(|m| outcomes[m].scoring_seconds / scored(m) as f64 * n as f64).reduce(|a, b| a + b);
     let mut others = Vec::with_capacity(k);
     for o in 0..k {
         let used = decided[o].map_or(at, |d| d.1);
