@@ -376,8 +376,15 @@ fn until_decided_refuses_bad_input_and_compares_other_vocabularies_task_by_task(
     };
     refused(&["compare", "--until-decided", "-m", &model, "-bf", &file], 2, "at least one OTHER");
     refused(&["compare", "--until-decided", "-m", &model, "-m", q2], 2, "--binary-file");
-    for (flag, value) in [("--margin", "0"), ("--margin", "-1"), ("--margin", "NaN"), ("--alpha", "0"), ("--alpha", "1"), ("--chunk", "0"), ("--normalisation", "acc-pmi")]
-    {
+    for (flag, value) in [
+        ("--margin", "0"),
+        ("--margin", "-1"),
+        ("--margin", "NaN"),
+        ("--alpha", "0"),
+        ("--alpha", "1"),
+        ("--chunk", "0"),
+        ("--normalisation", "acc-pmi"),
+    ] {
         // `--margin=-1`: `--margin -1` would read -1 as a flag.
         refused(&["compare", "--until-decided", "-m", &model, "-m", q2, "-bf", &file, &format!("{flag}={value}")], 2, flag);
     }
