@@ -8,7 +8,7 @@ use std::io::IsTerminal;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use mcscore_eval::log::TaskRecord;
-use mcscore_eval::until_decided::{self, Look, UntilDecided, UntilDecidedSpec};
+use mcscore_eval::until_decided::{self, Look, ModelPart, UntilDecided, UntilDecidedSpec};
 use mcscore_eval::{EvalError, Progress};
 use mcscore_metrics::sequential::Decision;
 
@@ -147,6 +147,18 @@ fn thousands(n: usize) -> String {
     out
 }
 
+/// A model's part: its tasks, those scored by this process, and its log.
+fn part_line(part: &ModelPart) -> String {
+    format!(
+        "{}: {} tasks ({} scored now, {:.1} s){}",
+        printable(&part.label),
+        thousands(part.tasks),
+        thousands(part.scored),
+        part.scoring_seconds,
+        part.log.as_ref().map_or_else(String::new, |l| format!(", log {}", printable(l)))
+    )
+}
+
 fn text(r: &UntilDecided) -> String {
     let mut out = String::new();
     let level = format!("{:.4}", 100.0 * (1.0 - r.alpha_each)).trim_end_matches('0').trim_end_matches('.').to_owned();
@@ -181,26 +193,9 @@ fn text(r: &UntilDecided) -> String {
         if r.others.len() == 1 { "" } else { "s" },
         r.others.len()
     );
-    let log = |l: &Option<String>| l.as_ref().map_or_else(String::new, |l| format!(", log {}", printable(l)));
-    let _ = writeln!(
-        out,
-        "BASE {}: {} tasks ({} scored now, {:.1} s){}",
-        printable(&r.base.label),
-        thousands(r.base.tasks),
-        thousands(r.base.scored),
-        r.base.scoring_seconds,
-        log(&r.base.log)
-    );
+    let _ = writeln!(out, "BASE {}", part_line(&r.base));
     for o in &r.others {
-        let _ = writeln!(
-            out,
-            "\n{}: {} tasks ({} scored now, {:.1} s){}",
-            printable(&o.part.label),
-            thousands(o.part.tasks),
-            thousands(o.part.scored),
-            o.part.scoring_seconds,
-            log(&o.part.log)
-        );
+        let _ = writeln!(out, "\n{}", part_line(&o.part));
         let Some(p) = &o.fixed_sample else { continue };
         let d = &p.difference;
         let _ = writeln!(
