@@ -103,20 +103,21 @@ pub(crate) struct Args {
     /// Print CSV (one row per OTHER) instead of text.
     #[arg(long)]
     pub(crate) csv: bool,
-    /// Write SVGs: per OTHER the flip matrix, the KL histogram and the
-    /// per-group differences; the paired differences of all OTHERs.
+    /// Write plots (SVG and PNG): per OTHER the flip matrix, the KL histogram
+    /// and the per-group differences; the paired differences and accuracies
+    /// of all OTHERs.
     #[arg(long, value_name = "DIR")]
     pub(crate) plots: Option<PathBuf>,
 }
 
-fn parse_margin(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_margin(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(m) if m > 0.0 && m <= 100.0 => Ok(m),
         _ => Err(format!("expected accuracy points above 0 and at most 100, such as 1 or 2.5; got {text:?}")),
     }
 }
 
-fn parse_alpha(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_alpha(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(a) if a > 0.0 && a < 0.5 => Ok(a),
         _ => Err(format!("expected an error rate above 0 and below 0.5, such as 0.05; got {text:?}")),
@@ -146,7 +147,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     if let Some(dir) = &args.plots {
         let inputs: Vec<&Path> = std::iter::once(base_path).chain(args.others.iter().map(PathBuf::as_path)).collect();
-        crate::plots::comparison(dir, &inputs, &comparison)?;
+        crate::plots::write(dir, &inputs, &crate::plots::comparison(&comparison)?)?;
     }
     Ok(Outcome::Ok)
 }
@@ -160,10 +161,15 @@ impl Args {
 /// The tasks' groups for the task file whose sha256 is `sha256`: from
 /// --groups, --manifest, or the default manifest.json where it is one.
 pub(crate) fn groups(args: &Args, sha256: &str) -> anyhow::Result<Option<Groups>> {
+    groups_from(args.groups.as_deref(), args.manifest.as_deref(), sha256)
+}
+
+/// The tasks' groups from a --groups file, a --manifest, or neither.
+pub(crate) fn groups_from(groups: Option<&Path>, manifest: Option<&Path>, sha256: &str) -> anyhow::Result<Option<Groups>> {
     // The default manifest.json may be another program's: then no groups,
     // with a word; a manifest named by --manifest must be one.
     let default = Path::new("manifest.json");
-    Ok(match (&args.groups, &args.manifest) {
+    Ok(match (groups, manifest) {
         (Some(path), _) => {
             let tasks = if default.is_file() { Groups::manifest_tasks(default, sha256).unwrap_or(None) } else { None };
             Some(Groups::read(path, tasks).with_context(|| format!("--groups {}", path.display()))?)

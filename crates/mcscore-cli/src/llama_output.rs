@@ -42,14 +42,9 @@ pub(crate) const HELLASWAG_PREAMBLE: &str = "\ntask\tacc_norm\t95% confidence in
 /// HellaSwag's running line: the accuracy after `done` tasks and its 95 %
 /// Wilson score interval, as llama-perplexity computes them.
 pub(crate) fn hellaswag_line(done: usize, hits: usize) -> String {
-    const ZA: f64 = 1.95996398454;
-    let n = done as f64;
-    let freq = hits as f64 / n;
-    let z = ZA * ZA / n;
-    let cnf = z * (n * (4.0 * freq * (1.0 - freq) + z)).sqrt() / (ZA + ZA);
-    let a = (freq + z * 0.5 - cnf) / (1.0 + z);
-    let b = (freq + z * 0.5 + cnf) / (1.0 + z);
-    format!("{done}\t{:3.8}%\t[{:3.4}%, {:3.4}%]\n", freq * 100.0, a * 100.0, b * 100.0)
+    let p = mcscore_metrics::Proportion { successes: hits, n: done };
+    let (low, high) = p.wilson_percent();
+    format!("{done}\t{:3.8}%\t[{:3.4}%, {:3.4}%]\n", hits as f64 / done as f64 * 100.0, low, high)
 }
 
 /// Winogrande's choice: 1 where the first option's mean log-probability is

@@ -30,6 +30,7 @@ mod normalisation;
 mod output;
 mod plan;
 mod plots;
+mod png;
 mod quantize;
 mod report;
 mod score;
@@ -39,6 +40,7 @@ mod text;
 mod tokens;
 mod until_decided;
 mod validate;
+mod view;
 
 use std::process::ExitCode;
 
@@ -74,6 +76,7 @@ enum Command {
     Sweep(sweep::Args),
     Serve(serve::Args),
     Tokens(tokens::Args),
+    View(view::Args),
     Build(datasets::BuildArgs),
     Verify(datasets::VerifyArgs),
 }
@@ -123,6 +126,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => sweep::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Tokens(args) => tokens::run(args),
+        Command::View(args) => view::run(args),
         Command::Build(args) => datasets::run_build(args),
         Command::Verify(args) => datasets::run_verify(args),
     };

@@ -1,4 +1,6 @@
-//! SVG plots for `mcscore report --plots` (plotters, SVG backend).
+//! Plots for `report`, `compare` and `sweep --plots` and for `mcscore view`'s
+//! page: drawn as SVG (plotters), each file written with a PNG beside it
+//! (rendered by resvg: `png.rs`) for papers and slides.
 
 use std::path::Path;
 
@@ -7,56 +9,90 @@ use mcscore_metrics::calibration::Calibration;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// Draws an SVG in memory, then writes it atomically: a full disk never
-/// leaves a truncated plot under its name, and no plot replaces one of
-/// `protected` (the command's inputs and other outputs).
+/// Draws an SVG in memory, then writes it and its PNG atomically: a full
+/// disk never leaves a truncated plot under its name, and no plot replaces
+/// one of `protected` (the command's inputs and other outputs).
 fn save(path: &Path, protected: &[&Path], draw: impl FnOnce(&mut String) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    let png_path = path.with_extension("png");
     crate::output::check_folder_file(path, protected)?;
-    let mut svg = String::new();
-    draw(&mut svg).with_context(|| path.display().to_string())?;
+    crate::output::check_folder_file(&png_path, protected)?;
+    let svg = render(draw).with_context(|| path.display().to_string())?;
+    let png = crate::png::of_svg(&svg).with_context(|| png_path.display().to_string())?;
     mcscore_format::write_atomic(path, svg.as_bytes())?;
+    mcscore_format::write_atomic(&png_path, &png)?;
     Ok(())
+}
+
+/// One plot as an SVG document.
+fn render(draw: impl FnOnce(&mut String) -> anyhow::Result<()>) -> anyhow::Result<String> {
+    let mut svg = String::new();
+    draw(&mut svg)?;
+    Ok(svg)
 }
 
 fn file_name(label: &str) -> String {
     label.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect()
 }
 
-/// A reliability diagram per model, and a scheme × model rank heatmap when
-/// there are several models.
-pub(crate) fn write(
-    dir: &Path,
-    protected: &[&Path],
-    calibrations: &[(&str, &Calibration)],
-    rankings: &[(&str, &[f64])],
-    models: &[String],
-) -> anyhow::Result<()> {
+/// Plots as (file name, SVG document), in the order they are shown.
+pub(crate) type Plots = Vec<(String, String)>;
+
+/// Writes `plots` into `dir` (created if need be), each SVG with its PNG.
+pub(crate) fn write(dir: &Path, protected: &[&Path], plots: &[(String, String)]) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
-    for (i, (label, calibration)) in calibrations.iter().enumerate() {
-        let path = dir.join(format!("reliability-{}-{}.svg", i + 1, file_name(label)));
-        save(&path, protected, |svg| reliability(svg, label, calibration))?;
-    }
-    if models.len() > 1 {
-        let path = dir.join("rank-heatmap.svg");
-        save(&path, protected, |svg| heatmap(svg, rankings, models))?;
+    for (name, svg) in plots {
+        let svg = svg.clone();
+        save(&dir.join(name), protected, move |out| {
+            *out = svg;
+            Ok(())
+        })?;
     }
     Ok(())
+}
+
+/// `report --plots`: a reliability diagram per model, and a scheme × model
+/// rank heatmap when there are several models.
+pub(crate) fn report(report: &mcscore_eval::report::Report) -> anyhow::Result<Plots> {
+    let mut plots = Vec::new();
+    for (i, m) in report.models.iter().enumerate() {
+        plots.push((
+            format!("reliability-{}-{}.svg", i + 1, file_name(&m.label)),
+            render(|svg| reliability(svg, &m.label, &m.calibration))?,
+        ));
+    }
+    if report.models.len() > 1 {
+        let rankings: Vec<(&str, &[f64])> = report.rankings.iter().map(|r| (r.scheme.as_str(), r.ranks.as_slice())).collect();
+        let models: Vec<String> = report.models.iter().map(|m| m.label.clone()).collect();
+        plots.push(("rank-heatmap.svg".to_owned(), render(|svg| heatmap(svg, &rankings, &models))?));
+    }
+    Ok(plots)
 }
 
 fn reliability(svg: &mut String, label: &str, c: &Calibration) -> anyhow::Result<()> {
     let root = SVGBackend::with_string(svg, (640, 560)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{}: ECE {:.3}", short(label, 40), c.ece), ("sans-serif", 18))
+        .caption(format!("{}: ECE {:.3} (bars: 95 % intervals; diagonal: calibrated)", short(label, 32), c.ece), ("sans-serif", 17))
         .margin(16)
         .x_label_area_size(40)
         .y_label_area_size(50)
         .build_cartesian_2d(0f64..1f64, 0f64..1f64)?;
-    chart.configure_mesh().x_desc("confidence (p_max)").y_desc("accuracy").draw()?;
+    chart
+        .configure_mesh()
+        .x_desc("confidence: the largest option probability (p_max)")
+        .y_desc("accuracy in the bin (share right)")
+        .axis_desc_style(("sans-serif", 16))
+        .label_style(("sans-serif", 14))
+        .draw()?;
     chart.draw_series(LineSeries::new([(0.0, 0.0), (1.0, 1.0)], BLACK.mix(0.4)))?;
     chart.draw_series(
         c.bins.iter().filter(|b| b.count > 0).map(|b| Rectangle::new([(b.low, 0.0), (b.high, b.accuracy)], BLUE.mix(0.5).filled())),
     )?;
+    // The 95 % Wilson interval of each bin's accuracy.
+    for b in c.bins.iter().filter(|b| b.count > 0) {
+        let (low, high) = b.accuracy_interval;
+        chart.draw_series(LineSeries::new([(b.mean_confidence, low), (b.mean_confidence, high)], BLACK.stroke_width(1)))?;
+    }
     chart.draw_series(c.bins.iter().filter(|b| b.count > 0).map(|b| Circle::new((b.mean_confidence, b.accuracy), 4, RED.filled())))?;
     root.present()?;
     Ok(())
@@ -114,33 +150,24 @@ fn heatmap(svg: &mut String, rankings: &[(&str, &[f64])], models: &[String]) -> 
     Ok(())
 }
 
-/// One model's accuracy per format, and its circular accuracy with --circular.
-pub(crate) struct ModelAccuracy {
-    pub model: String,
-    pub accuracy: Vec<f64>,
-    pub circular: Option<Vec<f64>>,
-}
-
 /// `mcscore sweep --plots`: per model, accuracy in each format (and circular
 /// accuracy beside it); with several models, each one's rank distribution.
-pub(crate) fn sweep(
-    dir: &Path,
-    protected: &[&Path],
-    formats: &[String],
-    accuracy: &[ModelAccuracy],
-    ranks: Option<&[Vec<usize>]>,
-) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
-    let models: Vec<String> = accuracy.iter().map(|m| m.model.clone()).collect();
-    let paths = sweep_paths(dir, &models);
-    for (path, ModelAccuracy { model, accuracy: acc, circular }) in paths.iter().zip(accuracy) {
-        let label = model_label(model);
-        save(path, protected, |svg| format_bars(svg, &label, formats, acc, circular.as_deref()))?;
+pub(crate) fn sweep(report: &mcscore_eval::sweep::SweepReport) -> anyhow::Result<Plots> {
+    let models: Vec<String> = report.models.iter().map(|m| m.model.clone()).collect();
+    let names = sweep_paths(Path::new(""), &models);
+    let mut plots = Vec::new();
+    for (name, m) in names.iter().zip(&report.models) {
+        let accuracy: Vec<f64> = m.formats.iter().map(|f| f.accuracy).collect();
+        let intervals: Vec<Option<(f64, f64)>> = m.formats.iter().map(|f| f.accuracy_interval).collect();
+        let circular: Option<Vec<f64>> = report.circular.then(|| m.formats.iter().filter_map(|f| f.circular_accuracy).collect());
+        let label = model_label(&m.model);
+        let svg = render(|svg| format_bars(svg, &label, &report.formats, &accuracy, &intervals, circular.as_deref()))?;
+        plots.push((name.display().to_string(), svg));
     }
-    if let (Some(ranks), Some(path)) = (ranks, paths.get(models.len())) {
-        save(path, protected, |svg| rank_bars(svg, &models, ranks, formats.len()))?;
+    if let (Some(c), Some(name)) = (&report.comparison, names.get(models.len())) {
+        plots.push((name.display().to_string(), render(|svg| rank_bars(svg, &models, &c.rank_distribution, report.formats.len()))?));
     }
-    Ok(())
+    Ok(plots)
 }
 
 /// The files `sweep` plots `models` into: one per model, then the rank
@@ -181,19 +208,34 @@ where
     Ok(())
 }
 
-fn format_bars(svg: &mut String, label: &str, formats: &[String], accuracy: &[f64], circular: Option<&[f64]>) -> anyhow::Result<()> {
+fn format_bars(
+    svg: &mut String,
+    label: &str,
+    formats: &[String],
+    accuracy: &[f64],
+    intervals: &[Option<(f64, f64)>],
+    circular: Option<&[f64]>,
+) -> anyhow::Result<()> {
     let n = formats.len();
     let root = SVGBackend::with_string(svg, ((160 + 22 * n as u32).max(640), 620)).into_drawing_area();
     root.fill(&WHITE)?;
     // Headroom above the tallest bar for the legend.
-    let top = accuracy.iter().copied().fold(10.0, f64::max) * 1.3;
+    let top = accuracy.iter().copied().chain(intervals.iter().flatten().map(|i| i.1)).fold(10.0, f64::max).min(100.0) * 1.3;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{}: accuracy per prompt format", short(label, 50)), ("sans-serif", 18))
+        .caption(format!("{}: accuracy per prompt format (95 % intervals)", short(label, 40)), ("sans-serif", 18))
         .margin(16)
         .x_label_area_size(170)
         .y_label_area_size(50)
         .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..top)?;
-    chart.configure_mesh().disable_x_mesh().y_desc("% correct").x_labels(n).x_label_formatter(&|_| String::new()).draw()?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .y_desc("accuracy (% correct)")
+        .axis_desc_style(("sans-serif", 16))
+        .label_style(("sans-serif", 14))
+        .x_labels(n)
+        .x_label_formatter(&|_| String::new())
+        .draw()?;
     // Format names hang down from their bars (the mesh centres rotated labels
     // on the axis, where they would cross it).
     let style = TextStyle::from(("sans-serif", 12).into_font().transform(FontTransform::Rotate90)).pos(Pos::new(HPos::Left, VPos::Center));
@@ -208,6 +250,15 @@ fn format_bars(svg: &mut String, label: &str, formats: &[String], accuracy: &[f6
             .draw_series(values.iter().enumerate().map(|(i, &a)| bar(i, a, color)))?
             .label(label)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+    }
+    // The 95 % Wilson interval of each format's accuracy (original order).
+    for (i, interval) in intervals.iter().enumerate() {
+        if let Some((low, high)) = *interval {
+            chart.draw_series(LineSeries::new(
+                [(SegmentValue::CenterOf(i), low), (SegmentValue::CenterOf(i), high)],
+                BLACK.stroke_width(1),
+            ))?;
+        }
     }
     legend(&mut chart)?;
     root.present()?;
@@ -263,19 +314,35 @@ fn rank_bars(svg: &mut String, models: &[String], ranks: &[Vec<usize>], n_format
 /// and, where groups are known, its per-group differences; for all OTHERs
 /// their accuracy against chance and their paired differences against zero
 /// and the margin.
-pub(crate) fn comparison(dir: &Path, protected: &[&Path], c: &mcscore_eval::compare::Comparison) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
-    for (i, p) in c.others.iter().enumerate() {
-        let stem = format!("{}-{}", i + 1, file_name(&p.other.label));
-        save(&dir.join(format!("flips-{stem}.svg")), protected, |svg| flip_matrix(svg, &c.base.label, p))?;
-        save(&dir.join(format!("kl-{stem}.svg")), protected, |svg| kl_histogram(svg, &c.base.label, p))?;
-        if let Some(k) = &p.clustered {
-            save(&dir.join(format!("groups-{stem}.svg")), protected, |svg| group_differences(svg, &c.base.label, p, k))?;
-        }
+pub(crate) fn comparison(c: &mcscore_eval::compare::Comparison) -> anyhow::Result<Plots> {
+    let mut plots = Vec::new();
+    for i in 0..c.others.len() {
+        plots.extend(pair(c, i)?);
     }
-    save(&dir.join("differences.svg"), protected, |svg| differences(svg, c))?;
-    save(&dir.join("accuracy.svg"), protected, |svg| accuracies(svg, c))?;
-    Ok(())
+    plots.extend(overall(c)?);
+    Ok(plots)
+}
+
+/// The plots of OTHER `i` against BASE.
+pub(crate) fn pair(c: &mcscore_eval::compare::Comparison, i: usize) -> anyhow::Result<Plots> {
+    let p = &c.others[i];
+    let stem = format!("{}-{}", i + 1, file_name(&p.other.label));
+    let mut plots = vec![
+        (format!("flips-{stem}.svg"), render(|svg| flip_matrix(svg, &c.base.label, p))?),
+        (format!("kl-{stem}.svg"), render(|svg| kl_histogram(svg, &c.base.label, p))?),
+    ];
+    if let Some(k) = &p.clustered {
+        plots.push((format!("groups-{stem}.svg"), render(|svg| group_differences(svg, &c.base.label, p, k))?));
+    }
+    Ok(plots)
+}
+
+/// The plots of every OTHER together: paired differences and accuracies.
+pub(crate) fn overall(c: &mcscore_eval::compare::Comparison) -> anyhow::Result<Plots> {
+    Ok(vec![
+        ("differences.svg".to_owned(), render(|svg| differences(svg, c))?),
+        ("accuracy.svg".to_owned(), render(|svg| accuracies(svg, c))?),
+    ])
 }
 
 fn flip_matrix(svg: &mut String, base: &str, p: &mcscore_eval::compare::Pairing) -> anyhow::Result<()> {
@@ -467,10 +534,12 @@ fn accuracies(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyhow
     let n = runs.len();
     let root = SVGBackend::with_string(svg, ((160 + 110 * n as u32).max(560), 480)).into_drawing_area();
     root.fill(&WHITE)?;
-    let top = runs.iter().map(|r| r.1).fold(c.chance, f64::max) * 1.25;
+    let intervals: Vec<(f64, f64)> =
+        std::iter::once(c.base.accuracy_interval).chain(c.others.iter().map(|p| p.other.accuracy_interval)).collect();
+    let top = runs.iter().map(|r| r.1).chain(intervals.iter().map(|i| i.1)).fold(c.chance, f64::max) * 1.25;
     let labels = distinct(&runs.iter().map(|r| r.0).collect::<Vec<_>>(), 16);
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{} accuracy, {} tasks (dashed: chance)", c.normalisation, c.tasks), ("sans-serif", 16))
+        .caption(format!("{} accuracy, {} tasks (95 % Wilson intervals; dashed: chance)", c.normalisation, c.tasks), ("sans-serif", 16))
         .margin(16)
         .x_label_area_size(40)
         .y_label_area_size(50)
@@ -478,7 +547,9 @@ fn accuracies(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyhow
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .y_desc("% correct")
+        .y_desc("accuracy (% correct)")
+        .axis_desc_style(("sans-serif", 16))
+        .label_style(("sans-serif", 14))
         .x_labels(n)
         .x_label_formatter(&|x| match x {
             SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
@@ -486,6 +557,9 @@ fn accuracies(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyhow
         })
         .draw()?;
     chart.draw_series(runs.iter().enumerate().map(|(i, r)| bar(i, r.1, BLUE.mix(0.5))))?;
+    for (i, &(low, high)) in intervals.iter().enumerate() {
+        chart.draw_series(LineSeries::new([(SegmentValue::CenterOf(i), low), (SegmentValue::CenterOf(i), high)], BLACK.stroke_width(2)))?;
+    }
     chart.draw_series(DashedLineSeries::new(
         [(SegmentValue::Exact(0), c.chance), (SegmentValue::Exact(n), c.chance)],
         6,

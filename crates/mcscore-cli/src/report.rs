@@ -43,12 +43,13 @@ pub(crate) struct Args {
     /// Print CSV (one row per model and metric) instead of text.
     #[arg(long)]
     csv: bool,
-    /// Write SVGs: a reliability diagram per model and a scheme × model rank heatmap.
+    /// Write plots (SVG and PNG): a reliability diagram per model and a
+    /// scheme × model rank heatmap.
     #[arg(long, value_name = "DIR")]
     plots: Option<PathBuf>,
 }
 
-fn parse_probability(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_probability(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
         _ => Err(format!("expected a probability between 0 and 1, such as 0.25; got {text:?}")),
@@ -80,15 +81,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         out!("{}", text(&report))?;
     }
     if let Some(dir) = &args.plots {
-        let labels: Vec<String> = report.models.iter().map(|m| m.label.clone()).collect();
         let logs: Vec<&std::path::Path> = args.logs.iter().map(PathBuf::as_path).collect();
-        crate::plots::write(
-            dir,
-            &logs,
-            &report.models.iter().map(|m| (m.label.as_str(), &m.calibration)).collect::<Vec<_>>(),
-            &report.rankings.iter().map(|r| (r.scheme.as_str(), r.ranks.as_slice())).collect::<Vec<_>>(),
-            &labels,
-        )?;
+        crate::plots::write(dir, &logs, &crate::plots::report(&report)?)?;
     }
     Ok(Outcome::Ok)
 }

@@ -86,7 +86,7 @@ pub(crate) struct Args {
     /// Also write the JSON results to FILE (what --json prints).
     #[arg(long, value_name = "FILE")]
     save_json: Option<PathBuf>,
-    /// Write SVG plots to DIR: accuracy per format for each model, and the rank
+    /// Write plots (SVG and PNG) to DIR: accuracy per format for each model, and the rank
     /// distributions when there are several models.
     #[arg(long, value_name = "DIR")]
     plots: Option<PathBuf>,
@@ -235,6 +235,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         let names: Vec<String> = models.iter().map(|m| m.display().to_string()).collect();
         for path in plots::sweep_paths(dir, &names) {
             output::check_folder_file(&path, &protected)?;
+            output::check_folder_file(&path.with_extension("png"), &protected)?;
         }
     }
     if let Some(shard) = args.shard {
@@ -277,18 +278,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
 fn emit(report: &SweepReport, args: &Args) -> anyhow::Result<Outcome> {
     let printed = if args.json { crate::print_json(report) } else { print_human(report) };
     let plotted = args.plots.as_ref().map_or(Ok(()), |dir| {
-        let accuracy: Vec<plots::ModelAccuracy> = report
-            .models
-            .iter()
-            .map(|m| plots::ModelAccuracy {
-                model: m.model.clone(),
-                accuracy: m.formats.iter().map(|f| f.accuracy).collect(),
-                circular: report.circular.then(|| m.formats.iter().filter_map(|f| f.circular_accuracy).collect()),
-            })
-            .collect();
-        let ranks = report.comparison.as_ref().map(|c| c.rank_distribution.clone());
         let protected: Vec<&Path> = inputs(args).into_iter().chain(args.save_json.as_deref()).chain(args.log_samples.as_deref()).collect();
-        plots::sweep(dir, &protected, &report.formats, &accuracy, ranks.as_deref())
+        plots::write(dir, &protected, &plots::sweep(report)?)
     });
     let saved = args.save_json.as_ref().map_or(Ok(()), |path| Ok(save(report, path, existing(args))?));
     let mut failures = [printed, plotted, saved].into_iter().filter_map(Result::err);

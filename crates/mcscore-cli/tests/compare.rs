@@ -185,6 +185,12 @@ fn the_first_line_answers_and_the_plots_are_written() {
     for name in ["flips-1-gemma-3-270m-Q8_0.svg", "kl-2-gemma-3-270m-Q2_K.svg", "differences.svg", "accuracy.svg"] {
         let svg = std::fs::read_to_string(plots.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(svg.starts_with("<svg") && svg.contains("</svg>"), "{name}");
+        // The PNG beside it: twice the SVG's width, in pixels.
+        let png = std::fs::read(plots.join(name).with_extension("png")).unwrap_or_else(|e| panic!("{name} as PNG: {e}"));
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{name}");
+        let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+        let svg_width: u32 = svg.split("width=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+        assert_eq!(width, 2 * svg_width, "{name}");
     }
     let csv = stdout(&run(&["compare", path_str(&f.base), path_str(&f.q2), "--csv"]));
     let rows: Vec<&str> = csv.lines().collect();
@@ -421,4 +427,101 @@ fn until_decided_refuses_bad_input_and_compares_other_vocabularies_task_by_task(
     let out = run(&["compare", "--until-decided", "-m", &model, "-m", path_str(&llama), "-bf", &file, "--max-tasks", "20"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("tokens differ: the two models tokenise"), "{}", stdout(&out));
+}
+
+/// The page of the quant study's logs and a sweep, opened in headless
+/// Chromium (tests/python/view_browser.py): every count it shows equals the
+/// logs' own and `compare --json`'s, and task text cannot run script.
+#[test]
+fn view_of_the_quant_logs_in_headless_chromium() {
+    let f = fixture();
+    let browser = setup_browser();
+    let dir = f.dir.join("view");
+    std::fs::create_dir_all(&dir).unwrap();
+    // A sweep of two models on 20 MMLU dev items in three formats.
+    let sweep = dir.join("sweep.json");
+    let mmlu = repo("datasets/mmlu-dev.bin");
+    let formats = "upper.dot.newline,digit.parens.comma,lower.colon.semicolon";
+    let q2 = path_str(&f.q2_model);
+    let out = run(&["sweep", "-m", &model(), "-m", q2, &mmlu, "--tasks", "20", "--formats", formats, "--save-json", path_str(&sweep)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = dir.join("quants.html");
+    let logs = [path_str(&f.base), path_str(&f.q8), path_str(&f.q2)];
+    let mut args = vec!["view"];
+    args.extend(logs);
+    args.extend(["--sweep", path_str(&sweep), "-o", path_str(&page)]);
+    let out = run(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("570 tasks, 3 runs, a sweep of 2 models"), "{}", stdout(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    for refused in ["http://", "https://", "src=\"//"] {
+        assert!(!html.contains(refused), "the page names {refused}");
+    }
+    // A second page is refused over the first without --force.
+    let again = run(&["view", logs[0], "-o", path_str(&page)]);
+    assert!(!again.status.success() && stderr(&again).contains("pass --force"), "{}", stderr(&again));
+
+    let file = mcscore_format::TaskFile::open(repo("datasets/arc-easy-validation.bin")).unwrap();
+    let texts: Vec<String> = file.tasks().map(|t| format!("{}\n{}", t.question, t.options().join("\n")).to_lowercase()).collect();
+    let mut report = vec!["report"];
+    report.extend(logs);
+    report.push("--json");
+    let report: Value = serde_json::from_str(&stdout(&run(&report))).unwrap();
+    let case = serde_json::json!({
+        "logs": logs,
+        "compare": compare_json(&logs),
+        "report": report,
+        "texts": texts,
+        "search": "water",
+        "sweep": serde_json::from_str::<Value>(&std::fs::read_to_string(&sweep).unwrap()).unwrap(),
+    });
+    let case_path = dir.join("case.json");
+    std::fs::write(&case_path, case.to_string()).unwrap();
+    let shots = std::env::var_os("MCSCORE_VIEW_SCREENSHOTS").map_or_else(|| dir.join("shots"), PathBuf::from);
+    std::fs::create_dir_all(&shots).unwrap();
+    view_browser(&browser, &["check", path_str(&page), path_str(&case_path), path_str(&shots)]);
+
+    // Task text that tries to close the data's <script>, open its own, or
+    // load an image that runs script: scored, paged, and shown as text.
+    let hostile = dir.join("hostile.bin");
+    let payloads = [
+        "</script><script>window.__pwned = 1; alert(1)</script>",
+        "<img src=x onerror=\"window.__pwned = 2\"> <!-- <svg onload=alert(3)>",
+        "\u{2028}\"}]</script><script>window.__pwned = 3</script>",
+    ];
+    let tasks: Vec<mcscore_format::Task<'_>> =
+        payloads.iter().map(|p| mcscore_format::Task::new(p, vec![" <b>yes</b>", " </script>no", " &amp; maybe"], 0)).collect();
+    mcscore_format::write_tasks(&hostile, tasks.into_iter()).unwrap();
+    let log = dir.join("hostile.jsonl");
+    score(Path::new(&model()), path_str(&hostile), &log, &[]);
+    let hostile_page = dir.join("hostile.html");
+    let out = run(&["view", path_str(&log), "-o", path_str(&hostile_page)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    view_browser(&browser, &["hostile", path_str(&hostile_page)]);
+}
+
+/// The Selenium folder `scripts/setup-browser` installs, once Chromium is there.
+fn setup_browser() -> PathBuf {
+    let cache = std::env::var_os("MCSCORE_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/mcscore"));
+    let dir = cache.join("python-browser");
+    assert!(
+        dir.join("selenium").is_dir() && Path::new("/usr/bin/chromedriver").exists(),
+        "Selenium or Chromium is missing: run scripts/setup-browser first"
+    );
+    dir
+}
+
+fn view_browser(selenium: &Path, args: &[&str]) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/view_browser.py");
+    let out = Command::new("python3").arg(script).args(args).env("PYTHONPATH", selenium).output().expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "view_browser.py {}: {}{}",
+        args[0],
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("view_browser.py {}: {}", args[0], String::from_utf8_lossy(&out.stdout));
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use mcscore_metrics::paired::{
     acceleration, bca_interval, benjamini_hochberg, holm, js, kl, log_softmax, mcnemar, mean_acceleration, paired_difference,
-    ClusterBootstrap, Flips, McNemar, PairedDifference, Pick, Spread, Verdict,
+    ClusterBootstrap, Flip, Flips, McNemar, PairedDifference, Pick, Spread, Verdict,
 };
 use mcscore_metrics::stats::Bootstrap;
 use mcscore_metrics::Normalisation;
@@ -134,6 +134,11 @@ impl Groups {
         Ok(manifest_entry(manifest, file_sha256)?.map(|e| e.tasks))
     }
 
+    /// The group of task `task` of the file, where the groups reach it.
+    pub fn name_of(&self, task: usize) -> Option<&str> {
+        self.group(task).map(|g| self.names[g].as_str())
+    }
+
     fn group(&self, task: usize) -> Option<usize> {
         self.of_task.get(task).copied()
     }
@@ -161,6 +166,8 @@ pub struct RunInfo {
     pub settings: String,
     /// Accuracy (%) under the comparison's normalisation.
     pub accuracy: f64,
+    /// Its 95 % Wilson interval.
+    pub accuracy_interval: (f64, f64),
 }
 
 /// One group's change.
@@ -231,9 +238,13 @@ pub struct Pairing {
     /// ln q(gold) − ln p(gold): negative when OTHER is less sure of the answer.
     pub gold_logprob_change: Interval,
     pub clustered: Option<Clustered>,
-    /// Per task, for plots (not in JSON: a 100,000-task file would make it huge).
+    /// Per task, for plots and pages (not in JSON: a 100,000-task file
+    /// would make it huge).
     #[serde(skip)]
     pub kl_per_task: Vec<f64>,
+    /// Per task, for pages: its cell of the flip table (not in JSON).
+    #[serde(skip)]
+    pub flip_per_task: Vec<Flip>,
 }
 
 /// A comparison of runs of one task file against a base run.
@@ -355,6 +366,7 @@ fn info(run: &Run, scored: &Scored) -> RunInfo {
         model_sha256: run.header.model_sha256.clone(),
         settings: run.header.settings.clone(),
         accuracy: 100.0 * right as f64 / scored.picks.len().max(1) as f64,
+        accuracy_interval: mcscore_metrics::Proportion { successes: right, n: scored.picks.len() }.wilson_percent(),
     }
 }
 
@@ -412,6 +424,7 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
             gold.push(q[g] - p[g]);
         }
         let flips = Flips::of(&base_scored.picks, &other.picks);
+        let flip_per_task = base_scored.picks.iter().zip(&other.picks).map(|(&b, &o)| Flip::of(b, o)).collect();
         let (b, c) = (flips.right_to_wrong as u64, flips.wrong_to_right as u64);
         let columns: [&[f64]; 3] = [&points, &kls, &gold];
         let bootstrap = Bootstrap { n, resamples: options.resamples as usize, seed: options.seed };
@@ -449,6 +462,7 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
             gold_logprob_change: interval(2),
             clustered,
             kl_per_task: kls,
+            flip_per_task,
         });
     }
     let adjusted = holm(&pairings.iter().map(|p| p.mcnemar.p).collect::<Vec<_>>());

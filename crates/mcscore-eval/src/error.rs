@@ -164,6 +164,14 @@ pub enum EvalError {
     #[error("a report needs at least one sample log")]
     NoLogs,
 
+    /// The task file a log names is not where it names it.
+    #[error("{}: the task file {} it scored is not there; give the task file's path", log.display(), path.display())]
+    NoTaskFile { path: PathBuf, log: PathBuf },
+
+    /// A task file that is not the one a log scored.
+    #[error("{}: not the task file {} scored: its sha256 is {sha256}, the log's {logged}", path.display(), log.display())]
+    OtherTaskFile { path: PathBuf, sha256: String, log: PathBuf, logged: String },
+
     #[error("{}: task {task} has no gold option (a lenient run)", path.display())]
     NoGold { path: PathBuf, task: usize },
 

@@ -3,7 +3,8 @@
 //! ([`ScoreJob`]), the sample log it writes ([`log`]), the report built from
 //! logs ([`report`]), paired comparisons of runs of the same tasks
 //! ([`compare`]) and sequential ones that stop once decided
-//! ([`until_decided`]), the prompt-format sweep ([`sweep`]), the option-ID
+//! ([`until_decided`]), the prompt-format sweep ([`sweep`]), what
+//! `mcscore view`'s page shows ([`view`]), the option-ID
 //! tokenisation audit ([`tokens`]), and what `mcscore serve` answers: the
 //! OpenAI completions API with prompt log-probabilities ([`completions`])
 //! over a bounded queue that packs concurrent requests into fills ([`queue`]). Front ends parse, print and plot; every
@@ -51,6 +52,7 @@ pub mod study;
 pub mod sweep;
 pub mod tokens;
 pub mod until_decided;
+pub mod view;
 
 pub use error::EvalError;
 pub use fills::Cancel;

@@ -11,7 +11,8 @@ use mcscore_metrics::stats::{kendall, spearman, std_dev, Bootstrap, Estimate};
 use mcscore_metrics::{ranks_desc, Normalisation, Ties};
 use serde::Serialize;
 
-use crate::log::{self, Header, TaskRecord};
+use crate::compare::Run;
+use crate::log;
 use crate::EvalError;
 
 /// How a report is computed.
@@ -89,35 +90,24 @@ pub struct Report {
     pub rankings: Vec<Ranking>,
 }
 
-struct Run {
-    path: PathBuf,
-    header: Header,
-    records: Vec<TaskRecord>,
-}
-
-fn load(paths: &[PathBuf]) -> Result<Vec<Run>, EvalError> {
-    let mut runs: Vec<Run> = Vec::new();
-    for path in paths {
-        let contents = log::read(path)?;
-        contents.require_complete(path)?;
-        let log::Contents { header, records, .. } = contents;
-        if let Some(first) = runs.first() {
-            if header.file_sha256 != first.header.file_sha256 {
-                return Err(EvalError::OtherDataset {
-                    path: path.clone(),
-                    scored: format!("{} (sha256 {})", header.file, header.file_sha256),
-                    first: first.path.clone(),
-                    first_scored: format!("{} (sha256 {})", first.header.file, first.header.file_sha256),
-                });
-            }
-            let same_tasks = records.iter().map(|r| r.task).eq(first.records.iter().map(|r| r.task));
-            if !same_tasks {
-                return Err(EvalError::OtherTasks { path: path.clone(), first: first.path.clone() });
-            }
+/// Checks that `runs` are of the same task file (by sha256) and tasks.
+fn check_same_tasks(runs: &[Run]) -> Result<(), EvalError> {
+    let Some(first) = runs.first() else { return Ok(()) };
+    for run in &runs[1..] {
+        let header = &run.header;
+        if header.file_sha256 != first.header.file_sha256 {
+            return Err(EvalError::OtherDataset {
+                path: run.source.clone(),
+                scored: format!("{} (sha256 {})", header.file, header.file_sha256),
+                first: first.source.clone(),
+                first_scored: format!("{} (sha256 {})", first.header.file, first.header.file_sha256),
+            });
         }
-        runs.push(Run { path: path.clone(), header, records });
+        if !run.records.iter().map(|r| r.task).eq(first.records.iter().map(|r| r.task)) {
+            return Err(EvalError::OtherTasks { path: run.source.clone(), first: first.source.clone() });
+        }
     }
-    Ok(runs)
+    Ok(())
 }
 
 /// Model file names, made unique with the settings where they repeat.
@@ -139,14 +129,21 @@ fn labels(runs: &[Run]) -> Vec<String> {
 /// Builds the report of `logs`: complete logs of the same task file (by
 /// sha256) and the same tasks, one per model or setting.
 pub fn build(logs: &[PathBuf], options: &ReportOptions) -> Result<Report, EvalError> {
-    let runs = load(logs)?;
+    let runs = logs.iter().map(|path| Run::read(path)).collect::<Result<Vec<_>, _>>()?;
+    of_runs(&runs, options)
+}
+
+/// The report of `runs` (read from logs or built in memory): runs of the
+/// same task file and tasks.
+pub fn of_runs(runs: &[Run], options: &ReportOptions) -> Result<Report, EvalError> {
     if runs.is_empty() {
         return Err(EvalError::NoLogs);
     }
+    check_same_tasks(runs)?;
     let norm = options.normalisation;
     let n = runs[0].records.len();
     let bootstrap = Bootstrap { n, resamples: options.resamples as usize, seed: options.seed };
-    let labels = labels(&runs);
+    let labels = labels(runs);
     let schemes_used: Vec<Scheme> = Scheme::DEFAULTS
         .iter()
         .map(|&s| match s {
@@ -163,14 +160,14 @@ pub fn build(logs: &[PathBuf], options: &ReportOptions) -> Result<Report, EvalEr
     let mut models = Vec::new();
     for (run, label) in runs.iter().zip(&labels) {
         if norm == Normalisation::AccPmi && !log::normalisations(&run.records).contains(&Normalisation::AccPmi) {
-            return Err(EvalError::NoPmi { path: run.path.clone() });
+            return Err(EvalError::NoPmi { path: run.source.clone() });
         }
         let probs: Vec<TaskProbs> = run
             .records
             .iter()
             .map(|r| {
                 let scores: Vec<f64> = r.options.iter().map(|o| norm.score(o)).collect();
-                let key = r.gold.ok_or_else(|| EvalError::NoGold { path: run.path.clone(), task: r.task })?;
+                let key = r.gold.ok_or_else(|| EvalError::NoGold { path: run.source.clone(), task: r.task })?;
                 Ok(TaskProbs::from_scores(&scores, key))
             })
             .collect::<Result<_, EvalError>>()?;
@@ -188,7 +185,7 @@ pub fn build(logs: &[PathBuf], options: &ReportOptions) -> Result<Report, EvalEr
         scheme_draws.push(draws.iter().map(|d| d[n_norm..].to_vec()).collect());
         models.push(ModelReport {
             label: label.clone(),
-            log: run.path.display().to_string(),
+            log: run.source.display().to_string(),
             model_sha256: run.header.model_sha256.clone(),
             settings: run.header.settings.clone(),
             tasks: n,

@@ -550,6 +550,12 @@ pub struct Pride {
     pub accuracy_after: f64,
     pub rstd_before: f64,
     pub rstd_after: f64,
+    /// How often each position was picked among the debiased tasks, before
+    /// and after PriDe (empty in sweeps saved by earlier mcscores).
+    #[serde(default)]
+    pub picks_before: Vec<usize>,
+    #[serde(default)]
+    pub picks_after: Vec<usize>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -557,6 +563,9 @@ pub struct FormatResult {
     pub format: String,
     /// Percent correct with the options in source order.
     pub accuracy: f64,
+    /// Its 95 % Wilson interval (absent in sweeps saved by earlier mcscores).
+    #[serde(default)]
+    pub accuracy_interval: Option<(f64, f64)>,
     /// Percent correct per rotation (rotation r puts option r first); with --circular.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accuracy_by_rotation: Vec<f64>,
@@ -632,7 +641,9 @@ fn analyse(sweep: &Sweep, model: &Path, scored: &[Scored<'_>], scores: &Scores) 
         let mine: Vec<&Scored<'_>> = scored.iter().filter(|s| s.prompt.format == f).collect();
         let counted: Vec<&Scored<'_>> = mine.iter().copied().filter(|s| circular || s.prompt.rotation == 0).collect();
         let original: Vec<&Scored<'_>> = mine.iter().copied().filter(|s| s.prompt.rotation == 0).collect();
-        let accuracy = percent(original.iter().filter(|s| s.right()).count(), n);
+        let hits = original.iter().filter(|s| s.right()).count();
+        let accuracy = percent(hits, n);
+        let accuracy_interval = Some(mcscore_metrics::Proportion { successes: hits, n }.wilson_percent());
         let (accuracy_by_rotation, circular_accuracy) = if circular {
             let by_rotation = (0..widest)
                 .map(|r| {
@@ -670,6 +681,13 @@ fn analyse(sweep: &Sweep, model: &Path, scored: &[Scored<'_>], scores: &Scores) 
             let before: Vec<usize> = rest.iter().map(|s| s.pick).collect();
             let after: Vec<usize> = rest.iter().map(|s| debias::debiased_pick(s.log_probs, &prior)).collect();
             let hits = |picks: &[usize]| picks.iter().zip(&golds).filter(|(p, g)| p == g).count();
+            let counts = |picks: &[usize]| {
+                let mut counts = vec![0; k];
+                for &p in picks {
+                    counts[p] += 1;
+                }
+                counts
+            };
             Pride {
                 calibration_tasks: calibration.len(),
                 debiased_tasks: rest.len(),
@@ -677,12 +695,15 @@ fn analyse(sweep: &Sweep, model: &Path, scored: &[Scored<'_>], scores: &Scores) 
                 accuracy_after: percent(hits(&after), rest.len()),
                 rstd_before: debias::rstd(&before, &golds, k),
                 rstd_after: debias::rstd(&after, &golds, k),
+                picks_before: counts(&before),
+                picks_after: counts(&after),
                 prior,
             }
         });
         results.push(FormatResult {
             format: name.clone(),
             accuracy,
+            accuracy_interval,
             accuracy_by_rotation,
             circular_accuracy,
             rstd: debias::rstd(&picks_list, &golds, widest),

@@ -13,6 +13,8 @@ pub struct Bin {
     pub count: usize,
     pub mean_confidence: f64,
     pub accuracy: f64,
+    /// The 95 % Wilson interval of `accuracy` (NaN for an empty bin).
+    pub accuracy_interval: (f64, f64),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -51,6 +53,10 @@ impl Calibration {
                 count,
                 mean_confidence: if count > 0 { conf / count as f64 } else { 0.0 },
                 accuracy: if count > 0 { hits / count as f64 } else { 0.0 },
+                accuracy_interval: {
+                    let (low, high) = crate::Proportion { successes: hits as usize, n: count }.wilson_percent();
+                    (low / 100.0, high / 100.0)
+                },
             })
             .collect();
         let weighted = |f: &dyn Fn(&Bin) -> f64| bins.iter().map(|b| b.count as f64 / n * f(b)).sum::<f64>();

@@ -272,6 +272,18 @@ impl Proportion {
         let p = self.successes as f64 / self.n.max(1) as f64;
         100.0 * (p * (1.0 - p) / (self.n as f64 - 1.0)).sqrt()
     }
+
+    /// The 95 % Wilson score interval in percent, computed as
+    /// llama-perplexity computes it (NaN for n = 0).
+    pub fn wilson_percent(self) -> (f64, f64) {
+        const Z: f64 = 1.95996398454;
+        let n = self.n as f64;
+        let freq = self.successes as f64 / n;
+        let z = Z * Z / n;
+        let half = z * (n * (4.0 * freq * (1.0 - freq) + z)).sqrt() / (Z + Z);
+        // In llama-perplexity's order of operations, to its last bit.
+        ((freq + z * 0.5 - half) / (1.0 + z) * 100.0, (freq + z * 0.5 + half) / (1.0 + z) * 100.0)
+    }
 }
 
 #[cfg(test)]

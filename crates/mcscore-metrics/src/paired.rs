@@ -31,18 +31,46 @@ pub struct Pick {
     pub option: usize,
 }
 
+/// Which cell of the flip table one task falls in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Flip {
+    BothRight,
+    RightToWrong,
+    WrongToRight,
+    /// Wrong under both, with the same pick.
+    BothWrong,
+    /// Wrong under both, with different picks.
+    WrongToOtherWrong,
+}
+
+impl Flip {
+    /// Every cell, in the order of their codes (`flip as u8`).
+    pub const ALL: [Flip; 5] = [Flip::BothRight, Flip::RightToWrong, Flip::WrongToRight, Flip::BothWrong, Flip::WrongToOtherWrong];
+
+    pub fn of(base: Pick, other: Pick) -> Flip {
+        match (base.right, other.right) {
+            (true, false) => Flip::RightToWrong,
+            (false, true) => Flip::WrongToRight,
+            (true, true) => Flip::BothRight,
+            (false, false) if base.option != other.option => Flip::WrongToOtherWrong,
+            (false, false) => Flip::BothWrong,
+        }
+    }
+}
+
 impl Flips {
     /// The table of `base` against `other`, task by task (equal lengths).
     pub fn of(base: &[Pick], other: &[Pick]) -> Flips {
         let mut f = Flips::default();
-        for (b, o) in base.iter().zip(other) {
+        for (&b, &o) in base.iter().zip(other) {
             f.same_pick += usize::from(b.option == o.option);
-            match (b.right, o.right) {
-                (true, false) => f.right_to_wrong += 1,
-                (false, true) => f.wrong_to_right += 1,
-                (true, true) => f.both_right += 1,
-                (false, false) if b.option != o.option => f.wrong_to_other_wrong += 1,
-                (false, false) => f.both_wrong += 1,
+            match Flip::of(b, o) {
+                Flip::RightToWrong => f.right_to_wrong += 1,
+                Flip::WrongToRight => f.wrong_to_right += 1,
+                Flip::BothRight => f.both_right += 1,
+                Flip::WrongToOtherWrong => f.wrong_to_other_wrong += 1,
+                Flip::BothWrong => f.both_wrong += 1,
             }
         }
         f

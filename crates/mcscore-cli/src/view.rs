@@ -1,0 +1,207 @@
+//! `mcscore view`: one self-contained HTML page of runs, their comparison
+//! and sweeps. The values come from `mcscore_eval::view`; this module only
+//! lays them out: the page's data, plots, script and styles are inline, and
+//! its Content-Security-Policy lets it load nothing and run no script but
+//! its own.
+
+use std::path::{Path, PathBuf};
+
+use std::io::Write as _;
+
+use anyhow::Context;
+use base64::Engine as _;
+use mcscore_eval::compare::{CompareOptions, Run};
+use mcscore_eval::report::ReportOptions;
+use mcscore_eval::view::{self, Page, PageSpec};
+use sha2::{Digest, Sha256};
+
+use crate::normalisation::NormArg;
+use crate::output::{self, Target};
+use crate::{plots, Outcome};
+
+const SCRIPT: &str = include_str!("view/view.js");
+const STYLE: &str = include_str!("view/view.css");
+
+/// Write one HTML page to read runs, their comparison and sweeps: the
+/// scoreboard, the paired comparison with a flip matrix whose cells link to
+/// their tasks, a task browser (search, filters, sort by margin or KL, j/k to
+/// step, the URL fragment keeps the selection) and the sweep's heat map, rank
+/// reversals and position bias.
+///
+/// The page is one file with everything inline; it makes no network request
+/// and works from file:// offline. Task text is read from the task file the
+/// logs name (or --tasks) and always shown as text.
+#[derive(clap::Args)]
+#[command(
+    after_help = "Examples:\n  mcscore view q4_k_m.jsonl q8_0.jsonl q2_k.jsonl -o quants.html\n  mcscore view --compare q4_k_m.jsonl q2_k.jsonl --sweep sweep.json -o page.html\n  mcscore view --sweep a.json b.json -o sweeps.html"
+)]
+#[command(group(clap::ArgGroup::new("input").required(true).multiple(true).args(["logs", "compare", "sweep"])))]
+pub(crate) struct Args {
+    /// --log-samples files of one task file, written by `mcscore score`; with
+    /// two or more, the first is BASE and every other is compared with it.
+    #[arg(value_name = "LOG.jsonl")]
+    logs: Vec<PathBuf>,
+    /// The BASE run the LOGs are compared with (instead of the first LOG).
+    #[arg(long, value_name = "BASE.jsonl")]
+    compare: Option<PathBuf>,
+    /// Sweeps saved by `mcscore sweep --save-json`, shown side by side.
+    #[arg(long, value_name = "SWEEP.json", num_args = 1..)]
+    sweep: Vec<PathBuf>,
+    /// The page to write (HTML).
+    #[arg(short = 'o', long = "output", value_name = "PAGE.html")]
+    output: PathBuf,
+    /// Replace PAGE.html if it exists (a regular file only).
+    #[arg(long)]
+    force: bool,
+    /// The task file the logs scored, for the tasks' text (default: the path
+    /// their header records). Checked by its sha256.
+    #[arg(long, value_name = "FILE")]
+    tasks: Option<PathBuf>,
+    /// The normalisation whose picks are right or wrong, compared, and sorted by margin.
+    #[arg(long, value_enum, default_value = "acc-norm")]
+    normalisation: NormArg,
+    /// The comparison's equivalence margin in accuracy points (as `compare --margin`).
+    #[arg(long, value_name = "POINTS", default_value_t = 1.0, value_parser = crate::compare::parse_margin)]
+    margin: f64,
+    /// The error rate of each verdict (as `compare --alpha`).
+    #[arg(long, value_name = "A", default_value_t = 0.05, value_parser = crate::compare::parse_alpha)]
+    alpha: f64,
+    /// Bootstrap resamples of the report and the comparison, 100 to 100,000.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(100..=100_000))]
+    resamples: u32,
+    /// Bootstrap seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The tasks' groups, one line per task of the task file (as `compare --groups`).
+    #[arg(long, value_name = "FILE")]
+    groups: Option<PathBuf>,
+    /// The manifest to look the task file's groups up in (default: manifest.json, where there is one).
+    #[arg(long, value_name = "FILE", conflicts_with = "groups")]
+    manifest: Option<PathBuf>,
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+    let paths: Vec<&Path> = args.compare.iter().chain(&args.logs).map(PathBuf::as_path).collect();
+    let inputs: Vec<&Path> = paths.iter().copied().chain(args.sweep.iter().map(PathBuf::as_path)).chain(args.tasks.as_deref()).collect();
+    output::check_file(&Target::new(&args.output, "-o", args.force), &inputs)?;
+    let runs = paths.iter().map(|p| Run::read(p)).collect::<Result<Vec<_>, _>>()?;
+    let groups = match runs.first() {
+        Some(base) => crate::compare::groups_from(args.groups.as_deref(), args.manifest.as_deref(), &base.header.file_sha256)?,
+        None => None,
+    };
+    let sweep = (!args.sweep.is_empty()).then(|| mcscore_eval::sweep::merge_saved(&args.sweep)).transpose()?;
+    let mut spec = PageSpec::new(&runs);
+    spec.tasks = args.tasks.as_deref();
+    spec.groups = groups.as_ref();
+    spec.compare = CompareOptions::new(args.normalisation.into(), args.margin, args.alpha, args.resamples, args.seed);
+    spec.report =
+        ReportOptions { normalisation: args.normalisation.into(), resamples: args.resamples, seed: args.seed, ..ReportOptions::default() };
+    spec.sweep = sweep;
+    let page = view::build(spec).map_err(|e| match e {
+        e @ (mcscore_eval::EvalError::NoTaskFile { .. } | mcscore_eval::EvalError::OtherTaskFile { .. }) => {
+            anyhow::Error::from(e).context("pass the task file the logs scored with --tasks FILE")
+        }
+        e => e.into(),
+    })?;
+    let html = html(&page)?;
+    let existing = if args.force { mcscore_format::Existing::Replace } else { mcscore_format::Existing::Refuse };
+    let mut file = mcscore_format::AtomicFile::with(&args.output, existing)?;
+    file.write_all(html.as_bytes()).with_context(|| args.output.display().to_string())?;
+    file.commit()?;
+    let tasks = page.tasks.index.len();
+    let runs = page.runs.len();
+    outln!(
+        "{}: {tasks} tasks, {runs} runs{}, {} bytes",
+        args.output.display(),
+        page.sweep.as_ref().map_or(String::new(), |s| format!(", a sweep of {} models", s.models.len())),
+        html.len()
+    )?;
+    Ok(Outcome::Ok)
+}
+
+/// An SVG as an image the page can show (an `<img>` runs no script).
+fn data_uri(svg: &str) -> String {
+    format!("data:image/svg+xml;base64,{}", base64::engine::general_purpose::STANDARD.encode(svg))
+}
+
+/// The page's plots, grouped as its script shows them.
+#[derive(serde::Serialize)]
+struct PagePlots {
+    /// Per report: a reliability diagram per model (and the rank heat map).
+    reliability: Vec<Vec<String>>,
+    /// Per OTHER: its flip matrix, KL histogram and group differences.
+    pairs: Vec<Vec<String>>,
+    /// Every OTHER's differences and accuracies.
+    comparison: Vec<String>,
+    sweep: Vec<String>,
+}
+
+fn page_plots(page: &Page) -> anyhow::Result<PagePlots> {
+    let uris = |plots: plots::Plots| plots.iter().map(|(_, svg)| data_uri(svg)).collect::<Vec<_>>();
+    let mut out = PagePlots { reliability: Vec::new(), pairs: Vec::new(), comparison: Vec::new(), sweep: Vec::new() };
+    for report in &page.reports {
+        out.reliability.push(uris(plots::report(report)?));
+    }
+    if let Some(c) = &page.comparison {
+        for i in 0..c.others.len() {
+            out.pairs.push(uris(plots::pair(c, i)?));
+        }
+        out.comparison = uris(plots::overall(c)?);
+    }
+    if let Some(sweep) = &page.sweep {
+        out.sweep = uris(plots::sweep(sweep)?);
+    }
+    Ok(out)
+}
+
+/// JSON that may sit inside a `<script>` element: no `<`, `>` or `&` is
+/// left for the HTML parser to read (`</script>` in a task's text stays text).
+fn script_json(value: &impl serde::Serialize) -> anyhow::Result<String> {
+    let json = serde_json::to_string(value)?;
+    Ok(json.replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026"))
+}
+
+fn csp_hash(text: &str) -> String {
+    format!("'sha256-{}'", base64::engine::general_purpose::STANDARD.encode(Sha256::digest(text.as_bytes())))
+}
+
+fn escape_html(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// The page: data, plots, script and styles inline; the policy allows only
+/// this script and these styles to run, and images only from data: URIs.
+fn html(page: &Page) -> anyhow::Result<String> {
+    let data = script_json(page)?;
+    let plots = script_json(&page_plots(page)?)?;
+    let title = format!("mcscore view: {}", page.file.as_deref().unwrap_or("sweep"));
+    Ok(format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src {script_hash}; style-src {style_hash}; img-src data:; base-uri 'none'; form-action 'none'\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{title}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n\
+         <header><h1 id=\"title\"></h1><div id=\"answer\"></div><nav id=\"nav\"></nav></header>\n\
+         <main>\n<section id=\"scores\" hidden></section>\n<section id=\"compare\" hidden></section>\n\
+         <section id=\"tasks\" hidden><div id=\"controls\"></div><div id=\"browser\"><ol id=\"task-list\"></ol><div id=\"task-detail\"></div></div></section>\n\
+         <section id=\"sweep\" hidden></section>\n</main>\n\
+         <script id=\"mcscore-data\" type=\"application/json\">{data}</script>\n\
+         <script id=\"mcscore-plots\" type=\"application/json\">{plots}</script>\n\
+         <script>{SCRIPT}</script>\n</body>\n</html>\n",
+        script_hash = csp_hash(SCRIPT),
+        style_hash = csp_hash(STYLE),
+        title = escape_html(&title),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_in_a_script_element_cannot_close_it() {
+        let json = script_json(&"</script><script>alert(1)</script> & <!--").unwrap();
+        assert!(!json.contains('<') && !json.contains('>') && !json.contains('&'), "{json}");
+        let back: String = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, "</script><script>alert(1)</script> & <!--");
+    }
+}

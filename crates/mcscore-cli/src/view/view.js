@@ -1,0 +1,416 @@
+"use strict";
+// mcscore view: renders the values mcscore computed (the JSON in
+// #mcscore-data) and filters and sorts them; it computes no result. Task text
+// is only ever set as text (textContent, text nodes), never parsed as HTML.
+(function () {
+  const D = JSON.parse(document.getElementById("mcscore-data").textContent);
+  const PLOTS = JSON.parse(document.getElementById("mcscore-plots").textContent);
+  const SCALE = D.probability_scale;
+  const NORM = D.normalisations.indexOf(D.normalisation);
+  const T = D.tasks;
+  const N = T.index.length;
+  const PAGE = 200;
+  // The URL names a task by its index in the file; the arrays are by row.
+  const ROW = new Map(T.index.map((task, row) => [task, row]));
+  const selectedRow = () => (state.task === "" ? undefined : ROW.get(Number(state.task)));
+
+  // Builds an element; strings among the children become text nodes.
+  function el(tag, props, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (v === undefined || v === null) continue;
+      if (k === "class") e.className = v;
+      else if (k === "text") e.textContent = v;
+      else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, String(v));
+    }
+    for (const c of children) if (c !== null && c !== undefined) e.append(c);
+    return e;
+  }
+  const fmt = (x, d) => (x === null || x === undefined || Number.isNaN(x) ? "–" : Number(x).toFixed(d));
+  const pct = (x) => fmt(x, 2);
+  const interval = (lo, hi, d) => "[" + fmt(lo, d) + ", " + fmt(hi, d) + "]";
+  const signed = (x, d) => (x > 0 ? "+" : "") + fmt(x, d);
+  const prob = (p) => fmt(p / SCALE, 3);
+  const table = (head, rows) =>
+    el("table", {}, el("thead", {}, el("tr", {}, ...head.map((h, i) => el("th", { class: i === 0 ? "text" : null, text: h })))),
+      el("tbody", {}, ...rows.map((r) => el("tr", {}, ...r.map((c, i) => (c instanceof Node ? el("td", { class: i === 0 ? "text" : null }, c) : el("td", { class: i === 0 ? "text" : null, text: c })))))));
+
+  // ---- state, kept in the URL fragment so a view can be shared ----
+  const DEFAULTS = { view: D.runs.length ? (D.comparison ? "compare" : "scores") : "sweep", run: "0", other: "1", filter: "all", q: "", group: "", k: "", sort: "file", task: "", below: "0.1" };
+  let state = Object.assign({}, DEFAULTS);
+  function readHash() {
+    const params = new URLSearchParams(location.hash.slice(1));
+    state = Object.assign({}, DEFAULTS);
+    for (const key of Object.keys(DEFAULTS)) if (params.has(key)) state[key] = params.get(key);
+  }
+  function writeHash() {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(state)) if (v !== DEFAULTS[k]) params.set(k, v);
+    const hash = "#" + params.toString();
+    if (location.hash !== hash) history.replaceState(null, "", hash === "#" ? location.pathname + location.search : hash);
+  }
+
+  // ---- header: the answer first ----
+  function header() {
+    const title = D.file ? D.file : "sweep";
+    document.getElementById("title").textContent = "mcscore view: " + title;
+    const answer = document.getElementById("answer");
+    if (D.comparison) {
+      const c = D.comparison;
+      for (const p of c.others) {
+        const d = p.difference;
+        answer.append(el("div", {}, el("strong", { text: p.other.label }), " vs " + c.base.label + ": " + p.conclusion + ", " + signed(d.estimate, 2) + " points " + interval(d.interval[0], d.interval[1], 2) + " on " + p.tasks + " tasks, McNemar p = " + fmt(p.mcnemar.p, 4)));
+      }
+    } else if (D.reports.length) {
+      for (const m of D.reports[0].models) {
+        const e = m.normalisations.find((n) => n[0] === D.normalisation);
+        answer.append(el("div", {}, el("strong", { text: m.label }), ": " + D.normalisation + " " + pct(e[1].mean) + " % " + interval(e[1].low, e[1].high, 2) + " on " + m.tasks + " tasks"));
+      }
+    } else if (D.sweep) {
+      for (const m of D.sweep.models) {
+        const s = m.accuracy_across_formats;
+        answer.append(el("div", {}, el("strong", { text: m.model }), ": accuracy across formats " + pct(s.min) + "–" + pct(s.max) + " % (mean " + pct(s.mean) + ")"));
+      }
+    }
+    const nav = document.getElementById("nav");
+    const views = [["scores", "Scores", D.reports.length], ["compare", "Compare", D.comparison], ["tasks", "Tasks", N], ["sweep", "Sweep", D.sweep]];
+    for (const [id, name, shown] of views) {
+      if (!shown) continue;
+      // The other settings stay as they are when the view changes.
+      nav.append(el("a", { href: "#view=" + id, id: "nav-" + id, text: name, onclick: (e) => { e.preventDefault(); state.view = id; update(); } }));
+    }
+  }
+
+  // ---- scores ----
+  function scores() {
+    const s = document.getElementById("scores");
+    if (D.baselines) s.append(el("p", { class: "muted", text: "Baselines over these " + N + " tasks: chance " + pct(D.baselines.chance) + " %, majority class " + pct(D.baselines.majority_class) + " % (always option " + D.baselines.majority_position + ")." }));
+    D.reports.forEach((r, ri) => {
+      s.append(el("h2", { text: "Accuracy (%), 95 % bootstrap intervals (" + r.resamples + " resamples, seed " + r.seed + ")" }));
+      const names = r.models[0].normalisations.map((n) => n[0]);
+      s.append(table(["model", ...names], r.models.map((m) => [m.label, ...m.normalisations.map((n) => pct(n[1].mean) + " " + interval(n[1].low, n[1].high, 2))])));
+      s.append(el("h3", { text: "Scoring schemes (mean score per task; p = softmax of " + r.normalisation + ")" }));
+      const schemes = r.models[0].schemes.map((n) => n[0]);
+      s.append(table(["model", ...schemes], r.models.map((m) => [m.label, ...m.schemes.map((n) => fmt(n[1].mean, 4) + " " + interval(n[1].low, n[1].high, 4))])));
+      s.append(el("h3", { text: "Calibration" }));
+      s.append(table(["model", "ECE", "Brier", "reliability", "resolution", "uncertainty"], r.models.map((m) => [m.label, fmt(m.calibration.ece, 4), fmt(m.calibration.brier, 4), fmt(m.calibration.reliability, 4), fmt(m.calibration.resolution, 4), fmt(m.calibration.uncertainty, 4)])));
+      if (r.rankings.length) {
+        s.append(el("h3", { text: "Model ranks per scheme (1 = best), with Spearman ρ and Kendall τ against NR's ranking" }));
+        s.append(table(["scheme", ...r.models.map((m) => m.label), "ρ", "τ"], r.rankings.map((k) => [k.scheme, ...k.ranks.map((x) => fmt(x, 1)), fmt(k.spearman_vs_nr, 3) + " ± " + fmt(k.spearman_se, 3), fmt(k.kendall_vs_nr, 3) + " ± " + fmt(k.kendall_se, 3)])));
+      }
+      const plots = el("div", { class: "plots" });
+      for (const uri of (PLOTS.reliability[ri] || [])) plots.append(el("img", { src: uri, alt: "reliability diagram" }));
+      s.append(plots);
+    });
+  }
+
+  // ---- compare ----
+  const FLIP_CELLS = [["both_right", null, "right_to_wrong"], ["wrong_to_right", "both_wrong", "wrong_to_other_wrong"]];
+  function flipMatrix(p, o) {
+    const cell = (kind) => kind === null ? el("td", { class: "none", text: "–" }) :
+      el("td", {}, el("a", { class: "flip-cell", href: "#view=tasks&other=" + o + "&filter=flip%3A" + kind, "data-other": o, "data-flip": kind, "data-count": p.flips[kind], text: String(p.flips[kind]) }));
+    return el("table", { class: "flip-matrix" },
+      el("thead", {}, el("tr", {}, el("th", { class: "text", text: D.comparison.base.label + " ↓ / " + p.other.label + " →" }), el("th", { text: "right" }), el("th", { text: "wrong, same pick" }), el("th", { text: "wrong, other pick" }))),
+      el("tbody", {}, ...FLIP_CELLS.map((row, i) => el("tr", {}, el("th", { class: "text", text: i === 0 ? "right" : "wrong" }), ...row.map(cell)))));
+  }
+  function compare() {
+    const s = document.getElementById("compare");
+    const c = D.comparison;
+    if (!c) return;
+    s.append(el("p", { class: "muted", text: c.tasks + " tasks, " + c.mode + ", " + c.normalisation + "; intervals at " + fmt(100 * c.interval_level, 1) + " %, equivalence (TOST) at " + fmt(100 * c.tost_level, 1) + " % within ±" + c.margin + " points; " + c.resamples + " bootstrap resamples, seed " + c.seed + (c.groups ? "; groups: " + c.groups : "") }));
+    s.append(table(["run", "accuracy (%)", "tasks", "OTHER − BASE (points)", "interval", "TOST interval", "verdict", "McNemar p (Holm)", "flips b / c", "agreement", "KL mean (nats)", "gold log p change"],
+      [[c.base.label + " (BASE)", pct(c.base.accuracy), String(c.tasks), "", "", "", "", "", "", "", "", ""],
+        ...c.others.map((p) => [p.other.label, pct(p.other.accuracy), String(p.tasks), signed(p.difference.estimate, 2), interval(p.difference.interval[0], p.difference.interval[1], 2), interval(p.difference.tost_interval[0], p.difference.tost_interval[1], 2), p.conclusion, fmt(p.mcnemar.p, 4) + " (" + fmt(p.mcnemar_p_holm, 4) + ")", p.flips.right_to_wrong + " / " + p.flips.wrong_to_right, fmt(100 * p.agreement, 1) + " %", fmt(p.kl_mean.estimate, 4) + " " + interval(p.kl_mean.low, p.kl_mean.high, 4), signed(p.gold_logprob_change.estimate, 4)])]));
+    c.others.forEach((p, i) => {
+      const o = i + 1;
+      s.append(el("h2", { text: p.other.label + " against " + c.base.label }));
+      s.append(el("p", { class: "muted", text: "Flips: each cell is a link to its tasks." }));
+      s.append(flipMatrix(p, o));
+      if (p.clustered && p.clustered.shifts.length) {
+        s.append(el("h3", { text: "Groups that moved most (" + p.clustered.groups + " groups)" }));
+        s.append(table(["group", "tasks", "BASE (%)", "OTHER (%)", "difference", "interval", "McNemar p", "BH q"], p.clustered.shifts.map((g) => {
+          const gi = T.groups.indexOf(g.name);
+          const link = el("a", { href: "#view=tasks&other=" + o + "&group=" + gi, text: g.name });
+          return [link, String(g.tasks), pct(g.base_accuracy), pct(g.other_accuracy), signed(g.difference, 2), g.interval ? interval(g.interval[0], g.interval[1], 2) : "–", fmt(g.mcnemar_p, 4), fmt(g.bh_q, 4)];
+        })));
+      }
+      const plots = el("div", { class: "plots" });
+      for (const uri of (PLOTS.pairs[i] || [])) plots.append(el("img", { src: uri, alt: "comparison plot" }));
+      s.append(plots);
+    });
+    const plots = el("div", { class: "plots" });
+    for (const uri of PLOTS.comparison) plots.append(el("img", { src: uri, alt: "comparison plot" }));
+    s.append(plots);
+  }
+
+  // ---- tasks ----
+  let order = [];     // rows shown, after filter and sort
+  let shown = 0;      // rows of `order` rendered into the list
+  let lowered = null; // lowercased text per row, built on the first search
+  const run = () => Math.min(Number(state.run) || 0, D.runs.length - 1);
+  const other = () => Math.min(Math.max(Number(state.other) || 1, 1), D.runs.length - 1);
+  const right = (r, row) => D.runs[r].picks[NORM][row] !== undefined && D.runs[r].picks[NORM][row] === T.gold[row];
+  const scored = (r, row) => row < D.runs[r].tasks;
+
+  function controls() {
+    const c = document.getElementById("controls");
+    const select = (id, label, options) => {
+      const s = el("select", { id });
+      for (const [value, text] of options) s.append(el("option", { value, text }));
+      s.addEventListener("change", () => { state[id] = s.value; state.task = ""; update(); });
+      c.append(el("label", { for: id, text: label }), s);
+    };
+    const q = el("input", { id: "q", type: "search", placeholder: "search question and options  ( / )" });
+    q.addEventListener("input", () => { state.q = q.value; update(); });
+    c.append(q);
+    const filters = [["all", "all tasks"], ["right", "right"], ["wrong", "wrong"], ["low-margin", "margin below"]];
+    if (D.runs.length > 1) {
+      filters.push(["flipped", "flipped (right ↔ wrong)"]);
+      for (const kind of D.flip_kinds) filters.push(["flip:" + kind, "flip: " + kind.replaceAll("_", " ")]);
+    }
+    select("filter", "show", filters);
+    const below = el("input", { id: "below", type: "number", min: "0", max: "1", step: "0.01", value: state.below });
+    below.addEventListener("input", () => { state.below = below.value; update(); });
+    c.append(below);
+    select("run", "run", D.runs.map((r, i) => [String(i), r.label + (i === 0 && D.runs.length > 1 ? " (BASE)" : "")]));
+    if (D.runs.length > 1) select("other", "against", D.runs.slice(1).map((r, i) => [String(i + 1), r.label]));
+    if (T.groups.length) select("group", "group", [["", "every group"], ...T.groups.map((g, i) => [String(i), g])]);
+    const ks = [...new Set(T.options.map((o) => o.length))].sort((a, b) => a - b);
+    if (ks.length > 1) select("k", "options", [["", "any number"], ...ks.map((k) => [String(k), k + " options"])]);
+    const sorts = [["file", "log order"], ["margin-asc", "margin, lowest first"], ["margin-desc", "margin, highest first"]];
+    if (D.runs.length > 1) sorts.push(["kl-desc", "KL, highest first"]);
+    select("sort", "sort", sorts);
+    c.append(el("span", { id: "count", "data-count": "0" }), el("span", { class: "muted" }, el("kbd", { text: "j" }), " / ", el("kbd", { text: "k" }), " next / previous"));
+  }
+
+  function syncControls() {
+    for (const id of ["filter", "run", "other", "group", "k", "sort", "below"]) {
+      const e = document.getElementById(id);
+      if (e && e.value !== state[id]) e.value = state[id];
+    }
+    const q = document.getElementById("q");
+    if (q.value !== state.q) q.value = state.q;
+  }
+
+  function matches() {
+    const r = run(), o = other();
+    const needle = state.q.trim().toLowerCase();
+    if (needle && !lowered) lowered = T.question.map((q, i) => (q + "\n" + T.options[i].join("\n")).toLowerCase());
+    const group = state.group === "" ? null : Number(state.group);
+    const k = state.k === "" ? null : Number(state.k);
+    const below = Number(state.below) * SCALE;
+    const flips = D.runs.length > 1 ? D.runs[o].flips : null;
+    let want = null;
+    if (state.filter.startsWith("flip:")) want = D.flip_kinds.indexOf(state.filter.slice(5));
+    const rows = [];
+    for (let i = 0; i < N; i++) {
+      if (group !== null && T.group[i] !== group) continue;
+      if (k !== null && T.options[i].length !== k) continue;
+      if (needle && !lowered[i].includes(needle)) continue;
+      switch (state.filter) {
+        case "right": if (!scored(r, i) || !right(r, i)) continue; break;
+        case "wrong": if (!scored(r, i) || right(r, i)) continue; break;
+        case "low-margin": if (!scored(r, i) || D.runs[r].margin[i] >= below) continue; break;
+        case "flipped": if (!flips || i >= flips.length || (flips[i] !== 1 && flips[i] !== 2)) continue; break;
+        default: if (want !== null && (!flips || i >= flips.length || flips[i] !== want)) continue;
+      }
+      rows.push(i);
+    }
+    if (state.sort === "margin-asc" || state.sort === "margin-desc") {
+      const m = D.runs[r].margin, sign = state.sort === "margin-asc" ? 1 : -1;
+      rows.sort((a, b) => sign * ((m[a] ?? SCALE) - (m[b] ?? SCALE)) || a - b);
+    } else if (state.sort === "kl-desc" && D.runs.length > 1) {
+      const kl = D.runs[o].kl;
+      rows.sort((a, b) => (kl[b] ?? -1) - (kl[a] ?? -1) || a - b);
+    }
+    return rows;
+  }
+
+  function marks(row) {
+    return D.runs.map((_, r) => (!scored(r, row) ? "·" : right(r, row) ? "✓" : "✗")).join("");
+  }
+
+  function renderMore(upTo) {
+    const list = document.getElementById("task-list");
+    const end = Math.min(order.length, Math.max(upTo, shown + PAGE));
+    const fragment = document.createDocumentFragment();
+    for (let j = shown; j < end; j++) {
+      const i = order[j];
+      const group = T.group[i] === null || T.group[i] === undefined ? "" : " [" + T.groups[T.group[i]] + "]";
+      const li = el("li", { "data-row": i, id: "row-" + i }, el("span", { class: "marks", text: marks(i) }), "#" + T.index[i] + group + " " + T.question[i].slice(0, 160));
+      if (i === selectedRow()) li.classList.add("selected");
+      fragment.append(li);
+    }
+    list.append(fragment);
+    shown = end;
+  }
+
+  function detail() {
+    const d = document.getElementById("task-detail");
+    d.replaceChildren();
+    const i = selectedRow();
+    if (i === undefined) {
+      d.append(el("p", { class: "muted", text: order.length ? "Select a task (click, or j / k)." : "No task matches." }));
+      return;
+    }
+    const at = order.indexOf(i);
+    d.append(el("h2", { id: "detail-title", text: "Task " + T.index[i] + (at >= 0 ? " (" + (at + 1) + " of " + order.length + " shown)" : "") }));
+    if (T.group[i] !== null && T.group[i] !== undefined) d.append(el("p", { class: "muted", text: "group: " + T.groups[T.group[i]] }));
+    d.append(el("pre", { id: "question", text: T.question[i] }));
+    D.runs.forEach((run, r) => {
+      if (!scored(r, i)) { d.append(el("p", { class: "muted", text: run.label + ": not scored (its run stopped before this task)." })); return; }
+      const head = ["option", "text", "tokens", ...D.normalisations.map((n) => "p " + n)];
+      const body = T.options[i].map((text, k) => {
+        const tr = el("tr", { class: T.gold[i] === k ? "gold" : null },
+          el("td", { class: "text", text: String.fromCharCode(65 + (k % 26)) + (T.gold[i] === k ? " (gold)" : "") }),
+          el("td", { class: "text option-text", text: text }),
+          el("td", { text: String(run.tokens[i][k]) }),
+          ...D.normalisations.map((_, n) => el("td", { class: run.picks[n][i] === k ? "pick" : null, text: prob(run.probabilities[n][i][k]) + (run.picks[n][i] === k ? " ◀" : "") })));
+        return tr;
+      });
+      const status = right(r, i) ? el("span", { class: "right", text: "right" }) : el("span", { class: "wrong", text: "wrong" });
+      const extra = [];
+      if (r > 0 && run.flips && i < run.flips.length) extra.push(", " + D.flip_kinds[run.flips[i]].replaceAll("_", " ") + ", KL " + fmt(run.kl[i], 4) + " nats");
+      d.append(el("h3", {}, run.label + ": ", status, " under " + D.normalisation + ", margin " + prob(run.margin[i]), ...extra));
+      d.append(el("table", {}, el("thead", {}, el("tr", {}, ...head.map((h, c) => el("th", { class: c < 2 ? "text" : null, text: h })))), el("tbody", {}, ...body)));
+    });
+  }
+
+  function select(row) {
+    state.task = row === null ? "" : String(T.index[row]);
+    writeHash();
+    for (const e of document.querySelectorAll("#task-list li.selected")) e.classList.remove("selected");
+    if (row !== null) {
+      const at = order.indexOf(row);
+      if (at >= shown) renderMore(at + 1);
+      const li = document.getElementById("row-" + row);
+      if (li) { li.classList.add("selected"); li.scrollIntoView({ block: "nearest" }); }
+    }
+    detail();
+  }
+
+  function step(by) {
+    if (!order.length) return;
+    const at = order.indexOf(selectedRow());
+    const next = at < 0 ? (by > 0 ? 0 : order.length - 1) : Math.min(Math.max(at + by, 0), order.length - 1);
+    select(order[next]);
+  }
+
+  function filterTasks() {
+    const start = performance.now();
+    order = matches();
+    const list = document.getElementById("task-list");
+    list.replaceChildren();
+    shown = 0;
+    renderMore(0);
+    const count = document.getElementById("count");
+    count.textContent = order.length + " of " + N + " tasks";
+    count.setAttribute("data-count", String(order.length));
+    window.mcscoreView.filterMs = performance.now() - start;
+    window.mcscoreView.filters += 1;
+  }
+
+  function tasksView() {
+    if (!N) return;
+    controls();
+    const list = document.getElementById("task-list");
+    list.addEventListener("click", (e) => {
+      const li = e.target.closest("li");
+      if (li) select(Number(li.getAttribute("data-row")));
+    });
+    list.addEventListener("scroll", () => {
+      if (list.scrollTop + list.clientHeight > list.scrollHeight - 200 && shown < order.length) renderMore(0);
+    });
+    document.addEventListener("keydown", (e) => {
+      if (e.target instanceof HTMLInputElement || e.target instanceof HTMLSelectElement || e.ctrlKey || e.metaKey || e.altKey) return;
+      if (state.view !== "tasks") return;
+      if (e.key === "j") { step(1); e.preventDefault(); }
+      else if (e.key === "k") { step(-1); e.preventDefault(); }
+      else if (e.key === "/") { document.getElementById("q").focus(); e.preventDefault(); }
+    });
+  }
+
+  // ---- sweep ----
+  function sweep() {
+    const s = document.getElementById("sweep");
+    const w = D.sweep;
+    if (!w) return;
+    s.append(el("p", { class: "muted", text: w.file + ": " + w.tasks + " tasks, " + w.formats.length + " formats" + (w.circular ? ", every rotation (circular)" : "") + (w.pride_alpha ? ", PriDe with α = " + w.pride_alpha : "") }));
+    const circular = w.circular;
+    const value = (f) => (circular && f.circular_accuracy !== null ? f.circular_accuracy : f.accuracy);
+    const all = w.models.flatMap((m) => m.formats.map(value));
+    const lo = Math.min(...all), hi = Math.max(...all);
+    s.append(el("h2", { text: "Accuracy (%) by format and model" + (circular ? " (right under every rotation)" : "") }));
+    const heat = el("table", { class: "heat" }, el("thead", {}, el("tr", {}, el("th", { class: "text", text: "format" }), ...w.models.map((m) => el("th", { text: m.model })))));
+    const body = el("tbody");
+    w.formats.forEach((name, f) => {
+      const tr = el("tr", {}, el("td", { class: "text", text: name }));
+      for (const m of w.models) {
+        const v = value(m.formats[f]);
+        const td = el("td", { class: "cell", text: pct(v) });
+        const t = hi > lo ? (v - lo) / (hi - lo) : 0.5;
+        td.style.backgroundColor = "hsl(" + Math.round(10 + 110 * t) + ", 65%, " + Math.round(88 - 18 * t) + "%)";
+        tr.append(td);
+      }
+      body.append(tr);
+    });
+    heat.append(body);
+    s.append(heat);
+    if (w.comparison) {
+      const c = w.comparison;
+      s.append(el("h2", { text: "Rank reversals (ranked by " + c.ranked_by + ")" }));
+      s.append(el("p", { text: "Share of (model pair, format pair) combinations whose order flips: " + fmt(100 * c.reversal_rate, 1) + " %; Kendall τ between formats: mean " + fmt(c.kendall_tau_mean, 3) + ", min " + fmt(c.kendall_tau_min, 3) + " (" + c.kendall_pairs + " format pairs)." }));
+      s.append(table(["model pair", "formats where the first is ahead", "where the second is", "tied", "the format decides the winner"], c.pairs.map((p) => [w.models[p.a].model + " vs " + w.models[p.b].model, String(p.a_ahead), String(p.b_ahead), String(p.tied), p.a_ahead > 0 && p.b_ahead > 0 ? "yes" : "no"])));
+      s.append(table(["model", ...w.models.map((_, r) => "ranked " + (r + 1) + " by")], w.models.map((m, i) => [m.model, ...c.rank_distribution[i].map((n) => n + " formats")])));
+    }
+    s.append(el("h2", { text: "Position bias: how often each position is picked" + (w.pride_alpha ? " (blue: as scored; orange: after PriDe, on the debiased tasks)" : "") }));
+    const bars = (counts, cls) => {
+      const total = counts.reduce((a, b) => a + b, 0) || 1;
+      const box = el("span", { class: "bar-box" });
+      counts.forEach((n, pos) => {
+        const b = el("span", { class: "bar" + (cls ? " " + cls : ""), title: String.fromCharCode(65 + pos) + ": " + fmt(100 * n / total, 1) + " %" });
+        b.style.height = Math.round(48 * n / total) + "px";
+        box.append(b);
+      });
+      return box;
+    };
+    const rows = [];
+    for (const m of w.models) for (const f of m.formats) {
+      const cell = el("span", {}, bars(f.picks, null));
+      if (f.pride && f.pride.picks_after && f.pride.picks_after.length) cell.append(bars(f.pride.picks_before, null), bars(f.pride.picks_after, "after"));
+      rows.push([m.model + " · " + f.format, cell, fmt(f.rstd, 2), f.pia === null ? "–" : fmt(f.pia, 3), f.pride ? fmt(f.pride.rstd_before, 2) + " → " + fmt(f.pride.rstd_after, 2) : "–", f.pride ? pct(f.pride.accuracy_before) + " → " + pct(f.pride.accuracy_after) : "–"]);
+    }
+    s.append(table(["model · format", "picks per position (A, B, …)", "RStd", "PIA", "RStd with PriDe", "accuracy with PriDe (%)"], rows));
+    const plots = el("div", { class: "plots" });
+    for (const uri of PLOTS.sweep) plots.append(el("img", { src: uri, alt: "sweep plot" }));
+    s.append(plots);
+  }
+
+  // ---- views ----
+  function update() {
+    syncControls();
+    for (const id of ["scores", "compare", "tasks", "sweep"]) {
+      document.getElementById(id).hidden = id !== state.view;
+      const a = document.getElementById("nav-" + id);
+      if (a) a.classList.toggle("current", id === state.view);
+    }
+    writeHash();
+    if (state.view === "tasks" && N) {
+      filterTasks();
+      const row = selectedRow();
+      if (row !== undefined) select(row); else detail();
+    }
+  }
+
+  window.mcscoreView = { readyMs: null, filterMs: null, filters: 0 };
+  readHash();
+  header();
+  scores();
+  compare();
+  tasksView();
+  sweep();
+  window.addEventListener("hashchange", () => { readHash(); update(); });
+  update();
+  window.mcscoreView.readyMs = performance.now();
+})();

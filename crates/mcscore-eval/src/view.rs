@@ -1,0 +1,247 @@
+//! What `mcscore view`'s page shows, computed once here: the reports and the
+//! comparison of runs of one task file, every task's text and each run's
+//! probabilities, picks and flips, and saved sweeps. A front end turns a
+//! [`Page`] into HTML; its script filters and sorts these values, and
+//! computes none of them.
+
+use std::path::{Path, PathBuf};
+
+use mcscore_format::{sha256_hex, Baselines};
+use mcscore_metrics::paired::{log_softmax, Flip};
+use mcscore_metrics::Normalisation;
+use serde::Serialize;
+
+use crate::compare::{self, CompareOptions, Comparison, Groups, Run};
+use crate::log;
+use crate::report::{self, Report, ReportOptions};
+use crate::sweep::SweepReport;
+use crate::{EvalError, Input};
+
+/// What a page is built from.
+#[non_exhaustive]
+pub struct PageSpec<'a> {
+    /// Runs of one task file, BASE first: compared with BASE where there are
+    /// two or more.
+    pub runs: &'a [Run],
+    /// The task file the runs scored, for the tasks' text; by default the
+    /// file their log headers name. Checked by its sha256.
+    pub tasks: Option<&'a Path>,
+    pub groups: Option<&'a Groups>,
+    pub compare: CompareOptions,
+    pub report: ReportOptions,
+    /// Saved sweeps, side by side (see [`crate::sweep::merge_saved`]).
+    pub sweep: Option<SweepReport>,
+}
+
+impl<'a> PageSpec<'a> {
+    pub fn new(runs: &'a [Run]) -> PageSpec<'a> {
+        PageSpec { runs, tasks: None, groups: None, compare: CompareOptions::default(), report: ReportOptions::default(), sweep: None }
+    }
+}
+
+/// Probabilities and margins are in units of 1/10,000 (integers keep a
+/// 14,042-task page small).
+pub const PROBABILITY_SCALE: f64 = 10_000.0;
+
+/// Everything one page shows.
+#[derive(Serialize)]
+pub struct Page {
+    pub mcscore: &'static str,
+    /// The normalisation of the comparison, the margins and the default view.
+    pub normalisation: &'static str,
+    /// The order of the per-normalisation arrays of each run.
+    pub normalisations: Vec<&'static str>,
+    /// The codes of `PageRun::flips` (a flip's code is its index here).
+    pub flip_kinds: Vec<Flip>,
+    pub probability_scale: f64,
+    /// The task file's name, sha256 and mode, where there are runs.
+    pub file: Option<String>,
+    pub file_sha256: Option<String>,
+    pub mode: Option<&'static str>,
+    /// Chance and majority class over the page's tasks.
+    pub baselines: Option<Baselines>,
+    /// One report of every run, or one per run where their task lists differ
+    /// (the runs of a sequential comparison stop at different tasks).
+    pub reports: Vec<Report>,
+    pub comparison: Option<Comparison>,
+    pub tasks: TaskTable,
+    pub runs: Vec<PageRun>,
+    pub sweep: Option<SweepReport>,
+}
+
+/// The tasks, in BASE's order: columns of equal length.
+#[derive(Debug, Default, Serialize)]
+pub struct TaskTable {
+    /// The task's index in its file.
+    pub index: Vec<usize>,
+    /// The context the options follow, as scored.
+    pub question: Vec<String>,
+    pub options: Vec<Vec<String>>,
+    pub gold: Vec<Option<usize>>,
+    /// Where the groups come from, and their names.
+    pub groups_source: Option<String>,
+    pub groups: Vec<String>,
+    /// Per task: an index into `groups`.
+    pub group: Vec<Option<usize>>,
+}
+
+/// One run's values per task: arrays over the first `tasks` rows of the
+/// task table (a sequential comparison's run may stop before BASE's).
+#[derive(Debug, Serialize)]
+pub struct PageRun {
+    pub label: String,
+    pub log: String,
+    pub model: String,
+    pub settings: String,
+    pub tasks: usize,
+    /// Per task, per option: tokens scored.
+    pub tokens: Vec<Vec<u32>>,
+    /// Per normalisation, per task: the option picked.
+    pub picks: Vec<Vec<usize>>,
+    /// Per normalisation, per task, per option: the softmax probability.
+    pub probabilities: Vec<Vec<Vec<u16>>>,
+    /// Per task, under the page's normalisation: the largest probability
+    /// less the second largest.
+    pub margin: Vec<u16>,
+    /// Against BASE (absent for BASE): per task, the flip code and
+    /// KL(BASE‖this run) in nats, over the tasks compared.
+    pub flips: Option<Vec<u8>>,
+    pub kl: Option<Vec<f32>>,
+}
+
+/// Builds the page of `spec`.
+pub fn build(spec: PageSpec<'_>) -> Result<Page, EvalError> {
+    let PageSpec { runs, tasks, groups, compare: compare_options, report: report_options, sweep } = spec;
+    if runs.is_empty() && sweep.is_none() {
+        return Err(EvalError::NoLogs);
+    }
+    let norm = compare_options.normalisation;
+    let mut page = Page {
+        mcscore: env!("CARGO_PKG_VERSION"),
+        normalisation: norm.name(),
+        normalisations: Vec::new(),
+        flip_kinds: Flip::ALL.to_vec(),
+        probability_scale: PROBABILITY_SCALE,
+        file: None,
+        file_sha256: None,
+        mode: None,
+        baselines: None,
+        reports: Vec::new(),
+        comparison: None,
+        tasks: TaskTable::default(),
+        runs: Vec::new(),
+        sweep,
+    };
+    let Some(base) = runs.first() else { return Ok(page) };
+
+    let comparison = (runs.len() > 1).then(|| compare::compare(base, &runs[1..], groups, &compare_options)).transpose()?;
+    let same_tasks = runs.iter().all(|r| r.records.iter().map(|t| t.task).eq(base.records.iter().map(|t| t.task)));
+    page.reports = if same_tasks {
+        vec![report::of_runs(runs, &report_options)?]
+    } else {
+        runs.iter().map(|r| report::of_runs(std::slice::from_ref(r), &report_options)).collect::<Result<_, _>>()?
+    };
+    let norms: &[Normalisation] = if runs.iter().all(|r| log::normalisations(&r.records).contains(&Normalisation::AccPmi)) {
+        &Normalisation::WITH_PMI
+    } else {
+        &Normalisation::ALL
+    };
+    page.normalisations = norms.iter().map(|n| n.name()).collect();
+    page.tasks = task_table(base, tasks, groups)?;
+    page.baselines = Some(Baselines::from_tasks(base.records.iter().map(|r| (r.options.len(), r.gold))));
+
+    let labels: Vec<String> = match &comparison {
+        Some(c) => std::iter::once(c.base.label.clone()).chain(c.others.iter().map(|p| p.other.label.clone())).collect(),
+        None => page.reports[0].models.iter().map(|m| m.label.clone()).collect(),
+    };
+    for (r, (run, label)) in runs.iter().zip(labels).enumerate() {
+        let pairing = comparison.as_ref().and_then(|c| r.checked_sub(1).map(|o| &c.others[o]));
+        page.runs.push(page_run(run, label, norms, norm, pairing, base.records.len()));
+    }
+    page.file = Some(base.header.file.clone());
+    page.file_sha256 = Some(base.header.file_sha256.clone());
+    page.mode = Some(base.header.kind().flag());
+    page.comparison = comparison;
+    Ok(page)
+}
+
+fn scaled(p: f64) -> u16 {
+    (p * PROBABILITY_SCALE).round().clamp(0.0, PROBABILITY_SCALE) as u16
+}
+
+fn page_run(
+    run: &Run,
+    label: String,
+    norms: &[Normalisation],
+    norm: Normalisation,
+    pairing: Option<&compare::Pairing>,
+    rows: usize,
+) -> PageRun {
+    let records = &run.records[..run.records.len().min(rows)];
+    let probabilities = |n: Normalisation| -> Vec<Vec<f64>> {
+        records
+            .iter()
+            .map(|r| log_softmax(&r.options.iter().map(|o| n.score(o)).collect::<Vec<_>>()).iter().map(|l| l.exp()).collect())
+            .collect()
+    };
+    let margin = probabilities(norm)
+        .iter()
+        .map(|p| {
+            let mut sorted = p.clone();
+            sorted.sort_by(|a, b| b.total_cmp(a));
+            scaled(sorted[0] - sorted.get(1).copied().unwrap_or(0.0))
+        })
+        .collect();
+    PageRun {
+        label,
+        log: run.source.display().to_string(),
+        model: run.header.model.clone(),
+        settings: run.header.settings.clone(),
+        tasks: records.len(),
+        tokens: records.iter().map(|r| r.options.iter().map(|o| o.tokens).collect()).collect(),
+        picks: norms.iter().map(|&n| records.iter().map(|r| r.pred.get(n)).collect()).collect(),
+        probabilities: norms.iter().map(|&n| probabilities(n).iter().map(|p| p.iter().map(|&x| scaled(x)).collect()).collect()).collect(),
+        margin,
+        flips: pairing.map(|p| p.flip_per_task.iter().map(|&f| f as u8).collect()),
+        kl: pairing.map(|p| p.kl_per_task.iter().map(|&k| k as f32).collect()),
+    }
+}
+
+/// The text of BASE's tasks, from `path` or the file BASE's header names,
+/// checked against the sha256 the log recorded.
+fn task_table(base: &Run, path: Option<&Path>, groups: Option<&Groups>) -> Result<TaskTable, EvalError> {
+    let header = &base.header;
+    let path: PathBuf = path.map_or_else(|| PathBuf::from(&header.file), Path::to_owned);
+    if !path.exists() {
+        return Err(EvalError::NoTaskFile { path, log: base.source.clone() });
+    }
+    let input = Input::open(&path, header.kind(), true)?;
+    let sha256 = sha256_hex(input.bytes());
+    if sha256 != header.file_sha256 {
+        return Err(EvalError::OtherTaskFile { path, sha256, log: base.source.clone(), logged: header.file_sha256.clone() });
+    }
+    let tasks = input.tasks(&path)?;
+    let mut table = TaskTable { groups_source: groups.map(|g| g.source.clone()), ..TaskTable::default() };
+    let mut group_index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for record in &base.records {
+        let task = tasks.get(record.task).ok_or_else(|| EvalError::OtherTaskFile {
+            path: path.clone(),
+            sha256: sha256.clone(),
+            log: base.source.clone(),
+            logged: header.file_sha256.clone(),
+        })?;
+        table.index.push(record.task);
+        table.question.push(task.question.to_owned());
+        table.options.push(task.options().iter().map(|o| (*o).to_owned()).collect());
+        table.gold.push(record.gold);
+        let group = groups.and_then(|g| g.name_of(record.task)).map(|name| {
+            let next = group_index.len();
+            *group_index.entry(name.to_owned()).or_insert_with(|| {
+                table.groups.push(name.to_owned());
+                next
+            })
+        });
+        table.group.push(group);
+    }
+    Ok(table)
+}
