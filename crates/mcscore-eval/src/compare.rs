@@ -596,11 +596,11 @@ fn clustered(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use mcscore_metrics::OptionScore;
 
-    fn header(model: &str) -> Header {
+    pub(crate) fn header(model: &str) -> Header {
         Header {
             version: crate::log::LOG_VERSION,
             mcscore: "test".into(),
@@ -620,7 +620,7 @@ mod tests {
     }
 
     /// A record whose pick is `pick` (its log-probability the highest), gold 0.
-    fn record(task: usize, pick: usize) -> TaskRecord {
+    pub(crate) fn record(task: usize, pick: usize) -> TaskRecord {
         let options = (0..3)
             .map(|k| OptionScore {
                 logprob_sum: if k == pick { -0.5 } else { -2.0 },
@@ -633,7 +633,8 @@ mod tests {
         TaskRecord::new(task, options, vec![true, false, false])
     }
 
-    fn run(model: &str, picks: &[usize]) -> Run {
+    /// A run of tasks 0.. whose gold is option 0 of 3, picking `picks`.
+    pub(crate) fn run(model: &str, picks: &[usize]) -> Run {
         Run {
             label: model.into(),
             source: PathBuf::from(format!("{model}.jsonl")),

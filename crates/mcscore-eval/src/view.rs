@@ -245,3 +245,68 @@ fn task_table(base: &Run, path: Option<&Path>, groups: Option<&Groups>) -> Resul
     }
     Ok(table)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::tests::run;
+
+    /// Runs of a real task file of four tasks (gold: option 0 of 3).
+    fn runs(dir: &Path, picks: &[&[usize]]) -> Vec<Run> {
+        let path = dir.join("f.bin");
+        let questions = ["<script>alert(1)</script>", "two", "three", "four"];
+        mcscore_format::write_tasks(&path, questions.iter().map(|q| mcscore_format::Task::new(q, vec!["a", "b", "c"], 0))).unwrap();
+        let sha256 = sha256_hex(&std::fs::read(&path).unwrap());
+        picks
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let mut r = run(&format!("m{i}"), p);
+                r.header.file = path.display().to_string();
+                r.header.file_sha256 = sha256.clone();
+                r
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_page_carries_the_comparison_and_each_tasks_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let runs = runs(dir.path(), &[&[0, 0, 1, 2], &[0, 1, 0, 1]]);
+        let page = build(PageSpec::new(&runs)).unwrap();
+        let c = page.comparison.as_ref().unwrap();
+        let flips = page.runs[1].flips.as_ref().unwrap();
+        // Each flip code counted equals the comparison's table.
+        let count = |f: Flip| flips.iter().filter(|&&code| code == f as u8).count();
+        assert_eq!(count(Flip::RightToWrong), c.others[0].flips.right_to_wrong);
+        assert_eq!(count(Flip::WrongToRight), c.others[0].flips.wrong_to_right);
+        assert_eq!(count(Flip::WrongToOtherWrong), c.others[0].flips.wrong_to_other_wrong);
+        assert_eq!(page.flip_kinds[Flip::BothWrong as usize], Flip::BothWrong);
+        assert_eq!(page.tasks.question[0], "<script>alert(1)</script>");
+        assert_eq!(page.tasks.gold, vec![Some(0); 4]);
+        let norm = page.normalisations.iter().position(|&n| n == "acc_norm").unwrap();
+        assert_eq!(page.runs[0].picks[norm], vec![0, 0, 1, 2]);
+        for p in &page.runs[0].probabilities[norm] {
+            let sum: u32 = p.iter().map(|&x| u32::from(x)).sum();
+            assert!((9_998..=10_002).contains(&sum), "{p:?}");
+        }
+        // Picked at −0.5 against two at −2: softmax 0.6914 against 0.1543 each.
+        assert_eq!(page.runs[0].margin[0], 5_372);
+        assert!(page.runs[0].flips.is_none());
+        assert_eq!(page.reports.len(), 1);
+        assert_eq!(page.reports[0].models.len(), 2);
+    }
+
+    #[test]
+    fn another_task_file_and_a_missing_one_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut runs = runs(dir.path(), &[&[0, 0, 1, 2]]);
+        let other = dir.path().join("other.bin");
+        mcscore_format::write_tasks(&other, std::iter::once(mcscore_format::Task::new("q", vec!["a", "b"], 0))).unwrap();
+        let mut spec = PageSpec::new(&runs);
+        spec.tasks = Some(&other);
+        assert!(matches!(build(spec), Err(EvalError::OtherTaskFile { .. })));
+        runs[0].header.file = dir.path().join("gone.bin").display().to_string();
+        assert!(matches!(build(PageSpec::new(&runs)), Err(EvalError::NoTaskFile { .. })));
+    }
+}
