@@ -32,6 +32,8 @@
   const interval = (lo, hi, d) => "[" + fmt(lo, d) + ", " + fmt(hi, d) + "]";
   const signed = (x, d) => (x > 0 ? "+" : "") + fmt(x, d);
   const prob = (p) => fmt(p / SCALE, 3);
+  // A sweep names models by path; their file names are what differ.
+  const modelName = (path) => path.split("/").pop();
   const table = (head, rows) =>
     el("table", {}, el("thead", {}, el("tr", {}, ...head.map((h, i) => el("th", { class: i === 0 ? "text" : null, text: h })))),
       el("tbody", {}, ...rows.map((r) => el("tr", {}, ...r.map((c, i) => (c instanceof Node ? el("td", { class: i === 0 ? "text" : null }, c) : el("td", { class: i === 0 ? "text" : null, text: c })))))));
@@ -70,7 +72,7 @@
     } else if (D.sweep) {
       for (const m of D.sweep.models) {
         const s = m.accuracy_across_formats;
-        answer.append(el("div", {}, el("strong", { text: m.model }), ": accuracy across formats " + pct(s.min) + "–" + pct(s.max) + " % (mean " + pct(s.mean) + ")"));
+        answer.append(el("div", {}, el("strong", { text: modelName(m.model) }), ": accuracy across formats " + pct(s.min) + "–" + pct(s.max) + " % (mean " + pct(s.mean) + ")"));
       }
     }
     const nav = document.getElementById("nav");
@@ -185,6 +187,7 @@
   }
 
   function syncControls() {
+    if (!N) return;
     for (const id of ["filter", "run", "other", "group", "k", "sort", "below"]) {
       const e = document.getElementById(id);
       if (e && e.value !== state[id]) e.value = state[id];
@@ -342,7 +345,7 @@
     const all = w.models.flatMap((m) => m.formats.map(value));
     const lo = Math.min(...all), hi = Math.max(...all);
     s.append(el("h2", { text: "Accuracy (%) by format and model" + (circular ? " (right under every rotation)" : "") }));
-    const heat = el("table", { class: "heat" }, el("thead", {}, el("tr", {}, el("th", { class: "text", text: "format" }), ...w.models.map((m) => el("th", { text: m.model })))));
+    const heat = el("table", { class: "heat" }, el("thead", {}, el("tr", {}, el("th", { class: "text", text: "format" }), ...w.models.map((m) => el("th", { text: modelName(m.model), title: m.model })))));
     const body = el("tbody");
     w.formats.forEach((name, f) => {
       const tr = el("tr", {}, el("td", { class: "text", text: name }));
@@ -361,8 +364,8 @@
       const c = w.comparison;
       s.append(el("h2", { text: "Rank reversals (ranked by " + c.ranked_by + ")" }));
       s.append(el("p", { text: "Share of (model pair, format pair) combinations whose order flips: " + fmt(100 * c.reversal_rate, 1) + " %; Kendall τ between formats: mean " + fmt(c.kendall_tau_mean, 3) + ", min " + fmt(c.kendall_tau_min, 3) + " (" + c.kendall_pairs + " format pairs)." }));
-      s.append(table(["model pair", "formats where the first is ahead", "where the second is", "tied", "the format decides the winner"], c.pairs.map((p) => [w.models[p.a].model + " vs " + w.models[p.b].model, String(p.a_ahead), String(p.b_ahead), String(p.tied), p.a_ahead > 0 && p.b_ahead > 0 ? "yes" : "no"])));
-      s.append(table(["model", ...w.models.map((_, r) => "ranked " + (r + 1) + " by")], w.models.map((m, i) => [m.model, ...c.rank_distribution[i].map((n) => n + " formats")])));
+      s.append(table(["model pair", "formats where the first is ahead", "where the second is", "tied", "the format decides the winner"], c.pairs.map((p) => [modelName(w.models[p.a].model) + " vs " + modelName(w.models[p.b].model), String(p.a_ahead), String(p.b_ahead), String(p.tied), p.a_ahead > 0 && p.b_ahead > 0 ? "yes" : "no"])));
+      s.append(table(["model", ...w.models.map((_, r) => "ranked " + (r + 1) + " by")], w.models.map((m, i) => [modelName(m.model), ...c.rank_distribution[i].map((n) => n + " formats")])));
     }
     s.append(el("h2", { text: "Position bias: how often each position is picked" + (w.pride_alpha ? " (blue: as scored; orange: after PriDe, on the debiased tasks)" : "") }));
     const bars = (counts, cls) => {
@@ -379,7 +382,7 @@
     for (const m of w.models) for (const f of m.formats) {
       const cell = el("span", {}, bars(f.picks, null));
       if (f.pride && f.pride.picks_after && f.pride.picks_after.length) cell.append(bars(f.pride.picks_before, null), bars(f.pride.picks_after, "after"));
-      rows.push([m.model + " · " + f.format, cell, fmt(f.rstd, 2), f.pia === null ? "–" : fmt(f.pia, 3), f.pride ? fmt(f.pride.rstd_before, 2) + " → " + fmt(f.pride.rstd_after, 2) : "–", f.pride ? pct(f.pride.accuracy_before) + " → " + pct(f.pride.accuracy_after) : "–"]);
+      rows.push([modelName(m.model) + " · " + f.format, cell, fmt(f.rstd, 2), f.pia === null ? "–" : fmt(f.pia, 3), f.pride ? fmt(f.pride.rstd_before, 2) + " → " + fmt(f.pride.rstd_after, 2) : "–", f.pride ? pct(f.pride.accuracy_before) + " → " + pct(f.pride.accuracy_after) : "–"]);
     }
     s.append(table(["model · format", "picks per position (A, B, …)", "RStd", "PIA", "RStd with PriDe", "accuracy with PriDe (%)"], rows));
     const plots = el("div", { class: "plots" });
