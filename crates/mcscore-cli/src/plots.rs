@@ -23,11 +23,12 @@ fn save(path: &Path, protected: &[&Path], draw: impl FnOnce(&mut String) -> anyh
     Ok(())
 }
 
-/// One plot as an SVG document.
+/// One plot as an SVG document. Control characters in a label (a model
+/// or group name) are not XML: they are drawn as U+FFFD.
 fn render(draw: impl FnOnce(&mut String) -> anyhow::Result<()>) -> anyhow::Result<String> {
     let mut svg = String::new();
     draw(&mut svg)?;
-    Ok(svg)
+    Ok(svg.chars().map(|c| if c.is_control() && !matches!(c, '\t' | '\n' | '\r') { '\u{FFFD}' } else { c }).collect())
 }
 
 fn file_name(label: &str) -> String {

@@ -82,9 +82,21 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let paths: Vec<&Path> = args.compare.iter().chain(&args.logs).map(PathBuf::as_path).collect();
-    let inputs: Vec<&Path> = paths.iter().copied().chain(args.sweep.iter().map(PathBuf::as_path)).chain(args.tasks.as_deref()).collect();
-    output::check_file(&Target::new(&args.output, "-o", args.force), &inputs)?;
     let runs = paths.iter().map(|p| Run::read(p)).collect::<Result<Vec<_>, _>>()?;
+    // Every file read, the task files the logs name among them: none may be
+    // replaced by the page, --force or not.
+    let named: Vec<PathBuf> = runs.iter().map(|r| PathBuf::from(&r.header.file)).collect();
+    let inputs: Vec<&Path> = paths
+        .iter()
+        .copied()
+        .chain(args.sweep.iter().map(PathBuf::as_path))
+        .chain(args.tasks.as_deref())
+        .chain(args.groups.as_deref())
+        .chain(args.manifest.as_deref())
+        .chain(named.iter().map(PathBuf::as_path))
+        .chain(std::iter::once(Path::new("manifest.json")))
+        .collect();
+    output::check_file(&Target::new(&args.output, "-o", args.force), &inputs)?;
     let groups = match runs.first() {
         Some(base) => crate::compare::groups_from(args.groups.as_deref(), args.manifest.as_deref(), &base.header.file_sha256)?,
         None => None,

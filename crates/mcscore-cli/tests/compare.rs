@@ -460,6 +460,14 @@ fn view_of_the_quant_logs_in_headless_chromium() {
     // A second page is refused over the first without --force.
     let again = run(&["view", logs[0], "-o", path_str(&page)]);
     assert!(!again.status.success() && stderr(&again).contains("pass --force"), "{}", stderr(&again));
+    // Other task files, inputs as the page, and nothing to show are refused.
+    let other_file = run(&["view", logs[0], "--tasks", &repo("datasets/arc-easy-test.bin"), "-o", path_str(&dir.join("x.html"))]);
+    assert_eq!(other_file.status.code(), Some(1));
+    assert!(stderr(&other_file).contains("not the task file") && stderr(&other_file).contains("--tasks FILE"), "{}", stderr(&other_file));
+    let over_input = run(&["view", logs[0], "-o", logs[0], "--force"]);
+    assert!(!over_input.status.success() && stderr(&over_input).contains("one of the command's inputs"), "{}", stderr(&over_input));
+    assert_eq!(run(&["view", "-o", path_str(&dir.join("y.html"))]).status.code(), Some(2));
+    assert!(!dir.join("x.html").exists() && !dir.join("y.html").exists());
 
     let file = mcscore_format::TaskFile::open(repo("datasets/arc-easy-validation.bin")).unwrap();
     let texts: Vec<String> = file.tasks().map(|t| format!("{}\n{}", t.question, t.options().join("\n")).to_lowercase()).collect();
@@ -481,23 +489,34 @@ fn view_of_the_quant_logs_in_headless_chromium() {
     std::fs::create_dir_all(&shots).unwrap();
     view_browser(&browser, &["check", path_str(&page), path_str(&case_path), path_str(&shots)]);
 
-    // Task text that tries to close the data's <script>, open its own, or
-    // load an image that runs script: scored, paged, and shown as text.
+    // Text that tries to close the data's <script>, open its own, or load an
+    // image that runs script, in the questions, the options, a model's file
+    // name and the group names: scored, paged, and shown as text.
     let hostile = dir.join("hostile.bin");
-    let payloads = [
+    let questions = [
         "</script><script>window.__pwned = 1; alert(1)</script>",
         "<img src=x onerror=\"window.__pwned = 2\"> <!-- <svg onload=alert(3)>",
         "\u{2028}\"}]</script><script>window.__pwned = 3</script>",
     ];
-    let tasks: Vec<mcscore_format::Task<'_>> =
-        payloads.iter().map(|p| mcscore_format::Task::new(p, vec![" <b>yes</b>", " </script>no", " &amp; maybe"], 0)).collect();
+    let options = [" <b>yes</b>", " </script>no", " &amp; maybe"];
+    let tasks: Vec<mcscore_format::Task<'_>> = questions.iter().map(|q| mcscore_format::Task::new(q, options.to_vec(), 0)).collect();
     mcscore_format::write_tasks(&hostile, tasks.into_iter()).unwrap();
-    let log = dir.join("hostile.jsonl");
+    let label = "<img src=x onerror=window.__pwned=4>";
+    let named = dir.join(format!("{label}.gguf"));
+    std::os::unix::fs::symlink(model(), &named).unwrap();
+    let groups = ["<script>window.__pwned=5</script>", "\u{1b}[31m</option><b>", "<script>window.__pwned=5</script>"];
+    let groups_file = dir.join("hostile-groups.txt");
+    std::fs::write(&groups_file, groups.iter().map(|g| format!("{g}\n")).collect::<String>()).unwrap();
+    let (log, named_log) = (dir.join("hostile.jsonl"), dir.join("hostile-named.jsonl"));
     score(Path::new(&model()), path_str(&hostile), &log, &[]);
+    score(&named, path_str(&hostile), &named_log, &[]);
     let hostile_page = dir.join("hostile.html");
-    let out = run(&["view", path_str(&log), "-o", path_str(&hostile_page)]);
+    let out = run(&["view", path_str(&log), path_str(&named_log), "--groups", path_str(&groups_file), "-o", path_str(&hostile_page)]);
     assert!(out.status.success(), "{}", stderr(&out));
-    view_browser(&browser, &["hostile", path_str(&hostile_page)]);
+    let hostile_case = dir.join("hostile.json");
+    let case = serde_json::json!({ "label": label, "questions": questions, "options": options, "groups": groups });
+    std::fs::write(&hostile_case, case.to_string()).unwrap();
+    view_browser(&browser, &["hostile", path_str(&hostile_page), path_str(&hostile_case)]);
 }
 
 /// The Selenium folder `scripts/setup-browser` installs, once Chromium is there.

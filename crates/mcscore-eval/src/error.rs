@@ -165,8 +165,14 @@ pub enum EvalError {
     NoLogs,
 
     /// The task file a log names is not where it names it.
-    #[error("{}: the task file {} it scored is not there; give the task file's path", log.display(), path.display())]
+    #[error("{}: the task file {} is not there; give the path of the task file the log scored", log.display(), path.display())]
     NoTaskFile { path: PathBuf, log: PathBuf },
+
+    #[error("{}: task {task} is not in {}, which has {tasks} tasks: not the task file the log scored", log.display(), path.display())]
+    TaskNotInFile { path: PathBuf, task: usize, tasks: usize, log: PathBuf },
+
+    #[error("{}: task {task} has {logged} options, but {options} in {}: not the task file the log scored", log.display(), path.display())]
+    OtherOptions { path: PathBuf, task: usize, options: usize, log: PathBuf, logged: usize },
 
     /// A task file that is not the one a log scored.
     #[error("{}: not the task file {} scored: its sha256 is {sha256}, the log's {logged}", path.display(), log.display())]
@@ -202,6 +208,10 @@ pub enum EvalError {
         #[source]
         source: serde_json::Error,
     },
+
+    /// A saved sweep that parses but does not hold together.
+    #[error("{}: not a sweep mcscore saved: {why}", path.display())]
+    BadSweep { path: PathBuf, why: String },
 
     #[error("{}: swept other {what} than {}; only sweeps of the same items and formats compare", path.display(), first.display())]
     OtherSweep { path: PathBuf, what: &'static str, first: PathBuf },

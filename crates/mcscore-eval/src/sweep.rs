@@ -431,6 +431,17 @@ pub fn merge_saved(paths: &[PathBuf]) -> Result<SweepReport, EvalError> {
     for path in paths {
         let text = std::fs::read_to_string(path).map_err(EvalError::io(path))?;
         let report: SweepReport = serde_json::from_str(&text).map_err(|source| EvalError::NotASweep { path: path.clone(), source })?;
+        let bad = |why: String| EvalError::BadSweep { path: path.clone(), why };
+        if report.formats.is_empty() || report.models.is_empty() {
+            return Err(bad(format!(
+                "{} formats and {} models; a sweep has at least one of each",
+                report.formats.len(),
+                report.models.len()
+            )));
+        }
+        if let Some(m) = report.models.iter().find(|m| m.formats.len() != report.formats.len()) {
+            return Err(bad(format!("{} has results for {} formats, the sweep {}", m.model, m.formats.len(), report.formats.len())));
+        }
         let Some(first) = merged.as_mut() else {
             merged = Some(report);
             continue;
@@ -740,5 +751,42 @@ fn compare(sweeps: &[ModelSweep], circular: bool) -> Comparison {
         kendall_tau_mean: if taus.is_empty() { f64::NAN } else { taus.iter().sum::<f64>() / taus.len() as f64 },
         kendall_tau_min: taus.iter().copied().fold(f64::NAN, f64::min),
         kendall_pairs: taus.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saved_sweeps_without_formats_or_with_other_formats_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let sweep = |formats: &[&str], model_formats: usize| {
+            let result = serde_json::json!({"format": "f", "accuracy": 50.0, "circular_accuracy": null, "picks": [1, 1], "rstd": 0.0, "pia": null, "pride": null});
+            let spread = serde_json::json!({"mean": 50.0, "std": 0.0, "min": 50.0, "min_format": "f", "max": 50.0, "max_format": "f"});
+            serde_json::json!({
+                "file": "f.bin", "tasks": 2, "selection": null, "formats": formats, "circular": false, "instruction": false,
+                "pride_alpha": null, "items_sha256": "ab", "settings": {},
+                "models": [{"model": "m.gguf", "prompts": 2, "tokens_decoded": 1, "tokens_unshared": 1, "scoring_seconds": 1.0,
+                    "formats": vec![result; model_formats], "accuracy_across_formats": spread, "circular_accuracy_across_formats": null}],
+            })
+        };
+        let write = |name: &str, value: serde_json::Value| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, value.to_string()).unwrap();
+            path
+        };
+        let good = write("good.json", sweep(&["upper.dot.newline"], 1));
+        assert_eq!(merge_saved(std::slice::from_ref(&good)).unwrap().models.len(), 1);
+        for (name, value, why) in [
+            ("empty.json", sweep(&[], 0), "0 formats and 1 models"),
+            ("short.json", sweep(&["upper.dot.newline", "digit.dot.newline"], 1), "m.gguf has results for 1 formats, the sweep 2"),
+        ] {
+            let path = write(name, value);
+            match merge_saved(&[path]) {
+                Err(EvalError::BadSweep { why: message, .. }) => assert!(message.contains(why), "{message}"),
+                other => panic!("{name}: {:?}", other.map(|r| r.models.len())),
+            }
+        }
     }
 }

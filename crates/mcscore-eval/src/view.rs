@@ -77,7 +77,10 @@ pub struct TaskTable {
     /// The context the options follow, as scored.
     pub question: Vec<String>,
     pub options: Vec<Vec<String>>,
+    /// The first right option (`null` only in lenient runs).
     pub gold: Vec<Option<usize>>,
+    /// Every option labelled right (more than one in some lenient runs).
+    pub answers: Vec<Vec<usize>>,
     /// Where the groups come from, and their names.
     pub groups_source: Option<String>,
     pub groups: Vec<String>,
@@ -98,6 +101,9 @@ pub struct PageRun {
     pub tokens: Vec<Vec<u32>>,
     /// Per normalisation, per task: the option picked.
     pub picks: Vec<Vec<usize>>,
+    /// Per task: bit `n` is set where the pick of normalisation `n` is
+    /// right (the log's own verdict).
+    pub correct: Vec<u8>,
     /// Per normalisation, per task, per option: the softmax probability.
     pub probabilities: Vec<Vec<Vec<u16>>>,
     /// Per task, under the page's normalisation: the largest probability
@@ -139,7 +145,17 @@ pub fn build(spec: PageSpec<'_>) -> Result<Page, EvalError> {
     page.reports = if same_tasks {
         vec![report::of_runs(runs, &report_options)?]
     } else {
-        runs.iter().map(|r| report::of_runs(std::slice::from_ref(r), &report_options)).collect::<Result<_, _>>()?
+        let mut reports: Vec<Report> =
+            runs.iter().map(|r| report::of_runs(std::slice::from_ref(r), &report_options)).collect::<Result<_, _>>()?;
+        // Each report of one run names it by its file; the comparison's
+        // labels tell two runs of one model apart.
+        if let Some(c) = &comparison {
+            let labels = std::iter::once(&c.base.label).chain(c.others.iter().map(|p| &p.other.label));
+            for (report, label) in reports.iter_mut().zip(labels) {
+                report.models[0].label.clone_from(label);
+            }
+        }
+        reports
     };
     let norms: &[Normalisation] = if runs.iter().all(|r| log::normalisations(&r.records).contains(&Normalisation::AccPmi)) {
         &Normalisation::WITH_PMI
@@ -200,6 +216,7 @@ fn page_run(
         tasks: records.len(),
         tokens: records.iter().map(|r| r.options.iter().map(|o| o.tokens).collect()).collect(),
         picks: norms.iter().map(|&n| records.iter().map(|r| r.pred.get(n)).collect()).collect(),
+        correct: records.iter().map(|r| norms.iter().enumerate().map(|(i, &n)| u8::from(r.correct.get(n)) << i).sum()).collect(),
         probabilities: norms.iter().map(|&n| probabilities(n).iter().map(|p| p.iter().map(|&x| scaled(x)).collect()).collect()).collect(),
         margin,
         flips: pairing.map(|p| p.flip_per_task.iter().map(|&f| f as u8).collect()),
@@ -224,16 +241,26 @@ fn task_table(base: &Run, path: Option<&Path>, groups: Option<&Groups>) -> Resul
     let mut table = TaskTable { groups_source: groups.map(|g| g.source.clone()), ..TaskTable::default() };
     let mut group_index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for record in &base.records {
-        let task = tasks.get(record.task).ok_or_else(|| EvalError::OtherTaskFile {
+        let task = tasks.get(record.task).ok_or_else(|| EvalError::TaskNotInFile {
             path: path.clone(),
-            sha256: sha256.clone(),
+            task: record.task,
+            tasks: tasks.len(),
             log: base.source.clone(),
-            logged: header.file_sha256.clone(),
         })?;
+        if task.options().len() != record.options.len() {
+            return Err(EvalError::OtherOptions {
+                path: path.clone(),
+                task: record.task,
+                options: task.options().len(),
+                log: base.source.clone(),
+                logged: record.options.len(),
+            });
+        }
         table.index.push(record.task);
         table.question.push(task.question.to_owned());
         table.options.push(task.options().iter().map(|o| (*o).to_owned()).collect());
         table.gold.push(record.gold);
+        table.answers.push(record.labels.iter().enumerate().filter(|(_, &right)| right).map(|(k, _)| k).collect());
         let group = groups.and_then(|g| g.name_of(record.task)).map(|name| {
             let next = group_index.len();
             *group_index.entry(name.to_owned()).or_insert_with(|| {
@@ -286,6 +313,9 @@ mod tests {
         assert_eq!(page.tasks.gold, vec![Some(0); 4]);
         let norm = page.normalisations.iter().position(|&n| n == "acc_norm").unwrap();
         assert_eq!(page.runs[0].picks[norm], vec![0, 0, 1, 2]);
+        let right: Vec<bool> = page.runs[0].correct.iter().map(|bits| bits >> norm & 1 == 1).collect();
+        assert_eq!(right, vec![true, true, false, false]);
+        assert_eq!(page.tasks.answers[2], vec![0]);
         for p in &page.runs[0].probabilities[norm] {
             let sum: u32 = p.iter().map(|&x| u32::from(x)).sum();
             assert!((9_998..=10_002).contains(&sum), "{p:?}");

@@ -41,10 +41,23 @@
   // ---- state, kept in the URL fragment so a view can be shared ----
   const DEFAULTS = { view: D.runs.length ? (D.comparison ? "compare" : "scores") : "sweep", run: "0", other: "1", filter: "all", q: "", group: "", k: "", sort: "file", task: "", below: "0.1" };
   let state = Object.assign({}, DEFAULTS);
+  const VIEWS = { scores: D.reports.length > 0, compare: !!D.comparison, tasks: N > 0, sweep: !!D.sweep };
+  // An index from the URL, or the default where it is not a whole number in range.
+  function index(text, low, high, fallback) {
+    const n = Number(text);
+    return Number.isInteger(n) && n >= low && n <= high ? String(n) : fallback;
+  }
   function readHash() {
     const params = new URLSearchParams(location.hash.slice(1));
     state = Object.assign({}, DEFAULTS);
     for (const key of Object.keys(DEFAULTS)) if (params.has(key)) state[key] = params.get(key);
+    // A link from another page, or edited by hand: whatever it says, the
+    // view shows something that exists.
+    if (!VIEWS[state.view]) state.view = DEFAULTS.view;
+    state.run = index(state.run, 0, Math.max(D.runs.length - 1, 0), DEFAULTS.run);
+    state.other = index(state.other, 1, Math.max(D.runs.length - 1, 1), DEFAULTS.other);
+    state.group = state.group === "" ? "" : index(state.group, 0, T.groups.length - 1, "");
+    if (!Number.isFinite(Number(state.below))) state.below = DEFAULTS.below;
   }
   function writeHash() {
     const params = new URLSearchParams();
@@ -152,7 +165,8 @@
   let lowered = null; // lowercased text per row, built on the first search
   const run = () => Math.min(Number(state.run) || 0, D.runs.length - 1);
   const other = () => Math.min(Math.max(Number(state.other) || 1, 1), D.runs.length - 1);
-  const right = (r, row) => D.runs[r].picks[NORM][row] !== undefined && D.runs[r].picks[NORM][row] === T.gold[row];
+  // The log's own verdict: bit NORM of the run's `correct`.
+  const right = (r, row) => ((D.runs[r].correct[row] >> NORM) & 1) === 1;
   const scored = (r, row) => row < D.runs[r].tasks;
 
   function controls() {
@@ -196,6 +210,7 @@
     if (q.value !== state.q) q.value = state.q;
   }
 
+  const TO_WRONG = D.flip_kinds.indexOf("right_to_wrong"), TO_RIGHT = D.flip_kinds.indexOf("wrong_to_right");
   function matches() {
     const r = run(), o = other();
     const needle = state.q.trim().toLowerCase();
@@ -215,7 +230,7 @@
         case "right": if (!scored(r, i) || !right(r, i)) continue; break;
         case "wrong": if (!scored(r, i) || right(r, i)) continue; break;
         case "low-margin": if (!scored(r, i) || D.runs[r].margin[i] >= below) continue; break;
-        case "flipped": if (!flips || i >= flips.length || (flips[i] !== 1 && flips[i] !== 2)) continue; break;
+        case "flipped": if (!flips || i >= flips.length || (flips[i] !== TO_WRONG && flips[i] !== TO_RIGHT)) continue; break;
         default: if (want !== null && (!flips || i >= flips.length || flips[i] !== want)) continue;
       }
       rows.push(i);
@@ -265,8 +280,9 @@
       if (!scored(r, i)) { d.append(el("p", { class: "muted", text: run.label + ": not scored (its run stopped before this task)." })); return; }
       const head = ["option", "text", "tokens", ...D.normalisations.map((n) => "p " + n)];
       const body = T.options[i].map((text, k) => {
-        const tr = el("tr", { class: T.gold[i] === k ? "gold" : null },
-          el("td", { class: "text", text: String.fromCharCode(65 + (k % 26)) + (T.gold[i] === k ? " (gold)" : "") }),
+        const gold = T.answers[i].includes(k);
+        const tr = el("tr", { class: gold ? "gold" : null },
+          el("td", { class: "text", text: String.fromCharCode(65 + (k % 26)) + (gold ? " (gold)" : "") }),
           el("td", { class: "text option-text", text: text }),
           el("td", { text: String(run.tokens[i][k]) }),
           ...D.normalisations.map((_, n) => el("td", { class: run.picks[n][i] === k ? "pick" : null, text: prob(run.probabilities[n][i][k]) + (run.picks[n][i] === k ? " ◀" : "") })));
@@ -341,8 +357,8 @@
     if (!w) return;
     s.append(el("p", { class: "muted", text: w.file + ": " + w.tasks + " tasks, " + w.formats.length + " formats" + (w.circular ? ", every rotation (circular)" : "") + (w.pride_alpha ? ", PriDe with α = " + w.pride_alpha : "") }));
     const circular = w.circular;
-    const value = (f) => (circular && f.circular_accuracy !== null ? f.circular_accuracy : f.accuracy);
-    const all = w.models.flatMap((m) => m.formats.map(value));
+    const value = (f) => (circular ? f.circular_accuracy : f.accuracy);
+    const all = w.models.flatMap((m) => m.formats.map(value)).filter((v) => v !== null && v !== undefined);
     const lo = Math.min(...all), hi = Math.max(...all);
     s.append(el("h2", { text: "Accuracy (%) by format and model" + (circular ? " (right under every rotation)" : "") }));
     const heat = el("table", { class: "heat" }, el("thead", {}, el("tr", {}, el("th", { class: "text", text: "format" }), ...w.models.map((m) => el("th", { text: modelName(m.model), title: m.model })))));
@@ -352,8 +368,10 @@
       for (const m of w.models) {
         const v = value(m.formats[f]);
         const td = el("td", { class: "cell", text: pct(v) });
-        const t = hi > lo ? (v - lo) / (hi - lo) : 0.5;
-        td.style.backgroundColor = "hsl(" + Math.round(10 + 110 * t) + ", 65%, " + Math.round(88 - 18 * t) + "%)";
+        if (v !== null && v !== undefined) {
+          const t = hi > lo ? (v - lo) / (hi - lo) : 0.5;
+          td.style.backgroundColor = "hsl(" + Math.round(10 + 110 * t) + ", 65%, " + Math.round(88 - 18 * t) + "%)";
+        }
         tr.append(td);
       }
       body.append(tr);
@@ -399,6 +417,7 @@
       if (a) a.classList.toggle("current", id === state.view);
     }
     writeHash();
+    window.mcscoreView.updates += 1;
     if (state.view === "tasks" && N) {
       filterTasks();
       const row = selectedRow();
@@ -406,13 +425,18 @@
     }
   }
 
-  window.mcscoreView = { readyMs: null, filterMs: null, filters: 0 };
+  window.mcscoreView = { readyMs: null, filterMs: null, filters: 0, updates: 0 };
   readHash();
-  header();
-  scores();
-  compare();
-  tasksView();
-  sweep();
+  // A section that cannot be drawn says so, in the page and the console,
+  // and the others are still drawn.
+  for (const [id, draw] of [["answer", header], ["scores", scores], ["compare", compare], ["tasks", tasksView], ["sweep", sweep]]) {
+    try {
+      draw();
+    } catch (error) {
+      document.getElementById(id).append(el("p", { class: "wrong", text: "mcscore view could not draw this part of the page: " + error }));
+      console.error(error);
+    }
+  }
   window.addEventListener("hashchange", () => { readHash(); update(); });
   update();
   window.mcscoreView.readyMs = performance.now();

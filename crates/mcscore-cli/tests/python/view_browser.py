@@ -4,7 +4,7 @@ checks them against numbers computed here from the sample logs themselves and
 against `compare --json` / `report --json`.
 
   view_browser.py check PAGE CASE.json SHOTS_DIR   (CASE: logs, compare, report)
-  view_browser.py hostile PAGE                     (task text that tries to run script)
+  view_browser.py hostile PAGE CASE.json           (text that tries to run script: CASE has it)
   view_browser.py bench PAGE RESULT.json           (load and filter times)
 
 Fails (exit 1, with the reason) on any console error, any request that is not
@@ -84,8 +84,13 @@ class Browser:
         return self.driver.find_element(By.ID, id)
 
     def set_hash(self, fragment):
+        """Sets the fragment and waits until the page has redrawn for it."""
+        before = self.js("return window.mcscoreView.updates")
         self.js("location.hash = arguments[0]", fragment)
-        time.sleep(0.05)
+        deadline = time.time() + 10
+        while self.js("return window.mcscoreView.updates") == before:
+            expect(time.time() < deadline, f"the page did not redraw for {fragment}")
+            time.sleep(0.01)
 
     def count(self):
         return int(self.by_id("count").get_attribute("data-count"))
@@ -232,23 +237,36 @@ def check(page, case_path, shots):
     print(json.dumps({"ready_ms": ready, "filter_ms_max": max(timings)}))
 
 
-def hostile(page):
+def hostile(page, case_path):
+    """Every payload is on the page as the exact text it is, and none ran."""
+    case = json.load(open(case_path))
     b = Browser()
     b.open(page, "#view=tasks")
-    rows = len(b.shown_tasks())
-    expect(rows > 0, "the hostile page lists its tasks")
-    for _ in range(rows):
+    text = lambda id: b.js("return document.getElementById(arguments[0]).textContent", id)
+    expect(case["label"] in text("answer"), f"the model's label {case['label']!r} is shown as text: {text('answer')!r}")
+    expect(len(b.shown_tasks()) == len(case["questions"]), "the hostile page lists its tasks")
+    options = case["options"]  # every task has the same options
+    for question, group in zip(case["questions"], case["groups"]):
         b.key("j")
-        question = b.by_id("question").text
-        options = " ".join(e.text for e in b.driver.find_elements(By.CSS_SELECTOR, ".option-text"))
-        expect("<" in question + options, f"the payload is shown as text: {question!r}")
+        expect(text("question") == question, f"the question is shown as text: {text('question')!r}, not {question!r}")
+        shown = b.js("return [...document.querySelectorAll('.option-text')].map(e => e.textContent)")
+        expect(shown == options * 2, f"the options are shown as text: {shown!r}")
+        expect(f"group: {group}" in text("task-detail"), f"the group {group!r} is shown as text")
+    groups = b.js("return [...document.querySelectorAll('#group option')].map(e => e.textContent)")
+    expect(sorted(groups[1:]) == sorted(set(case["groups"])), f"the group filter lists {groups!r}")
+    for view in ["compare", "scores"]:
+        b.set_hash(f"#view={view}")
+    # Fragments edited by hand: out of range, not numbers, not a view.
+    for fragment in ["#view=tasks&other=1.5&run=-1&filter=right", "#view=nothing&task=abc", "#view=tasks&group=99&k=x&sort=kl-desc"]:
+        b.set_hash(fragment)
     try:
         alert = b.driver.switch_to.alert
         fail(f"an alert ran: {alert.text}")
     except NoAlertPresentException:
         pass
-    expect(b.js("return window.__pwned === undefined"), "task text ran script (window.__pwned is set)")
-    expect(len(b.driver.find_elements(By.CSS_SELECTOR, "main script, main img[src='x'], main iframe")) == 0, "task text became elements")
+    expect(b.js("return window.__pwned === undefined"), f"text ran script (window.__pwned = {b.js('return window.__pwned')})")
+    expect(len(b.driver.find_elements(By.CSS_SELECTOR, "main script, main img:not([src^='data:']), main iframe, main b, main svg")) == 0,
+           "text became elements")
     b.check_clean("hostile page")
     b.close()
 
@@ -299,7 +317,7 @@ if __name__ == "__main__":
     if mode == "check":
         check(sys.argv[2], sys.argv[3], sys.argv[4])
     elif mode == "hostile":
-        hostile(sys.argv[2])
+        hostile(sys.argv[2], sys.argv[3])
     elif mode == "bench":
         bench(sys.argv[2], sys.argv[3])
     else:
