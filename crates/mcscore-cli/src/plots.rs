@@ -223,7 +223,15 @@ fn format_bars(
     // Headroom above the tallest bar for the legend.
     let top = accuracy.iter().copied().chain(intervals.iter().flatten().map(|i| i.1)).fold(10.0, f64::max).min(100.0) * 1.3;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{}: accuracy per prompt format (95 % intervals)", short(label, 40)), ("sans-serif", 18))
+        .caption(
+            format!(
+                "{}: accuracy per prompt format{}",
+                short(label, 40),
+                // Sweeps saved by earlier mcscores have no intervals.
+                if intervals.iter().any(Option::is_some) { " (95 % Wilson intervals)" } else { "" }
+            ),
+            ("sans-serif", 18),
+        )
         .margin(16)
         .x_label_area_size(170)
         .y_label_area_size(50)

@@ -6,7 +6,8 @@
 //! 512 tokens and take other kernels; no decode of each option's last token),
 //! and log-probabilities move with both. Measured with the default `-fa auto`
 //! (llama-perplexity's default too), the per-token score (logprob_sum /
-//! tokens) differs by a median of 0.05–0.08 nats per file, and at most
+//! tokens) differs by a median of 0.05–0.08 nats per file (0.084–0.093 on a
+//! CPU with AMX, whose ggml kernels the reference build lacks), and at most
 //! 0.6–0.9 (before the batch rule the largest moved between 0.52 and 0.89
 //! with the packing). We require every option within TOLERANCE,
 //! each file's median within MEDIAN_TOLERANCE, identical token counts, and the

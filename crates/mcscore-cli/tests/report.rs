@@ -41,11 +41,14 @@ fn report_on_two_real_runs() {
         assert!(e["low"].as_f64().unwrap() <= e["mean"].as_f64().unwrap() && e["mean"].as_f64().unwrap() <= e["high"].as_f64().unwrap());
     }
     assert_eq!(json["rankings"].as_array().unwrap().len(), 7);
-    let svgs: Vec<String> = std::fs::read_dir(&plots).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-    assert_eq!(svgs.len(), 3, "{svgs:?}");
-    for svg in &svgs {
+    let names: Vec<String> = std::fs::read_dir(&plots).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let svgs: Vec<&String> = names.iter().filter(|n| n.ends_with(".svg")).collect();
+    assert_eq!((svgs.len(), names.len()), (3, 6), "an SVG and a PNG of each plot: {names:?}");
+    for svg in svgs {
         let text = std::fs::read_to_string(plots.join(svg)).unwrap();
         assert!(text.starts_with("<svg") && text.contains("</svg>"), "{svg}");
+        let png = std::fs::read(plots.join(svg).with_extension("png")).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{svg}");
     }
     let text = run(&["report", path_str(&a), path_str(&b)]);
     assert!(stdout(&text).contains("Spearman ρ and Kendall τ with NR's ranking"), "{}", stdout(&text));

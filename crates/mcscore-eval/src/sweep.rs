@@ -562,10 +562,10 @@ pub struct Pride {
     pub rstd_before: f64,
     pub rstd_after: f64,
     /// How often each position was picked among the debiased tasks, before
-    /// and after PriDe (empty in sweeps saved by earlier mcscores).
-    #[serde(default)]
+    /// and after PriDe (absent in sweeps saved by earlier mcscores).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub picks_before: Vec<usize>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub picks_after: Vec<usize>,
 }
 
@@ -574,8 +574,9 @@ pub struct FormatResult {
     pub format: String,
     /// Percent correct with the options in source order.
     pub accuracy: f64,
-    /// Its 95 % Wilson interval (absent in sweeps saved by earlier mcscores).
-    #[serde(default)]
+    /// Its 95 % Wilson interval (absent in sweeps saved by earlier
+    /// mcscores, which re-save as they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accuracy_interval: Option<(f64, f64)>,
     /// Percent correct per rotation (rotation r puts option r first); with --circular.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
