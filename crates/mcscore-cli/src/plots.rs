@@ -195,6 +195,11 @@ fn bar(i: usize, value: f64, color: RGBAColor) -> Rectangle<(SegmentValue<usize>
     bar
 }
 
+/// An interval from `low` to `high` through the centre of bar `i`.
+fn whisker(i: usize, low: f64, high: f64, width: u32) -> PathElement<(SegmentValue<usize>, f64)> {
+    PathElement::new([(SegmentValue::CenterOf(i), low), (SegmentValue::CenterOf(i), high)], BLACK.stroke_width(width))
+}
+
 /// The legend box, top right, as both sweep plots draw it.
 fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(chart: &mut ChartContext<'a, DB, CT>) -> anyhow::Result<()>
 where
@@ -261,14 +266,7 @@ fn format_bars(
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
     }
     // The 95 % Wilson interval of each format's accuracy (original order).
-    for (i, interval) in intervals.iter().enumerate() {
-        if let Some((low, high)) = *interval {
-            chart.draw_series(LineSeries::new(
-                [(SegmentValue::CenterOf(i), low), (SegmentValue::CenterOf(i), high)],
-                BLACK.stroke_width(1),
-            ))?;
-        }
-    }
+    chart.draw_series(intervals.iter().enumerate().filter_map(|(i, interval)| interval.map(|(low, high)| whisker(i, low, high, 1))))?;
     legend(&mut chart)?;
     root.present()?;
     Ok(())
@@ -566,9 +564,7 @@ fn accuracies(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyhow
         })
         .draw()?;
     chart.draw_series(runs.iter().enumerate().map(|(i, r)| bar(i, r.1, BLUE.mix(0.5))))?;
-    for (i, &(low, high)) in intervals.iter().enumerate() {
-        chart.draw_series(LineSeries::new([(SegmentValue::CenterOf(i), low), (SegmentValue::CenterOf(i), high)], BLACK.stroke_width(2)))?;
-    }
+    chart.draw_series(intervals.iter().enumerate().map(|(i, &(low, high))| whisker(i, low, high, 2)))?;
     chart.draw_series(DashedLineSeries::new(
         [(SegmentValue::Exact(0), c.chance), (SegmentValue::Exact(n), c.chance)],
         6,

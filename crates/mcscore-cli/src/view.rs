@@ -110,7 +110,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         ReportOptions { normalisation: args.normalisation.into(), resamples: args.resamples, seed: args.seed, ..ReportOptions::default() };
     spec.sweep = sweep;
     let page = view::build(spec).map_err(|e| match e {
-        e @ (mcscore_eval::EvalError::NoTaskFile { .. } | mcscore_eval::EvalError::OtherTaskFile { .. }) => {
+        e @ (mcscore_eval::EvalError::NoTaskFile { .. }
+        | mcscore_eval::EvalError::OtherTaskFile { .. }
+        | mcscore_eval::EvalError::TaskNotInFile { .. }
+        | mcscore_eval::EvalError::OtherOptions { .. }) => {
             anyhow::Error::from(e).context("pass the task file the logs scored with --tasks FILE")
         }
         e => e.into(),

@@ -508,6 +508,15 @@ fn render(
     Ok(prompts)
 }
 
+/// How often each of `positions` positions was picked.
+fn position_counts(picks: &[usize], positions: usize) -> Vec<usize> {
+    let mut counts = vec![0; positions];
+    for &p in picks {
+        counts[p] += 1;
+    }
+    counts
+}
+
 fn task_of(prompt: &Prompt) -> Task<'_> {
     Task::new(&prompt.question, prompt.ids.iter().map(String::as_str).collect(), prompt.gold)
 }
@@ -673,10 +682,7 @@ fn analyse(sweep: &Sweep, model: &Path, scored: &[Scored<'_>], scores: &Scores) 
         };
         let picks_list: Vec<usize> = counted.iter().map(|s| s.pick).collect();
         let golds: Vec<usize> = counted.iter().map(|s| s.prompt.gold).collect();
-        let mut picks = vec![0; widest];
-        for &p in &picks_list {
-            picks[p] += 1;
-        }
+        let picks = position_counts(&picks_list, widest);
         let pride = (!calibration.is_empty()).then(|| {
             let k = fixed_k.expect("--pride checked one k");
             let task_priors: Vec<Vec<f64>> = calibration
@@ -693,13 +699,6 @@ fn analyse(sweep: &Sweep, model: &Path, scored: &[Scored<'_>], scores: &Scores) 
             let before: Vec<usize> = rest.iter().map(|s| s.pick).collect();
             let after: Vec<usize> = rest.iter().map(|s| debias::debiased_pick(s.log_probs, &prior)).collect();
             let hits = |picks: &[usize]| picks.iter().zip(&golds).filter(|(p, g)| p == g).count();
-            let counts = |picks: &[usize]| {
-                let mut counts = vec![0; k];
-                for &p in picks {
-                    counts[p] += 1;
-                }
-                counts
-            };
             Pride {
                 calibration_tasks: calibration.len(),
                 debiased_tasks: rest.len(),
@@ -707,8 +706,8 @@ fn analyse(sweep: &Sweep, model: &Path, scored: &[Scored<'_>], scores: &Scores) 
                 accuracy_after: percent(hits(&after), rest.len()),
                 rstd_before: debias::rstd(&before, &golds, k),
                 rstd_after: debias::rstd(&after, &golds, k),
-                picks_before: counts(&before),
-                picks_after: counts(&after),
+                picks_before: position_counts(&before, k),
+                picks_after: position_counts(&after, k),
                 prior,
             }
         });

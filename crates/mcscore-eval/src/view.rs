@@ -200,7 +200,18 @@ fn page_run(
             .map(|r| log_softmax(&r.options.iter().map(|o| n.score(o)).collect::<Vec<_>>()).iter().map(|l| l.exp()).collect())
             .collect()
     };
-    let margin = probabilities(norm)
+    // Each normalisation's probabilities, computed once for the page and
+    // for the margins.
+    let by_norm: Vec<Vec<Vec<f64>>> = norms.iter().map(|&n| probabilities(n)).collect();
+    let own;
+    let shown = match norms.iter().position(|&n| n == norm) {
+        Some(i) => &by_norm[i],
+        None => {
+            own = probabilities(norm);
+            &own
+        }
+    };
+    let margin = shown
         .iter()
         .map(|p| {
             let mut sorted = p.clone();
@@ -217,7 +228,7 @@ fn page_run(
         tokens: records.iter().map(|r| r.options.iter().map(|o| o.tokens).collect()).collect(),
         picks: norms.iter().map(|&n| records.iter().map(|r| r.pred.get(n)).collect()).collect(),
         correct: records.iter().map(|r| norms.iter().enumerate().map(|(i, &n)| u8::from(r.correct.get(n)) << i).sum()).collect(),
-        probabilities: norms.iter().map(|&n| probabilities(n).iter().map(|p| p.iter().map(|&x| scaled(x)).collect()).collect()).collect(),
+        probabilities: by_norm.iter().map(|tasks| tasks.iter().map(|p| p.iter().map(|&x| scaled(x)).collect()).collect()).collect(),
         margin,
         flips: pairing.map(|p| p.flip_per_task.iter().map(|&f| f as u8).collect()),
         kl: pairing.map(|p| p.kl_per_task.iter().map(|&k| k as f32).collect()),

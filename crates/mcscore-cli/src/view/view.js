@@ -171,7 +171,7 @@
 
   function controls() {
     const c = document.getElementById("controls");
-    const select = (id, label, options) => {
+    const dropdown = (id, label, options) => {
       const s = el("select", { id });
       for (const [value, text] of options) s.append(el("option", { value, text }));
       s.addEventListener("change", () => { state[id] = s.value; state.task = ""; update(); });
@@ -185,18 +185,18 @@
       filters.push(["flipped", "flipped (right ↔ wrong)"]);
       for (const kind of D.flip_kinds) filters.push(["flip:" + kind, "flip: " + kind.replaceAll("_", " ")]);
     }
-    select("filter", "show", filters);
+    dropdown("filter", "show", filters);
     const below = el("input", { id: "below", type: "number", min: "0", max: "1", step: "0.01", value: state.below });
     below.addEventListener("input", () => { state.below = below.value; update(); });
     c.append(below);
-    select("run", "run", D.runs.map((r, i) => [String(i), r.label + (i === 0 && D.runs.length > 1 ? " (BASE)" : "")]));
-    if (D.runs.length > 1) select("other", "against", D.runs.slice(1).map((r, i) => [String(i + 1), r.label]));
-    if (T.groups.length) select("group", "group", [["", "every group"], ...T.groups.map((g, i) => [String(i), g])]);
+    dropdown("run", "run", D.runs.map((r, i) => [String(i), r.label + (i === 0 && D.runs.length > 1 ? " (BASE)" : "")]));
+    if (D.runs.length > 1) dropdown("other", "against", D.runs.slice(1).map((r, i) => [String(i + 1), r.label]));
+    if (T.groups.length) dropdown("group", "group", [["", "every group"], ...T.groups.map((g, i) => [String(i), g])]);
     const ks = [...new Set(T.options.map((o) => o.length))].sort((a, b) => a - b);
-    if (ks.length > 1) select("k", "options", [["", "any number"], ...ks.map((k) => [String(k), k + " options"])]);
+    if (ks.length > 1) dropdown("k", "options", [["", "any number"], ...ks.map((k) => [String(k), k + " options"])]);
     const sorts = [["file", "log order"], ["margin-asc", "margin, lowest first"], ["margin-desc", "margin, highest first"]];
     if (D.runs.length > 1) sorts.push(["kl-desc", "KL, highest first"]);
-    select("sort", "sort", sorts);
+    dropdown("sort", "sort", sorts);
     c.append(el("span", { id: "count", "data-count": "0" }), el("span", { class: "muted" }, el("kbd", { text: "j" }), " / ", el("kbd", { text: "k" }), " next / previous"));
   }
 
