@@ -467,6 +467,12 @@ fn view_of_the_quant_logs_in_headless_chromium() {
     let over_input = run(&["view", logs[0], "-o", logs[0], "--force"]);
     assert!(!over_input.status.success() && stderr(&over_input).contains("one of the command's inputs"), "{}", stderr(&over_input));
     assert_eq!(run(&["view", "-o", path_str(&dir.join("y.html"))]).status.code(), Some(2));
+    let fifo = dir.join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for (special, kind) in [(Path::new("/dev/null"), "a character device"), (fifo.as_path(), "a FIFO")] {
+        let out = run(&["view", logs[0], "-o", path_str(special), "--force"]);
+        assert!(out.status.code() == Some(1) && stderr(&out).contains(kind), "{}", stderr(&out));
+    }
     assert!(!dir.join("x.html").exists() && !dir.join("y.html").exists());
 
     let file = mcscore_format::TaskFile::open(repo("datasets/arc-easy-validation.bin")).unwrap();
