@@ -36,7 +36,7 @@ use crate::Outcome;
 )]
 #[command(group(clap::ArgGroup::new("sequential").multiple(true).requires("until_decided")
     .args(["models", "binary_file", "max_tasks", "chunk", "log_dir", "resume", "ctx_size", "parallel", "batch_size",
-        "ubatch_size", "threads", "threads_batch", "n_gpu_layers", "flash_attn"])))]
+        "ubatch_size", "threads", "threads_batch", "n_gpu_layers", "flash_attn", "chat_template", "system", "shots_as_turns"])))]
 pub(crate) struct Args {
     /// The reference run: a --log-samples file written by `mcscore score`.
     // Not `conflicts_with = "until_decided"`: clap then stops enforcing the
@@ -71,6 +71,8 @@ pub(crate) struct Args {
     pub(crate) resume: bool,
     #[command(flatten, next_help_heading = "Scoring, with --until-decided")]
     pub(crate) engine: crate::engine_args::EngineArgs,
+    #[command(flatten, next_help_heading = "Scoring, with --until-decided")]
+    pub(crate) chat: crate::chat_args::ChatArgs,
     /// The normalisation whose picks are right or wrong and whose softmax
     /// gives the choice distributions.
     #[arg(long, value_enum, default_value = "acc-norm")]

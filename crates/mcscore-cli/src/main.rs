@@ -17,6 +17,7 @@ macro_rules! out {
     }};
 }
 
+mod chat_args;
 mod compare;
 mod datasets;
 mod defaults;

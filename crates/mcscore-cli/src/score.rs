@@ -11,6 +11,7 @@ use mcscore_format::Baselines;
 use mcscore_metrics::Normalisation;
 use serde_json::json;
 
+use crate::chat_args::ChatArgs;
 use crate::engine_args::{self, EngineArgs};
 use crate::{defaults, llama_output, output, Outcome};
 
@@ -77,6 +78,8 @@ pub(crate) struct Args {
     winogrande_tasks: Option<usize>,
     #[command(flatten)]
     engine: EngineArgs,
+    #[command(flatten)]
+    chat: ChatArgs,
     /// Also score every option after the context "Answer:" alone, for acc_pmi
     /// (log-probability given the question minus log-probability without it).
     #[arg(long, conflicts_with = "winogrande")]
@@ -425,6 +428,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     spec.hash_model = args.json;
     spec.hash_cache = Some(defaults::cache_dir());
     spec.shard = shard;
+    spec.chat = args.chat.spec(&path)?;
     let job = ScoreJob::prepare(spec).map_err(|e| match e {
         e @ EvalError::Format(mcscore_format::Error::Invalid { .. }) => invalid_file(e, args.lenient),
         EvalError::Log(mcscore_eval::LogError::Exists { path }) => {
@@ -509,6 +513,7 @@ fn print_results(
             "mode": args.kind().flag().trim_start_matches('-'),
             "selection": args.subset().1,
             "lenient": args.lenient,
+            "chat": outcome.header.chat,
             "settings": settings,
             "n_ctx": outcome.n_ctx,
             "decodes": outcome.planned_decodes,
@@ -525,6 +530,9 @@ fn print_results(
         }))?;
     } else {
         outln!("{} on {}: {n} tasks", model.file_name().unwrap_or_default().to_string_lossy(), path.display())?;
+        if let Some(chat) = &outcome.header.chat {
+            outln!("  {}", chat_line(chat))?;
+        }
         print_accuracies(&outcome.records, args.kind(), baselines)?;
         outln!(
             "  {} tokens decoded ({} if tasks shared none) in {} fills, {:.1} s scoring ({:.0} tokens/s), {:.1} s in all",
@@ -537,6 +545,21 @@ fn print_results(
         )?;
     }
     Ok(())
+}
+
+/// How a run used its chat template, in a line.
+pub(crate) fn chat_line(chat: &mcscore_eval::chat::ChatHeader) -> String {
+    format!(
+        "inside chat template {} ({}, sha256 {}): BOS from the {}, thinking {}, generation prompt {:?}, then the option{}{}",
+        chat.template,
+        chat.renderer,
+        &chat.sha256[..chat.sha256.len().min(12)],
+        chat.bos,
+        chat.thinking,
+        chat.generation_prompt,
+        chat.system.as_ref().map_or(String::new(), |s| format!("; system {s:?}")),
+        chat.shots_as_turns.map_or(String::new(), |k| format!("; {k} shots as turns")),
+    )
 }
 
 #[cfg(test)]

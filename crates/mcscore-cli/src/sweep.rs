@@ -112,6 +112,8 @@ pub(crate) struct Args {
     merge_shards: Vec<PathBuf>,
     #[command(flatten)]
     engine: EngineArgs,
+    #[command(flatten)]
+    chat: crate::chat_args::ChatArgs,
 }
 
 fn parse_share(text: &str) -> Result<f64, String> {
@@ -203,7 +205,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         (None, None) => unreachable!("clap requires FILE or --benchmark"),
     };
     note_selection(selection, items.items.len(), "--tasks");
-    let spec = SweepSpec { formats, circular: args.circular, instruction: args.instruction, pride: args.pride };
+    let chat = args.chat.spec_without_shots("sweep: its prompts are rendered from items and hold no shots")?;
+    let spec = SweepSpec { formats, circular: args.circular, instruction: args.instruction, pride: args.pride, chat };
     let sweep = Sweep::new(items, spec).map_err(|e| match e {
         EvalError::PrideTooFewTasks { label } => {
             anyhow::anyhow!("{label}: --pride needs at least two tasks: one to estimate the prior, one to debias")

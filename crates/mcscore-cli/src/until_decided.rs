@@ -90,6 +90,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     spec.log_dir = args.log_dir.clone();
     spec.resume = args.resume;
     spec.hash_cache = Some(crate::defaults::cache_dir());
+    spec.chat = args.chat.spec(&file)?;
     if let (Some(dir), Some(logs)) = (&args.log_dir, spec.log_paths()) {
         crate::output::check_dir(dir, "--log-dir")?;
         std::fs::create_dir_all(dir).with_context(|| format!("{}: --log-dir", dir.display()))?;

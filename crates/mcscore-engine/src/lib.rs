@@ -5,6 +5,7 @@
 //! Flow: [`Engine::load`] → [`Engine::prepare`] (tokenise, common prefixes,
 //! up-front refusals) → [`plan`] (pack tasks into decodes) → [`Engine::score`].
 
+mod chat;
 mod plan;
 mod prepare;
 mod prompts;
@@ -22,6 +23,7 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 use mcscore_format::Task;
 
+pub use chat::{builtin_templates, BosSource};
 pub use mcscore_metrics::OptionScore;
 pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings, BATCH_RULE, MICRO_BATCH};
 pub use prepare::PreparedTask;
@@ -102,6 +104,17 @@ pub enum EngineError {
 
     #[error("prompt {prompt}: token {position} got a non-finite log-probability ({value})")]
     NonFinitePrompt { prompt: usize, position: usize, value: f64 },
+
+    #[error("chat template {name}: {message}")]
+    ChatTemplate { name: String, message: String },
+
+    #[error("task {task}: {message}; a chat prompt has exactly one BOS")]
+    ChatBos { task: usize, message: String },
+
+    /// Inside a chat prompt, special-token text is read as the token: a task
+    /// could close the user's turn or open another.
+    #[error("task {task}: {what} holds the text of a special token (such as <end_of_turn> or <|im_end|>), which a chat prompt would read as that token")]
+    SpecialText { task: usize, what: String },
 }
 
 impl EngineError {
@@ -116,7 +129,9 @@ impl EngineError {
             | EngineError::NothingAfterBlank { task, .. }
             | EngineError::BlankBoundary { task, .. }
             | EngineError::Decode { task, .. }
-            | EngineError::NonFinite { task, .. } => Some(*task),
+            | EngineError::NonFinite { task, .. }
+            | EngineError::ChatBos { task, .. }
+            | EngineError::SpecialText { task, .. } => Some(*task),
             EngineError::TextTooLong { task, .. } => *task,
             EngineError::TaskTooLong { tasks, .. } => tasks.first().map(|t| t.0),
             _ => None,

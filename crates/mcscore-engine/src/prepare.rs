@@ -65,6 +65,12 @@ fn prepare_one(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<Prep
             vocab.tokenize(text.as_bytes(), true, false)
         })
         .collect();
+    split_common_prefix(index, task, sequences)
+}
+
+/// A task from each option's whole token sequence: the tokens all options
+/// share become the prefix, decoded once; each option scores the rest.
+pub(crate) fn split_common_prefix(index: usize, task: &Task<'_>, sequences: Vec<Vec<LlamaToken>>) -> Result<PreparedTask, EngineError> {
     let shortest = sequences.iter().map(Vec::len).min().unwrap_or(0);
     let common = (0..shortest).take_while(|&i| sequences.iter().all(|s| s[i] == sequences[0][i])).count();
     if let Some(option) = sequences.iter().position(|s| s.len() == common) {

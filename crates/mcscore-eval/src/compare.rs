@@ -63,7 +63,11 @@ impl Run {
         let contents = log::read(path)?;
         contents.require_complete(path)?;
         let log::Contents { header, records, .. } = contents;
-        let label = Path::new(&header.model).file_stem().map_or_else(|| header.model.clone(), |s| s.to_string_lossy().into_owned());
+        let mut label = Path::new(&header.model).file_stem().map_or_else(|| header.model.clone(), |s| s.to_string_lossy().into_owned());
+        if let Some(chat) = &header.chat {
+            // Base against chat is the same model twice: the template tells them apart.
+            label.push_str(&format!(" [chat template {}]", chat.template));
+        }
         Ok(Run { label, source: path.to_owned(), header, records })
     }
 }
@@ -164,6 +168,8 @@ pub struct RunInfo {
     pub model: String,
     pub model_sha256: String,
     pub settings: String,
+    /// The chat template the run scored inside (`--chat-template`), if any.
+    pub chat_template: Option<String>,
     /// Accuracy (%) under the comparison's normalisation.
     pub accuracy: f64,
     /// Its 95 % Wilson interval.
@@ -280,7 +286,7 @@ pub fn compare_logs(base: &Path, others: &[PathBuf], groups: Option<&Groups>, op
 }
 
 /// The entry of `manifest` for the task file whose sha256 is `file_sha256`.
-fn manifest_entry(manifest: &Path, file_sha256: &str) -> Result<Option<mcscore_datasets::Entry>, EvalError> {
+pub(crate) fn manifest_entry(manifest: &Path, file_sha256: &str) -> Result<Option<mcscore_datasets::Entry>, EvalError> {
     Ok(mcscore_datasets::Manifest::load(manifest)?.datasets.into_iter().find(|e| e.sha256 == file_sha256))
 }
 
@@ -365,6 +371,7 @@ fn info(run: &Run, scored: &Scored) -> RunInfo {
         model: run.header.model.clone(),
         model_sha256: run.header.model_sha256.clone(),
         settings: run.header.settings.clone(),
+        chat_template: run.header.chat.as_ref().map(|c| c.template.clone()),
         accuracy: 100.0 * right as f64 / scored.picks.len().max(1) as f64,
         accuracy_interval: mcscore_metrics::Proportion { successes: right, n: scored.picks.len() }.wilson_percent(),
     }

@@ -560,7 +560,9 @@ impl Completions {
     }
 
     /// `GET /tokenizer_info`: the special tokens as text (lm-eval's remote
-    /// tokenizer tokenises them to find their ids) and the BOS rule.
+    /// tokenizer tokenises them to find their ids), the BOS rule, and the
+    /// GGUF's chat template (`null` without one), which lm-eval's
+    /// `--apply_chat_template` renders before it sends a prompt.
     pub fn tokenizer_info(&self) -> Value {
         let (bos, eos) = self.engine.special_tokens();
         let text = |t: Option<u32>| t.map(|t| String::from_utf8_lossy(&self.engine.piece(t)).into_owned());
@@ -573,6 +575,7 @@ impl Completions {
             "add_bos_token": self.engine.bos().is_some(),
             "model_max_length": self.max_prompt,
             "vocab_size": self.engine.n_vocab(),
+            "chat_template": self.engine.chat_template(),
         })
     }
 

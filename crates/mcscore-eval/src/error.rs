@@ -219,6 +219,19 @@ pub enum EvalError {
     #[error("{}: the model's token pieces do not spell the prompt back; cannot audit", path.display())]
     Unauditable { path: PathBuf },
 
+    #[error("{}: the GGUF carries no chat template (tokenizer.chat_template); name one of llama.cpp's built-in templates or a Jinja file instead", model.display())]
+    NoChatTemplate { model: PathBuf },
+
+    /// A chat template that does not parse or render, or fails a guard.
+    #[error("chat template {template}{}: {message}", line.map_or(String::new(), |l| format!(", line {l}")))]
+    Template { template: String, line: Option<usize>, message: String },
+
+    #[error("{}: task {task}: its question does not split into {shots} solved examples (each ending \"Answer: X\" and a blank line) and a question ending \"Answer:\"", path.display())]
+    ShotsNotSplit { path: PathBuf, task: usize, shots: usize },
+
+    #[error("{}: a chat template applies to multiple-choice and HellaSwag files; Winogrande's options fill a blank inside the sentence, so there is no question to put in the user's turn", path.display())]
+    ChatWinogrande { path: PathBuf },
+
     /// A progress or output callback of the front end failed.
     #[error(transparent)]
     Consumer(Box<dyn std::error::Error + Send + Sync>),

@@ -12,6 +12,7 @@ use mcscore_format::{
 };
 use mcscore_metrics::{Normalisation, Proportion};
 
+use crate::chat::{render_tasks, ChatHeader, ChatSpec, Template};
 use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, Scoring};
 use crate::log::ShardHeader;
 use crate::log::{normalisations, Header, Opened, SampleLog, Stop, TaskKind, TaskRecord};
@@ -51,6 +52,8 @@ pub struct ScoreSpec {
     /// The model's sha256 where the caller has read it already
     /// ([`crate::sha256_cached`]), so that a large model is read once.
     pub model_sha256: Option<String>,
+    /// Score inside a chat template ([`crate::chat`]); none by default.
+    pub chat: ChatSpec,
 }
 
 impl ScoreSpec {
@@ -72,8 +75,22 @@ impl ScoreSpec {
             shard: None,
             ordered: None,
             model_sha256: None,
+            chat: ChatSpec::default(),
         }
     }
+}
+
+/// Tasks tokenised behind their prompts rendered in `template`, and how.
+fn prepare_chat(
+    engine: &Engine,
+    spec: &ChatSpec,
+    template: &Template,
+    path: &Path,
+    tasks: &[(usize, Task<'_>)],
+) -> Result<(Vec<PreparedTask>, ChatHeader), EvalError> {
+    let rendered = render_tasks(spec, template, engine, path, tasks)?;
+    let (prepared, bos) = engine.prepare_chat(tasks, &rendered.prompts).map_err(EvalError::engine(path))?;
+    Ok((prepared, ChatHeader { bos: bos.as_str().to_owned(), ..rendered.header }))
 }
 
 /// Tasks in an order of the caller's choosing, and what the log records of it.
@@ -327,13 +344,27 @@ impl<'e> ScoreJob<'e> {
         let mut selected: Vec<(usize, Task<'_>)> = order.iter().map(|&i| (i, all_tasks[i].clone())).collect();
         let settings = &spec.settings;
 
+        if !spec.chat.is_none() && spec.kind == TaskKind::Winogrande {
+            return Err(EvalError::ChatWinogrande { path: path.to_owned() });
+        }
+        if spec.chat.is_none() && (spec.chat.system.is_some() || spec.chat.shots.is_some()) {
+            return Err(EvalError::Template {
+                template: "none".into(),
+                line: None,
+                message: "a system turn, or shots as turns, needs a chat template".into(),
+            });
+        }
         let engine = load(&spec)?;
         phase(&mut timings.load);
-        let mut prepared = match spec.kind {
-            TaskKind::Winogrande => engine.prepare_blanks(&selected),
-            TaskKind::MultipleChoice | TaskKind::HellaSwag => engine.prepare(&selected),
-        }
-        .map_err(EvalError::engine(path))?;
+        let template = Template::resolve(&spec.chat.template, &engine)?;
+        let (mut prepared, chat) = match (&template, spec.kind) {
+            (_, TaskKind::Winogrande) => (engine.prepare_blanks(&selected).map_err(EvalError::engine(path))?, None),
+            (None, _) => (engine.prepare(&selected).map_err(EvalError::engine(path))?, None),
+            (Some(template), _) => {
+                let (prepared, header) = prepare_chat(&engine, &spec.chat, template, path, &selected)?;
+                (prepared, Some(header))
+            }
+        };
         // A shard tokenises the whole run to find its range, then keeps it.
         let shard = match spec.shard {
             Some(shard) => {
@@ -362,7 +393,11 @@ impl<'e> ScoreJob<'e> {
                 .map(|(i, t)| (*i, Task { question: UNCONDITIONAL_CONTEXT, mc1: t.mc1.clone(), mc2: Default::default() }))
                 .collect();
             let unconditional_error = |source| EvalError::Unconditional { path: path.to_owned(), source };
-            let prepared = engine.prepare(&bare).map_err(unconditional_error)?;
+            let prepared = match &template {
+                None => engine.prepare(&bare).map_err(unconditional_error)?,
+                // The same turns around "Answer:" alone; no shots to split.
+                Some(template) => prepare_chat(&engine, &ChatSpec { shots: None, ..spec.chat.clone() }, template, path, &bare)?.0,
+            };
             let plan = mcscore_engine::plan(&prepared, settings).map_err(unconditional_error)?;
             Some((prepared, plan))
         } else {
@@ -379,7 +414,7 @@ impl<'e> ScoreJob<'e> {
         phase(&mut timings.hash);
         let sequential = spec.ordered.as_ref().map(|o| o.sequential.clone());
         let header = Header {
-            version: crate::log::version_for(sequential.as_ref()),
+            version: crate::log::version_for(sequential.as_ref(), chat.as_ref()),
             mcscore: env!("CARGO_PKG_VERSION").to_owned(),
             model: spec.model.display().to_string(),
             model_sha256,
@@ -400,6 +435,7 @@ impl<'e> ScoreJob<'e> {
                 + if spec.pmi { " pmi" } else { "" },
             shard,
             sequential,
+            chat,
         };
         // Resume after the last task logged: under the batch rule a task's
         // numbers do not depend on the fill it lands in.

@@ -39,6 +39,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod chat;
 pub mod compare;
 pub mod completions;
 mod error;

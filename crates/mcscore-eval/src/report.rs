@@ -110,15 +110,16 @@ fn check_same_tasks(runs: &[Run]) -> Result<(), EvalError> {
     Ok(())
 }
 
-/// Model file names, made unique with the settings where they repeat.
+/// Model file names, made unique with the settings (and the chat template) where they repeat.
 fn labels(runs: &[Run]) -> Vec<String> {
     let stem =
         |r: &Run| Path::new(&r.header.model).file_stem().map_or_else(|| r.header.model.clone(), |s| s.to_string_lossy().into_owned());
     runs.iter()
         .map(|r| {
             let repeated = runs.iter().filter(|o| stem(o) == stem(r)).count() > 1;
+            let chat = r.header.chat.as_ref().map_or(String::new(), |c| format!(", chat template {}", c.template));
             if repeated {
-                format!("{} [{}]", stem(r), r.header.settings)
+                format!("{} [{}{chat}]", stem(r), r.header.settings)
             } else {
                 stem(r)
             }

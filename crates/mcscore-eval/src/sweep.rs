@@ -93,6 +93,8 @@ pub struct SweepSpec {
     pub instruction: bool,
     /// PriDe's calibration share α (0 < α < 1).
     pub pride: Option<f64>,
+    /// Score every prompt inside this chat template ([`crate::chat`]); none by default.
+    pub chat: crate::chat::ChatSpec,
 }
 
 /// A sweep ready to score: its items, formats and rendered prompts.
@@ -165,6 +167,7 @@ impl Sweep {
             instruction: self.spec.instruction,
             pride_alpha: self.spec.pride,
             settings: serde_json::to_value(settings).expect("settings serialise"),
+            chat: scores.chat.clone(),
             shard: ShardHeader {
                 index: shard.index,
                 count: shard.count,
@@ -194,7 +197,14 @@ impl Sweep {
         let engine = Engine::load(model, settings.n_gpu_layers).map_err(EvalError::Load)?;
         let tasks: Vec<(usize, Task<'_>)> = self.prompts.iter().enumerate().map(|(i, p)| (i, task_of(p))).collect();
         let label = Path::new(&self.items.label);
-        let mut prepared = engine.prepare(&tasks).map_err(|e| self.describe(e))?;
+        let (mut prepared, chat) = match crate::chat::Template::resolve(&self.spec.chat.template, &engine)? {
+            None => (engine.prepare(&tasks).map_err(|e| self.describe(e))?, None),
+            Some(template) => {
+                let rendered = crate::chat::render_tasks(&self.spec.chat, &template, &engine, label, &tasks)?;
+                let (prepared, bos) = engine.prepare_chat(&tasks, &rendered.prompts).map_err(|e| self.describe(e))?;
+                (prepared, Some(crate::chat::ChatHeader { bos: bos.as_str().to_owned(), ..rendered.header }))
+            }
+        };
         let prompts = match shard {
             Some(shard) => {
                 let mut item_tokens = vec![0; self.items.items.len()];
@@ -234,7 +244,7 @@ impl Sweep {
             return Err(EvalError::Incomplete { path: model.to_owned(), scored: log_probs.len(), announced: prepared.len() });
         }
         engine.check_unchanged().map_err(EvalError::engine(model))?;
-        Ok(Some((prompts, Scores { log_probs, tokens: run.tokens, seconds: started.elapsed().as_secs_f64() })))
+        Ok(Some((prompts, Scores { log_probs, tokens: run.tokens, seconds: started.elapsed().as_secs_f64(), chat })))
     }
 
     /// The scores of one model from the saved shards of a sweep of these
@@ -261,6 +271,7 @@ impl Sweep {
                 let fields = [
                     ("model", f.model.clone(), shard.model.clone()),
                     ("settings", f.settings.to_string(), shard.settings.to_string()),
+                    ("chat template", chat_identity(&f.chat), chat_identity(&shard.chat)),
                     ("shard count", f.shard.count.to_string(), shard.shard.count.to_string()),
                     ("partition rule", f.shard.rule.clone(), shard.shard.rule.clone()),
                 ];
@@ -284,7 +295,8 @@ impl Sweep {
         check_all_present(count, shards.iter().map(|(_, s)| s.shard.index))?;
         shards.sort_by_key(|(_, s)| s.shard.index);
         let model = PathBuf::from(&shards[0].1.model);
-        let mut scores = Scores { log_probs: Vec::with_capacity(self.prompts.len()), tokens: TokenCounts::default(), seconds: 0.0 };
+        let chat = shards[0].1.chat.clone();
+        let mut scores = Scores { log_probs: Vec::with_capacity(self.prompts.len()), tokens: TokenCounts::default(), seconds: 0.0, chat };
         for (_, shard) in shards {
             if shard.first_prompt != scores.log_probs.len() {
                 return Err(EvalError::ShardsOtherTasks { merged: scores.log_probs.len(), run: self.prompts.len() });
@@ -403,6 +415,9 @@ pub struct SweepShard {
     pub instruction: bool,
     pub pride_alpha: Option<f64>,
     pub settings: serde_json::Value,
+    /// The chat template the prompts were scored inside, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<crate::chat::ChatHeader>,
     pub shard: ShardHeader,
     /// The first prompt this shard scored, in the sweep's prompt order.
     pub first_prompt: usize,
@@ -417,6 +432,13 @@ pub struct Scores {
     pub log_probs: Vec<Vec<f64>>,
     pub tokens: TokenCounts,
     pub seconds: f64,
+    /// The chat template the prompts were scored inside, if any.
+    pub chat: Option<crate::chat::ChatHeader>,
+}
+
+/// What tells two uses of a chat template apart, or "none".
+fn chat_identity(chat: &Option<crate::chat::ChatHeader>) -> String {
+    chat.as_ref().map_or_else(|| "none".to_owned(), crate::chat::ChatHeader::identity)
 }
 
 fn items_sha256(items: &[Item]) -> String {
@@ -612,6 +634,9 @@ pub struct ModelSweep {
     pub formats: Vec<FormatResult>,
     pub accuracy_across_formats: Spread,
     pub circular_accuracy_across_formats: Option<Spread>,
+    /// The chat template the prompts were scored inside, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<crate::chat::ChatHeader>,
 }
 
 #[derive(Serialize)]
@@ -734,6 +759,7 @@ fn analyse(sweep: &Sweep, model: &Path, scored: &[Scored<'_>], scores: &Scores) 
         accuracy_across_formats: spread(&accuracies, names),
         circular_accuracy_across_formats: circular.then(|| spread(&circular_accuracies, names)),
         formats: results,
+        chat: scores.chat.clone(),
     }
 }
 

@@ -62,6 +62,8 @@ pub struct UntilDecidedSpec {
     pub resume: bool,
     /// A folder to cache model hashes in.
     pub hash_cache: Option<PathBuf>,
+    /// Every model scores inside this chat template ([`crate::chat`]); none by default.
+    pub chat: crate::chat::ChatSpec,
 }
 
 impl UntilDecidedSpec {
@@ -80,6 +82,7 @@ impl UntilDecidedSpec {
             log_dir: None,
             resume: false,
             hash_cache: None,
+            chat: crate::chat::ChatSpec::default(),
         }
     }
 
@@ -336,6 +339,7 @@ pub fn until_decided(
         job_spec.resume = spec.resume;
         job_spec.model_sha256 = hashes[m].clone();
         job_spec.ordered = Some(Ordered { order: order.clone(), sequential: sequential.clone() });
+        job_spec.chat = spec.chat.clone();
         prepared.push((of_model[m], ScoreJob::with_engine(engine, job_spec)?));
     }
     check_memory_together(&engines, &prepared, available)?;

@@ -148,7 +148,7 @@ fn a_sweep_is_analysed_from_log_probabilities() {
     let items = Items { label: "hand-made".into(), indices: vec![10, 11], items: vec![item("Q0?", 2), item("Q1?", 1)] };
     let formats =
         vec![PromptFormat::SCAFFOLD, PromptFormat { ids: IdSet::Digit, delimiter: Delimiter::Parens, separator: Separator::Comma }];
-    let sweep = Sweep::new(items, SweepSpec { formats, circular: true, instruction: false, pride: None }).unwrap();
+    let sweep = Sweep::new(items, SweepSpec { formats, circular: true, instruction: false, pride: None, chat: Default::default() }).unwrap();
     assert_eq!(sweep.prompts.len(), 2 * 4 * 2);
     let log_probs: Vec<Vec<f64>> = sweep
         .prompts

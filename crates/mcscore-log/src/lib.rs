@@ -106,6 +106,9 @@ pub enum LogFault {
 
     #[error("the header's sequential comparison does not hold together: {why}")]
     BadSequential { why: &'static str },
+
+    #[error("the header records a chat template, which a version-{version} log cannot hold (version 3 added it)")]
+    ChatInOldVersion { version: u32 },
 }
 
 /// Which of llama-perplexity's multiple-choice modes a job is: what its file
@@ -180,13 +183,16 @@ impl ReplaceLock {
 /// The newest log format this mcscore reads and writes; a reader refuses a
 /// newer one by name. Logs written before the field existed read as version 1.
 /// Version 2 adds a sequential comparison's `sequential` header field and
-/// the footer's `stopped`; a log without them is still written as version 1,
-/// so that older readers read it.
-pub const LOG_VERSION: u32 = 2;
+/// the footer's `stopped`; version 3 the `chat` header field. A log without
+/// them is still written as the oldest version that holds it, so that older
+/// readers read it (and refuse, by name, what they cannot read right).
+pub const LOG_VERSION: u32 = 3;
 
 /// The version of a log with this header: the oldest that holds all of it.
-pub fn version_for(sequential: Option<&Sequential>) -> u32 {
-    if sequential.is_some() {
+pub fn version_for(sequential: Option<&Sequential>, chat: Option<&ChatHeader>) -> u32 {
+    if chat.is_some() {
+        3
+    } else if sequential.is_some() {
         2
     } else {
         1
@@ -231,6 +237,58 @@ pub struct Header {
     /// Set in the logs of a sequential comparison (`compare --until-decided`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential: Option<Sequential>,
+    /// Set where the run scored inside a chat template (`--chat-template`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<ChatHeader>,
+}
+
+/// A run's chat template and its guards, as the log's header records them:
+/// part of the run's identity, so `--resume` and `merge` refuse a run that
+/// scored another way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatHeader {
+    /// `auto`, a built-in name or the file given (for people; not compared).
+    pub template: String,
+    /// Where it came from: `gguf`, `builtin` or `file`.
+    pub origin: String,
+    /// sha256 of the template's text (of the name, for a built-in one).
+    pub sha256: String,
+    /// The engine that rendered it.
+    pub renderer: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// Solved examples scored as turns, if the file's shots were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shots_as_turns: Option<usize>,
+    /// Where the one BOS comes from: `template`, `tokenizer` or `none`.
+    pub bos: String,
+    /// `disabled` (the template knows `enable_thinking`, rendered false) or `not in template`.
+    pub thinking: String,
+    /// The text the template adds to open the assistant's turn.
+    pub generation_prompt: String,
+    /// Between the generation prompt and the option: always empty, the
+    /// option starts the answer (lm-evaluation-harness puts a `" "` there).
+    pub delimiter: String,
+    /// The rendered prompt of the run's first task, up to the option.
+    pub first_prompt: String,
+}
+
+impl ChatHeader {
+    /// What tells two runs' use of a template apart (the path given aside).
+    pub fn identity(&self) -> String {
+        format!(
+            "{} template sha256 {} rendered by {}, system {:?}, shots as turns {:?}, BOS from {}, thinking {}, delimiter {:?}, first prompt sha256 {}",
+            self.origin,
+            self.sha256,
+            self.renderer,
+            self.system,
+            self.shots_as_turns,
+            self.bos,
+            self.thinking,
+            self.delimiter,
+            mcscore_format::sha256_hex(self.first_prompt.as_bytes())
+        )
+    }
 }
 
 /// What a sequential comparison's logs say of it: the order its tasks were
@@ -274,6 +332,8 @@ impl Header {
     /// The first field that identifies a run and differs, with both values.
     pub fn mismatch(&self, now: &Header) -> Option<(&'static str, String, String)> {
         let fields = [
+            // Before the version, which a chat template raises to 3.
+            ("chat template", describe_chat(self), describe_chat(now)),
             ("version", self.version.to_string(), now.version.to_string()),
             ("model_sha256", self.model_sha256.clone(), now.model_sha256.clone()),
             ("model_bytes", self.model_bytes.to_string(), now.model_bytes.to_string()),
@@ -296,6 +356,11 @@ impl Header {
             .chain(shard_names.into_iter().zip(shard(self)).zip(shard(now)).map(|((name, log), now)| (name, log, now)))
             .find(|(_, log, now)| log != now)
     }
+}
+
+/// A run's chat template and its guards, or "none", for a resume's refusal.
+fn describe_chat(header: &Header) -> String {
+    header.chat.as_ref().map_or_else(|| "none".to_owned(), ChatHeader::identity)
 }
 
 /// A sequential comparison's order and stopping rule, for a resume's refusal.
@@ -687,6 +752,9 @@ fn check_header(header: &Header) -> Result<(), LogFault> {
             return Err(LogFault::BadSequential { why });
         }
     }
+    if header.chat.is_some() && header.version < 3 {
+        return Err(LogFault::ChatInOldVersion { version: header.version });
+    }
     Ok(())
 }
 
@@ -784,7 +852,7 @@ mod tests {
 
     fn header(sequential: bool) -> Header {
         Header {
-            version: version_for(None) + u32::from(sequential),
+            version: version_for(None, None) + u32::from(sequential),
             mcscore: "test".into(),
             model: "m".into(),
             model_sha256: "m".into(),
@@ -809,6 +877,7 @@ mod tests {
                 base_sha256: "m".into(),
                 other_sha256: vec!["n".into()],
             }),
+            chat: None,
         }
     }
 

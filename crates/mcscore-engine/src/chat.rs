@@ -1,0 +1,154 @@
+//! What the engine knows of chat templates: the template a GGUF carries,
+//! llama.cpp's built-in ones (rendered by `llama_chat_apply_template`), and
+//! tasks tokenised behind a rendered prompt with exactly one BOS.
+
+use std::ffi::CStr;
+
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use llama_cpp_2::token::LlamaToken;
+use mcscore_format::Task;
+use rayon::prelude::*;
+
+use crate::prepare::{split_common_prefix, PreparedTask};
+use crate::{Engine, EngineError};
+
+/// Where a chat prompt's one BOS came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BosSource {
+    /// The template wrote it (`{{ bos_token }}`); the tokenizer adds none.
+    Template,
+    /// The tokenizer added it: the template wrote none and the model wants one.
+    Tokenizer,
+    /// Neither: the model's tokenizer adds no BOS and the template writes none.
+    None,
+}
+
+impl BosSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BosSource::Template => "template",
+            BosSource::Tokenizer => "tokenizer",
+            BosSource::None => "none",
+        }
+    }
+}
+
+/// The names of llama.cpp's built-in chat templates, sorted.
+pub fn builtin_templates() -> Vec<String> {
+    #[allow(unsafe_code)]
+    // SAFETY: llama_chat_builtin_templates writes at most `len` pointers to
+    // static, NUL-terminated names (a map in llama.cpp's data, never freed)
+    // and returns how many it has; a first call with len 0 writes nothing.
+    let names = unsafe {
+        let count = llama_cpp_sys_2::llama_chat_builtin_templates(std::ptr::null_mut(), 0).max(0) as usize;
+        let mut names: Vec<*const std::ffi::c_char> = vec![std::ptr::null(); count];
+        let written = llama_cpp_sys_2::llama_chat_builtin_templates(names.as_mut_ptr(), count).max(0) as usize;
+        names.truncate(written.min(count));
+        names.into_iter().filter(|p| !p.is_null()).map(|p| CStr::from_ptr(p).to_string_lossy().into_owned()).collect::<Vec<_>>()
+    };
+    let mut names = names;
+    names.sort();
+    names
+}
+
+impl Engine {
+    /// The Jinja chat template the GGUF carries (`tokenizer.chat_template`), if any.
+    pub fn chat_template(&self) -> Option<String> {
+        self.model.chat_template(None).ok().and_then(|t| t.to_string().ok()).filter(|t| !t.is_empty())
+    }
+
+    /// Renders `messages` (role, content) with llama.cpp's built-in template
+    /// `name` (one of [`builtin_templates`]), opening the assistant's turn
+    /// with `add_assistant`.
+    pub fn apply_builtin_template(&self, name: &str, messages: &[(&str, &str)], add_assistant: bool) -> Result<String, EngineError> {
+        let fail = |message: String| EngineError::ChatTemplate { name: name.to_owned(), message };
+        if !builtin_templates().iter().any(|n| n == name) {
+            return Err(fail("not one of llama.cpp's built-in templates".into()));
+        }
+        for (_, content) in messages {
+            crate::check_text_length(None, content.len())?;
+        }
+        let template = LlamaChatTemplate::new(name).map_err(|e| fail(e.to_string()))?;
+        let messages: Vec<LlamaChatMessage> = messages
+            .iter()
+            .map(|(role, content)| LlamaChatMessage::new((*role).to_owned(), (*content).to_owned()))
+            .collect::<Result<_, _>>()
+            .map_err(|e| fail(format!("{e} (a NUL byte in a message)")))?;
+        if messages.is_empty() {
+            return Err(fail("no messages".into()));
+        }
+        self.model.apply_chat_template(&template, &messages, add_assistant).map_err(|e| fail(e.to_string()))
+    }
+
+    /// The text of the model's BOS and EOS tokens (empty where it has none),
+    /// as a template's `bos_token` and `eos_token`.
+    pub fn special_texts(&self) -> (String, String) {
+        let (bos, eos) = self.special_tokens();
+        let text = |t: Option<u32>| t.map(|t| String::from_utf8_lossy(&self.piece(t)).into_owned()).unwrap_or_default();
+        (text(bos), text(eos))
+    }
+
+    /// Whether `text` holds the text of a special token (`<start_of_turn>`,
+    /// `<|im_end|>`): inside a chat prompt it would be read as that token.
+    pub fn has_special_text(&self, text: &str) -> Result<bool, EngineError> {
+        crate::check_text_length(None, text.len())?;
+        let vocab = self.model.vocab();
+        Ok(vocab.tokenize(text.as_bytes(), false, true) != vocab.tokenize(text.as_bytes(), false, false))
+    }
+
+    /// Tokenises each task behind its rendered chat prompt: `prompts[i] +
+    /// option` for every option of `tasks[i]`, special text of the template
+    /// read as special tokens, and exactly one BOS (see [`BosSource`]). The
+    /// task's own text must hold no special-token text ([`Engine::has_special_text`]).
+    pub fn prepare_chat(&self, tasks: &[(usize, Task<'_>)], prompts: &[String]) -> Result<(Vec<PreparedTask>, BosSource), EngineError> {
+        assert_eq!(tasks.len(), prompts.len(), "one prompt per task");
+        let prepared: Vec<(PreparedTask, BosSource)> =
+            tasks.par_iter().zip(prompts.par_iter()).map(|((index, task), prompt)| prepare_one(self, *index, task, prompt)).collect::<Result<_, _>>()?;
+        let bos = prepared.first().map_or(BosSource::None, |p| p.1);
+        if let Some((task, other)) = prepared.iter().find(|p| p.1 != bos) {
+            return Err(EngineError::ChatBos { task: task.index, message: format!("its BOS comes from {:?}, the first task's from {bos:?}", other) });
+        }
+        Ok((prepared.into_iter().map(|p| p.0).collect(), bos))
+    }
+}
+
+fn prepare_one(engine: &Engine, index: usize, task: &Task<'_>, prompt: &str) -> Result<(PreparedTask, BosSource), EngineError> {
+    if task.options().len() < 2 {
+        return Err(EngineError::OneOption { task: index });
+    }
+    let longest = task.options().iter().map(|o| o.len()).max().unwrap_or(0);
+    crate::check_text_length(Some(index), prompt.len() + longest)?;
+    if engine.has_special_text(task.question)? {
+        return Err(EngineError::SpecialText { task: index, what: "the question".into() });
+    }
+    for (option, text) in task.options().iter().enumerate() {
+        if engine.has_special_text(text)? {
+            return Err(EngineError::SpecialText { task: index, what: format!("option {option}") });
+        }
+    }
+    let model: &LlamaModel = &engine.model;
+    let vocab = model.vocab();
+    let bos = vocab.bos();
+    let wants_bos = vocab.should_add_bos() && bos.0 >= 0;
+    let mut source = BosSource::None;
+    let mut text = String::new();
+    let mut sequences: Vec<Vec<LlamaToken>> = Vec::with_capacity(task.options().len());
+    for option in task.options() {
+        text.clear();
+        text.push_str(prompt);
+        text.push_str(option);
+        let mut tokens = vocab.tokenize(text.as_bytes(), false, true);
+        let leading = tokens.iter().take_while(|&&t| bos.0 >= 0 && t == bos).count();
+        source = match leading {
+            0 if wants_bos => {
+                tokens.insert(0, bos);
+                BosSource::Tokenizer
+            }
+            0 => BosSource::None,
+            1 => BosSource::Template,
+            n => return Err(EngineError::ChatBos { task: index, message: format!("the rendered prompt begins with {n} BOS tokens") }),
+        };
+        sequences.push(tokens);
+    }
+    Ok((split_common_prefix(index, task, sequences)?, source))
+}

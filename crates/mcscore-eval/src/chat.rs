@@ -1,0 +1,381 @@
+//! Scoring inside a chat template: each task's question (scaffold and any
+//! shots included) is the user's turn, the template's generation prompt
+//! opens the assistant's, and each option is the start of the answer; only
+//! the option's tokens are scored, as without a template.
+//!
+//! Jinja templates (the GGUF's own, or a file) are rendered by minijinja set
+//! up as Hugging Face's `apply_chat_template` sets up Python's jinja2
+//! (`trim_blocks`, `lstrip_blocks`, loop controls, `raise_exception`, Python's
+//! string methods); llama.cpp's built-in names by `llama_chat_apply_template`.
+//! The traps that cost published evaluations points are guarded, and each
+//! guard is recorded in the log's header ([`ChatHeader`]): exactly one BOS,
+//! thinking turned off where the template knows `enable_thinking`, no
+//! end-of-turn before the option, and the option right after the generation
+//! prompt (no `" "` delimiter inside the assistant's turn).
+
+use std::path::{Path, PathBuf};
+
+use mcscore_engine::{builtin_templates, Engine};
+use mcscore_format::{sha256_hex, Task};
+pub use mcscore_log::ChatHeader;
+use serde::Serialize;
+
+use crate::EvalError;
+
+/// Which chat template a run scores inside (`--chat-template`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum TemplateChoice {
+    /// No template: `question + " " + option`, as llama-perplexity scores.
+    #[default]
+    None,
+    /// The GGUF's own `tokenizer.chat_template`.
+    Auto,
+    /// One of llama.cpp's built-in templates ([`builtin_templates`]).
+    Named(String),
+    /// A Jinja template file.
+    File(PathBuf),
+}
+
+impl TemplateChoice {
+    /// `none`, `auto`, a built-in name, or else a file's path (a file named
+    /// like a built-in template is reached as `./NAME`).
+    pub fn parse(value: &str) -> Result<TemplateChoice, String> {
+        match value {
+            "none" => return Ok(TemplateChoice::None),
+            "auto" => return Ok(TemplateChoice::Auto),
+            "" => return Err("an empty value; give none, auto, a built-in name or a file".into()),
+            _ => {}
+        }
+        let names = builtin_templates();
+        if names.iter().any(|n| n == value) {
+            return Ok(TemplateChoice::Named(value.to_owned()));
+        }
+        let path = Path::new(value);
+        if path.is_file() {
+            return Ok(TemplateChoice::File(path.to_owned()));
+        }
+        Err(format!(
+            "{value:?} is neither a file nor one of llama.cpp's built-in templates ({}); none and auto are the other values",
+            names.join(", ")
+        ))
+    }
+}
+
+/// How a run uses a chat template: [`ChatSpec::default`] uses none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ChatSpec {
+    pub template: TemplateChoice,
+    /// A system turn before the question (`--system`).
+    pub system: Option<String>,
+    /// Score a k-shot file as turns: each of its first `shots` solved examples
+    /// a user/assistant pair, then the question (`--shots-as-turns`; the
+    /// count is the file's manifest record). Without it the examples stay in
+    /// the user's turn.
+    pub shots: Option<usize>,
+}
+
+impl ChatSpec {
+    /// A spec that scores inside `template`, with no system turn and the shots left in the question.
+    pub fn new(template: TemplateChoice) -> ChatSpec {
+        ChatSpec { template, system: None, shots: None }
+    }
+
+    pub fn is_none(&self) -> bool {
+        self.template == TemplateChoice::None
+    }
+}
+
+/// What renders a template.
+pub const JINJA_RENDERER: &str = "minijinja 2 (Hugging Face's jinja2 settings, Python string methods)";
+/// What renders a llama.cpp built-in template.
+pub const BUILTIN_RENDERER: &str = "llama.cpp llama_chat_apply_template";
+
+#[derive(Debug, Clone, Serialize)]
+struct Message<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+enum Renderer {
+    Jinja(Box<minijinja::Environment<'static>>),
+    Builtin(String),
+}
+
+/// A template resolved against a model, ready to render.
+pub struct Template {
+    label: String,
+    origin: &'static str,
+    sha256: String,
+    knows_thinking: bool,
+    renderer: Renderer,
+    bos_token: String,
+    eos_token: String,
+}
+
+impl Template {
+    /// The template `choice` names for `engine`'s model; `None` for [`TemplateChoice::None`].
+    pub fn resolve(choice: &TemplateChoice, engine: &Engine) -> Result<Option<Template>, EvalError> {
+        let (bos_token, eos_token) = engine.special_texts();
+        let jinja = |label: String, origin: &'static str, text: String| -> Result<Template, EvalError> {
+            Ok(Template {
+                sha256: sha256_hex(text.as_bytes()),
+                knows_thinking: text.contains("enable_thinking"),
+                renderer: Renderer::Jinja(Box::new(environment(&label, text)?)),
+                label,
+                origin,
+                bos_token: bos_token.clone(),
+                eos_token: eos_token.clone(),
+            })
+        };
+        Ok(Some(match choice {
+            TemplateChoice::None => return Ok(None),
+            TemplateChoice::Auto => {
+                let text = engine.chat_template().ok_or_else(|| EvalError::NoChatTemplate { model: engine.path().to_owned() })?;
+                jinja(format!("{} (its tokenizer.chat_template)", engine.path().display()), "gguf", text)?
+            }
+            TemplateChoice::File(path) => {
+                let bytes = std::fs::read(path).map_err(EvalError::io(path))?;
+                let text = String::from_utf8(bytes)
+                    .map_err(|e| EvalError::Template { template: path.display().to_string(), line: None, message: format!("not UTF-8: {e}") })?;
+                jinja(path.display().to_string(), "file", text)?
+            }
+            TemplateChoice::Named(name) => Template {
+                label: format!("{name} (llama.cpp's built-in)"),
+                origin: "builtin",
+                sha256: sha256_hex(name.as_bytes()),
+                knows_thinking: false,
+                renderer: Renderer::Builtin(name.clone()),
+                bos_token,
+                eos_token,
+            },
+        }))
+    }
+
+    /// How the template is named in messages.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Renders a conversation, opening the assistant's turn with `add_generation_prompt`.
+    fn render(&self, engine: &Engine, messages: &[Message<'_>], add_generation_prompt: bool) -> Result<String, EvalError> {
+        match &self.renderer {
+            Renderer::Jinja(env) => {
+                let template = env.get_template(TEMPLATE_NAME).map_err(|e| template_error(&self.label, &e))?;
+                // The variables Hugging Face's apply_chat_template passes.
+                let context = minijinja::context! {
+                    messages => messages,
+                    add_generation_prompt => add_generation_prompt,
+                    bos_token => &self.bos_token,
+                    eos_token => &self.eos_token,
+                    tools => (),
+                    documents => (),
+                    enable_thinking => false,
+                };
+                template.render(context).map_err(|e| template_error(&self.label, &e))
+            }
+            Renderer::Builtin(name) => {
+                let messages: Vec<(&str, &str)> = messages.iter().map(|m| (m.role, m.content)).collect();
+                engine.apply_builtin_template(name, &messages, add_generation_prompt).map_err(|e| EvalError::Template {
+                    template: self.label.clone(),
+                    line: None,
+                    message: e.to_string(),
+                })
+            }
+        }
+    }
+}
+
+const TEMPLATE_NAME: &str = "chat_template";
+
+/// A Jinja environment as transformers' `_compile_jinja_template` makes one.
+fn environment(label: &str, text: String) -> Result<minijinja::Environment<'static>, EvalError> {
+    let mut env = minijinja::Environment::new();
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    env.add_function("raise_exception", |message: String| -> Result<String, minijinja::Error> {
+        Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, format!("the template raised: {message}")))
+    });
+    env.add_template_owned(TEMPLATE_NAME, text).map_err(|e| template_error(label, &e))?;
+    Ok(env)
+}
+
+fn template_error(label: &str, error: &minijinja::Error) -> EvalError {
+    let message = match error.detail() {
+        Some(detail) => format!("{}: {detail}", error.kind()),
+        None => error.kind().to_string(),
+    };
+    EvalError::Template { template: label.to_owned(), line: error.line(), message }
+}
+
+/// Splits a k-shot question into its `shots` solved examples, each a
+/// (question, answer) pair, and the question asked: an example is its
+/// question up to and including `Answer:`, then the answer up to the blank
+/// line that ends it (how `build --shots` writes them). `None` where the
+/// question does not hold that many, or what is left does not end with
+/// `Answer:`.
+pub fn split_shots(question: &str, shots: usize) -> Option<(Vec<(&str, &str)>, &str)> {
+    const CUE: &str = "Answer:";
+    let mut rest = question;
+    let mut examples = Vec::with_capacity(shots);
+    for _ in 0..shots {
+        let cue = rest.find(CUE)? + CUE.len();
+        let (asked, after) = rest.split_at(cue);
+        let end = after.find("\n\n")?;
+        let answer = after[..end].strip_prefix(' ').unwrap_or(&after[..end]);
+        if answer.is_empty() {
+            return None;
+        }
+        examples.push((asked, answer));
+        rest = &after[end + 2..];
+    }
+    rest.trim_end().ends_with(CUE).then_some((examples, rest))
+}
+
+/// The solved examples per question that `manifest` records for the task
+/// file whose sha256 is `file_sha256`; `None` where it records none (a
+/// missing manifest records nothing).
+pub fn manifest_shots(manifest: &Path, file_sha256: &str) -> Result<Option<usize>, EvalError> {
+    Ok(crate::compare::manifest_entry(manifest, file_sha256)?.and_then(|e| e.shots).map(|s| s.k))
+}
+
+/// Every task's prompt rendered inside the template, up to where its option
+/// starts, with the header that records how (its BOS filled in by the
+/// engine's tokenisation).
+pub(crate) struct Rendered {
+    pub prompts: Vec<String>,
+    pub header: ChatHeader,
+}
+
+/// Renders the prompt of each task (in run order) and checks the guards
+/// that rendering alone can check: a generation prompt there, no
+/// end-of-turn token before the option.
+pub(crate) fn render_tasks(
+    spec: &ChatSpec,
+    template: &Template,
+    engine: &Engine,
+    file: &Path,
+    tasks: &[(usize, Task<'_>)],
+) -> Result<Rendered, EvalError> {
+    let fail = |message: String| EvalError::Template { template: template.label.clone(), line: None, message };
+    if let Some(system) = &spec.system {
+        if engine.has_special_text(system).map_err(EvalError::engine(file))? {
+            return Err(fail("the system text holds the text of a special token, which the prompt would read as that token".into()));
+        }
+    }
+    let prompts = tasks
+        .iter()
+        .map(|(index, task)| template.render(engine, &conversation(spec, file, *index, task.question)?, true))
+        .collect::<Result<Vec<String>, EvalError>>()?;
+    let (first_index, first) = tasks.first().map(|(i, t)| (*i, t.question)).unwrap_or((0, ""));
+    let first_prompt = prompts.first().cloned().unwrap_or_default();
+    let without = template.render(engine, &conversation(spec, file, first_index, first)?, false)?;
+    let shared = first_prompt.bytes().zip(without.bytes()).take_while(|(a, b)| a == b).count();
+    // The shared bytes may end inside a character.
+    let shared = (0..=shared).rev().find(|&i| first_prompt.is_char_boundary(i)).unwrap_or(0);
+    let generation_prompt = first_prompt[shared..].to_owned();
+    if first_prompt == without || generation_prompt.is_empty() {
+        return Err(fail("it emits no generation prompt: with add_generation_prompt the prompt is the same, so the assistant's turn is never opened".into()));
+    }
+    if let Some(&last) = engine.tokenize(&first_prompt).map_err(EvalError::engine(file))?.last() {
+        if engine.is_end_of_generation(last) {
+            let text = String::from_utf8_lossy(&engine.piece(last)).into_owned();
+            return Err(fail(format!("the prompt ends with the end-of-turn token {text:?}: the option would follow a closed turn")));
+        }
+    }
+    let header = ChatHeader {
+        template: match &spec.template {
+            TemplateChoice::None => "none".into(),
+            TemplateChoice::Auto => "auto".into(),
+            TemplateChoice::Named(name) => name.clone(),
+            TemplateChoice::File(path) => path.display().to_string(),
+        },
+        origin: template.origin.to_owned(),
+        sha256: template.sha256.clone(),
+        renderer: match template.renderer {
+            Renderer::Jinja(_) => JINJA_RENDERER.to_owned(),
+            Renderer::Builtin(_) => BUILTIN_RENDERER.to_owned(),
+        },
+        system: spec.system.clone(),
+        shots_as_turns: spec.shots,
+        bos: String::new(),
+        thinking: if template.knows_thinking { "disabled" } else { "not in template" }.to_owned(),
+        generation_prompt,
+        delimiter: String::new(),
+        first_prompt,
+    };
+    Ok(Rendered { prompts, header })
+}
+
+/// A task's turns: the system's, each solved example's (with `spec.shots`), the question's.
+fn conversation<'a>(spec: &'a ChatSpec, file: &Path, index: usize, question: &'a str) -> Result<Vec<Message<'a>>, EvalError> {
+    let mut messages = Vec::new();
+    if let Some(system) = &spec.system {
+        messages.push(Message { role: "system", content: system });
+    }
+    let asked = match spec.shots {
+        Some(shots) => {
+            let (examples, asked) = split_shots(question, shots).ok_or_else(|| EvalError::ShotsNotSplit { path: file.to_owned(), task: index, shots })?;
+            for (user, assistant) in examples {
+                messages.push(Message { role: "user", content: user });
+                messages.push(Message { role: "assistant", content: assistant });
+            }
+            asked
+        }
+        None => question,
+    };
+    messages.push(Message { role: "user", content: asked });
+    Ok(messages)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shots_split_into_examples_and_the_question() {
+        let question = "The following are questions about maths.\n\nQuestion: 1+1?\nA. 2\nB. 3\nAnswer: A\n\nQuestion: 2+2?\nA. 3\nB. 4\nAnswer: B\n\nQuestion: 3+3?\nA. 6\nB. 5\nAnswer:";
+        let (examples, asked) = split_shots(question, 2).unwrap();
+        assert_eq!(
+            examples,
+            [
+                ("The following are questions about maths.\n\nQuestion: 1+1?\nA. 2\nB. 3\nAnswer:", "A"),
+                ("Question: 2+2?\nA. 3\nB. 4\nAnswer:", "B")
+            ]
+        );
+        assert_eq!(asked, "Question: 3+3?\nA. 6\nB. 5\nAnswer:");
+        assert!(split_shots(question, 3).is_none(), "only two examples");
+        assert!(split_shots("Question: x\nAnswer: A\n\nno cue at the end", 1).is_none());
+        assert_eq!(split_shots("Question: x Answer:", 0), Some((vec![], "Question: x Answer:")));
+    }
+
+    #[test]
+    fn choices_parse() {
+        assert_eq!(TemplateChoice::parse("none"), Ok(TemplateChoice::None));
+        assert_eq!(TemplateChoice::parse("auto"), Ok(TemplateChoice::Auto));
+        assert_eq!(TemplateChoice::parse("gemma"), Ok(TemplateChoice::Named("gemma".into())));
+        let err = TemplateChoice::parse("no-such-template").unwrap_err();
+        assert!(err.contains("chatml") && err.contains("llama3"), "{err}");
+        assert!(TemplateChoice::parse("").is_err());
+    }
+
+    #[test]
+    fn jinja_renders_as_transformers_sets_jinja2_up() {
+        let text = "{% for m in messages %}\n  {{ m.role }}: {{ m.content.strip() }}|\n{% endfor %}{% if add_generation_prompt %}>{% endif %}\n";
+        let env = environment("t", text.to_owned()).unwrap();
+        let out = env
+            .get_template(TEMPLATE_NAME)
+            .unwrap()
+            .render(minijinja::context! { messages => [Message { role: "user", content: " hi " }], add_generation_prompt => true })
+            .unwrap();
+        // trim_blocks drops the newline after a block tag, lstrip_blocks the
+        // indent before one, and the template's final newline goes (jinja2's
+        // keep_trailing_newline=False).
+        assert_eq!(out, "  user: hi|\n>");
+        let err = environment("t", "{{ raise_exception('no system') }}".into()).unwrap().get_template(TEMPLATE_NAME).unwrap().render(()).unwrap_err();
+        assert!(template_error("t", &err).to_string().contains("no system"));
+        let EvalError::Template { line, .. } = environment("bad.jinja", "line one\n{% if %}".into()).unwrap_err() else { panic!() };
+        assert_eq!(line, Some(2));
+    }
+}
