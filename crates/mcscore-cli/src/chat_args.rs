@@ -51,7 +51,12 @@ impl ChatArgs {
             Some("manifest") => Some(manifest_shots(file)?),
             Some(k) => match k.parse::<usize>() {
                 Ok(k) if k >= 1 => Some(k),
-                _ => return Err(UsageError(format!("--shots-as-turns {k:?}: a number of examples, 1 or more (or no value: the manifest's)")).into()),
+                _ => {
+                    return Err(UsageError(format!(
+                        "--shots-as-turns {k:?}: a number of examples, 1 or more (or no value: the manifest's)"
+                    ))
+                    .into())
+                }
             },
         };
         let mut spec = ChatSpec::new(self.chat_template.clone());

@@ -102,11 +102,17 @@ impl Engine {
     /// task's own text must hold no special-token text ([`Engine::has_special_text`]).
     pub fn prepare_chat(&self, tasks: &[(usize, Task<'_>)], prompts: &[String]) -> Result<(Vec<PreparedTask>, BosSource), EngineError> {
         assert_eq!(tasks.len(), prompts.len(), "one prompt per task");
-        let prepared: Vec<(PreparedTask, BosSource)> =
-            tasks.par_iter().zip(prompts.par_iter()).map(|((index, task), prompt)| prepare_one(self, *index, task, prompt)).collect::<Result<_, _>>()?;
+        let prepared: Vec<(PreparedTask, BosSource)> = tasks
+            .par_iter()
+            .zip(prompts.par_iter())
+            .map(|((index, task), prompt)| prepare_one(self, *index, task, prompt))
+            .collect::<Result<_, _>>()?;
         let bos = prepared.first().map_or(BosSource::None, |p| p.1);
         if let Some((task, other)) = prepared.iter().find(|p| p.1 != bos) {
-            return Err(EngineError::ChatBos { task: task.index, message: format!("its BOS comes from {:?}, the first task's from {bos:?}", other) });
+            return Err(EngineError::ChatBos {
+                task: task.index,
+                message: format!("its BOS comes from {:?}, the first task's from {bos:?}", other),
+            });
         }
         Ok((prepared.into_iter().map(|p| p.0).collect(), bos))
     }

@@ -136,8 +136,11 @@ impl Template {
             }
             TemplateChoice::File(path) => {
                 let bytes = std::fs::read(path).map_err(EvalError::io(path))?;
-                let text = String::from_utf8(bytes)
-                    .map_err(|e| EvalError::Template { template: path.display().to_string(), line: None, message: format!("not UTF-8: {e}") })?;
+                let text = String::from_utf8(bytes).map_err(|e| EvalError::Template {
+                    template: path.display().to_string(),
+                    line: None,
+                    message: format!("not UTF-8: {e}"),
+                })?;
                 jinja(path.display().to_string(), "file", text)?
             }
             TemplateChoice::Named(name) => Template {
@@ -276,7 +279,10 @@ pub(crate) fn render_tasks(
     let shared = (0..=shared).rev().find(|&i| first_prompt.is_char_boundary(i)).unwrap_or(0);
     let generation_prompt = first_prompt[shared..].to_owned();
     if first_prompt == without || generation_prompt.is_empty() {
-        return Err(fail("it emits no generation prompt: with add_generation_prompt the prompt is the same, so the assistant's turn is never opened".into()));
+        return Err(fail(
+            "it emits no generation prompt: with add_generation_prompt the prompt is the same, so the assistant's turn is never opened"
+                .into(),
+        ));
     }
     if let Some(&last) = engine.tokenize(&first_prompt).map_err(EvalError::engine(file))?.last() {
         if engine.is_end_of_generation(last) {
@@ -316,7 +322,8 @@ fn conversation<'a>(spec: &'a ChatSpec, file: &Path, index: usize, question: &'a
     }
     let asked = match spec.shots {
         Some(shots) => {
-            let (examples, asked) = split_shots(question, shots).ok_or_else(|| EvalError::ShotsNotSplit { path: file.to_owned(), task: index, shots })?;
+            let (examples, asked) =
+                split_shots(question, shots).ok_or_else(|| EvalError::ShotsNotSplit { path: file.to_owned(), task: index, shots })?;
             for (user, assistant) in examples {
                 messages.push(Message { role: "user", content: user });
                 messages.push(Message { role: "assistant", content: assistant });
@@ -362,7 +369,8 @@ mod tests {
 
     #[test]
     fn jinja_renders_as_transformers_sets_jinja2_up() {
-        let text = "{% for m in messages %}\n  {{ m.role }}: {{ m.content.strip() }}|\n{% endfor %}{% if add_generation_prompt %}>{% endif %}\n";
+        let text =
+            "{% for m in messages %}\n  {{ m.role }}: {{ m.content.strip() }}|\n{% endfor %}{% if add_generation_prompt %}>{% endif %}\n";
         let env = environment("t", text.to_owned()).unwrap();
         let out = env
             .get_template(TEMPLATE_NAME)
@@ -373,7 +381,12 @@ mod tests {
         // indent before one, and the template's final newline goes (jinja2's
         // keep_trailing_newline=False).
         assert_eq!(out, "  user: hi|\n>");
-        let err = environment("t", "{{ raise_exception('no system') }}".into()).unwrap().get_template(TEMPLATE_NAME).unwrap().render(()).unwrap_err();
+        let err = environment("t", "{{ raise_exception('no system') }}".into())
+            .unwrap()
+            .get_template(TEMPLATE_NAME)
+            .unwrap()
+            .render(())
+            .unwrap_err();
         assert!(template_error("t", &err).to_string().contains("no system"));
         let EvalError::Template { line, .. } = environment("bad.jinja", "line one\n{% if %}".into()).unwrap_err() else { panic!() };
         assert_eq!(line, Some(2));

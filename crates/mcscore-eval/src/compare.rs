@@ -623,6 +623,7 @@ pub(crate) mod tests {
             settings: "fa=Auto batch=micro60-out12".into(),
             shard: None,
             sequential: None,
+            chat: None,
         }
     }
 

@@ -30,6 +30,7 @@ fn header(tasks: usize, model: &str) -> Header {
         settings: "c=auto".into(),
         shard: None,
         sequential: None,
+        chat: None,
     }
 }
 
@@ -148,7 +149,8 @@ fn a_sweep_is_analysed_from_log_probabilities() {
     let items = Items { label: "hand-made".into(), indices: vec![10, 11], items: vec![item("Q0?", 2), item("Q1?", 1)] };
     let formats =
         vec![PromptFormat::SCAFFOLD, PromptFormat { ids: IdSet::Digit, delimiter: Delimiter::Parens, separator: Separator::Comma }];
-    let sweep = Sweep::new(items, SweepSpec { formats, circular: true, instruction: false, pride: None, chat: Default::default() }).unwrap();
+    let sweep =
+        Sweep::new(items, SweepSpec { formats, circular: true, instruction: false, pride: None, chat: Default::default() }).unwrap();
     assert_eq!(sweep.prompts.len(), 2 * 4 * 2);
     let log_probs: Vec<Vec<f64>> = sweep
         .prompts
@@ -158,7 +160,7 @@ fn a_sweep_is_analysed_from_log_probabilities() {
             (0..4).map(|k| if k == pick { -0.5 } else { -3.0 }).collect()
         })
         .collect();
-    let scores = Scores { log_probs, tokens: TokenCounts { decoded: 10, unshared: 40, padding: 0 }, seconds: 1.0 };
+    let scores = Scores { log_probs, tokens: TokenCounts { decoded: 10, unshared: 40, padding: 0 }, seconds: 1.0, chat: None };
     let analysed = sweep.analyse(Path::new("model.gguf"), &scores);
     assert_eq!(analysed.formats.len(), 2);
     for f in &analysed.formats {
