@@ -1,5 +1,5 @@
-//! The chat-template flags of the scoring commands (`score`, `compare
-//! --until-decided`): --chat-template, --system, --shots-as-turns.
+//! The chat-template flags of the scoring commands (`score`, `sweep`,
+//! `compare --until-decided`): --chat-template, --system, --shots-as-turns.
 
 use std::path::Path;
 
@@ -16,12 +16,14 @@ pub(crate) struct ChatArgs {
     /// llama.cpp's built-in templates (chatml, gemma, llama3, ...: rendered by
     /// llama.cpp); or a Jinja file (`./NAME` for a file named like a built-in one).
     /// Jinja is rendered as Hugging Face's apply_chat_template renders it, with
-    /// thinking off; exactly one BOS is kept. The log header and --json record the
-    /// template's sha256, the first rendered prompt and every guard.
+    /// thinking off; exactly one BOS is kept. The log header and --json (sweep:
+    /// its saved JSON) record the template's sha256, the first rendered prompt
+    /// and every guard.
     #[arg(long, value_name = "auto|none|NAME|FILE", default_value = "none", value_parser = parse_template)]
     chat_template: TemplateChoice,
-    /// A system turn before each question (needs --chat-template; some templates,
-    /// Gemma's, refuse one).
+    /// A system turn before each question (needs --chat-template; some templates
+    /// refuse one, Gemma's Jinja among them; llama.cpp's built-in gemma puts it in
+    /// the user's turn).
     #[arg(long, value_name = "TEXT")]
     system: Option<String>,
     /// Score a k-shot file's solved examples as turns (each a user question and the
@@ -67,6 +69,11 @@ impl ChatArgs {
 }
 
 impl ChatArgs {
+    /// Whether any chat flag was given.
+    pub(crate) fn given(&self) -> bool {
+        self.chat_template != TemplateChoice::None || self.system.is_some() || self.shots_as_turns.is_some()
+    }
+
     /// The chat spec of a command whose prompts hold no shots (`why`).
     pub(crate) fn spec_without_shots(&self, why: &str) -> anyhow::Result<ChatSpec> {
         if self.shots_as_turns.is_some() {

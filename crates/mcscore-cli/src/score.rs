@@ -547,14 +547,17 @@ fn print_results(
     Ok(())
 }
 
-/// How a run used its chat template, in a line.
+/// How a run used its chat template, in a line (`score` and `sweep`).
 pub(crate) fn chat_line(chat: &mcscore_eval::chat::ChatHeader) -> String {
+    let bos = match chat.bos.as_str() {
+        "none" => "no BOS (the model takes none)".to_owned(),
+        from => format!("BOS from the {from}"),
+    };
     format!(
-        "inside chat template {} ({}, sha256 {}): BOS from the {}, thinking {}, generation prompt {:?}, then the option{}{}",
+        "inside chat template {} ({}, sha256 {}): {bos}, thinking {}, generation prompt {:?}, then the option{}{}",
         chat.template,
         chat.renderer,
-        &chat.sha256[..chat.sha256.len().min(12)],
-        chat.bos,
+        chat.sha256.get(..12).unwrap_or(&chat.sha256),
         chat.thinking,
         chat.generation_prompt,
         chat.system.as_ref().map_or(String::new(), |s| format!("; system {s:?}")),

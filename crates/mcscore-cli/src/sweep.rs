@@ -188,6 +188,12 @@ fn existing(args: &Args) -> Existing {
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     check_outputs(&args)?;
     if !args.compare.is_empty() {
+        if args.chat.given() {
+            return Err(crate::UsageError(
+                "--compare puts saved sweeps side by side and scores nothing: a chat template applies when they are scored".into(),
+            )
+            .into());
+        }
         return emit(&merge_saved(&args.compare)?, &args);
     }
     let formats = parse_formats(&args.formats)?;
@@ -310,6 +316,9 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
             m.prompts
         )
         .map_err(crate::stdout_error)?;
+        if let Some(chat) = &m.chat {
+            writeln!(out, "  {}", crate::score::chat_line(chat)).map_err(crate::stdout_error)?;
+        }
         let positions = m.formats.first().map_or(0, |f| f.picks.len());
         let letters: String = (0..positions).map(|i| char::from(b'A' + i as u8).to_string()).collect::<Vec<_>>().join("/");
         writeln!(

@@ -15,7 +15,8 @@ use common::*;
 use mcscore_format::TaskFile;
 use serde_json::{json, Value};
 
-const TASKS: &str = "40";
+/// Enough for fills of 128 tokens to split them many ways, and 512 a few.
+const TASKS: &str = "24";
 
 /// The flag settings each file is scored with; together they take each value
 /// of the matrix at least once.

@@ -170,8 +170,12 @@ fn real_templates_render_as_jinja2_renders_them_and_are_guarded() {
     for (mine, theirs) in rendered.iter().zip(&reference) {
         match mine {
             Some((what, chat)) => {
-                assert_eq!(chat["first_prompt"].as_str().unwrap(), theirs.as_str().unwrap_or_else(|| panic!("{what}: {theirs}")), "{what}");
-                let prompt = chat["first_prompt"].as_str().unwrap();
+                assert_eq!(
+                    chat["first_task_prompt"].as_str().unwrap(),
+                    theirs.as_str().unwrap_or_else(|| panic!("{what}: {theirs}")),
+                    "{what}"
+                );
+                let prompt = chat["first_task_prompt"].as_str().unwrap();
                 assert!(prompt.ends_with(chat["generation_prompt"].as_str().unwrap()), "{what}");
             }
             None => assert!(theirs["error"].as_str().unwrap().contains("System role not supported")),
@@ -210,11 +214,22 @@ fn templates_that_cannot_be_scored_are_refused_by_name() {
     };
     let broken = write("broken.jinja", "{{ bos_token }}\n{% for m in messages %}{{ m.content }\n{% endfor %}");
     refused(&["--chat-template", path_str(&broken)], 1, &["broken.jinja", "line 2", "syntax error"]);
-    let no_prompt = write(
-        "no-prompt.jinja",
-        "{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n{{ m.content }}<|eot_id|>{% endfor %}",
-    );
+    let turns = "{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n{{ m.content }}";
+    let no_prompt = write("no-prompt.jinja", &format!("{turns}{{% endfor %}}"));
     refused(&["--chat-template", path_str(&no_prompt)], 1, &["no-prompt.jinja", "emits no generation prompt"]);
+    // add_generation_prompt changes nothing and the turn is closed: refused by its end-of-turn.
+    let unopened = write("unopened.jinja", &format!("{turns}<|eot_id|>{{% endfor %}}"));
+    refused(&["--chat-template", path_str(&unopened)], 1, &["unopened.jinja", "end-of-turn token"]);
+    // A reasoning template that opens a think block for the answer.
+    let r1 = format!("{turns}<|eot_id|>{{% endfor %}}{{% if add_generation_prompt %}}<|start_header_id|>assistant<|end_header_id|>\n\n<think>\n{{% endif %}}");
+    let thinking = write("r1.jinja", &r1);
+    refused(&["--chat-template", path_str(&thinking)], 1, &["r1.jinja", "opens a think block"]);
+    // A template that would render for hours runs out of fuel.
+    let endless = write(
+        "endless.jinja",
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}{% if add_generation_prompt %}>{% endif %}",
+    );
+    refused(&["--chat-template", path_str(&endless)], 1, &["endless.jinja", "fuel"]);
     let closed = write(
         "closed.jinja",
         "{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n{{ m.content }}<|eot_id|>{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n<|eot_id|>{% endif %}",
@@ -226,6 +241,12 @@ fn templates_that_cannot_be_scored_are_refused_by_name() {
     );
     refused(&["--chat-template", path_str(&doubled)], 1, &["task 0", "begins with 2 BOS tokens"]);
     refused(&["--chat-template", "llama3", "--shots-as-turns", "2"], 1, &["task 0", "does not split into 2 solved examples"]);
+    refused(&["--chat-template", "llama3", "--system", "be <|eot_id|> brief"], 1, &["system text holds the text of a special token"]);
+    // Fewer shots than the file holds would leave examples in the question.
+    let shots = task_file(&dir.path().join("shots.bin"), &[(SHOT_QUESTION, &["A", "B"], 0)]);
+    let out = run(&["score", "-m", path_str(&model), "-bf", path_str(&shots), "--chat-template", "llama3", "--shots-as-turns", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("does not split into 1 solved examples"), "{}", stderr(&out));
     // A task whose text would close the user's turn.
     let hostile = task_file(
         &dir.path().join("hostile.bin"),
@@ -234,6 +255,10 @@ fn templates_that_cannot_be_scored_are_refused_by_name() {
     let out = run(&["score", "-m", path_str(&model), "-bf", path_str(&hostile), "--chat-template", "llama3"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("task 0: the question holds the text of a special token"), "{}", stderr(&out));
+    let hostile_option = task_file(&dir.path().join("hostile-option.bin"), &[("Question: pick one\nAnswer:", &["A<|eot_id|>", "B"], 0)]);
+    let out = run(&["score", "-m", path_str(&model), "-bf", path_str(&hostile_option), "--chat-template", "llama3"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("task 0: option 0 holds the text of a special token"), "{}", stderr(&out));
     // Without a template the same task is text, as llama-perplexity reads it.
     assert!(run(&["score", "-m", path_str(&model), "-bf", path_str(&hostile)]).status.success());
     let winogrande = dir.path().join("w.csv");
@@ -266,8 +291,8 @@ fn the_real_model_inside_gemmas_template() {
     assert_eq!(builtin["bos"], "tokenizer");
     assert_eq!(builtin["renderer"], "llama.cpp llama_chat_apply_template");
     assert_eq!(jinja["bos"], "template", "Gemma's template writes <bos>; the tokenizer adds none");
-    assert_eq!(jinja["first_prompt"].as_str().unwrap(), format!("<bos>{}", builtin["first_prompt"].as_str().unwrap()));
-    assert!(builtin["first_prompt"].as_str().unwrap().starts_with("<start_of_turn>user\n"));
+    assert_eq!(jinja["first_task_prompt"].as_str().unwrap(), format!("<bos>{}", builtin["first_task_prompt"].as_str().unwrap()));
+    assert!(builtin["first_task_prompt"].as_str().unwrap().starts_with("<start_of_turn>user\n"));
     assert_eq!(builtin["generation_prompt"], "<start_of_turn>model\n");
     let sums = |name: &str| -> Vec<Vec<f64>> {
         log_tasks(&log(name))
@@ -286,7 +311,7 @@ fn the_real_model_inside_gemmas_template() {
     // does not.
     let server = common::server::Server::start(&[]);
     let task = &log_tasks(&log("jinja"))[0];
-    let prompt = jinja["first_prompt"].as_str().unwrap();
+    let prompt = jinja["first_task_prompt"].as_str().unwrap();
     let texts = mcscore_format::TaskFile::open(&file).unwrap();
     let options: Vec<String> = texts.task(task["task"].as_u64().unwrap() as usize).options().iter().map(|o| o.to_string()).collect();
     let served = |text: String, scored: usize| -> f64 {
@@ -340,4 +365,71 @@ fn the_real_model_inside_gemmas_template() {
     assert!(comparison["base"]["chat_template"].is_null());
     let text = run(&["compare", path_str(&log("none")), path_str(&log("builtin"))]);
     assert!(stdout(&text).contains("chat template gemma"), "{}", stdout(&text));
+}
+
+/// `sweep` and `compare --until-decided` score inside the template too, and
+/// record it: in the saved sweep, and in each model's log.
+#[test]
+fn sweep_and_until_decided_score_inside_the_template() {
+    let dir = tempdir();
+    let questions: Vec<String> =
+        (0..6).map(|i| format!("Question: Which of these is number {i}?\nA. {i}\nB. {}\nAnswer:", i + 1)).collect();
+    let tasks: Vec<(&str, &[&str], usize)> = questions.iter().map(|q| (q.as_str(), &["A", "B"][..], 0)).collect();
+    let file = task_file(&dir.path().join("letters.bin"), &tasks);
+    let model = tiny_model(dir.path(), "llama3", "llama-bpe", true, Some("meta-llama-Llama-3.1-8B-Instruct"));
+    let saved = dir.path().join("sweep.json");
+    let sweep = |template: &str, out: &Path| {
+        run(&[
+            "sweep",
+            path_str(&file),
+            "-m",
+            path_str(&model),
+            "--formats",
+            "upper.dot.newline",
+            "--chat-template",
+            template,
+            "--save-json",
+            path_str(out),
+        ])
+    };
+    let out = sweep("auto", &saved);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("inside chat template auto"), "{}", stdout(&out));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let chat = &json["models"][0]["chat"];
+    assert_eq!(chat["bos"], "template", "{chat}");
+    assert!(
+        chat["first_task_prompt"].as_str().unwrap().starts_with("<|begin_of_text|><|start_header_id|>system<|end_header_id|>"),
+        "{chat}"
+    );
+    let plain = dir.path().join("plain.json");
+    assert!(sweep("none", &plain).status.success());
+    let plain: Value = serde_json::from_str(&std::fs::read_to_string(&plain).unwrap()).unwrap();
+    assert!(plain["models"][0]["chat"].is_null());
+    let out = run(&["sweep", "--compare", path_str(&saved), "--chat-template", "auto"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+
+    let logs = dir.path().join("logs");
+    let out = run(&[
+        "compare",
+        "--until-decided",
+        "-m",
+        path_str(&model),
+        "-m",
+        path_str(&model),
+        "-bf",
+        path_str(&file),
+        "--chunk",
+        "3",
+        "--log-dir",
+        path_str(&logs),
+        "--chat-template",
+        "auto",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for entry in std::fs::read_dir(&logs).unwrap() {
+        assert_eq!(header(&entry.unwrap().path())["chat"]["origin"], "gguf");
+    }
+    let out = run(&["compare", path_str(&logs.join("x.jsonl")), path_str(&logs.join("y.jsonl")), "--chat-template", "auto"]);
+    assert_eq!(out.status.code(), Some(2), "--chat-template needs --until-decided: {}", stderr(&out));
 }

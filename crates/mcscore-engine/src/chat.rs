@@ -20,7 +20,7 @@ pub enum BosSource {
     /// The tokenizer added it: the template wrote none and the model wants one.
     Tokenizer,
     /// Neither: the model's tokenizer adds no BOS and the template writes none.
-    None,
+    Neither,
 }
 
 impl BosSource {
@@ -28,13 +28,18 @@ impl BosSource {
         match self {
             BosSource::Template => "template",
             BosSource::Tokenizer => "tokenizer",
-            BosSource::None => "none",
+            BosSource::Neither => "none",
         }
     }
 }
 
 /// The names of llama.cpp's built-in chat templates, sorted.
-pub fn builtin_templates() -> Vec<String> {
+pub fn builtin_templates() -> &'static [String] {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(read_builtin_templates)
+}
+
+fn read_builtin_templates() -> Vec<String> {
     #[allow(unsafe_code)]
     // SAFETY: llama_chat_builtin_templates writes at most `len` pointers to
     // static, NUL-terminated names (a map in llama.cpp's data, never freed)
@@ -53,8 +58,13 @@ pub fn builtin_templates() -> Vec<String> {
 
 impl Engine {
     /// The Jinja chat template the GGUF carries (`tokenizer.chat_template`), if any.
-    pub fn chat_template(&self) -> Option<String> {
-        self.model.chat_template(None).ok().and_then(|t| t.to_string().ok()).filter(|t| !t.is_empty())
+    pub fn chat_template(&self) -> Result<Option<String>, EngineError> {
+        let Ok(template) = self.model.chat_template(None) else { return Ok(None) };
+        let text = template.to_string().map_err(|e| EngineError::ChatTemplate {
+            name: format!("{} (its tokenizer.chat_template)", self.path.display()),
+            message: format!("not UTF-8: {e}"),
+        })?;
+        Ok(Some(text).filter(|t| !t.is_empty()))
     }
 
     /// Renders `messages` (role, content) with llama.cpp's built-in template
@@ -101,13 +111,18 @@ impl Engine {
     /// read as special tokens, and exactly one BOS (see [`BosSource`]). The
     /// task's own text must hold no special-token text ([`Engine::has_special_text`]).
     pub fn prepare_chat(&self, tasks: &[(usize, Task<'_>)], prompts: &[String]) -> Result<(Vec<PreparedTask>, BosSource), EngineError> {
-        assert_eq!(tasks.len(), prompts.len(), "one prompt per task");
+        if tasks.len() != prompts.len() {
+            return Err(EngineError::InvalidPrompt {
+                prompt: prompts.len(),
+                message: format!("{} prompts for {} tasks: one per task", prompts.len(), tasks.len()),
+            });
+        }
         let prepared: Vec<(PreparedTask, BosSource)> = tasks
             .par_iter()
             .zip(prompts.par_iter())
             .map(|((index, task), prompt)| prepare_one(self, *index, task, prompt))
             .collect::<Result<_, _>>()?;
-        let bos = prepared.first().map_or(BosSource::None, |p| p.1);
+        let bos = prepared.first().map_or(BosSource::Neither, |p| p.1);
         if let Some((task, other)) = prepared.iter().find(|p| p.1 != bos) {
             return Err(EngineError::ChatBos {
                 task: task.index,
@@ -136,7 +151,7 @@ fn prepare_one(engine: &Engine, index: usize, task: &Task<'_>, prompt: &str) -> 
     let vocab = model.vocab();
     let bos = vocab.bos();
     let wants_bos = vocab.should_add_bos() && bos.0 >= 0;
-    let mut source = BosSource::None;
+    let mut source = BosSource::Neither;
     let mut text = String::new();
     let mut sequences: Vec<Vec<LlamaToken>> = Vec::with_capacity(task.options().len());
     for option in task.options() {
@@ -145,12 +160,16 @@ fn prepare_one(engine: &Engine, index: usize, task: &Task<'_>, prompt: &str) -> 
         text.push_str(option);
         let mut tokens = vocab.tokenize(text.as_bytes(), false, true);
         let leading = tokens.iter().take_while(|&&t| bos.0 >= 0 && t == bos).count();
+        // A BOS the template writes later (after a newline, or Llama 2's one
+        // per turn) is its own: the tokenizer's would be a second.
+        let written = bos.0 >= 0 && tokens.contains(&bos);
         source = match leading {
+            0 if written => BosSource::Template,
             0 if wants_bos => {
                 tokens.insert(0, bos);
                 BosSource::Tokenizer
             }
-            0 => BosSource::None,
+            0 => BosSource::Neither,
             1 => BosSource::Template,
             n => return Err(EngineError::ChatBos { task: index, message: format!("the rendered prompt begins with {n} BOS tokens") }),
         };

@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mcscore_engine::{builtin_templates, Engine};
+use mcscore_engine::{builtin_templates, Engine, EngineError, PreparedTask, MAX_TEXT_BYTES};
 use mcscore_format::{sha256_hex, Task};
 pub use mcscore_log::ChatHeader;
 use serde::Serialize;
@@ -61,6 +61,18 @@ impl TemplateChoice {
     }
 }
 
+impl TemplateChoice {
+    /// The template as a header records it (`auto`, a name or a path); `None` for no template.
+    pub fn name(&self) -> Option<String> {
+        match self {
+            TemplateChoice::None => None,
+            TemplateChoice::Auto => Some("auto".into()),
+            TemplateChoice::Named(name) => Some(name.clone()),
+            TemplateChoice::File(path) => Some(path.display().to_string()),
+        }
+    }
+}
+
 /// How a run uses a chat template: [`ChatSpec::default`] uses none.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -86,10 +98,16 @@ impl ChatSpec {
     }
 }
 
+/// The largest template read (a GGUF's or a file's): real ones are a few KiB.
+const MAX_TEMPLATE_BYTES: u64 = 1 << 20;
+/// minijinja's instruction budget for one prompt: a real template renders a
+/// prompt in a few thousand; a loop that would run for hours stops here.
+const RENDER_FUEL: u64 = 2_000_000;
+
 /// What renders a template.
-pub const JINJA_RENDERER: &str = "minijinja 2 (Hugging Face's jinja2 settings, Python string methods)";
+pub(crate) const JINJA_RENDERER: &str = "minijinja 2 (Hugging Face's jinja2 settings, Python string methods)";
 /// What renders a llama.cpp built-in template.
-pub const BUILTIN_RENDERER: &str = "llama.cpp llama_chat_apply_template";
+pub(crate) const BUILTIN_RENDERER: &str = "llama.cpp llama_chat_apply_template";
 
 #[derive(Debug, Clone, Serialize)]
 struct Message<'a> {
@@ -103,11 +121,10 @@ enum Renderer {
 }
 
 /// A template resolved against a model, ready to render.
-pub struct Template {
+pub(crate) struct Template {
     label: String,
     origin: &'static str,
     sha256: String,
-    knows_thinking: bool,
     renderer: Renderer,
     bos_token: String,
     eos_token: String,
@@ -115,12 +132,18 @@ pub struct Template {
 
 impl Template {
     /// The template `choice` names for `engine`'s model; `None` for [`TemplateChoice::None`].
-    pub fn resolve(choice: &TemplateChoice, engine: &Engine) -> Result<Option<Template>, EvalError> {
+    pub(crate) fn resolve(choice: &TemplateChoice, engine: &Engine) -> Result<Option<Template>, EvalError> {
         let (bos_token, eos_token) = engine.special_texts();
         let jinja = |label: String, origin: &'static str, text: String| -> Result<Template, EvalError> {
+            if text.len() as u64 > MAX_TEMPLATE_BYTES {
+                return Err(EvalError::Template {
+                    template: label,
+                    line: None,
+                    message: format!("{} bytes; at most {MAX_TEMPLATE_BYTES} (1 MiB)", text.len()),
+                });
+            }
             Ok(Template {
                 sha256: sha256_hex(text.as_bytes()),
-                knows_thinking: text.contains("enable_thinking"),
                 renderer: Renderer::Jinja(Box::new(environment(&label, text)?)),
                 label,
                 origin,
@@ -131,11 +154,19 @@ impl Template {
         Ok(Some(match choice {
             TemplateChoice::None => return Ok(None),
             TemplateChoice::Auto => {
-                let text = engine.chat_template().ok_or_else(|| EvalError::NoChatTemplate { model: engine.path().to_owned() })?;
+                let text = engine
+                    .chat_template()
+                    .map_err(EvalError::engine(engine.path()))?
+                    .ok_or_else(|| EvalError::NoChatTemplate { model: engine.path().to_owned() })?;
                 jinja(format!("{} (its tokenizer.chat_template)", engine.path().display()), "gguf", text)?
             }
             TemplateChoice::File(path) => {
-                let bytes = std::fs::read(path).map_err(EvalError::io(path))?;
+                let size = std::fs::metadata(path).map_err(EvalError::io(path))?.len();
+                if size > MAX_TEMPLATE_BYTES {
+                    let message = format!("{size} bytes; at most {MAX_TEMPLATE_BYTES} (1 MiB)");
+                    return Err(EvalError::Template { template: path.display().to_string(), line: None, message });
+                }
+                let bytes = mcscore_format::read_input(path)?;
                 let text = String::from_utf8(bytes).map_err(|e| EvalError::Template {
                     template: path.display().to_string(),
                     line: None,
@@ -147,7 +178,6 @@ impl Template {
                 label: format!("{name} (llama.cpp's built-in)"),
                 origin: "builtin",
                 sha256: sha256_hex(name.as_bytes()),
-                knows_thinking: false,
                 renderer: Renderer::Builtin(name.clone()),
                 bos_token,
                 eos_token,
@@ -155,13 +185,10 @@ impl Template {
         }))
     }
 
-    /// How the template is named in messages.
-    pub fn label(&self) -> &str {
-        &self.label
-    }
-
-    /// Renders a conversation, opening the assistant's turn with `add_generation_prompt`.
-    fn render(&self, engine: &Engine, messages: &[Message<'_>], add_generation_prompt: bool) -> Result<String, EvalError> {
+    /// Renders a conversation, opening the assistant's turn with
+    /// `add_generation_prompt`, thinking on or off where the template knows
+    /// `enable_thinking`.
+    fn render(&self, engine: &Engine, messages: &[Message<'_>], add_generation_prompt: bool, thinking: bool) -> Result<String, EvalError> {
         match &self.renderer {
             Renderer::Jinja(env) => {
                 let template = env.get_template(TEMPLATE_NAME).map_err(|e| template_error(&self.label, &e))?;
@@ -173,9 +200,14 @@ impl Template {
                     eos_token => &self.eos_token,
                     tools => (),
                     documents => (),
-                    enable_thinking => false,
+                    enable_thinking => thinking,
                 };
-                template.render(context).map_err(|e| template_error(&self.label, &e))
+                let rendered = template.render(context).map_err(|e| template_error(&self.label, &e))?;
+                if rendered.len() > MAX_TEXT_BYTES {
+                    let message = format!("a prompt of {} bytes; at most {MAX_TEXT_BYTES} (4 MiB)", rendered.len());
+                    return Err(EvalError::Template { template: self.label.clone(), line: None, message });
+                }
+                Ok(rendered)
             }
             Renderer::Builtin(name) => {
                 let messages: Vec<(&str, &str)> = messages.iter().map(|m| (m.role, m.content)).collect();
@@ -197,6 +229,7 @@ fn environment(label: &str, text: String) -> Result<minijinja::Environment<'stat
     env.set_trim_blocks(true);
     env.set_lstrip_blocks(true);
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    env.set_fuel(Some(RENDER_FUEL));
     env.add_function("raise_exception", |message: String| -> Result<String, minijinja::Error> {
         Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, format!("the template raised: {message}")))
     });
@@ -216,9 +249,9 @@ fn template_error(label: &str, error: &minijinja::Error) -> EvalError {
 /// (question, answer) pair, and the question asked: an example is its
 /// question up to and including `Answer:`, then the answer up to the blank
 /// line that ends it (how `build --shots` writes them). `None` where the
-/// question does not hold that many, or what is left does not end with
-/// `Answer:`.
-pub fn split_shots(question: &str, shots: usize) -> Option<(Vec<(&str, &str)>, &str)> {
+/// question does not hold exactly that many: what is left must hold one
+/// `Answer:`, at its end.
+pub(crate) fn split_shots(question: &str, shots: usize) -> Option<(Vec<(&str, &str)>, &str)> {
     const CUE: &str = "Answer:";
     let mut rest = question;
     let mut examples = Vec::with_capacity(shots);
@@ -233,7 +266,8 @@ pub fn split_shots(question: &str, shots: usize) -> Option<(Vec<(&str, &str)>, &
         examples.push((asked, answer));
         rest = &after[end + 2..];
     }
-    rest.trim_end().ends_with(CUE).then_some((examples, rest))
+    // One cue left, the question's own: fewer shots than the file holds are refused.
+    (rest.trim_end().ends_with(CUE) && rest.matches(CUE).count() == 1).then_some((examples, rest))
 }
 
 /// The solved examples per question that `manifest` records for the task
@@ -246,7 +280,7 @@ pub fn manifest_shots(manifest: &Path, file_sha256: &str) -> Result<Option<usize
 /// Every task's prompt rendered inside the template, up to where its option
 /// starts, with the header that records how (its BOS filled in by the
 /// engine's tokenisation).
-pub(crate) struct Rendered {
+struct Rendered {
     pub prompts: Vec<String>,
     pub header: ChatHeader,
 }
@@ -254,7 +288,7 @@ pub(crate) struct Rendered {
 /// Renders the prompt of each task (in run order) and checks the guards
 /// that rendering alone can check: a generation prompt there, no
 /// end-of-turn token before the option.
-pub(crate) fn render_tasks(
+fn render_tasks(
     spec: &ChatSpec,
     template: &Template,
     engine: &Engine,
@@ -269,34 +303,51 @@ pub(crate) fn render_tasks(
     }
     let prompts = tasks
         .iter()
-        .map(|(index, task)| template.render(engine, &conversation(spec, file, *index, task.question)?, true))
+        .map(|(index, task)| template.render(engine, &conversation(spec, file, *index, task.question)?, true, false))
         .collect::<Result<Vec<String>, EvalError>>()?;
     let (first_index, first) = tasks.first().map(|(i, t)| (*i, t.question)).unwrap_or((0, ""));
-    let first_prompt = prompts.first().cloned().unwrap_or_default();
-    let without = template.render(engine, &conversation(spec, file, first_index, first)?, false)?;
-    let shared = first_prompt.bytes().zip(without.bytes()).take_while(|(a, b)| a == b).count();
-    // The shared bytes may end inside a character.
-    let shared = (0..=shared).rev().find(|&i| first_prompt.is_char_boundary(i)).unwrap_or(0);
-    let generation_prompt = first_prompt[shared..].to_owned();
-    if first_prompt == without || generation_prompt.is_empty() {
-        return Err(fail(
-            "it emits no generation prompt: with add_generation_prompt the prompt is the same, so the assistant's turn is never opened"
-                .into(),
-        ));
+    let first_task_prompt = prompts.first().cloned().unwrap_or_default();
+    let turns = conversation(spec, file, first_index, first)?;
+    let without = template.render(engine, &turns, false, false)?;
+    let generation_prompt = match first_task_prompt.strip_prefix(without.as_str()) {
+        // The usual case: the generation prompt is appended to the conversation.
+        Some(added) if !added.is_empty() => added.to_owned(),
+        // Otherwise what follows the question (Llama 2's and Mistral's [/INST]
+        // opens the assistant's turn whatever add_generation_prompt says).
+        _ => {
+            let asked = turns.last().map_or("", |m| m.content.trim());
+            first_task_prompt
+                .rfind(asked)
+                .filter(|_| !asked.is_empty())
+                .map_or_else(String::new, |at| first_task_prompt[at + asked.len()..].to_owned())
+        }
+    };
+    if generation_prompt.is_empty() {
+        return Err(fail("it emits no generation prompt: nothing follows the question, so the assistant's turn is never opened".into()));
     }
-    if let Some(&last) = engine.tokenize(&first_prompt).map_err(EvalError::engine(file))?.last() {
+    if let Some(&last) = engine.tokenize(&first_task_prompt).map_err(EvalError::engine(file))?.last() {
         if engine.is_end_of_generation(last) {
             let text = String::from_utf8_lossy(&engine.piece(last)).into_owned();
             return Err(fail(format!("the prompt ends with the end-of-turn token {text:?}: the option would follow a closed turn")));
         }
     }
+    if let Some(open) = generation_prompt.rfind("<think>").filter(|&at| !generation_prompt[at..].contains("</think>")) {
+        return Err(fail(format!(
+            "its generation prompt {:?} opens a think block at byte {open} and leaves it open: the option would be scored as the start of a chain of thought",
+            generation_prompt
+        )));
+    }
+    // Every prompt must open the assistant's turn the same way: a template
+    // that renders by content could drop it for some task.
+    if let Some(((index, _), _)) = tasks.iter().zip(&prompts).find(|(_, p)| !p.ends_with(&generation_prompt)) {
+        return Err(fail(format!(
+            "task {index}: its prompt does not end with the generation prompt {generation_prompt:?} the first task's does"
+        )));
+    }
+    // Thinking is off where turning it on renders something else.
+    let thinking = template.render(engine, &turns, true, true)? != first_task_prompt;
     let header = ChatHeader {
-        template: match &spec.template {
-            TemplateChoice::None => "none".into(),
-            TemplateChoice::Auto => "auto".into(),
-            TemplateChoice::Named(name) => name.clone(),
-            TemplateChoice::File(path) => path.display().to_string(),
-        },
+        template: spec.template.name().unwrap_or_else(|| "none".into()),
         origin: template.origin.to_owned(),
         sha256: template.sha256.clone(),
         renderer: match template.renderer {
@@ -306,12 +357,27 @@ pub(crate) fn render_tasks(
         system: spec.system.clone(),
         shots_as_turns: spec.shots,
         bos: String::new(),
-        thinking: if template.knows_thinking { "disabled" } else { "not in template" }.to_owned(),
+        thinking: if thinking { "disabled" } else { "not in template" }.to_owned(),
         generation_prompt,
         delimiter: String::new(),
-        first_prompt,
+        first_task_prompt,
     };
     Ok(Rendered { prompts, header })
+}
+
+/// Tasks tokenised behind their prompts rendered in `template`, and the
+/// header that records how; the engine's refusals go through `describe`.
+pub(crate) fn prepare(
+    engine: &Engine,
+    spec: &ChatSpec,
+    template: &Template,
+    file: &Path,
+    tasks: &[(usize, Task<'_>)],
+    describe: impl FnOnce(EngineError) -> EvalError,
+) -> Result<(Vec<PreparedTask>, ChatHeader), EvalError> {
+    let rendered = render_tasks(spec, template, engine, file, tasks)?;
+    let (prepared, bos) = engine.prepare_chat(tasks, &rendered.prompts).map_err(describe)?;
+    Ok((prepared, ChatHeader { bos: bos.as_str().to_owned(), ..rendered.header }))
 }
 
 /// A task's turns: the system's, each solved example's (with `spec.shots`), the question's.

@@ -575,7 +575,7 @@ impl Completions {
             "add_bos_token": self.engine.bos().is_some(),
             "model_max_length": self.max_prompt,
             "vocab_size": self.engine.n_vocab(),
-            "chat_template": self.engine.chat_template(),
+            "chat_template": self.engine.chat_template().ok().flatten(),
         })
     }
 

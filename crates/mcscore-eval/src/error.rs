@@ -229,6 +229,9 @@ pub enum EvalError {
     #[error("{}: task {task}: its question does not split into {shots} solved examples (each ending \"Answer: X\" and a blank line) and a question ending \"Answer:\"", path.display())]
     ShotsNotSplit { path: PathBuf, task: usize, shots: usize },
 
+    #[error("{}: a system turn, or shots as turns, needs a chat template", path.display())]
+    ChatWithoutTemplate { path: PathBuf },
+
     #[error("{}: a chat template applies to multiple-choice and HellaSwag files; Winogrande's options fill a blank inside the sentence, so there is no question to put in the user's turn", path.display())]
     ChatWinogrande { path: PathBuf },
 

@@ -12,7 +12,7 @@ use mcscore_format::{
 };
 use mcscore_metrics::{Normalisation, Proportion};
 
-use crate::chat::{render_tasks, ChatHeader, ChatSpec, Template};
+use crate::chat::{ChatSpec, Template};
 use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, Scoring};
 use crate::log::ShardHeader;
 use crate::log::{normalisations, Header, Opened, SampleLog, Stop, TaskKind, TaskRecord};
@@ -78,19 +78,6 @@ impl ScoreSpec {
             chat: ChatSpec::default(),
         }
     }
-}
-
-/// Tasks tokenised behind their prompts rendered in `template`, and how.
-fn prepare_chat(
-    engine: &Engine,
-    spec: &ChatSpec,
-    template: &Template,
-    path: &Path,
-    tasks: &[(usize, Task<'_>)],
-) -> Result<(Vec<PreparedTask>, ChatHeader), EvalError> {
-    let rendered = render_tasks(spec, template, engine, path, tasks)?;
-    let (prepared, bos) = engine.prepare_chat(tasks, &rendered.prompts).map_err(EvalError::engine(path))?;
-    Ok((prepared, ChatHeader { bos: bos.as_str().to_owned(), ..rendered.header }))
 }
 
 /// Tasks in an order of the caller's choosing, and what the log records of it.
@@ -348,11 +335,7 @@ impl<'e> ScoreJob<'e> {
             return Err(EvalError::ChatWinogrande { path: path.to_owned() });
         }
         if spec.chat.is_none() && (spec.chat.system.is_some() || spec.chat.shots.is_some()) {
-            return Err(EvalError::Template {
-                template: "none".into(),
-                line: None,
-                message: "a system turn, or shots as turns, needs a chat template".into(),
-            });
+            return Err(EvalError::ChatWithoutTemplate { path: path.to_owned() });
         }
         let engine = load(&spec)?;
         phase(&mut timings.load);
@@ -361,7 +344,7 @@ impl<'e> ScoreJob<'e> {
             (_, TaskKind::Winogrande) => (engine.prepare_blanks(&selected).map_err(EvalError::engine(path))?, None),
             (None, _) => (engine.prepare(&selected).map_err(EvalError::engine(path))?, None),
             (Some(template), _) => {
-                let (prepared, header) = prepare_chat(&engine, &spec.chat, template, path, &selected)?;
+                let (prepared, header) = crate::chat::prepare(&engine, &spec.chat, template, path, &selected, EvalError::engine(path))?;
                 (prepared, Some(header))
             }
         };
@@ -396,7 +379,10 @@ impl<'e> ScoreJob<'e> {
             let prepared = match &template {
                 None => engine.prepare(&bare).map_err(unconditional_error)?,
                 // The same turns around "Answer:" alone; no shots to split.
-                Some(template) => prepare_chat(&engine, &ChatSpec { shots: None, ..spec.chat.clone() }, template, path, &bare)?.0,
+                Some(template) => {
+                    let spec = ChatSpec { shots: None, ..spec.chat.clone() };
+                    crate::chat::prepare(&engine, &spec, template, path, &bare, unconditional_error)?.0
+                }
             };
             let plan = mcscore_engine::plan(&prepared, settings).map_err(unconditional_error)?;
             Some((prepared, plan))

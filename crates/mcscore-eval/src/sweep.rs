@@ -200,9 +200,8 @@ impl Sweep {
         let (mut prepared, chat) = match crate::chat::Template::resolve(&self.spec.chat.template, &engine)? {
             None => (engine.prepare(&tasks).map_err(|e| self.describe(e))?, None),
             Some(template) => {
-                let rendered = crate::chat::render_tasks(&self.spec.chat, &template, &engine, label, &tasks)?;
-                let (prepared, bos) = engine.prepare_chat(&tasks, &rendered.prompts).map_err(|e| self.describe(e))?;
-                (prepared, Some(crate::chat::ChatHeader { bos: bos.as_str().to_owned(), ..rendered.header }))
+                let (prepared, header) = crate::chat::prepare(&engine, &self.spec.chat, &template, label, &tasks, |e| self.describe(e))?;
+                (prepared, Some(header))
             }
         };
         let prompts = match shard {
@@ -263,6 +262,7 @@ impl Sweep {
                 ("rotations (circular)", shard.circular != self.spec.circular),
                 ("instruction line", shard.instruction != self.spec.instruction),
                 ("PriDe share", shard.pride_alpha != self.spec.pride),
+                ("chat template", shard.chat.as_ref().map(|c| c.template.as_str()) != self.spec.chat.template.name().as_deref()),
             ];
             if let Some((what, _)) = differs.iter().find(|(_, d)| *d) {
                 return Err(EvalError::ShardOfOtherSweep { path: path.clone(), what });

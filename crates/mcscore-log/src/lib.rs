@@ -270,7 +270,7 @@ pub struct ChatHeader {
     /// option starts the answer (lm-evaluation-harness puts a `" "` there).
     pub delimiter: String,
     /// The rendered prompt of the run's first task, up to the option.
-    pub first_prompt: String,
+    pub first_task_prompt: String,
 }
 
 impl ChatHeader {
@@ -286,7 +286,7 @@ impl ChatHeader {
             self.bos,
             self.thinking,
             self.delimiter,
-            mcscore_format::sha256_hex(self.first_prompt.as_bytes())
+            mcscore_format::sha256_hex(self.first_task_prompt.as_bytes())
         )
     }
 }
