@@ -213,6 +213,11 @@ fn templates_that_cannot_be_scored_are_refused_by_name() {
         }
     };
     refused(&["--chat-template", "auto"], 1, &["carries no chat template", "plain.gguf"]);
+    // Llama 2's [/INST] opens the assistant's turn whatever add_generation_prompt says.
+    let llama2 = dir.path().join("llama2.jsonl");
+    let out = score(&["--chat-template", "llama2", "--log-samples", path_str(&llama2)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(header(&llama2)["chat"]["generation_prompt"], " [/INST]");
     refused(&["--chat-template", "no-such-template"], 2, &["--chat-template", "chatml", "llama3"]);
     refused(&["--system", "hi"], 2, &["--system needs --chat-template"]);
     refused(&["--shots-as-turns", "2"], 2, &["--shots-as-turns needs --chat-template"]);
