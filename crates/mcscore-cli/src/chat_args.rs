@@ -19,7 +19,7 @@ pub(crate) struct ChatArgs {
     /// thinking off; exactly one BOS is kept. The log header and --json (sweep:
     /// its saved JSON) record the template's sha256, the first rendered prompt
     /// and every guard.
-    #[arg(long, value_name = "auto|none|NAME|FILE", default_value = "none", value_parser = parse_template)]
+    #[arg(long, value_name = "auto|none|NAME|FILE", default_value = "none", value_parser = TemplateChoice::parse)]
     chat_template: TemplateChoice,
     /// A system turn before each question (needs --chat-template; some templates
     /// refuse one, Gemma's Jinja among them; llama.cpp's built-in gemma puts it in
@@ -32,10 +32,6 @@ pub(crate) struct ChatArgs {
     /// records for the file.
     #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "manifest")]
     shots_as_turns: Option<String>,
-}
-
-fn parse_template(value: &str) -> Result<TemplateChoice, String> {
-    TemplateChoice::parse(value)
 }
 
 impl ChatArgs {
@@ -66,9 +62,7 @@ impl ChatArgs {
         spec.shots = shots;
         Ok(spec)
     }
-}
 
-impl ChatArgs {
     /// Whether any chat flag was given.
     pub(crate) fn given(&self) -> bool {
         self.chat_template != TemplateChoice::None || self.system.is_some() || self.shots_as_turns.is_some()

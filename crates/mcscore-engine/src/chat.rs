@@ -4,7 +4,7 @@
 
 use std::ffi::CStr;
 
-use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate};
 use llama_cpp_2::token::LlamaToken;
 use mcscore_format::Task;
 use rayon::prelude::*;
@@ -90,11 +90,11 @@ impl Engine {
         self.model.apply_chat_template(&template, &messages, add_assistant).map_err(|e| fail(e.to_string()))
     }
 
-    /// The text of the model's BOS and EOS tokens (empty where it has none),
-    /// as a template's `bos_token` and `eos_token`.
-    pub fn special_texts(&self) -> (String, String) {
+    /// The text of the model's BOS and EOS tokens (`None` where it has
+    /// none): a template's `bos_token` and `eos_token`, a server's tokenizer info.
+    pub fn special_texts(&self) -> (Option<String>, Option<String>) {
         let (bos, eos) = self.special_tokens();
-        let text = |t: Option<u32>| t.map(|t| String::from_utf8_lossy(&self.piece(t)).into_owned()).unwrap_or_default();
+        let text = |t: Option<u32>| t.map(|t| String::from_utf8_lossy(&self.piece(t)).into_owned());
         (text(bos), text(eos))
     }
 
@@ -147,10 +147,10 @@ fn prepare_one(engine: &Engine, index: usize, task: &Task<'_>, prompt: &str) -> 
             return Err(EngineError::SpecialText { task: index, what: format!("option {option}") });
         }
     }
-    let model: &LlamaModel = &engine.model;
-    let vocab = model.vocab();
-    let bos = vocab.bos();
-    let wants_bos = vocab.should_add_bos() && bos.0 >= 0;
+    let vocab = engine.model.vocab();
+    // The model's BOS, and whether its tokenizer adds one.
+    let bos = engine.special_tokens().0.map(|b| LlamaToken(b as i32));
+    let added = engine.bos().map(|b| LlamaToken(b as i32));
     let mut source = BosSource::Neither;
     let mut text = String::new();
     let mut sequences: Vec<Vec<LlamaToken>> = Vec::with_capacity(task.options().len());
@@ -159,19 +159,19 @@ fn prepare_one(engine: &Engine, index: usize, task: &Task<'_>, prompt: &str) -> 
         text.push_str(prompt);
         text.push_str(option);
         let mut tokens = vocab.tokenize(text.as_bytes(), false, true);
-        let leading = tokens.iter().take_while(|&&t| bos.0 >= 0 && t == bos).count();
+        let leading = tokens.iter().take_while(|&&t| Some(t) == bos).count();
         // A BOS the template writes later (after a newline, or Llama 2's one
         // per turn) is its own: the tokenizer's would be a second.
-        let written = bos.0 >= 0 && tokens.contains(&bos);
-        source = match leading {
-            0 if written => BosSource::Template,
-            0 if wants_bos => {
-                tokens.insert(0, bos);
+        let written = bos.is_some_and(|b| tokens.contains(&b));
+        source = match (leading, added) {
+            (0, _) if written => BosSource::Template,
+            (0, Some(added)) => {
+                tokens.insert(0, added);
                 BosSource::Tokenizer
             }
-            0 => BosSource::Neither,
-            1 => BosSource::Template,
-            n => return Err(EngineError::ChatBos { task: index, message: format!("the rendered prompt begins with {n} BOS tokens") }),
+            (0, None) => BosSource::Neither,
+            (1, _) => BosSource::Template,
+            (n, _) => return Err(EngineError::ChatBos { task: index, message: format!("the rendered prompt begins with {n} BOS tokens") }),
         };
         sequences.push(tokens);
     }

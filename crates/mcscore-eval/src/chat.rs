@@ -59,9 +59,7 @@ impl TemplateChoice {
             names.join(", ")
         ))
     }
-}
 
-impl TemplateChoice {
     /// The template as a header records it (`auto`, a name or a path); `None` for no template.
     pub fn name(&self) -> Option<String> {
         match self {
@@ -133,7 +131,9 @@ pub(crate) struct Template {
 impl Template {
     /// The template `choice` names for `engine`'s model; `None` for [`TemplateChoice::None`].
     pub(crate) fn resolve(choice: &TemplateChoice, engine: &Engine) -> Result<Option<Template>, EvalError> {
-        let (bos_token, eos_token) = engine.special_texts();
+        // Empty where the model has none, as transformers passes them.
+        let (bos, eos) = engine.special_texts();
+        let (bos_token, eos_token) = (bos.unwrap_or_default(), eos.unwrap_or_default());
         let jinja = |label: String, origin: &'static str, text: String| -> Result<Template, EvalError> {
             if text.len() as u64 > MAX_TEMPLATE_BYTES {
                 return Err(EvalError::Template {
@@ -281,8 +281,8 @@ pub fn manifest_shots(manifest: &Path, file_sha256: &str) -> Result<Option<usize
 /// starts, with the header that records how (its BOS filled in by the
 /// engine's tokenisation).
 struct Rendered {
-    pub prompts: Vec<String>,
-    pub header: ChatHeader,
+    prompts: Vec<String>,
+    header: ChatHeader,
 }
 
 /// Renders the prompt of each task (in run order) and checks the guards
@@ -365,19 +365,21 @@ fn render_tasks(
     Ok(Rendered { prompts, header })
 }
 
-/// Tasks tokenised behind their prompts rendered in `template`, and the
-/// header that records how; the engine's refusals go through `describe`.
+/// Tasks tokenised as `question + " " + option` without a template, or
+/// behind their prompts rendered in `template`, with the header that
+/// records how; the engine's refusals go through `describe`.
 pub(crate) fn prepare(
     engine: &Engine,
     spec: &ChatSpec,
-    template: &Template,
+    template: Option<&Template>,
     file: &Path,
     tasks: &[(usize, Task<'_>)],
     describe: impl FnOnce(EngineError) -> EvalError,
-) -> Result<(Vec<PreparedTask>, ChatHeader), EvalError> {
+) -> Result<(Vec<PreparedTask>, Option<ChatHeader>), EvalError> {
+    let Some(template) = template else { return Ok((engine.prepare(tasks).map_err(describe)?, None)) };
     let rendered = render_tasks(spec, template, engine, file, tasks)?;
     let (prepared, bos) = engine.prepare_chat(tasks, &rendered.prompts).map_err(describe)?;
-    Ok((prepared, ChatHeader { bos: bos.as_str().to_owned(), ..rendered.header }))
+    Ok((prepared, Some(ChatHeader { bos: bos.as_str().to_owned(), ..rendered.header })))
 }
 
 /// A task's turns: the system's, each solved example's (with `spec.shots`), the question's.

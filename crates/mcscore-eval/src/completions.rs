@@ -565,11 +565,11 @@ impl Completions {
     /// `--apply_chat_template` renders before it sends a prompt.
     pub fn tokenizer_info(&self) -> Value {
         let (bos, eos) = self.engine.special_tokens();
-        let text = |t: Option<u32>| t.map(|t| String::from_utf8_lossy(&self.engine.piece(t)).into_owned());
+        let (bos_text, eos_text) = self.engine.special_texts();
         serde_json::json!({
             "tokenizer_class": "llama.cpp (GGUF)",
-            "bos_token": text(bos),
-            "eos_token": text(eos),
+            "bos_token": bos_text,
+            "eos_token": eos_text,
             "bos_token_id": bos,
             "eos_token_id": eos,
             "add_bos_token": self.engine.bos().is_some(),

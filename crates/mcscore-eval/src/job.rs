@@ -340,12 +340,10 @@ impl<'e> ScoreJob<'e> {
         let engine = load(&spec)?;
         phase(&mut timings.load);
         let template = Template::resolve(&spec.chat.template, &engine)?;
-        let (mut prepared, chat) = match (&template, spec.kind) {
-            (_, TaskKind::Winogrande) => (engine.prepare_blanks(&selected).map_err(EvalError::engine(path))?, None),
-            (None, _) => (engine.prepare(&selected).map_err(EvalError::engine(path))?, None),
-            (Some(template), _) => {
-                let (prepared, header) = crate::chat::prepare(&engine, &spec.chat, template, path, &selected, EvalError::engine(path))?;
-                (prepared, Some(header))
+        let (mut prepared, chat) = match spec.kind {
+            TaskKind::Winogrande => (engine.prepare_blanks(&selected).map_err(EvalError::engine(path))?, None),
+            TaskKind::MultipleChoice | TaskKind::HellaSwag => {
+                crate::chat::prepare(&engine, &spec.chat, template.as_ref(), path, &selected, EvalError::engine(path))?
             }
         };
         // A shard tokenises the whole run to find its range, then keeps it.
@@ -376,14 +374,9 @@ impl<'e> ScoreJob<'e> {
                 .map(|(i, t)| (*i, Task { question: UNCONDITIONAL_CONTEXT, mc1: t.mc1.clone(), mc2: Default::default() }))
                 .collect();
             let unconditional_error = |source| EvalError::Unconditional { path: path.to_owned(), source };
-            let prepared = match &template {
-                None => engine.prepare(&bare).map_err(unconditional_error)?,
-                // The same turns around "Answer:" alone; no shots to split.
-                Some(template) => {
-                    let spec = ChatSpec { shots: None, ..spec.chat.clone() };
-                    crate::chat::prepare(&engine, &spec, template, path, &bare, unconditional_error)?.0
-                }
-            };
+            // The same turns around "Answer:" alone; no shots to split.
+            let chat = ChatSpec { shots: None, ..spec.chat.clone() };
+            let prepared = crate::chat::prepare(&engine, &chat, template.as_ref(), path, &bare, unconditional_error)?.0;
             let plan = mcscore_engine::plan(&prepared, settings).map_err(unconditional_error)?;
             Some((prepared, plan))
         } else {

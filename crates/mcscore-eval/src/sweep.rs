@@ -197,13 +197,8 @@ impl Sweep {
         let engine = Engine::load(model, settings.n_gpu_layers).map_err(EvalError::Load)?;
         let tasks: Vec<(usize, Task<'_>)> = self.prompts.iter().enumerate().map(|(i, p)| (i, task_of(p))).collect();
         let label = Path::new(&self.items.label);
-        let (mut prepared, chat) = match crate::chat::Template::resolve(&self.spec.chat.template, &engine)? {
-            None => (engine.prepare(&tasks).map_err(|e| self.describe(e))?, None),
-            Some(template) => {
-                let (prepared, header) = crate::chat::prepare(&engine, &self.spec.chat, &template, label, &tasks, |e| self.describe(e))?;
-                (prepared, Some(header))
-            }
-        };
+        let template = crate::chat::Template::resolve(&self.spec.chat.template, &engine)?;
+        let (mut prepared, chat) = crate::chat::prepare(&engine, &self.spec.chat, template.as_ref(), label, &tasks, |e| self.describe(e))?;
         let prompts = match shard {
             Some(shard) => {
                 let mut item_tokens = vec![0; self.items.items.len()];
@@ -271,7 +266,7 @@ impl Sweep {
                 let fields = [
                     ("model", f.model.clone(), shard.model.clone()),
                     ("settings", f.settings.to_string(), shard.settings.to_string()),
-                    ("chat template", chat_identity(&f.chat), chat_identity(&shard.chat)),
+                    ("chat template", crate::log::chat_identity(f.chat.as_ref()), crate::log::chat_identity(shard.chat.as_ref())),
                     ("shard count", f.shard.count.to_string(), shard.shard.count.to_string()),
                     ("partition rule", f.shard.rule.clone(), shard.shard.rule.clone()),
                 ];
@@ -434,11 +429,6 @@ pub struct Scores {
     pub seconds: f64,
     /// The chat template the prompts were scored inside, if any.
     pub chat: Option<crate::chat::ChatHeader>,
-}
-
-/// What tells two uses of a chat template apart, or "none".
-fn chat_identity(chat: &Option<crate::chat::ChatHeader>) -> String {
-    chat.as_ref().map_or_else(|| "none".to_owned(), crate::chat::ChatHeader::identity)
 }
 
 fn items_sha256(items: &[Item]) -> String {

@@ -262,7 +262,8 @@ pub struct ChatHeader {
     pub shots_as_turns: Option<usize>,
     /// Where the one BOS comes from: `template`, `tokenizer` or `none`.
     pub bos: String,
-    /// `disabled` (the template knows `enable_thinking`, rendered false) or `not in template`.
+    /// `disabled` (rendering with `enable_thinking` true gives another prompt;
+    /// it is rendered false) or `not in template`.
     pub thinking: String,
     /// The text the template adds to open the assistant's turn.
     pub generation_prompt: String,
@@ -333,7 +334,7 @@ impl Header {
     pub fn mismatch(&self, now: &Header) -> Option<(&'static str, String, String)> {
         let fields = [
             // Before the version, which a chat template raises to 3.
-            ("chat template", describe_chat(self), describe_chat(now)),
+            ("chat template", chat_identity(self.chat.as_ref()), chat_identity(now.chat.as_ref())),
             ("version", self.version.to_string(), now.version.to_string()),
             ("model_sha256", self.model_sha256.clone(), now.model_sha256.clone()),
             ("model_bytes", self.model_bytes.to_string(), now.model_bytes.to_string()),
@@ -358,9 +359,10 @@ impl Header {
     }
 }
 
-/// A run's chat template and its guards, or "none", for a resume's refusal.
-fn describe_chat(header: &Header) -> String {
-    header.chat.as_ref().map_or_else(|| "none".to_owned(), ChatHeader::identity)
+/// A run's chat template and its guards ([`ChatHeader::identity`]), or
+/// "none", for a refusal that names what differs.
+pub fn chat_identity(chat: Option<&ChatHeader>) -> String {
+    chat.map_or_else(|| "none".to_owned(), ChatHeader::identity)
 }
 
 /// A sequential comparison's order and stopping rule, for a resume's refusal.
