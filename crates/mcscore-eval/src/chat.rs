@@ -254,7 +254,8 @@ fn template_error(label: &str, error: &minijinja::Error) -> EvalError {
 pub(crate) fn split_shots(question: &str, shots: usize) -> Option<(Vec<(&str, &str)>, &str)> {
     const CUE: &str = "Answer:";
     let mut rest = question;
-    let mut examples = Vec::with_capacity(shots);
+    // Not with_capacity(shots): the count comes from a flag or a manifest.
+    let mut examples = Vec::new();
     for _ in 0..shots {
         let cue = rest.find(CUE)? + CUE.len();
         let (asked, after) = rest.split_at(cue);
@@ -421,6 +422,7 @@ mod tests {
         );
         assert_eq!(asked, "Question: 3+3?\nA. 6\nB. 5\nAnswer:");
         assert!(split_shots(question, 3).is_none(), "only two examples");
+        assert!(split_shots(question, usize::MAX).is_none());
         assert!(split_shots("Question: x\nAnswer: A\n\nno cue at the end", 1).is_none());
         assert_eq!(split_shots("Question: x Answer:", 0), Some((vec![], "Question: x Answer:")));
     }
