@@ -14,41 +14,6 @@ use common::*;
 use mcscore_format::{Task, TaskWriter};
 use serde_json::{json, Value};
 
-/// make-model downloads and unpacks llama.cpp's source tree into the cache
-/// once: the tests of this binary, threads of one process, take turns.
-static MAKE_MODEL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// A tiny random model (1 layer, 64 wide) with `vocab`'s tokenizer and, if
-/// given, one of llama.cpp's real templates as its tokenizer.chat_template.
-fn tiny_model(dir: &Path, name: &str, vocab: &str, add_bos: bool, chat_template: Option<&str>) -> PathBuf {
-    let _turn = MAKE_MODEL.lock().unwrap_or_else(|e| e.into_inner());
-    let out = dir.join(format!("{name}.gguf"));
-    let mut command = Command::new(repo("scripts/make-model"));
-    command.args(["--dim", "64", "--layers", "1", "--heads", "2", "--kv-heads", "1", "--ff", "128", "--type", "f16", "--vocab", vocab]);
-    command.args(["--add-bos", if add_bos { "yes" } else { "no" }, "-o", path_str(&out)]);
-    if let Some(t) = chat_template {
-        command.args(["--chat-template", t]);
-    }
-    let made = command.output().expect("scripts/make-model runs (python3)");
-    assert!(made.status.success(), "scripts/make-model failed (needs python3 and PyPI once): {}", String::from_utf8_lossy(&made.stderr));
-    out
-}
-
-/// llama.cpp's real templates, from the source tree make-model unpacks.
-fn template(name: &str) -> PathBuf {
-    let cache = std::env::var_os("MCSCORE_CACHE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/mcscore"));
-    let path =
-        cache.join("bench/llama-cpp-python-0.3.36/llama_cpp_python-0.3.36/vendor/llama.cpp/models/templates").join(format!("{name}.jinja"));
-    if !path.is_file() {
-        // The first make-model of a machine unpacks the tree.
-        tiny_model(tempdir().path(), "unpack", "llama-spm", true, None);
-    }
-    assert!(path.is_file(), "{}: missing after scripts/make-model unpacked llama.cpp's source tree", path.display());
-    path
-}
-
 /// A task file of these (question, options, gold).
 fn task_file(path: &Path, tasks: &[(&str, &[&str], usize)]) -> PathBuf {
     let mut writer = TaskWriter::create(path, tasks.len()).unwrap();
@@ -155,7 +120,7 @@ fn real_templates_render_as_jinja2_renders_them_and_are_guarded() {
                 _ => ("<s>", "</s>"),
             };
             requests.push(json!({
-                "template": template(template_name), "messages": messages, "add_generation_prompt": true,
+                "template": llama_cpp_template(template_name), "messages": messages, "add_generation_prompt": true,
                 "bos_token": bos_text, "eos_token": eos_text,
             }));
             if name == "gemma" && variant == "system" {
@@ -300,7 +265,7 @@ fn the_real_model_inside_gemmas_template() {
     assert!(stderr(&auto).contains("carries no chat template"), "{}", stderr(&auto));
 
     let builtin = scored_chat(&model, &file, &log("builtin"), &[&subset[..], &["--chat-template", "gemma"]].concat());
-    let gemma_file = template("google-gemma-2-2b-it");
+    let gemma_file = llama_cpp_template("google-gemma-2-2b-it");
     let jinja = scored_chat(&model, &file, &log("jinja"), &[&subset[..], &["--chat-template", path_str(&gemma_file)]].concat());
     assert_eq!(builtin["bos"], "tokenizer");
     assert_eq!(builtin["renderer"], "llama.cpp llama_chat_apply_template");

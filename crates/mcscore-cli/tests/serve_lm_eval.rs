@@ -39,6 +39,8 @@ struct LmDoc {
     lls: Vec<f64>,
     acc: f64,
     acc_norm: f64,
+    /// What lm-eval asked for: per option, its context and continuation.
+    requests: Vec<(String, String)>,
 }
 
 fn run_lm_eval(dir: &Path, name: &str, args: &[&str]) -> HashMap<usize, LmDoc> {
@@ -79,7 +81,12 @@ fn run_lm_eval(dir: &Path, name: &str, args: &[&str]) -> HashMap<usize, LmDoc> {
         .map(|line| {
             let s: Value = serde_json::from_str(line).unwrap();
             let lls = s["filtered_resps"].as_array().unwrap().iter().map(|r| number(&r[0])).collect();
-            (s["doc_id"].as_u64().unwrap() as usize, LmDoc { lls, acc: number(&s["acc"]), acc_norm: number(&s["acc_norm"]) })
+            let requests = (0..)
+                .map_while(|k| s["arguments"].get(format!("gen_args_{k}")))
+                .map(|a| (a["arg_0"].as_str().unwrap().to_owned(), a["arg_1"].as_str().unwrap().to_owned()))
+                .collect();
+            let doc = LmDoc { lls, acc: number(&s["acc"]), acc_norm: number(&s["acc_norm"]), requests };
+            (s["doc_id"].as_u64().unwrap() as usize, doc)
         })
         .collect()
 }
@@ -105,14 +112,12 @@ fn median(values: &mut [f64]) -> f64 {
     values[values.len() / 2]
 }
 
-#[test]
-fn lm_eval_scores_through_mcscore_serve_as_mcscore_score_does() {
-    lm_eval_path();
-    let dir = tempdir();
-    let dir = dir.path();
-
-    // The real ARC-Easy validation source, its first 100 rows, and the same
-    // tasks of the verified task file built from it.
+/// The real ARC-Easy validation source, its first 100 rows, and the same
+/// tasks of the verified task file built from it, in `dir`: `arc100.bin`,
+/// `arc100.jsonl`, and lm-eval's own arc_easy task over the local file with
+/// mcscore's scaffold, `task.yaml`. The task file, and each option's length
+/// in characters (lm-eval's acc_norm divides by it).
+fn arc100(dir: &Path) -> (TaskFile, Vec<Vec<usize>>) {
     let source = format!("{}/ai2_arc/rongite_Synthetic_Data_for_ZO_b72789f/ARC-Easy_validation.jsonl", sources());
     let lines: Vec<String> = std::fs::read_to_string(&source).unwrap().lines().take(DOCS).map(str::to_owned).collect();
     let file = TaskFile::open(repo("datasets/arc-easy-validation.bin")).unwrap();
@@ -125,10 +130,8 @@ fn lm_eval_scores_through_mcscore_serve_as_mcscore_score_does() {
         assert_eq!(task.options(), texts.as_slice(), "task {i}");
         chars.push(texts.iter().map(|t| t.chars().count()).collect());
     }
-    let bin = dir.join("arc100.bin");
-    write_tasks(&bin, file.tasks().take(DOCS)).unwrap();
+    write_tasks(dir.join("arc100.bin"), file.tasks().take(DOCS)).unwrap();
     std::fs::write(dir.join("arc100.jsonl"), lines.join("\n") + "\n").unwrap();
-    // lm-eval's own arc_easy task, over the local file, with mcscore's scaffold.
     let yaml = format!(
         "task: mcscore_arc_easy_100\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    validation: {}\nvalidation_split: validation\noutput_type: multiple_choice\n\
          doc_to_text: 'Question: \"{{{{question}}}}\" Answer:'\ndoc_to_target: \"{{{{choices.label.index(answerKey)}}}}\"\ndoc_to_choice: \"{{{{choices.text}}}}\"\n\
@@ -136,6 +139,17 @@ fn lm_eval_scores_through_mcscore_serve_as_mcscore_score_does() {
         path_str(&dir.join("arc100.jsonl"))
     );
     std::fs::write(dir.join("task.yaml"), yaml).unwrap();
+    (file, chars)
+}
+
+#[test]
+fn lm_eval_scores_through_mcscore_serve_as_mcscore_score_does() {
+    lm_eval_path();
+    let dir = tempdir();
+    let dir = dir.path();
+
+    let (file, chars) = arc100(dir);
+    let bin = dir.join("arc100.bin");
 
     // mcscore's own scores. Under the batch rule a served prompt whose tokens
     // are a task's scores as the task does; where lm-eval tokenises otherwise,
@@ -229,4 +243,139 @@ fn lm_eval_scores_through_mcscore_serve_as_mcscore_score_does() {
     }
     println!("{}", report.join("\n"));
     assert!(server.log_has("POST /v1/completions 200"));
+}
+
+/// `--apply_chat_template` through `local-completions`: lm-eval renders each
+/// chat with a Hugging Face tokenizer (here transformers' conversion of the
+/// GGUF's own, carrying llama.cpp's Gemma template: tests/python/gguf_tokenizer.py)
+/// and sends the rendered prompt and the option, without a delimiter, as
+/// token ids. What it sends is what `score --chat-template` scores: the same
+/// prompt text, the option straight after the generation prompt, one BOS;
+/// its numbers are score's but for what it counts as part of every option
+/// (the generation prompt's closing newline, the tokens all options share),
+/// so its acc is score's acc.
+#[test]
+fn lm_eval_apply_chat_template_through_serve_scores_as_score_chat_template_does() {
+    let lm_eval = lm_eval_path();
+    let dir = tempdir();
+    let dir = dir.path();
+    let (file, _) = arc100(dir);
+    let template = llama_cpp_template("google-gemma-2-2b-it");
+    let model = model();
+
+    let tokenizer = dir.join("hf-tokenizer");
+    let made = Command::new("python3")
+        .args([
+            &repo("crates/mcscore-cli/tests/python/gguf_tokenizer.py"),
+            &model,
+            path_str(&tokenizer),
+            "--chat-template",
+            path_str(&template),
+        ])
+        .env("PYTHONPATH", &lm_eval)
+        .output()
+        .expect("python3 runs");
+    assert!(made.status.success(), "gguf_tokenizer.py (transformers from scripts/setup-lm-eval): {}", stderr(&made));
+    let probe: Value = serde_json::from_str(stdout(&made).lines().last().unwrap()).unwrap();
+
+    let log = dir.join("chat.jsonl");
+    let output = run(&[
+        "score",
+        "-m",
+        &model,
+        "-bf",
+        path_str(&dir.join("arc100.bin")),
+        "--chat-template",
+        path_str(&template),
+        "--log-samples",
+        path_str(&log),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let ours = mcscore_scores(&log);
+    let header: Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().lines().next().unwrap()).unwrap();
+    let chat = &header["chat"];
+    assert_eq!(chat["bos"], "template");
+
+    let server = Server::start(&[]);
+    let tokens = server.post("/tokenize", &json!({"prompt": probe["probe"], "add_special_tokens": false})).json()["tokens"].clone();
+    assert_eq!(probe["ids"], tokens, "the Hugging Face tokenizer tokenises as llama.cpp does");
+    let args = format!(
+        "model=gemma-3-270m-q4_k_m,base_url=http://{}/v1/completions,tokenizer_backend=huggingface,tokenizer={},tokenized_requests=True,num_concurrent=4",
+        server.address,
+        path_str(&tokenizer)
+    );
+    let docs =
+        run_lm_eval(dir, "chat", &["--model", "local-completions", "--model_args", &args, "--batch_size", "8", "--apply_chat_template"]);
+    assert_eq!(docs.len(), DOCS);
+
+    // What lm-eval sent: the prompt mcscore renders, and the option after it
+    // with no " " (a space there is the delimiter trap, lm-eval #3508).
+    let first = &docs[&0];
+    assert_eq!(first.requests[0].0, chat["first_task_prompt"].as_str().unwrap(), "lm-eval's rendered prompt is mcscore's");
+    assert!(first.requests[0].0.ends_with(chat["generation_prompt"].as_str().unwrap()));
+    // lm-eval moves the context's trailing whitespace into the continuation
+    // (`_encode_pair`), so each of its sums also holds the log-probability of
+    // the generation prompt's closing "\n", the same for every option, and it
+    // sums the tokens every option shares, which score (as llama-perplexity)
+    // leaves in the context: the options' differences are score's, and where
+    // no token is shared, so are the sums plus the newline's. Its acc is then
+    // score's acc; its acc_norm (per character of the option) is not.
+    let tokenize = |text: &str| {
+        server.post("/tokenize", &json!({"prompt": text, "add_special_tokens": false})).json()["tokens"].as_array().unwrap().len()
+    };
+    let scored = log_tasks(&log);
+    let (mut direct, mut moved, mut largest) = (0, 0, 0.0f64);
+    for (i, ours) in ours.iter().enumerate() {
+        let doc = &docs[&i];
+        let task = file.task(i);
+        let sent: Vec<&str> = doc.requests.iter().map(|(_, option)| option.as_str()).collect();
+        assert_eq!(sent, task.options(), "document {i}: the options, as they are, after the generation prompt");
+        let prompt = &doc.requests[0].0;
+        assert!(doc.requests.iter().all(|(p, _)| p == prompt), "document {i}: one prompt");
+        assert!(prompt.starts_with("<bos><start_of_turn>user\n") && !prompt.starts_with("<bos><bos>") && prompt.ends_with('\n'));
+        for (k, (theirs, ours)) in differences(&doc.lls).iter().zip(differences(ours)).enumerate() {
+            let gap = (theirs - ours).abs();
+            largest = largest.max(gap);
+            assert!(gap <= 1e-9, "document {i} option {}: lm-eval's difference {theirs}, score --chat-template's {ours}", k + 1);
+        }
+        let margin = |values: &[f64]| {
+            let mut sorted = values.to_vec();
+            sorted.sort_by(|a, b| b.total_cmp(a));
+            sorted[0] - sorted[1]
+        };
+        let gold = task.gold().unwrap();
+        if margin(ours) > 1e-9 {
+            assert_eq!(doc.acc, f64::from(u8::from(first_max(ours) == gold)), "document {i}: acc");
+        }
+        let context = tokenize(prompt);
+        let same_tokens = task
+            .options()
+            .iter()
+            .zip(scored[i]["options"].as_array().unwrap())
+            .all(|(option, logged)| tokenize(&format!("{prompt}{option}")) - context == logged["tokens"].as_u64().unwrap() as usize);
+        if !same_tokens {
+            continue;
+        }
+        direct += 1;
+        let reply = server.post("/v1/completions", &json!({"prompt": prompt, "max_tokens": 0, "echo": true, "logprobs": 1})).json();
+        let newline = reply["choices"][0]["logprobs"]["token_logprobs"].as_array().unwrap().last().unwrap().as_f64().unwrap();
+        for (k, (theirs, ours)) in doc.lls.iter().zip(ours).enumerate() {
+            let gap = (theirs - (newline + ours)).abs();
+            largest = largest.max(gap);
+            assert!(gap <= 1e-9, "document {i} option {k}: lm-eval {theirs}, score --chat-template {ours} + the newline's {newline}");
+        }
+        let chars: Vec<f64> = task.options().iter().map(|o| o.chars().count() as f64).collect();
+        let per_char = |offset: f64| -> Vec<f64> { ours.iter().zip(&chars).map(|(s, c)| (s + offset) / c).collect() };
+        if margin(&per_char(newline)) > 1e-9 {
+            assert_eq!(doc.acc_norm, f64::from(u8::from(first_max(&per_char(newline)) == gold)), "document {i}: acc_norm");
+        }
+        moved += usize::from(first_max(&per_char(newline)) != first_max(&per_char(0.0)));
+    }
+    assert!(direct >= 50, "only {direct} documents score the same tokens");
+    let acc = docs.values().map(|d| d.acc).sum::<f64>() / DOCS as f64;
+    println!(
+        "lm-eval --apply_chat_template through serve: {DOCS} documents, acc {acc:.2} as score's; option differences \
+         score's, sums of {direct} documents score's plus the newline's (largest gap {largest:.1e}); the newline moves \
+         acc_norm's pick on {moved} of those"
+    );
 }

@@ -97,6 +97,41 @@ pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
+/// make-model downloads and unpacks llama.cpp's source tree into the cache
+/// once: the tests of one binary, threads of one process, take turns.
+pub static MAKE_MODEL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A tiny random model (1 layer, 64 wide) with llama.cpp's `vocab` tokenizer
+/// and, if given, a chat template as its tokenizer.chat_template.
+pub fn tiny_model(dir: &Path, name: &str, vocab: &str, add_bos: bool, chat_template: Option<&str>) -> PathBuf {
+    let _turn = MAKE_MODEL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = dir.join(format!("{name}.gguf"));
+    let mut command = Command::new(repo("scripts/make-model"));
+    command.args(["--dim", "64", "--layers", "1", "--heads", "2", "--kv-heads", "1", "--ff", "128", "--type", "f16", "--vocab", vocab]);
+    command.args(["--add-bos", if add_bos { "yes" } else { "no" }, "-o", path_str(&out)]);
+    if let Some(t) = chat_template {
+        command.args(["--chat-template", t]);
+    }
+    let made = command.output().expect("scripts/make-model runs (python3)");
+    assert!(made.status.success(), "scripts/make-model failed (needs python3 and PyPI once): {}", String::from_utf8_lossy(&made.stderr));
+    out
+}
+
+/// llama.cpp's real chat templates, from the source tree make-model unpacks.
+pub fn llama_cpp_template(name: &str) -> PathBuf {
+    let cache = std::env::var_os("MCSCORE_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/mcscore"));
+    let path =
+        cache.join("bench/llama-cpp-python-0.3.36/llama_cpp_python-0.3.36/vendor/llama.cpp/models/templates").join(format!("{name}.jinja"));
+    if !path.is_file() {
+        // The first make-model of a machine unpacks the tree.
+        tiny_model(tempdir().path(), "unpack", "llama-spm", true, None);
+    }
+    assert!(path.is_file(), "{}: missing after scripts/make-model unpacked llama.cpp's source tree", path.display());
+    path
+}
+
 pub fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()
 }
