@@ -358,12 +358,19 @@ async fn method_not_allowed(request: Request) -> Response {
 }
 
 async fn not_found(request: Request) -> Response {
-    let error = server_error(
-        404,
-        "invalid_request_error",
-        format!("no route {} {} (see mcscore serve --help)", request.method(), request.uri().path()),
-    );
-    error_response(&error)
+    let path = request.uri().path();
+    // Clients written for a chat server try these first: say what this one is.
+    let message = if ["/v1/chat/completions", "/chat/completions"].contains(&path) {
+        format!(
+            "no route {} {path}: mcscore serve scores prompts and generates nothing, so it has no chat endpoint; \
+             send the rendered prompt to /v1/completions with echo and max_tokens 0 (lm-eval: local-completions \
+             with --apply_chat_template, docs/chat.md)",
+            request.method()
+        )
+    } else {
+        format!("no route {} {path} (see mcscore serve --help)", request.method())
+    };
+    error_response(&server_error(404, "invalid_request_error", message))
 }
 
 /// Whether a Host header names this server in a way no web page can

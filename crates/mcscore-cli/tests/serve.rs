@@ -127,6 +127,11 @@ fn every_bad_input_gets_a_4xx_and_the_server_keeps_answering() {
     assert_eq!(server.post("/tokenize", &json!({"text": "a"})).status, 400);
     let missing = server.get("/v1/chat/completions");
     assert_eq!((missing.status, missing.json()["error"]["type"].as_str()), (404, Some("invalid_request_error")));
+    let chat = server.post("/v1/chat/completions", &json!({"messages": [{"role": "user", "content": "hi"}]}));
+    assert_eq!(chat.status, 404);
+    assert!(chat.json()["error"]["message"].as_str().unwrap().contains("no chat endpoint"), "{}", chat.json());
+    let other = server.get("/v1/embeddings");
+    assert!(other.json()["error"]["message"].as_str().unwrap().starts_with("no route GET /v1/embeddings"), "{}", other.json());
     // Each request left one log line with its status.
     for status in [" 400", " 404", " 413", " 200"] {
         assert!(server.log_has(&format!("POST /v1/completions{status}")), "no{status} line in:\n{}", server.log());
