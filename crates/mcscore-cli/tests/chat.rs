@@ -46,18 +46,13 @@ fn jinja2(requests: &[Value]) -> Vec<Value> {
 }
 
 /// The header of a sample log.
-fn header(log: &Path) -> Value {
-    let text = std::fs::read_to_string(log).unwrap();
-    serde_json::from_str::<Value>(text.lines().next().unwrap()).unwrap()
-}
-
 /// Scores `file` with `model` and `flags` into `log`; the log's chat header.
 fn scored_chat(model: &Path, file: &Path, log: &Path, flags: &[&str]) -> Value {
     let mut args = vec!["score", "-m", path_str(model), "-bf", path_str(file), "--log-samples", path_str(log)];
     args.extend_from_slice(flags);
     let out = run(&args);
     assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-    header(log)["chat"].clone()
+    log_header(log)["chat"].clone()
 }
 
 #[test]
@@ -131,12 +126,12 @@ fn real_templates_render_as_jinja2_renders_them_and_are_guarded() {
                 continue;
             }
             assert!(out.status.success(), "{name} {variant}: {}", stderr(&out));
-            let chat = header(&log)["chat"].clone();
+            let chat = log_header(&log)["chat"].clone();
             assert_eq!(chat["bos"], bos, "{name}");
             assert_eq!(chat["thinking"], thinking, "{name}");
             assert_eq!(chat["delimiter"], "", "{name}");
             assert_eq!(chat["origin"], "gguf");
-            assert_eq!(header(&log)["version"], 3);
+            assert_eq!(log_header(&log)["version"], 3);
             rendered.push(Some((format!("{name} {variant}"), chat)));
         }
     }
@@ -182,7 +177,7 @@ fn templates_that_cannot_be_scored_are_refused_by_name() {
     let llama2 = dir.path().join("llama2.jsonl");
     let out = score(&["--chat-template", "llama2", "--log-samples", path_str(&llama2)]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(header(&llama2)["chat"]["generation_prompt"], " [/INST]");
+    assert_eq!(log_header(&llama2)["chat"]["generation_prompt"], " [/INST]");
     refused(&["--chat-template", "no-such-template"], 2, &["--chat-template", "chatml", "llama3"]);
     refused(&["--system", "hi"], 2, &["--system needs --chat-template"]);
     refused(&["--shots-as-turns", "2"], 2, &["--shots-as-turns needs --chat-template"]);
@@ -407,7 +402,7 @@ fn sweep_and_until_decided_score_inside_the_template() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     for entry in std::fs::read_dir(&logs).unwrap() {
-        assert_eq!(header(&entry.unwrap().path())["chat"]["origin"], "gguf");
+        assert_eq!(log_header(&entry.unwrap().path())["chat"]["origin"], "gguf");
     }
     let out = run(&["compare", path_str(&logs.join("x.jsonl")), path_str(&logs.join("y.jsonl")), "--chat-template", "auto"]);
     assert_eq!(out.status.code(), Some(2), "--chat-template needs --until-decided: {}", stderr(&out));

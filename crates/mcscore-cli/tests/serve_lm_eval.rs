@@ -107,6 +107,18 @@ fn differences(scores: &[f64]) -> Vec<f64> {
     scores[1..].iter().map(|s| s - scores[0]).collect()
 }
 
+/// The best value's lead over the second best.
+fn margin(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(|a, b| b.total_cmp(a));
+    sorted[0] - sorted[1]
+}
+
+/// How many tokens the server's tokenizer makes of `text`, no BOS added.
+fn token_count(server: &Server, text: &str) -> usize {
+    server.post("/tokenize", &json!({"prompt": text, "add_special_tokens": false})).json()["tokens"].as_array().unwrap().len()
+}
+
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -174,20 +186,20 @@ fn lm_eval_scores_through_mcscore_serve_as_mcscore_score_does() {
     ];
     // Where lm-eval's continuation tokens are exactly mcscore's scored tokens
     // (no leading token shared by every option), the sums compare directly.
-    let tokenize = |text: String| {
-        server.post("/tokenize", &json!({"prompt": text, "add_special_tokens": false})).json()["tokens"].as_array().unwrap().len()
-    };
     let same_tokens: Vec<bool> = (0..DOCS)
         .map(|i| {
             let task = file.task(i);
-            let context = tokenize(task.question.to_owned());
+            let context = token_count(&server, task.question);
             let scored: Vec<u64> = log_tasks(&dir.join("packed.jsonl"))[i]["options"]
                 .as_array()
                 .unwrap()
                 .iter()
                 .map(|o| o["tokens"].as_u64().unwrap())
                 .collect();
-            task.options().iter().zip(&scored).all(|(o, &n)| tokenize(format!("{} {o}", task.question)) - context == n as usize)
+            task.options()
+                .iter()
+                .zip(&scored)
+                .all(|(o, &n)| token_count(&server, &format!("{} {o}", task.question)) - context == n as usize)
         })
         .collect();
 
@@ -208,9 +220,7 @@ fn lm_eval_scores_through_mcscore_serve_as_mcscore_score_does() {
             let gold = file.task(i).gold().unwrap();
             // acc: the summed log-likelihoods' first maximum, where the tokens
             // are the same or mcscore's margin is beyond what tokenising moves.
-            let mut sorted = ours.clone();
-            sorted.sort_by(|a, b| b.total_cmp(a));
-            if same_tokens[i] || sorted[0] - sorted[1] > GAP_MAX {
+            if same_tokens[i] || margin(ours) > GAP_MAX {
                 assert_eq!(doc.acc, f64::from(u8::from(first_max(ours) == gold)), "{name}: document {i}: acc");
                 acc_checked += 1;
             }
@@ -218,9 +228,7 @@ fn lm_eval_scores_through_mcscore_serve_as_mcscore_score_does() {
             if same_tokens[i] {
                 let per_char: Vec<f64> = ours.iter().zip(&chars[i]).map(|(s, &c)| s / c as f64).collect();
                 let min_chars = *chars[i].iter().min().unwrap() as f64;
-                let mut sorted = per_char.clone();
-                sorted.sort_by(|a, b| b.total_cmp(a));
-                if sorted[0] - sorted[1] > 2.0 * DIRECT_MAX / min_chars {
+                if margin(&per_char) > 2.0 * DIRECT_MAX / min_chars {
                     assert_eq!(doc.acc_norm, f64::from(u8::from(first_max(&per_char) == gold)), "{name}: document {i}: acc_norm");
                     norm_checked += 1;
                 }
@@ -292,7 +300,7 @@ fn lm_eval_apply_chat_template_through_serve_scores_as_score_chat_template_does(
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
     let ours = mcscore_scores(&log);
-    let header: Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().lines().next().unwrap()).unwrap();
+    let header = log_header(&log);
     let chat = &header["chat"];
     assert_eq!(chat["bos"], "template");
 
@@ -320,9 +328,6 @@ fn lm_eval_apply_chat_template_through_serve_scores_as_score_chat_template_does(
     // leaves in the context: the options' differences are score's, and where
     // no token is shared, so are the sums plus the newline's. Its acc is then
     // score's acc; its acc_norm (per character of the option) is not.
-    let tokenize = |text: &str| {
-        server.post("/tokenize", &json!({"prompt": text, "add_special_tokens": false})).json()["tokens"].as_array().unwrap().len()
-    };
     let scored = log_tasks(&log);
     let (mut direct, mut moved, mut largest) = (0, 0, 0.0f64);
     for (i, ours) in ours.iter().enumerate() {
@@ -338,21 +343,14 @@ fn lm_eval_apply_chat_template_through_serve_scores_as_score_chat_template_does(
             largest = largest.max(gap);
             assert!(gap <= 1e-9, "document {i} option {}: lm-eval's difference {theirs}, score --chat-template's {ours}", k + 1);
         }
-        let margin = |values: &[f64]| {
-            let mut sorted = values.to_vec();
-            sorted.sort_by(|a, b| b.total_cmp(a));
-            sorted[0] - sorted[1]
-        };
         let gold = task.gold().unwrap();
         if margin(ours) > 1e-9 {
             assert_eq!(doc.acc, f64::from(u8::from(first_max(ours) == gold)), "document {i}: acc");
         }
-        let context = tokenize(prompt);
-        let same_tokens = task
-            .options()
-            .iter()
-            .zip(scored[i]["options"].as_array().unwrap())
-            .all(|(option, logged)| tokenize(&format!("{prompt}{option}")) - context == logged["tokens"].as_u64().unwrap() as usize);
+        let context = token_count(&server, prompt);
+        let same_tokens = task.options().iter().zip(scored[i]["options"].as_array().unwrap()).all(|(option, logged)| {
+            token_count(&server, &format!("{prompt}{option}")) - context == logged["tokens"].as_u64().unwrap() as usize
+        });
         if !same_tokens {
             continue;
         }

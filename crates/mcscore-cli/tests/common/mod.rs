@@ -66,6 +66,12 @@ pub fn log_tasks(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The header line of a --log-samples file.
+pub fn log_header(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(text.lines().next().unwrap()).unwrap()
+}
+
 pub fn log_footer(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap();
     serde_json::from_str(text.lines().last().unwrap()).unwrap()
