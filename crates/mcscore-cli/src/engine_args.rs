@@ -1,7 +1,7 @@
 //! The llama.cpp flags every scoring command shares (-c, -np, -b, -ub, -t,
 //! -tb, -ngl, -fa), with llama.cpp's names and defaults.
 
-use mcscore_engine::{ContextSize, EngineError, FlashAttention, Settings};
+use mcscore_engine::{ContextSize, EngineError, FlashAttention, Mmap, Settings};
 use mcscore_eval::EvalError;
 
 use crate::UsageError;
@@ -57,6 +57,14 @@ pub(crate) struct ComputeArgs {
     /// Flash attention (-fa), as llama.cpp: on, off, or auto (on where supported).
     #[arg(long = "flash-attn", value_name = "on|off|auto", default_value = "auto", value_parser = parse_flash_attention)]
     flash_attn: FlashAttention,
+    /// How the weights are read: auto (mapped, and the pages llama.cpp copies
+    /// out of the mapping released as it loads), on (mapped, every page read
+    /// kept resident: llama.cpp's way) or off (read into memory). On a CPU,
+    /// llama.cpp copies most quantised weights into repacked buffers, so with
+    /// `on` a model takes about twice its file's size; never changes a score
+    /// (docs/performance.md, "Memory").
+    #[arg(long = "mmap", value_name = "on|off|auto", default_value = "auto", value_parser = Mmap::parse)]
+    mmap: Mmap,
     /// Removed: every run is batch-invariant now.
     #[arg(long, hide = true)]
     deterministic: bool,
@@ -109,6 +117,7 @@ impl ComputeArgs {
             threads_batch: self.threads_batch.map_or(threads, |n| cap("-tb", n)),
             n_gpu_layers: self.n_gpu_layers,
             flash_attention: self.flash_attn,
+            mmap: self.mmap,
         })
         .inspect(|settings: &Settings| {
             if settings.batch_rule() == "none" {

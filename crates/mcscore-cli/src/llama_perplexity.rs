@@ -26,6 +26,10 @@ enum Flag {
     /// Accepted with no effect, with an optional value from this list
     /// (`--log-colors [on|off|auto]`): anything else is the next flag.
     IgnoreOptional(&'static [&'static str]),
+    /// Passed on as mcscore's flag with the value paired with llama.cpp's;
+    /// llama.cpp's values not listed are refused. A flag without a value
+    /// (`--no-mmap`) has one pair, whose first value is "".
+    Map(&'static str, &'static [(&'static str, &'static str)]),
 }
 
 const FLAGS: &[(&[&str], Flag)] = &[
@@ -48,6 +52,10 @@ const FLAGS: &[(&[&str], Flag)] = &[
     (&["-fa", "--flash-attn"], Flag::Pass("--flash-attn", true)),
     (&["--log-prefix", "--no-log-prefix", "--log-timestamps", "--no-log-timestamps", "--log-disable"], Flag::Ignore(false)),
     (&["--log-colors"], Flag::IgnoreOptional(&["on", "off", "auto"])),
+    // llama.cpp's load modes: mlock and direct I/O are not offered.
+    (&["-lm", "--load-mode"], Flag::Map("--mmap", &[("auto", "auto"), ("mmap", "on"), ("none", "off")])),
+    (&["--no-mmap"], Flag::Map("--mmap", &[("", "off")])),
+    (&["--mmap"], Flag::Map("--mmap", &[("", "on")])),
 ];
 
 /// Flags of llama-perplexity's other modes, refused by name.
@@ -66,6 +74,8 @@ pub(crate) fn help() -> String {
             Flag::Pass(_, false) => ("", ""),
             Flag::Ignore(taking) => (if *taking { " X" } else { "" }, "   (accepted; mcscore formats its own log)"),
             Flag::IgnoreOptional(_) => (" [on|off|auto]", "   (accepted; mcscore formats its own log)"),
+            Flag::Map(_, [("", _)]) => ("", ""),
+            Flag::Map(_, _) => (" auto|mmap|none", ""),
         };
         text.push_str(&format!("  {}{value}{note}\n", names.join(", ")));
     }
@@ -111,18 +121,36 @@ pub(crate) fn translate(args: &[OsString]) -> Result<Vec<OsString>, UsageError> 
             }
             continue;
         }
-        let takes_value = matches!(flag, Flag::Pass(_, true) | Flag::Ignore(true));
+        let takes_value = match flag {
+            Flag::Pass(_, taking) | Flag::Ignore(taking) => *taking,
+            Flag::Map(_, values) => values.iter().all(|(from, _)| !from.is_empty()),
+            Flag::IgnoreOptional(_) => false,
+        };
         let value = match (takes_value, inline) {
             (true, Some(value)) => Some(OsString::from(value)),
             (true, None) => Some(rest.next().cloned().ok_or_else(|| UsageError(format!("{name}: a value is required")))?),
             (false, Some(_)) => return Err(UsageError(format!("{name}: takes no value"))),
             (false, None) => None,
         };
-        if let Flag::Pass(long, _) = flag {
-            mode |= matches!(*long, "--multiple-choice" | "--hellaswag" | "--winogrande");
-            context |= *long == "--ctx-size";
-            out.push(OsString::from(long));
-            out.extend(value);
+        match flag {
+            Flag::Pass(long, _) => {
+                mode |= matches!(*long, "--multiple-choice" | "--hellaswag" | "--winogrande");
+                context |= *long == "--ctx-size";
+                out.push(OsString::from(long));
+                out.extend(value);
+            }
+            Flag::Map(long, values) => {
+                let given = value.as_ref().map_or("", |v| v.to_str().unwrap_or("\u{FFFD}"));
+                let Some((_, ours)) = values.iter().find(|(from, _)| *from == given) else {
+                    let allowed: Vec<&str> = values.iter().map(|v| v.0).collect();
+                    return Err(UsageError(format!(
+                        "{name} {given}: not supported by mcscore's llama-perplexity (it takes {})",
+                        allowed.join(", ")
+                    )));
+                };
+                out.extend([OsString::from(long), OsString::from(ours)]);
+            }
+            Flag::Ignore(_) | Flag::IgnoreOptional(_) => {}
         }
     }
     if !mode {
@@ -172,6 +200,19 @@ mod tests {
         );
         let out = words(&["llama-perplexity", "-f", "h.txt", "--hellaswag", "--hellaswag-tasks", "10", "-c", "1024"]).unwrap();
         assert_eq!(&out[4..], ["--binary-file", "h.txt", "--hellaswag", "--hellaswag-tasks", "10", "--ctx-size", "1024"]);
+    }
+
+    #[test]
+    fn load_modes_become_mmap_settings() {
+        let tail = |args: &[&str]| words(&[&["llama-perplexity", "--winogrande"], args].concat()).map(|out| out[5..7].to_vec());
+        assert_eq!(tail(&["-lm", "none"]).unwrap(), ["--mmap", "off"]);
+        assert_eq!(tail(&["--load-mode=mmap"]).unwrap(), ["--mmap", "on"]);
+        assert_eq!(tail(&["--no-mmap"]).unwrap(), ["--mmap", "off"]);
+        assert_eq!(tail(&["--mmap"]).unwrap(), ["--mmap", "on"]);
+        assert!(tail(&["-lm", "mlock"])
+            .unwrap_err()
+            .starts_with("-lm mlock: not supported by mcscore's llama-perplexity (it takes auto, mmap, none)"));
+        assert!(tail(&["--no-mmap=1"]).unwrap_err().starts_with("--no-mmap: takes no value"));
     }
 
     #[test]

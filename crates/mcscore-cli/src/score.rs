@@ -95,8 +95,10 @@ pub(crate) struct Args {
     #[arg(long, conflicts_with = "output")]
     json: bool,
     /// Say where the time went, phase by phase (read, model load, tokenising,
-    /// planning, hashing, log; then context, batching, decode, logits, logging):
-    /// on stderr, and as "timings" in --json.
+    /// planning, hashing, log; then context, batching, decode, logits, logging),
+    /// and where memory went (peak RSS; llama.cpp's weight, KV-cache and compute
+    /// buffers; anonymous and file-backed pages): on stderr, and as "timings"
+    /// and "memory" in --json.
     #[arg(long)]
     timings: bool,
     /// Write one JSON line per task (per-option sums and counts, predictions, gold) to FILE.
@@ -279,6 +281,47 @@ fn print_timings(outcome: &mcscore_eval::ScoreOutcome) {
     eprintln!("  {:<22}{:>9.3} s  (first decode after {:.3} s)", "total", t.total, t.first_decode);
     if s.decode > 0.0 {
         eprintln!("  {:<22}{:>9.0} tokens/s of decode time", "throughput", outcome.tokens.decoded as f64 / s.decode);
+    }
+    print_memory(&outcome.memory);
+}
+
+/// Where memory went, on stderr (`--timings`): the peak first, then
+/// llama.cpp's buffers and the kinds of resident page.
+fn print_memory(m: &mcscore_engine::MemoryReport) {
+    let mb = |bytes: u64| bytes as f64 / 1e6;
+    let file = m.model_file.max(1) as f64;
+    match m.peak {
+        Some(peak) => eprintln!(
+            "memory: peak RSS {:.0} MB, {:.2}× the model file ({:.0} MB; weights {}):",
+            mb(peak),
+            peak as f64 / file,
+            mb(m.model_file),
+            match m.mmap {
+                mcscore_engine::Mmap::On => "mapped, --mmap on",
+                mcscore_engine::Mmap::Off => "read into memory, --mmap off",
+                mcscore_engine::Mmap::Auto => "mapped, pages released as they were copied, --mmap auto",
+            }
+        ),
+        None => eprintln!("memory: peak RSS not known here (no /proc/self/status); model file {:.0} MB:", mb(m.model_file)),
+    }
+    use mcscore_engine::BufferUse;
+    for (what, holds) in
+        [("weights", BufferUse::Weights), ("KV cache", BufferUse::Kv), ("compute", BufferUse::Compute), ("output", BufferUse::Output)]
+    {
+        let parts: Vec<String> = m.buffers.iter().filter(|b| b.holds == holds).map(|b| format!("{} {:.0}", b.name, mb(b.bytes))).collect();
+        if !parts.is_empty() {
+            eprintln!("  {what:<22}{:>9.0} MB  ({})", mb(m.bytes(holds)), parts.join(", "));
+        }
+    }
+    if let Some(sample) = m.largest_sample {
+        eprintln!(
+            "  {:<22}{:>9.0} MB  (anonymous {:.0}, file-backed {:.0}, shared {:.0})",
+            "largest RSS sample",
+            mb(sample.total()),
+            mb(sample.anonymous),
+            mb(sample.file),
+            mb(sample.shared)
+        );
     }
 }
 
@@ -527,6 +570,7 @@ fn print_results(
             "scoring_seconds": outcome.scoring_seconds,
             "wall_seconds": outcome.wall_seconds,
             "timings": args.timings.then_some(outcome.timings),
+            "memory": args.timings.then_some(&outcome.memory),
         }))?;
     } else {
         outln!("{} on {}: {n} tasks", model.file_name().unwrap_or_default().to_string_lossy(), path.display())?;

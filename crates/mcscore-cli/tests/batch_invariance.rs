@@ -8,7 +8,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::server::Server;
 use common::*;
@@ -117,27 +116,8 @@ fn random_models_of_three_weight_types_score_the_same_however_batched() {
     let dir = tempdir();
     let file = reference("mc_text5.bin");
     for kind in ["q4_0", "q8_0", "f16"] {
-        let model = dir.path().join(format!("{kind}.gguf"));
-        let out = Command::new(repo("scripts/make-model"))
-            .args([
-                "--dim",
-                "256",
-                "--layers",
-                "2",
-                "--heads",
-                "4",
-                "--kv-heads",
-                "2",
-                "--ff",
-                "512",
-                "--type",
-                kind,
-                "-o",
-                path_str(&model),
-            ])
-            .output()
-            .expect("python3 runs scripts/make-model");
-        assert!(out.status.success(), "{}", stderr(&out));
+        let shape = ["--dim", "256", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--ff", "512", "--type", kind];
+        let model = random_model(dir.path(), kind, &shape);
         let settings: [&[&str]; 2] = [SETTINGS[0], SETTINGS[3]];
         check_matrix(kind, path_str(&model), &["-bf", &file, "--multiple-choice-tasks", TASKS], &settings, &[3]);
     }

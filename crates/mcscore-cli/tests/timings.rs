@@ -3,7 +3,10 @@
 
 mod common;
 
+use std::path::Path;
+
 use common::*;
+use serde_json::Value;
 
 #[test]
 fn timings_account_for_the_run() {
@@ -29,4 +32,95 @@ fn timings_account_for_the_run() {
     let plain = run(&["score", "-m", &model, &file, "--multiple-choice-tasks", "5", "-t", "2", "--json"]);
     let json: serde_json::Value = serde_json::from_str(&stdout(&plain)).unwrap();
     assert!(json["timings"].is_null() && !stderr(&plain).contains("timings ("));
+}
+
+/// One `score --timings --json` run of 20 `mc_text5` tasks with `--mmap
+/// MMAP`: its "memory" object, its log's task lines and its stderr.
+fn score_with_mmap(model: &str, mmap: &str, dir: &Path) -> (Value, Vec<Value>, String) {
+    let log = dir.join(format!("{mmap}.jsonl"));
+    let file = reference("mc_text5.bin");
+    let out = run(&[
+        "score",
+        "-m",
+        model,
+        &file,
+        "--multiple-choice-tasks",
+        "20",
+        "-t",
+        "2",
+        "--mmap",
+        mmap,
+        "--timings",
+        "--json",
+        "--log-samples",
+        path_str(&log),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    (json["memory"].clone(), log_tasks(&log), stderr(&out))
+}
+
+/// The buffers of a memory report that hold `holds`, by name.
+fn buffers(memory: &Value, holds: &str) -> Vec<(String, u64)> {
+    let all = memory["buffers"].as_array().unwrap_or_else(|| panic!("{memory}"));
+    all.iter().filter(|b| b["use"] == holds).map(|b| (b["name"].as_str().unwrap().to_owned(), b["bytes"].as_u64().unwrap())).collect()
+}
+
+/// `--mmap` changes no score, and `--timings` says where memory went: the
+/// real model mapped (auto, on) and read into memory (off).
+#[test]
+fn the_weights_mapped_or_read_give_the_same_scores() {
+    let model = model();
+    let dir = tempdir();
+    let (auto, auto_tasks, text) = score_with_mmap(&model, "auto", dir.path());
+    let (on, on_tasks, _) = score_with_mmap(&model, "on", dir.path());
+    let (off, off_tasks, _) = score_with_mmap(&model, "off", dir.path());
+    assert_eq!(auto_tasks, on_tasks, "releasing the mapped pages changed a score");
+    assert_eq!(auto_tasks, off_tasks, "reading the weights into memory changed a score");
+    assert_eq!([&auto["mmap"], &on["mmap"], &off["mmap"]], ["auto", "on", "off"]);
+    let names = |m: &Value| buffers(m, "weights").into_iter().map(|b| b.0).collect::<Vec<_>>();
+    for mapped in [&auto, &on] {
+        assert!(names(mapped).contains(&"CPU_Mapped".to_owned()), "{mapped}");
+    }
+    assert!(!names(&off).contains(&"CPU_Mapped".to_owned()), "{off}");
+    // Read into memory, the weights' buffers hold the model once (the file's
+    // metadata and vocabulary aside).
+    let file_bytes = off["model_file"].as_u64().unwrap();
+    let weights: u64 = buffers(&off, "weights").iter().map(|b| b.1).sum();
+    assert!(weights <= file_bytes && weights * 10 >= file_bytes * 9, "weights {weights} of a {file_bytes}-byte file: {off}");
+    for holds in ["kv", "compute"] {
+        assert!(!buffers(&off, holds).is_empty(), "no {holds} buffer: {off}");
+    }
+    let sample = &off["largest_sample"];
+    assert!(sample["anonymous"].as_u64().unwrap() > sample["file"].as_u64().unwrap(), "{off}");
+    assert!(off["peak"].as_u64().unwrap() >= sample["anonymous"].as_u64().unwrap(), "{off}");
+    for line in ["memory: peak RSS", "the model file", "pages released", "weights", "KV cache", "compute", "anonymous"] {
+        assert!(text.contains(line), "{line} missing: {text}");
+    }
+}
+
+/// Where llama.cpp repacks the weights (Q4_0 on x86-64), mapping the file
+/// keeps its pages resident beside the repacked copy (`--mmap on`); the
+/// default releases them, and takes no more than the weights read into memory.
+#[test]
+fn repacked_weights_take_one_copy_by_default() {
+    let dir = tempdir();
+    let shape = ["--dim", "1024", "--layers", "4", "--heads", "8", "--kv-heads", "4", "--ff", "4096", "--vocab", "llama-spm"];
+    let model = random_model(dir.path(), "q4_0", &[&shape[..], &["--type", "q4_0"]].concat());
+    let (auto, auto_tasks, _) = score_with_mmap(path_str(&model), "auto", dir.path());
+    let (on, on_tasks, _) = score_with_mmap(path_str(&model), "on", dir.path());
+    let (off, off_tasks, _) = score_with_mmap(path_str(&model), "off", dir.path());
+    assert_eq!(auto_tasks, on_tasks, "releasing the mapped pages changed a score");
+    assert_eq!(auto_tasks, off_tasks, "reading the weights into memory changed a score");
+    let repacked: u64 = buffers(&off, "weights").iter().filter(|b| b.0 != "CPU").map(|b| b.1).sum();
+    let file_bytes = off["model_file"].as_u64().unwrap();
+    assert!(repacked > file_bytes / 2, "most of a Q4_0 model is repacked on x86-64: {off}");
+    let peak = |m: &Value| m["peak"].as_u64().unwrap();
+    assert!(peak(&auto) + repacked / 2 < peak(&on), "peak RSS {} by default against {} mapped: {auto} {on}", peak(&auto), peak(&on));
+    assert!(
+        peak(&auto) <= peak(&off) + (4 << 20),
+        "peak RSS {} by default against {} read into memory: {auto} {off}",
+        peak(&auto),
+        peak(&off)
+    );
 }

@@ -6,6 +6,7 @@
 //! up-front refusals) → [`plan`] (pack tasks into decodes) → [`Engine::score`].
 
 mod chat;
+mod memory;
 mod plan;
 mod prepare;
 mod prompts;
@@ -25,6 +26,7 @@ use mcscore_format::Task;
 
 pub use chat::{builtin_templates, BosSource};
 pub use mcscore_metrics::OptionScore;
+pub use memory::{peak_resident, Buffer, BufferUse, MemoryReport, Mmap, Resident};
 pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings, BATCH_RULE, MICRO_BATCH};
 pub use prepare::PreparedTask;
 pub use prompts::{PromptRequest, RowScores, Session};
@@ -169,10 +171,8 @@ fn backend() -> Result<&'static LlamaBackend, EngineError> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
-            let mut backend = LlamaBackend::init().map_err(|e| e.to_string())?;
-            if std::env::var_os("MCSCORE_LLAMA_LOG").is_none() {
-                backend.void_logs();
-            }
+            let backend = LlamaBackend::init().map_err(|e| e.to_string())?;
+            memory::install_log();
             Ok(backend)
         })
         .as_ref()
@@ -187,6 +187,10 @@ pub struct Engine {
     /// Size and modification time at load: llama.cpp maps the file, so a
     /// model rewritten under a run changes its scores (or crashes it).
     stamp: (u64, Option<std::time::SystemTime>),
+    /// How the weights were read.
+    mmap: Mmap,
+    /// The buffers llama.cpp allocated for the weights.
+    weights: Vec<Buffer>,
 }
 
 fn stamp(path: &Path) -> std::io::Result<(u64, Option<std::time::SystemTime>)> {
@@ -213,8 +217,8 @@ pub fn host_memory_bounds(n_gpu_layers: u32) -> bool {
 
 impl Engine {
     /// Loads a GGUF model, offloading `n_gpu_layers` layers where a GPU backend
-    /// was compiled in.
-    pub fn load(path: &Path, n_gpu_layers: u32) -> Result<Engine, EngineError> {
+    /// was compiled in, its weights mapped from the file or read as `mmap` says.
+    pub fn load(path: &Path, n_gpu_layers: u32, mmap: Mmap) -> Result<Engine, EngineError> {
         let backend = backend()?;
         let load_error = |message: String| EngineError::ModelLoad { path: path.to_owned(), message };
         if !path.exists() {
@@ -224,10 +228,35 @@ impl Engine {
             return Err(load_error("a directory, not a GGUF file".into()));
         }
         let stamp = stamp(path).map_err(|e| load_error(e.to_string()))?;
-        let params = LlamaModelParams::default().with_n_gpu_layers(n_gpu_layers);
+        let mut params = LlamaModelParams::default().with_n_gpu_layers(n_gpu_layers).with_use_mmap(mmap != Mmap::Off);
+        let release = (mmap == Mmap::Auto).then(|| memory::PageRelease::new(path)).flatten();
+        if let Some(mut during) = release.clone() {
+            params = params.with_progress_callback(move |progress| {
+                during.progress(progress);
+                true
+            });
+        }
+        memory::take_buffers();
         let model = LlamaModel::load_from_file(backend, path, &params)
             .map_err(|e| load_error(format!("{e} (set MCSCORE_LLAMA_LOG=1 to see llama.cpp's log)")))?;
-        Ok(Engine { backend, model, path: path.to_owned(), stamp })
+        // The last tensor's pages, read after the last progress call.
+        if let Some(release) = &release {
+            release.release();
+        }
+        let weights = memory::take_buffers().into_iter().filter(|b| b.holds == BufferUse::Weights).collect();
+        Ok(Engine { backend, model, path: path.to_owned(), stamp, mmap, weights })
+    }
+
+    /// Where memory went: the weights' buffers, a context's (`context`,
+    /// from [`Run::context_buffers`]), and the largest resident `sample`.
+    pub fn memory_report(&self, context: &[Buffer], sample: Option<Resident>) -> MemoryReport {
+        MemoryReport {
+            model_file: self.model_bytes(),
+            mmap: self.mmap,
+            buffers: self.weights.iter().chain(context).cloned().collect(),
+            peak: peak_resident(),
+            largest_sample: sample,
+        }
     }
 
     /// The model file this engine loaded.

@@ -45,6 +45,9 @@ pub struct Settings {
     pub n_gpu_layers: u32,
     /// Flash attention, as llama.cpp's `-fa`.
     pub flash_attention: FlashAttention,
+    /// How the weights are read (`--mmap`): memory, never a score.
+    #[serde(skip)]
+    pub mmap: crate::Mmap,
 }
 
 /// llama.cpp's defaults: the context sized to the fills, fills of 2,048
@@ -61,6 +64,7 @@ impl Default for Settings {
             threads_batch: threads,
             n_gpu_layers: 999,
             flash_attention: FlashAttention::Auto,
+            mmap: crate::Mmap::Auto,
         }
     }
 }
@@ -255,7 +259,16 @@ mod tests {
     }
 
     fn settings(context: ContextSize, parallel: Option<u32>) -> Settings {
-        Settings { context, parallel, n_batch: 512, threads: 1, threads_batch: 1, n_gpu_layers: 0, flash_attention: FlashAttention::Off }
+        Settings {
+            context,
+            parallel,
+            n_batch: 512,
+            threads: 1,
+            threads_batch: 1,
+            n_gpu_layers: 0,
+            flash_attention: FlashAttention::Off,
+            mmap: crate::Mmap::Auto,
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ use rayon::prelude::*;
 
 use mcscore_metrics::{log_softmax_at, OptionScore};
 
+use crate::memory::{Buffer, Resident};
 use crate::plan::{FlashAttention, Plan, Settings, MICRO_BATCH, MIN_OUTPUTS};
 use crate::prepare::PreparedTask;
 use crate::trie::{FillTree, Layout, Trie};
@@ -90,11 +91,16 @@ impl std::ops::AddAssign for ScoreTimes {
 }
 
 /// What [`Engine::score`] did.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Run {
     pub completion: Completion,
     pub tokens: TokenCounts,
     pub times: ScoreTimes,
+    /// The buffers llama.cpp allocated for the run's context (none where
+    /// there was nothing to score).
+    pub context_buffers: Vec<Buffer>,
+    /// The process's resident memory when the run ended, its context still allocated.
+    pub resident: Option<Resident>,
 }
 
 /// One token of a batch: what it is, where, for which sequences, and whether
@@ -130,12 +136,20 @@ impl Engine {
     ) -> Result<Run, EngineError> {
         if plan.batches.is_empty() {
             // Nothing to score (a resumed run that was complete): no context.
-            return Ok(Run { completion: Completion::Finished, tokens: TokenCounts::default(), times: ScoreTimes::default() });
+            return Ok(Run {
+                completion: Completion::Finished,
+                tokens: TokenCounts::default(),
+                times: ScoreTimes::default(),
+                context_buffers: Vec::new(),
+                resident: None,
+            });
         }
         self.check_memory(plan, settings.n_gpu_layers)?;
         let mut times = ScoreTimes::default();
         let started = Instant::now();
+        crate::memory::take_buffers();
         let mut ctx = self.new_context(plan, settings)?;
+        let context_buffers = crate::memory::take_buffers();
         times.context = started.elapsed().as_secs_f64();
         let mut batch = LlamaBatch::new(plan.n_batch as usize, plan.n_seq_max.max(1) as i32);
         let mut rows: Vec<Row> = Vec::new();
@@ -220,12 +234,13 @@ impl Engine {
                 scored += 1;
                 if sink(TaskScores { task: task.index, options, correct: task.correct.clone() }).is_break() {
                     times.consumer += consumer_started.elapsed().as_secs_f64();
-                    return Ok(Run { completion: Completion::Interrupted { scored }, tokens, times });
+                    let completion = Completion::Interrupted { scored };
+                    return Ok(Run { completion, tokens, times, context_buffers, resident: Resident::now() });
                 }
             }
             times.consumer += consumer_started.elapsed().as_secs_f64();
         }
-        Ok(Run { completion: Completion::Finished, tokens, times })
+        Ok(Run { completion: Completion::Finished, tokens, times, context_buffers, resident: Resident::now() })
     }
 }
 

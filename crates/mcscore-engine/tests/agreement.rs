@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use mcscore_engine::{plan, ContextSize, Engine, FlashAttention, Settings, TaskScores};
+use mcscore_engine::{plan, ContextSize, Engine, FlashAttention, Mmap, Settings, TaskScores};
 use mcscore_format::{Task, TaskFile};
 
 const TOLERANCE: f64 = 0.9;
@@ -47,6 +47,7 @@ fn settings() -> Settings {
         threads_batch: 2,
         n_gpu_layers: 0,
         flash_attention: FlashAttention::Auto,
+        mmap: Mmap::Auto,
     }
 }
 
@@ -66,7 +67,7 @@ fn score(engine: &Engine, tasks: &[(usize, Task<'_>)], settings: &Settings) -> (
 }
 
 fn check_agreement(stem: &str) {
-    let engine = Engine::load(&model(), 0).unwrap();
+    let engine = Engine::load(&model(), 0, Mmap::Auto).unwrap();
     let file = TaskFile::open(reference(&format!("{stem}.bin"))).unwrap();
     let tasks: Vec<(usize, Task<'_>)> = file.tasks().enumerate().take(TASKS).collect();
     let reference: HashMap<(usize, usize), (f64, u32)> =
@@ -115,7 +116,7 @@ fn mixed_tasks_agree_with_llama_perplexity() {
 /// (the batch rule).
 #[test]
 fn shared_text_is_decoded_once_with_the_scores_of_each_task_alone() {
-    let engine = Engine::load(&model(), 0).unwrap();
+    let engine = Engine::load(&model(), 0, Mmap::Auto).unwrap();
     let stem = "The following passage is about the water cycle. Water evaporates from oceans and lakes, rises as vapour, \
                 cools into clouds and falls again as rain or snow, which flows back to the sea through rivers.";
     let questions: Vec<String> = (0..12).map(|i| format!("{stem} Question {i}: what happens to water after it falls?")).collect();

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use mcscore_engine::{Completion, Engine, Plan, PreparedTask, ScoreTimes, Settings, TaskScores, TokenCounts};
+use mcscore_engine::{Buffer, Completion, Engine, Plan, PreparedTask, Resident, ScoreTimes, Settings, TaskScores, TokenCounts};
 
 use crate::EvalError;
 
@@ -36,11 +36,40 @@ pub(crate) enum FillsEnd {
     Cancelled,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Fills {
     pub end: FillsEnd,
     pub tokens: TokenCounts,
     pub times: ScoreTimes,
+    pub context_buffers: Vec<Buffer>,
+    pub resident: Option<Resident>,
+}
+
+impl Fills {
+    /// Adds what these fills saw to `seen`.
+    pub fn note_memory(&self, seen: &mut MemorySeen) {
+        seen.sample(self.resident);
+        if !self.context_buffers.is_empty() {
+            seen.context.clone_from(&self.context_buffers);
+        }
+    }
+}
+
+/// The memory a job saw: the largest resident sample (after loading, and at
+/// the end of each scoring pass) and its last context's buffers.
+#[derive(Debug, Default)]
+pub(crate) struct MemorySeen {
+    pub largest: Option<Resident>,
+    pub context: Vec<Buffer>,
+}
+
+impl MemorySeen {
+    pub fn sample(&mut self, sample: Option<Resident>) {
+        self.largest = match (self.largest, sample) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+    }
 }
 
 /// What to score: prepared tasks and their plan on an engine; engine errors
@@ -97,5 +126,5 @@ pub(crate) fn score_fills(
         Completion::Finished => FillsEnd::Finished,
         Completion::Interrupted { .. } => FillsEnd::Cancelled,
     };
-    Ok(Fills { end, tokens: run.tokens, times: run.times })
+    Ok(Fills { end, tokens: run.tokens, times: run.times, context_buffers: run.context_buffers, resident: run.resident })
 }

@@ -13,7 +13,7 @@ use mcscore_format::{
 use mcscore_metrics::{Normalisation, Proportion};
 
 use crate::chat::{ChatSpec, Template};
-use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, Scoring};
+use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, MemorySeen, Scoring};
 use crate::log::ShardHeader;
 use crate::log::{normalisations, Header, Opened, SampleLog, Stop, TaskKind, TaskRecord};
 use crate::shard::{partition, run_sha256, Shard};
@@ -208,6 +208,7 @@ pub struct ScoreJob<'e> {
     lenient_faults: Vec<Fault>,
     started: Instant,
     timings: Timings,
+    memory: MemorySeen,
 }
 
 /// How a run ended.
@@ -268,6 +269,8 @@ pub struct ScoreOutcome {
     pub scoring_seconds: f64,
     pub wall_seconds: f64,
     pub timings: Timings,
+    /// Where memory went: llama.cpp's buffers and the process's resident pages.
+    pub memory: mcscore_engine::MemoryReport,
 }
 
 impl ScoreOutcome {
@@ -287,7 +290,9 @@ impl ScoreJob<'static> {
     /// this job), each task (tokenised), the context and its memory, and the log.
     pub fn prepare(spec: ScoreSpec) -> Result<ScoreJob<'static>, EvalError> {
         ScoreJob::prepare_on(spec, |spec| {
-            Engine::load(&spec.model, spec.settings.n_gpu_layers).map(|e| Lent::Owned(Box::new(e))).map_err(EvalError::Load)
+            Engine::load(&spec.model, spec.settings.n_gpu_layers, spec.settings.mmap)
+                .map(|e| Lent::Owned(Box::new(e)))
+                .map_err(EvalError::Load)
         })
     }
 }
@@ -339,6 +344,8 @@ impl<'e> ScoreJob<'e> {
         }
         let engine = load(&spec)?;
         phase(&mut timings.load);
+        let mut memory = MemorySeen::default();
+        memory.sample(mcscore_engine::Resident::now());
         let template = Template::resolve(&spec.chat.template, &engine)?;
         let (mut prepared, chat) = match spec.kind {
             TaskKind::Winogrande => (engine.prepare_blanks(&selected).map_err(EvalError::engine(path))?, None),
@@ -461,6 +468,7 @@ impl<'e> ScoreJob<'e> {
             lenient_faults,
             started,
             timings,
+            memory,
         })
     }
 
@@ -530,6 +538,7 @@ impl<'e> ScoreJob<'e> {
             total_options,
             started,
             mut timings,
+            mut memory,
             ..
         } = self;
         let path = spec.file.as_path();
@@ -552,7 +561,8 @@ impl<'e> ScoreJob<'e> {
                         progress.tick(Phase::Unconditional);
                     }
                     Ok(())
-                })?;
+                })?
+                .note_memory(&mut memory);
                 progress.finish(Phase::Unconditional);
                 if sums.len() != bare.len() {
                     return Err(EvalError::Incomplete { path: path.to_owned(), scored: sums.len(), announced: bare.len() });
@@ -582,6 +592,7 @@ impl<'e> ScoreJob<'e> {
             started,
             scoring_seconds: 0.0,
             timings,
+            memory,
         })
     }
 }
@@ -611,6 +622,7 @@ pub struct Running<'e> {
     started: Instant,
     scoring_seconds: f64,
     timings: Timings,
+    memory: MemorySeen,
 }
 
 impl Running<'_> {
@@ -682,6 +694,7 @@ impl Running<'_> {
         self.scoring_seconds += started.elapsed().as_secs_f64();
         self.timings.scoring += run.times;
         self.tokens += run.tokens;
+        run.note_memory(&mut self.memory);
         self.fills += plan.batches.len();
         self.cancelled = run.end == FillsEnd::Cancelled;
         if !self.cancelled && self.records.len() != end {
@@ -746,6 +759,7 @@ impl Running<'_> {
             scoring_seconds: self.scoring_seconds,
             wall_seconds: self.started.elapsed().as_secs_f64(),
             timings: Timings { total: self.started.elapsed().as_secs_f64(), ..self.timings },
+            memory: self.engine.memory_report(&self.memory.context, self.memory.largest),
         }
     }
 }

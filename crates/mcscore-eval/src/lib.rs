@@ -15,7 +15,7 @@
 //!
 //! ```no_run
 //! use std::path::PathBuf;
-//! use mcscore_engine::Engine;
+//! use mcscore_engine::{Engine, Mmap};
 //! use mcscore_eval::compare::{compare, CompareOptions, Run};
 //! use mcscore_eval::{report, Cancel, NoProgress, ScoreJob, ScoreSpec};
 //!
@@ -23,7 +23,7 @@
 //! let mut outcomes = Vec::new();
 //! for model in ["gemma-3-270m-q4_k_m.gguf", "gemma-3-270m-Q8_0.gguf"] {
 //!     // Loaded once: an engine may be lent to any number of jobs.
-//!     let engine = Engine::load(model.as_ref(), 0)?;
+//!     let engine = Engine::load(model.as_ref(), 0, Mmap::Auto)?;
 //!     let mut spec = ScoreSpec::new(model, &file);
 //!     spec.subset = Some(100);
 //!     spec.log = Some(PathBuf::from(format!("{model}.jsonl")));

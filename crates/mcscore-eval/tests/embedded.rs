@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mcscore_engine::{quantize, Engine, QuantType};
+use mcscore_engine::{quantize, Engine, Mmap, QuantType};
 use mcscore_eval::compare::{compare, CompareOptions, Run};
 use mcscore_eval::until_decided::{until_decided, UntilDecidedSpec};
 use mcscore_eval::{Cancel, End, EvalError, NoProgress, ScoreJob, ScoreOutcome, ScoreSpec};
@@ -37,8 +37,8 @@ fn two_models_in_one_process_score_compare_and_decide_without_the_binary() {
     let base_model = model();
     let q8_model = dir.path().join("q8_0.gguf");
     quantize(&base_model, &q8_model, QuantType::Q8_0, 2).unwrap();
-    let base = Engine::load(&base_model, 0).unwrap();
-    let q8 = Engine::load(&q8_model, 0).unwrap();
+    let base = Engine::load(&base_model, 0, Mmap::Auto).unwrap();
+    let q8 = Engine::load(&q8_model, 0, Mmap::Auto).unwrap();
 
     let mut spec = ScoreSpec::new(&base_model, task_file());
     spec.subset = Some(12);

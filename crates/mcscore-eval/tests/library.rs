@@ -188,6 +188,7 @@ fn settings() -> mcscore_engine::Settings {
         threads_batch: 1,
         n_gpu_layers: 0,
         flash_attention: mcscore_engine::FlashAttention::Auto,
+        mmap: mcscore_engine::Mmap::Auto,
     }
 }
 

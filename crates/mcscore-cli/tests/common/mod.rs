@@ -107,20 +107,30 @@ pub fn tempdir() -> tempfile::TempDir {
 /// once: the tests of one binary, threads of one process, take turns.
 pub static MAKE_MODEL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// A random model written by scripts/make-model with `args` (its shape,
+/// weight type, tokenizer), as DIR/NAME.gguf.
+pub fn random_model(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
+    let _turn = MAKE_MODEL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = dir.join(format!("{name}.gguf"));
+    let made = Command::new(repo("scripts/make-model"))
+        .args(args)
+        .args(["-o", path_str(&out)])
+        .output()
+        .expect("scripts/make-model runs (python3)");
+    assert!(made.status.success(), "scripts/make-model failed (needs python3 and PyPI once): {}", String::from_utf8_lossy(&made.stderr));
+    out
+}
+
 /// A tiny random model (1 layer, 64 wide) with llama.cpp's `vocab` tokenizer
 /// and, if given, a chat template as its tokenizer.chat_template.
 pub fn tiny_model(dir: &Path, name: &str, vocab: &str, add_bos: bool, chat_template: Option<&str>) -> PathBuf {
-    let _turn = MAKE_MODEL.lock().unwrap_or_else(|e| e.into_inner());
-    let out = dir.join(format!("{name}.gguf"));
-    let mut command = Command::new(repo("scripts/make-model"));
-    command.args(["--dim", "64", "--layers", "1", "--heads", "2", "--kv-heads", "1", "--ff", "128", "--type", "f16", "--vocab", vocab]);
-    command.args(["--add-bos", if add_bos { "yes" } else { "no" }, "-o", path_str(&out)]);
+    let mut args =
+        vec!["--dim", "64", "--layers", "1", "--heads", "2", "--kv-heads", "1", "--ff", "128", "--type", "f16", "--vocab", vocab];
+    args.extend(["--add-bos", if add_bos { "yes" } else { "no" }]);
     if let Some(t) = chat_template {
-        command.args(["--chat-template", t]);
+        args.extend(["--chat-template", t]);
     }
-    let made = command.output().expect("scripts/make-model runs (python3)");
-    assert!(made.status.success(), "scripts/make-model failed (needs python3 and PyPI once): {}", String::from_utf8_lossy(&made.stderr));
-    out
+    random_model(dir, name, &args)
 }
 
 /// llama.cpp's real chat templates, from the source tree make-model unpacks.

@@ -1,0 +1,298 @@
+//! Where a run's memory goes: the process's resident pages, as Linux counts
+//! them, and the buffers llama.cpp allocates for weights, KV cache and
+//! compute. llama.cpp reports its buffers only in its log, so the engine
+//! reads them there: its log callback keeps the "buffer size" lines of the
+//! thread that loads a model or creates a context.
+#![allow(unsafe_code)]
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_void, CStr};
+
+/// How the model's weights are read (`--mmap`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mmap {
+    /// Mapped from the file, every page llama.cpp read kept resident (llama.cpp's way).
+    On,
+    /// Read into memory the process owns.
+    Off,
+    /// Mapped, and the resident pages of the model's mapping released as
+    /// loading goes: a tensor llama.cpp copies out (repacked, or to a GPU)
+    /// costs its copy only, one used in place is paged in as it is read.
+    #[default]
+    Auto,
+}
+
+impl Mmap {
+    /// Parses `on`, `off` or `auto`.
+    pub fn parse(text: &str) -> Result<Mmap, String> {
+        match text {
+            "on" => Ok(Mmap::On),
+            "off" => Ok(Mmap::Off),
+            "auto" => Ok(Mmap::Auto),
+            _ => Err(format!("expected on, off or auto, got {text:?}")),
+        }
+    }
+}
+
+/// Releases the resident pages of a model file's mappings while llama.cpp
+/// loads it (`--mmap auto`). On a CPU, llama.cpp copies most quantised
+/// weights out of the mapping into repacked buffers (on a GPU, into its
+/// memory), and the pages it read stay resident beside the copy: a mapped
+/// model costs about twice its size. Released, a copied tensor costs its
+/// copy only, and a tensor used in place is paged in again from the page
+/// cache when a decode reads it (docs/performance.md, "Memory").
+#[derive(Clone)]
+pub(crate) struct PageRelease {
+    /// The file as /proc/self/maps names it, and its inode.
+    path: std::path::PathBuf,
+    inode: u64,
+    /// Loading progress at the last release.
+    last: f32,
+}
+
+impl PageRelease {
+    pub fn new(path: &std::path::Path) -> Option<PageRelease> {
+        use std::os::unix::fs::MetadataExt;
+        let path = std::fs::canonicalize(path).ok()?;
+        let inode = std::fs::metadata(&path).ok()?.ino();
+        Some(PageRelease { path, inode, last: -1.0 })
+    }
+
+    /// Called with llama.cpp's loading progress (before each tensor): releases
+    /// the pages read since the last release, every 1/256 of the model.
+    pub fn progress(&mut self, progress: f32) {
+        if progress - self.last >= 1.0 / 256.0 || progress >= 1.0 {
+            self.release();
+            self.last = progress;
+        }
+    }
+
+    /// Drops every resident page of the file's mappings in this process.
+    pub fn release(&self) {
+        let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return };
+        for (start, end) in mappings_of(&maps, &self.path, self.inode) {
+            // SAFETY: [start, end) is a mapping of the model file listed in
+            // this process's own maps. llama.cpp maps it shared and read-only
+            // (and never writes it), so MADV_DONTNEED only unmaps pages whose
+            // content is the file's: a later read faults the same bytes back
+            // from the page cache, and no pointer into the mapping changes.
+            unsafe {
+                libc::madvise(start as *mut c_void, end - start, libc::MADV_DONTNEED);
+            }
+        }
+    }
+}
+
+/// The address ranges of the mappings of the file at `path` (inode `inode`)
+/// in a /proc/PID/maps text.
+fn mappings_of(maps: &str, path: &std::path::Path, inode: u64) -> Vec<(usize, usize)> {
+    maps.lines()
+        .filter_map(|line| {
+            // "start-end perms offset dev inode   /path": the path is the rest after the inode.
+            let mut fields = line.split_ascii_whitespace();
+            let (range, _perms, _offset, _dev, line_inode) =
+                (fields.next()?, fields.next()?, fields.next()?, fields.next()?, fields.next()?);
+            let named = line[line.find('/')?..].trim_end();
+            if line_inode.parse::<u64>().ok()? != inode || std::path::Path::new(named) != path {
+                return None;
+            }
+            let (start, end) = range.split_once('-')?;
+            let (start, end) = (usize::from_str_radix(start, 16).ok()?, usize::from_str_radix(end, 16).ok()?);
+            (end > start).then_some((start, end))
+        })
+        .collect()
+}
+
+/// What a buffer llama.cpp allocated holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BufferUse {
+    /// The model's weights (`CPU_Mapped`: the mapped file; `CPU_REPACK`,
+    /// `AMX`: copies laid out for the CPU's kernels; `CPU`: read into memory).
+    Weights,
+    /// The KV cache.
+    Kv,
+    /// The graph's intermediate tensors.
+    Compute,
+    /// The logits rows a decode returns.
+    Output,
+}
+
+/// One buffer llama.cpp reported, by its buffer type's name.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Buffer {
+    pub name: String,
+    #[serde(rename = "use")]
+    pub holds: BufferUse,
+    pub bytes: u64,
+}
+
+thread_local! {
+    /// The buffer lines llama.cpp logged on this thread since the last [`take_buffers`].
+    static BUFFERS: RefCell<Vec<Buffer>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether llama.cpp's whole log goes to stderr (`MCSCORE_LLAMA_LOG`).
+fn echo_log() -> bool {
+    static ECHO: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ECHO.get_or_init(|| std::env::var_os("MCSCORE_LLAMA_LOG").is_some())
+}
+
+/// llama.cpp's (and ggml's) log callback: keeps the buffer lines, and echoes
+/// everything where `MCSCORE_LLAMA_LOG` is set.
+unsafe extern "C" fn log_callback(_level: llama_cpp_sys_2::ggml_log_level, text: *const c_char, _user: *mut c_void) {
+    if text.is_null() {
+        return;
+    }
+    // SAFETY: llama.cpp passes a NUL-terminated string that lives for the call.
+    let text = unsafe { CStr::from_ptr(text) }.to_string_lossy();
+    if echo_log() {
+        eprint!("{text}");
+    }
+    if let Some(buffer) = parse_buffer_line(&text) {
+        BUFFERS.with(|b| b.borrow_mut().push(buffer));
+    }
+}
+
+/// Routes llama.cpp's log through [`log_callback`]; called once, with the backend.
+pub(crate) fn install_log() {
+    // SAFETY: the callback is a plain function that lives for the process and
+    // takes no user data.
+    unsafe { llama_cpp_sys_2::llama_log_set(Some(log_callback), std::ptr::null_mut()) }
+}
+
+/// The buffers logged on this thread since the last call.
+pub(crate) fn take_buffers() -> Vec<Buffer> {
+    BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()))
+}
+
+/// Reads llama.cpp's `NAME model buffer size = X MiB` lines (and the KV,
+/// compute and output ones).
+fn parse_buffer_line(text: &str) -> Option<Buffer> {
+    let (before, after) = text.split_once(" buffer size = ")?;
+    let mib: f64 = after.split_whitespace().next()?.parse().ok()?;
+    if after.split_whitespace().nth(1) != Some("MiB") || !mib.is_finite() || mib < 0.0 {
+        return None;
+    }
+    let mut words = before.split_whitespace().rev();
+    let holds = match words.next()? {
+        "model" => BufferUse::Weights,
+        "KV" => BufferUse::Kv,
+        "compute" => BufferUse::Compute,
+        "output" => BufferUse::Output,
+        _ => return None,
+    };
+    let name = words.next()?.to_owned();
+    Some(Buffer { name, holds, bytes: (mib * 1024.0 * 1024.0).round() as u64 })
+}
+
+/// The process's resident memory (Linux's `/proc/self/status`), in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Resident {
+    /// Anonymous pages: memory the process allocated.
+    pub anonymous: u64,
+    /// File-backed pages: mapped files (the model, where mapped; the binary).
+    pub file: u64,
+    /// Shared memory.
+    pub shared: u64,
+}
+
+impl Resident {
+    /// The process's resident pages now, where the system says.
+    pub fn now() -> Option<Resident> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        Some(Resident {
+            anonymous: status_kib(&status, "RssAnon:")?,
+            file: status_kib(&status, "RssFile:")?,
+            shared: status_kib(&status, "RssShmem:")?,
+        })
+    }
+
+    pub fn total(&self) -> u64 {
+        self.anonymous + self.file + self.shared
+    }
+
+    /// The larger of two samples, by total.
+    pub fn max(self, other: Resident) -> Resident {
+        if other.total() > self.total() {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+/// Where a run's memory went: `score --timings`, and "memory" in its JSON.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct MemoryReport {
+    /// The model file's size.
+    pub model_file: u64,
+    /// How the weights were read (`--mmap`).
+    pub mmap: Mmap,
+    /// llama.cpp's buffers: the weights', then the last context's.
+    pub buffers: Vec<Buffer>,
+    /// The process's peak resident memory (`VmHWM`).
+    pub peak: Option<u64>,
+    /// The largest of the samples taken after loading and at the end of each
+    /// scoring pass (its context still allocated), split by kind of page.
+    pub largest_sample: Option<Resident>,
+}
+
+impl MemoryReport {
+    /// Bytes of the buffers that hold `what`.
+    pub fn bytes(&self, what: BufferUse) -> u64 {
+        self.buffers.iter().filter(|b| b.holds == what).map(|b| b.bytes).sum()
+    }
+}
+
+/// The process's peak resident memory so far (`VmHWM`), in bytes.
+pub fn peak_resident() -> Option<u64> {
+    status_kib(&std::fs::read_to_string("/proc/self/status").ok()?, "VmHWM:")
+}
+
+fn status_kib(status: &str, key: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    let kib: u64 = line[key.len()..].split_whitespace().next()?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn llama_cpp_buffer_lines_are_read() {
+        let line = |text: &str| parse_buffer_line(text).map(|b| (b.name, b.holds, b.bytes));
+        assert_eq!(
+            line("load_tensors:   CPU_REPACK model buffer size =   180.50 MiB\n"),
+            Some(("CPU_REPACK".into(), BufferUse::Weights, 189_267_968))
+        );
+        assert_eq!(line("llama_kv_cache:        CPU KV buffer size =    24.00 MiB\n"), Some(("CPU".into(), BufferUse::Kv, 25_165_824)));
+        assert_eq!(line("sched_reserve:        CPU compute buffer size =     2.25 MiB\n").map(|b| b.1), Some(BufferUse::Compute));
+        assert_eq!(line("llama_context:        CPU  output buffer size =     1.00 MiB\n").map(|b| b.1), Some(BufferUse::Output));
+        assert_eq!(line("llama_adapter:  CPU LoRA buffer size = 1.00 MiB\n"), None);
+        assert_eq!(line("model buffer size = NaN MiB"), None);
+        assert_eq!(line("load: printing all EOG tokens:\n"), None);
+    }
+
+    #[test]
+    fn the_model_file_is_found_in_the_maps() {
+        let maps = "7f0000000000-7f0000400000 r--s 00000000 fd:01 1234 /models/a model.gguf\n\
+                    7f0000400000-7f0000800000 r--s 00400000 fd:01 1234 /models/a model.gguf\n\
+                    7f0000800000-7f0000900000 r--s 00000000 fd:01 99 /models/a model.gguf\n\
+                    7f0000900000-7f0000a00000 r--s 00000000 fd:01 1234 /models/other.gguf\n\
+                    7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0  [stack]\n";
+        let path = std::path::Path::new("/models/a model.gguf");
+        assert_eq!(mappings_of(maps, path, 1234), [(0x7f0000000000, 0x7f0000400000), (0x7f0000400000, 0x7f0000800000)]);
+        assert!(mappings_of(maps, path, 7).is_empty());
+    }
+
+    #[test]
+    fn this_process_has_resident_memory() {
+        let now = Resident::now().unwrap();
+        assert!(now.anonymous > 0 && now.file > 0);
+        // The peak never falls, so read after the sample it is at least that sample.
+        assert!(peak_resident().unwrap() >= now.total());
+    }
+}
