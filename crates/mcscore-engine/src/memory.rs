@@ -133,6 +133,10 @@ thread_local! {
     static BUFFERS: RefCell<Vec<Buffer>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Buffer lines kept per thread between two [`take_buffers`]: a model load
+/// and a context log a dozen.
+const MAX_KEPT: usize = 256;
+
 /// Whether llama.cpp's whole log goes to stderr (`MCSCORE_LLAMA_LOG`).
 fn echo_log() -> bool {
     static ECHO: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -151,7 +155,15 @@ unsafe extern "C" fn log_callback(_level: llama_cpp_sys_2::ggml_log_level, text:
         eprint!("{text}");
     }
     if let Some(buffer) = parse_buffer_line(&text) {
-        BUFFERS.with(|b| b.borrow_mut().push(buffer));
+        BUFFERS.with(|b| {
+            let mut buffers = b.borrow_mut();
+            // A thread that creates contexts and never asks (a server's
+            // worker) keeps only its latest lines.
+            if buffers.len() >= MAX_KEPT {
+                buffers.clear();
+            }
+            buffers.push(buffer)
+        });
     }
 }
 
