@@ -13,7 +13,13 @@ const MAX_BATCH: i64 = 1 << 24;
 /// micro-batches of this many tokens.
 const MIN_BATCH: i64 = mcscore_engine::MICRO_BATCH as i64;
 
+/// The help section of llama.cpp's flags, with the multi-letter short forms
+/// (rewritten before clap parses, so clap cannot list them by each flag).
+const LLAMA_HEADING: &str =
+    "llama.cpp's flags (--parallel, --ubatch-size, --threads-batch, --n-gpu-layers, --flash-attn also as -np, -ub, -tb, -ngl, -fa)";
+
 #[derive(clap::Args)]
+#[command(next_help_heading = LLAMA_HEADING)]
 pub(crate) struct EngineArgs {
     /// Context per sequence, as llama.cpp's -c: -np × -c is the longest task
     /// allowed, as in llama-perplexity; or `auto`: any task. The KV cache
@@ -31,6 +37,7 @@ pub(crate) struct EngineArgs {
 /// The flags that say how llama.cpp computes (-b, -ub, -t, -tb, -ngl, -fa),
 /// shared by the scoring commands and `serve`.
 #[derive(clap::Args)]
+#[command(next_help_heading = LLAMA_HEADING)]
 pub(crate) struct ComputeArgs {
     /// Tokens one KV-cache fill decodes at most (-b), 60 to 16,777,216: the tasks
     /// of a fill share their common tokens. Every fill is decoded in micro-batches

@@ -15,6 +15,24 @@ use crate::Outcome;
 /// intervals, behaviour rates and calibration, for one or more models' logs
 /// of the same dataset (checked by its sha256). With several models, each
 /// scheme's ranking and its Spearman correlation with NR's (± bootstrap SE).
+///
+/// The schemes, each a rule applied to the option probabilities p (k options):
+///
+/// - NR (number right): the argmax; 1 right, 0 wrong.
+///
+/// - NM (negative marking): the argmax if p_max > τ, else abstain; +1 right, −1/(k−1) wrong.
+///
+/// - Elim (elimination): options with p < ε eliminated; the share of distractors eliminated, 0 if the key is.
+///
+/// - Elim-NM: the same, less k−1 if the key is eliminated, over k−1.
+///
+/// - CBM (confidence-based marking): confidence 1, 2 or 3 from p_max; right +1/+2/+3, wrong 0/−2/−6.
+///
+/// - PPA (probability allocation): 1 − Brier/2.
+///
+/// - AUC: options attempted in descending p; (k − the key's rank)/(k − 1).
+///
+/// docs/methods.md has their sources.
 #[derive(clap::Args)]
 pub(crate) struct Args {
     /// --log-samples files written by `mcscore score`, one per model or setting.

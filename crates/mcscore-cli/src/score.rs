@@ -156,12 +156,15 @@ impl Args {
 /// llama-perplexity's default `--hellaswag-tasks`.
 const HELLASWAG_TASKS: usize = 400;
 
-/// A progress bar over tasks on stderr (hidden when stderr is not a terminal).
-pub(crate) fn task_progress(len: usize, done: usize, message: &'static str) -> ProgressBar {
+/// A progress bar over `unit`s (tasks, or a sweep's prompts) on stderr
+/// (hidden when stderr is not a terminal).
+fn progress_bar(len: usize, done: usize, unit: &str, message: &'static str) -> ProgressBar {
     let progress = ProgressBar::new(len as u64).with_position(done as u64).with_message(message);
     progress.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} tasks ({per_sec}, eta {eta}) {msg}")
-            .expect("valid template"),
+        ProgressStyle::with_template(&format!(
+            "{{spinner}} [{{elapsed_precise}}] {{bar:40}} {{pos}}/{{len}} {unit} ({{per_sec}}, eta {{eta}}) {{msg}}"
+        ))
+        .expect("valid template"),
     );
     progress
 }
@@ -224,12 +227,12 @@ pub(crate) fn cancel_on_ctrl_c() -> anyhow::Result<Cancel> {
 
 impl Progress for Shown {
     fn start(&mut self, phase: Phase, total: usize, done: usize) {
-        let message = match phase {
-            Phase::Unconditional => "--pmi: options after \"Answer:\"",
-            Phase::Prompts => "prompts",
-            Phase::Scoring => "",
+        let (unit, message) = match phase {
+            Phase::Unconditional => ("tasks", "--pmi: options after \"Answer:\""),
+            Phase::Prompts => ("prompts", ""),
+            Phase::Scoring => ("tasks", ""),
         };
-        self.bar = Some(task_progress(total, done, message));
+        self.bar = Some(progress_bar(total, done, unit, message));
     }
 
     fn tick(&mut self, _phase: Phase) {

@@ -351,20 +351,9 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
             )
             .map_err(crate::stdout_error)?;
         }
-        let s = &m.accuracy_across_formats;
-        writeln!(
-            out,
-            "  accuracy across formats: mean {:.2}, std {:.2}, min {:.2} ({}), max {:.2} ({})",
-            s.mean, s.std, s.min, s.min_format, s.max, s.max_format
-        )
-        .map_err(crate::stdout_error)?;
+        writeln!(out, "  {}", spread_line("accuracy", &m.accuracy_across_formats)).map_err(crate::stdout_error)?;
         if let Some(s) = &m.circular_accuracy_across_formats {
-            writeln!(
-                out,
-                "  circular accuracy across formats: mean {:.2}, std {:.2}, min {:.2} ({}), max {:.2} ({})",
-                s.mean, s.std, s.min, s.min_format, s.max, s.max_format
-            )
-            .map_err(crate::stdout_error)?;
+            writeln!(out, "  {}", spread_line("circular accuracy", s)).map_err(crate::stdout_error)?;
         }
         if let (Some(alpha), Some(first)) = (report.pride_alpha, m.formats.first().and_then(|f| f.pride.as_ref())) {
             writeln!(
@@ -425,4 +414,17 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// One line of a metric's spread across formats; where every format has the
+/// same value, no format is named as the least or the most.
+fn spread_line(metric: &str, s: &mcscore_eval::sweep::Spread) -> String {
+    if s.min == s.max {
+        format!("{metric} across formats: {:.2} in every format", s.min)
+    } else {
+        format!(
+            "{metric} across formats: mean {:.2}, std {:.2}, min {:.2} ({}), max {:.2} ({})",
+            s.mean, s.std, s.min, s.min_format, s.max, s.max_format
+        )
+    }
 }

@@ -316,9 +316,9 @@ fn inputs_are_identified_by_content_and_a_refusal_names_the_field() {
     // Another setting is refused, naming it.
     std::fs::write(&log, &head).unwrap();
     let out = resume(&log, path_str(&copy), "10", &["-fa", "off"]);
-    fails_with(&out, 1, &["cannot resume", "another settings", "fa=Off"]);
+    fails_with(&out, 1, &["cannot resume", "with other settings", "fa=Off"]);
     let out = resume(&log, &reference("edge/mc_small8.bin"), "10", &[]);
-    fails_with(&out, 1, &["cannot resume", "another file_sha256"]);
+    fails_with(&out, 1, &["cannot resume", "with other file_sha256"]);
 }
 
 #[test]

@@ -39,7 +39,7 @@ pub enum LogError {
     #[error("{}: the sample log exists; resume it, or remove it to start again", path.display())]
     Exists { path: PathBuf },
 
-    #[error("{}: cannot resume: the log was written for another {field}\n  log: {log}\n  now: {now}", path.display())]
+    #[error("{}: cannot resume: the log was written with other {field}\n  log: {log}\n  now: {now}", path.display())]
     ResumeMismatch { path: PathBuf, field: &'static str, log: String, now: String },
 
     #[error("{}: another process is writing this file (it holds the file's lock); wait for it to end, or stop it", path.display())]
