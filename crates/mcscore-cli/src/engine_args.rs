@@ -78,9 +78,20 @@ pub(crate) struct ComputeArgs {
 }
 
 impl EngineArgs {
-    /// The settings to score with.
+    /// The settings to score with. Says so where `-c` and `-np` allow longer
+    /// tasks than their product, as llama-perplexity's rule makes them.
     pub(crate) fn settings(&self) -> Result<Settings, UsageError> {
-        self.compute.settings(self.ctx_size, self.parallel)
+        let settings = self.compute.settings(self.ctx_size, self.parallel)?;
+        if let (ContextSize::PerSequence(c), Some(limit)) = (self.ctx_size, settings.task_limit()) {
+            let np = self.parallel.unwrap_or(4);
+            if limit != np as usize * c as usize {
+                eprintln!(
+                    "mcscore: note: tasks may be up to {limit} tokens long: -np {np} × -c {c}, with -np raised to at least 4 and the \
+                     product rounded up to a multiple of 256, as llama-perplexity does"
+                );
+            }
+        }
+        Ok(settings)
     }
 
     pub(crate) fn refuse_removed(&self) -> Result<(), UsageError> {

@@ -69,6 +69,11 @@ fn wider_tasks_than_np_do_not_stop_the_run() {
     assert!(out.status.success(), "{}", stderr(&out));
     let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(json["tasks"], 12);
+    assert!(!stderr(&out).contains("note: tasks may be up to"), "4 × 512 is the limit: {}", stderr(&out));
+    // A limit that llama-perplexity's rule raises is said.
+    let out = run(&["score", "-m", &model(), "-bf", &file, "-c", "100", "-np", "2", "--multiple-choice-tasks", "2", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("note: tasks may be up to 512 tokens long: -np 2 × -c 100"), "{}", stderr(&out));
 }
 
 #[test]

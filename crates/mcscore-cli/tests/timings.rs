@@ -83,11 +83,12 @@ fn the_weights_mapped_or_read_give_the_same_scores() {
         assert!(names(mapped).contains(&"CPU_Mapped".to_owned()), "{mapped}");
     }
     assert!(!names(&off).contains(&"CPU_Mapped".to_owned()), "{off}");
-    // Read into memory, the weights' buffers hold the model once (the file's
-    // metadata and vocabulary aside).
+    // Read into memory, the weights' buffers hold the model once: the file
+    // less its metadata and vocabulary, or a little more where AMX's
+    // layouts pad the weights they take.
     let file_bytes = off["model_file"].as_u64().unwrap();
     let weights: u64 = buffers(&off, "weights").iter().map(|b| b.1).sum();
-    assert!(weights <= file_bytes && weights * 10 >= file_bytes * 9, "weights {weights} of a {file_bytes}-byte file: {off}");
+    assert!(weights * 4 <= file_bytes * 5 && weights * 10 >= file_bytes * 9, "weights {weights} of a {file_bytes}-byte file: {off}");
     for holds in ["kv", "compute"] {
         assert!(!buffers(&off, holds).is_empty(), "no {holds} buffer: {off}");
     }

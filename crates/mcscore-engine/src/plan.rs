@@ -110,6 +110,19 @@ impl Settings {
         }
     }
 
+    /// The longest task `-c` and `-np` allow, as llama-perplexity computes
+    /// it: `-np` raised to at least 4, `np × c` rounded up to 256 tokens;
+    /// `None` for `-c auto` (any task).
+    pub fn task_limit(&self) -> Option<usize> {
+        match self.context {
+            ContextSize::PerSequence(c) => {
+                let np = self.parallel.unwrap_or(4).max(4) as usize;
+                Some(round_up(np * c as usize, 256))
+            }
+            ContextSize::Auto => None,
+        }
+    }
+
     /// Tokens one fill may hold: `-b`, never below a micro-batch.
     pub(crate) fn fill_budget(&self) -> usize {
         self.n_batch.max(MICRO_BATCH) as usize
@@ -184,14 +197,7 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
         return Err(EngineError::TooManySequences { widest, max: max_leaves });
     }
     let budget = settings.fill_budget();
-    let limit = match settings.context {
-        // llama-perplexity forces -np to at least 4 and rounds the context up to 256.
-        ContextSize::PerSequence(c) => {
-            let np = settings.parallel.unwrap_or(4).max(4) as usize;
-            round_up(np * c as usize, 256)
-        }
-        ContextSize::Auto => round_up(longest.max(budget), 256),
-    };
+    let limit = settings.task_limit().unwrap_or_else(|| round_up(longest.max(budget), 256));
     if limit > u32::MAX as usize {
         return Err(EngineError::ContextOverflow { n_ctx: limit as u64 });
     }
@@ -370,6 +376,15 @@ mod tests {
                 t
             })
             .collect()
+    }
+
+    #[test]
+    fn the_task_limit_is_llama_perplexitys() {
+        let limit = |c, np| settings(c, np).task_limit();
+        assert_eq!(limit(ContextSize::PerSequence(512), Some(16)), Some(8192));
+        assert_eq!(limit(ContextSize::PerSequence(100), Some(2)), Some(512), "-np raised to 4, 400 rounded up to 512");
+        assert_eq!(limit(ContextSize::PerSequence(100), None), Some(512));
+        assert_eq!(limit(ContextSize::Auto, Some(16)), None);
     }
 
     #[test]
