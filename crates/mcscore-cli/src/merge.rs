@@ -76,6 +76,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             "shards": merged.shards,
             "mode": header.kind().flag().trim_start_matches('-'),
             "selection": header.selection,
+            "limit": header.limit,
             "settings": header.settings,
             "metrics": metrics_json(&merged.records),
             "chance": baselines.chance,
@@ -84,7 +85,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         }))?;
     } else if args.output == Format::Llama {
         let kind = header.kind();
-        out!("{}", llama_preamble(kind, merged.file_tasks, n, n < merged.file_tasks))?;
+        out!("{}", llama_preamble(kind, merged.file_tasks, n, header.limit.is_none() && n < merged.file_tasks))?;
         let mut shown = Shown::llama(kind);
         for (i, record) in merged.records.iter().enumerate() {
             shown.llama_line(kind, record, i + 1)?;

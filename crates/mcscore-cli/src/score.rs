@@ -76,6 +76,13 @@ pub(crate) struct Args {
     /// default), or N at or above the task count, scores every task in file order.
     #[arg(long, value_name = "N", requires = "winogrande")]
     winogrande_tasks: Option<usize>,
+    /// Score the file's first N tasks, in file order (lm-evaluation-harness's
+    /// --limit), in any mode; all of them where the file has no more. Not with
+    /// --multiple-choice-tasks, --hellaswag-tasks or --winogrande-tasks, which are
+    /// llama-perplexity's random picks of N.
+    #[arg(long, value_name = "N", conflicts_with_all = ["multiple_choice_tasks", "hellaswag_tasks", "winogrande_tasks"],
+          value_parser = clap::value_parser!(usize))]
+    limit: Option<usize>,
     #[command(flatten)]
     engine: EngineArgs,
     #[command(flatten)]
@@ -143,8 +150,12 @@ impl Args {
         }
     }
 
-    /// The subset flag of the mode, and its value (HellaSwag's default is llama-perplexity's 400).
+    /// The subset flag of the mode, and its value (HellaSwag's default is
+    /// llama-perplexity's 400); none with --limit.
     fn subset(&self) -> (&'static str, Option<usize>) {
+        if self.limit.is_some() {
+            return ("--limit", None);
+        }
         match self.kind() {
             TaskKind::MultipleChoice => ("--multiple-choice-tasks", self.multiple_choice_tasks),
             TaskKind::HellaSwag => ("--hellaswag-tasks", Some(self.hellaswag_tasks.unwrap_or(HELLASWAG_TASKS))),
@@ -174,7 +185,10 @@ pub(crate) fn note_selection(selection: Selection, n_tasks: usize, flag: &str) {
     match selection {
         Selection::AllForZero => eprintln!("mcscore: {flag} 0: scoring all {n_tasks} tasks, as llama-perplexity does"),
         Selection::AllForMore { asked } => eprintln!("mcscore: {flag} {asked}: the file has {n_tasks} tasks; scoring all of them"),
-        Selection::All | Selection::Subset(_) => {}
+        Selection::First(limit) if limit > n_tasks => {
+            eprintln!("mcscore: --limit {limit}: the file has {n_tasks} tasks; scoring all of them")
+        }
+        Selection::All | Selection::Subset(_) | Selection::First(_) => {}
     }
 }
 
@@ -467,6 +481,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     spec.kind = kind;
     spec.lenient = args.lenient;
     spec.subset = subset;
+    spec.limit = args.limit;
     spec.pmi = args.pmi;
     spec.settings = settings.clone();
     spec.log = args.log_samples.clone();
@@ -502,7 +517,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let llama = (args.output == OutputFormat::Llama && !args.json).then_some(kind);
     let mut shown = Shown { bar: None, llama, hits: 0 };
     if let Some(kind) = llama {
-        out!("{}", llama_preamble(kind, job.file_tasks(), job.tasks(), job.tasks() < job.file_tasks()))?;
+        let picked = matches!(job.selection(), Selection::Subset(_)) && job.tasks() < job.file_tasks();
+        out!("{}", llama_preamble(kind, job.file_tasks(), job.tasks(), picked))?;
         for (i, record) in job.kept().iter().enumerate() {
             shown.llama_line(kind, record, i + 1)?;
         }
@@ -558,6 +574,7 @@ fn print_results(
             "tasks": n,
             "mode": args.kind().flag().trim_start_matches('-'),
             "selection": args.subset().1,
+            "limit": args.limit,
             "lenient": args.lenient,
             "chat": outcome.header.chat,
             "settings": settings,

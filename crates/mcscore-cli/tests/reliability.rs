@@ -95,6 +95,52 @@ fn zero_tasks_means_all_and_too_many_says_so() {
     assert_eq!(json(&out)["tasks"], all["tasks"]);
 }
 
+/// `--limit N`: the file's first N tasks in file order, in every mode; part
+/// of a run's identity; not with llama-perplexity's random picks.
+#[test]
+fn a_limit_scores_the_first_tasks_in_file_order() {
+    let dir = tempdir();
+    let file = reference("mc_text5.bin");
+    let score = |name: &str, extra: &[&str]| {
+        let log = dir.path().join(name);
+        let mut args = vec!["score", "-m", model_leak(), "-bf", &file, "--json", "--log-samples", path_str(&log)];
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        (out, log)
+    };
+    let (out, limited) = score("limited.jsonl", &["--limit", "7"]);
+    assert_eq!((json(&out)["tasks"].clone(), json(&out)["limit"].clone()), (7.into(), 7.into()));
+    assert_eq!(log_header(&limited)["limit"], 7);
+    let tasks = log_tasks(&limited);
+    assert_eq!(tasks.iter().map(|t| t["task"].as_u64().unwrap()).collect::<Vec<_>>(), (0..7).collect::<Vec<_>>());
+    // The same lines as the whole file's first seven (batch-invariant scores).
+    let (_, all) = score("all.jsonl", &["--multiple-choice-tasks", "0"]);
+    assert_eq!(tasks, log_tasks(&all)[..7]);
+    // Another limit is another run, even where it selects the same tasks.
+    let small = reference("edge/mc_small8.bin");
+    let log = dir.path().join("small.jsonl");
+    let small_run = |limit: &str, extra: &[&str]| {
+        let mut args = vec!["score", "-m", model_leak(), "-bf", &small, "--limit", limit, "--log-samples", path_str(&log)];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    assert!(small_run("100", &[]).status.success());
+    let text = std::fs::read_to_string(&log).unwrap();
+    std::fs::write(&log, text.lines().take(3).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    fails_with(&small_run("200", &["--resume"]), 1, &["cannot resume", "with other limit", "Some(100)", "Some(200)"]);
+    // Not with a random pick; more than the file has scores it all, saying so.
+    let (out, _) = score("both.jsonl", &["--limit", "3", "--multiple-choice-tasks", "3"]);
+    fails_with(&out, 2, &["--limit", "--multiple-choice-tasks"]);
+    let (out, _) = score("more.jsonl", &["--limit", "100000"]);
+    assert!(stderr(&out).contains("--limit 100000: the file has"), "{}", stderr(&out));
+    // HellaSwag's first tasks, not its shuffled order or its default 400.
+    let hellaswag = hellaswag_file(dir.path());
+    let log = dir.path().join("hellaswag.jsonl");
+    let out = run(&["score", "-m", &model(), "-f", path_str(&hellaswag), "--hellaswag", "--limit", "3", "--log-samples", path_str(&log)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(log_tasks(&log).iter().map(|t| t["task"].as_u64().unwrap()).collect::<Vec<_>>(), [0, 1, 2]);
+}
+
 #[test]
 fn more_threads_than_cores_are_capped_with_a_warning() {
     let out = run(&["score", "-m", &model(), "-bf", &reference("edge/mc_small8.bin"), "-t", "1000", "--json"]);

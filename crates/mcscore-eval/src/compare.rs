@@ -620,6 +620,7 @@ pub(crate) mod tests {
             file_bytes: 0,
             tasks: 4,
             selection: None,
+            limit: None,
             settings: "fa=Auto batch=micro60-out12".into(),
             shard: None,
             sequential: None,

@@ -143,6 +143,9 @@ pub enum EvalError {
     #[error("{}: a job with its own task order takes no subset, shard or acc_pmi pass", path.display())]
     OrderedWith { path: PathBuf },
 
+    #[error("{}: a limit (the first N tasks) and a subset (llama-perplexity's pick of N) cannot be combined", path.display())]
+    LimitWithSubset { path: PathBuf },
+
     #[error("{}: not an order of the file's tasks: {why}", path.display())]
     NotAnOrder { path: PathBuf, why: String },
 

@@ -33,6 +33,8 @@ pub struct ScoreSpec {
     pub lenient: bool,
     /// Score this many tasks, picked as llama-perplexity picks them for `kind`.
     pub subset: Option<usize>,
+    /// Score the file's first this many tasks, in file order (not with `subset`).
+    pub limit: Option<usize>,
     /// Also score every option after [`UNCONDITIONAL_CONTEXT`] alone.
     pub pmi: bool,
     pub settings: Settings,
@@ -66,6 +68,7 @@ impl ScoreSpec {
             model: model.into(),
             lenient: false,
             subset: None,
+            limit: None,
             pmi: false,
             settings: Settings::default(),
             log: None,
@@ -101,6 +104,14 @@ pub enum Selection {
     AllForMore { asked: usize },
     /// llama-perplexity's pick of this many tasks, in its order.
     Subset(usize),
+    /// The file's first tasks, this many, in file order (`--limit`; all of
+    /// them where the file has no more).
+    First(usize),
+}
+
+/// The file's first `limit` tasks of `n_tasks`, in file order.
+pub fn first(limit: usize, n_tasks: usize) -> (Selection, Vec<usize>) {
+    (Selection::First(limit), (0..limit.min(n_tasks)).collect())
 }
 
 /// The task indices `requested` selects from `n_tasks` for `kind`, and which rule applied.
@@ -314,8 +325,11 @@ impl<'e> ScoreJob<'e> {
         if spec.pmi && spec.kind == TaskKind::Winogrande {
             return Err(EvalError::PmiWinogrande { path: path.to_owned() });
         }
-        if spec.ordered.is_some() && (spec.subset.is_some() || spec.shard.is_some() || spec.pmi) {
+        if spec.ordered.is_some() && (spec.subset.is_some() || spec.limit.is_some() || spec.shard.is_some() || spec.pmi) {
             return Err(EvalError::OrderedWith { path: path.to_owned() });
+        }
+        if spec.limit.is_some() && spec.subset.is_some() {
+            return Err(EvalError::LimitWithSubset { path: path.to_owned() });
         }
         let input = Input::open(path, spec.kind, spec.lenient)?;
         let all_tasks = input.tasks(path)?;
@@ -331,7 +345,10 @@ impl<'e> ScoreJob<'e> {
                 check_order(&ordered.order, all_tasks.len()).map_err(|why| EvalError::NotAnOrder { path: path.to_owned(), why })?;
                 (Selection::All, ordered.order.clone())
             }
-            None => select(spec.kind, spec.subset, all_tasks.len()),
+            None => match spec.limit {
+                Some(limit) => first(limit, all_tasks.len()),
+                None => select(spec.kind, spec.subset, all_tasks.len()),
+            },
         };
         let mut selected: Vec<(usize, Task<'_>)> = order.iter().map(|&i| (i, all_tasks[i].clone())).collect();
         let settings = &spec.settings;
@@ -411,6 +428,7 @@ impl<'e> ScoreJob<'e> {
             file_bytes: input.bytes().len() as u64,
             tasks: prepared.len(),
             selection: spec.subset,
+            limit: spec.limit,
             settings: settings.fingerprint()
                 + match spec.kind {
                     TaskKind::MultipleChoice => "",

@@ -27,6 +27,7 @@ fn header(tasks: usize, model: &str) -> Header {
         file_bytes: 2,
         tasks,
         selection: None,
+        limit: None,
         settings: "c=auto".into(),
         shard: None,
         sequential: None,

@@ -230,6 +230,9 @@ pub struct Header {
     pub tasks: usize,
     /// `--multiple-choice-tasks`, if a subset was scored.
     pub selection: Option<usize>,
+    /// `--limit`, if the file's first tasks were scored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
     pub settings: String,
     /// Set in the log of one shard of a run (`--shard K/N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -342,6 +345,7 @@ impl Header {
             ("file_bytes", self.file_bytes.to_string(), now.file_bytes.to_string()),
             ("tasks", self.tasks.to_string(), now.tasks.to_string()),
             ("selection", format!("{:?}", self.selection), format!("{:?}", now.selection)),
+            ("limit", format!("{:?}", self.limit), format!("{:?}", now.limit)),
             ("settings", self.settings.clone(), now.settings.clone()),
             ("sequential comparison", describe_sequential(self), describe_sequential(now)),
             ("mcscore", self.mcscore.clone(), now.mcscore.clone()),
@@ -865,6 +869,7 @@ mod tests {
             file_bytes: 1,
             tasks: 3,
             selection: None,
+            limit: None,
             settings: "c=auto".into(),
             shard: None,
             sequential: sequential.then(|| Sequential {
