@@ -19,16 +19,15 @@ const LLAMA_HEADING: &str =
     "llama.cpp's flags (--parallel, --ubatch-size, --threads-batch, --n-gpu-layers, --flash-attn also as -np, -ub, -tb, -ngl, -fa)";
 
 #[derive(clap::Args)]
-#[command(next_help_heading = LLAMA_HEADING)]
 pub(crate) struct EngineArgs {
     /// Context per sequence, as llama.cpp's -c: -np × -c is the longest task
     /// allowed, as in llama-perplexity; or `auto`: any task. The KV cache
     /// allocated is what the fills need (a fill of -b tokens, or the longest task, and up to 59 of padding).
-    #[arg(short = 'c', long = "ctx-size", value_name = "N|auto", default_value = "auto", value_parser = parse_context)]
+    #[arg(help_heading = LLAMA_HEADING, short = 'c', long = "ctx-size", value_name = "N|auto", default_value = "auto", value_parser = parse_context)]
     ctx_size: ContextSize,
     /// Parallel sequences (-np): with -c, the limit is np × c. Sequences per decode
     /// follow from the data, so a task wider than -np does not stop the run.
-    #[arg(long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    #[arg(help_heading = LLAMA_HEADING, long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
     parallel: Option<u32>,
     #[command(flatten)]
     compute: ComputeArgs,
@@ -37,32 +36,31 @@ pub(crate) struct EngineArgs {
 /// The flags that say how llama.cpp computes (-b, -ub, -t, -tb, -ngl, -fa),
 /// shared by the scoring commands and `serve`.
 #[derive(clap::Args)]
-#[command(next_help_heading = LLAMA_HEADING)]
 pub(crate) struct ComputeArgs {
     /// Tokens one KV-cache fill decodes at most (-b), 60 to 16,777,216: the tasks
     /// of a fill share their common tokens. Every fill is decoded in micro-batches
     /// of exactly 60 tokens, the last one padded (the batch rule: a task's scores
     /// never depend on what it is batched with), so -b changes speed and memory,
     /// never a score.
-    #[arg(short = 'b', long = "batch-size", value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(MIN_BATCH..=MAX_BATCH))]
+    #[arg(help_heading = LLAMA_HEADING, short = 'b', long = "batch-size", value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(MIN_BATCH..=MAX_BATCH))]
     batch_size: u32,
     /// Accepted as llama.cpp's micro-batch size (-ub), 1 to 16,777,216, and
     /// changes nothing: micro-batches are always 60 tokens (see -b).
-    #[arg(long = "ubatch-size", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=MAX_BATCH))]
+    #[arg(help_heading = LLAMA_HEADING, long = "ubatch-size", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=MAX_BATCH))]
     // Read by no one: pipelines written for llama.cpp pass it.
     #[allow(dead_code)]
     ubatch_size: u32,
     /// Threads (-t); default and maximum: the number of cores.
-    #[arg(short = 't', long = "threads", value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
+    #[arg(help_heading = LLAMA_HEADING, short = 't', long = "threads", value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
     threads: Option<i32>,
     /// Threads for batch processing (-tb); default: --threads.
-    #[arg(long = "threads-batch", value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
+    #[arg(help_heading = LLAMA_HEADING, long = "threads-batch", value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
     threads_batch: Option<i32>,
     /// Layers to offload to the GPU (-ngl), where a GPU backend is compiled in.
-    #[arg(long = "n-gpu-layers", visible_alias = "gpu-layers", value_name = "N", default_value_t = 999)]
+    #[arg(help_heading = LLAMA_HEADING, long = "n-gpu-layers", visible_alias = "gpu-layers", value_name = "N", default_value_t = 999)]
     n_gpu_layers: u32,
     /// Flash attention (-fa), as llama.cpp: on, off, or auto (on where supported).
-    #[arg(long = "flash-attn", value_name = "on|off|auto", default_value = "auto", value_parser = parse_flash_attention)]
+    #[arg(help_heading = LLAMA_HEADING, long = "flash-attn", value_name = "on|off|auto", default_value = "auto", value_parser = parse_flash_attention)]
     flash_attn: FlashAttention,
     /// How the weights are read: auto (mapped, and the pages llama.cpp copies
     /// out of the mapping released as it loads), on (mapped, every page read
@@ -70,7 +68,8 @@ pub(crate) struct ComputeArgs {
     /// llama.cpp copies most quantised weights into repacked buffers, so with
     /// `on` a model takes about twice its file's size; never changes a score
     /// (docs/performance.md, "Memory").
-    #[arg(long = "mmap", value_name = "on|off|auto", default_value = "auto", value_parser = Mmap::parse)]
+    #[arg(help_heading = LLAMA_HEADING, long = "mmap", value_name = "on|off|auto", default_value = "auto", value_parser = Mmap::parse,
+          overrides_with = "mmap")]
     mmap: Mmap,
     /// Removed: every run is batch-invariant now.
     #[arg(long, hide = true)]

@@ -313,10 +313,11 @@ fn print_memory(m: &mcscore_engine::MemoryReport) {
             mb(peak),
             peak as f64 / file,
             mb(m.model_file),
-            match m.mmap {
-                mcscore_engine::Mmap::On => "mapped, --mmap on",
-                mcscore_engine::Mmap::Off => "read into memory, --mmap off",
-                mcscore_engine::Mmap::Auto => "mapped, pages released as they were copied, --mmap auto",
+            match (m.mmap, m.pages_released) {
+                (mcscore_engine::Mmap::On, _) => "mapped, --mmap on",
+                (mcscore_engine::Mmap::Off, _) => "read into memory, --mmap off",
+                (mcscore_engine::Mmap::Auto, true) => "mapped, pages released as they were copied, --mmap auto",
+                (mcscore_engine::Mmap::Auto, false) => "--mmap auto, but no mapping of the file was found to release",
             }
         ),
         None => eprintln!("memory: peak RSS not known here (no /proc/self/status); model file {:.0} MB:", mb(m.model_file)),

@@ -83,12 +83,16 @@ fn the_weights_mapped_or_read_give_the_same_scores() {
         assert!(names(mapped).contains(&"CPU_Mapped".to_owned()), "{mapped}");
     }
     assert!(!names(&off).contains(&"CPU_Mapped".to_owned()), "{off}");
-    // Read into memory, the weights' buffers hold the model once: the file
-    // less its metadata and vocabulary, or a little more where AMX's
-    // layouts pad the weights they take.
+    // The copies llama.cpp makes (repacked, or AMX's layouts) are the same
+    // whichever way the file is read; what it reads in place is the mapped
+    // range (on) or as much read into memory (off), within the file.
     let file_bytes = off["model_file"].as_u64().unwrap();
-    let weights: u64 = buffers(&off, "weights").iter().map(|b| b.1).sum();
-    assert!(weights * 4 <= file_bytes * 5 && weights * 10 >= file_bytes * 9, "weights {weights} of a {file_bytes}-byte file: {off}");
+    let copies = |m: &Value| -> u64 { buffers(m, "weights").iter().filter(|b| b.0 != "CPU" && b.0 != "CPU_Mapped").map(|b| b.1).sum() };
+    let in_place = |m: &Value, name: &str| -> u64 { buffers(m, "weights").iter().filter(|b| b.0 == name).map(|b| b.1).sum() };
+    assert_eq!(copies(&on), copies(&off), "{on} {off}");
+    assert!(in_place(&off, "CPU") <= in_place(&on, "CPU_Mapped") && in_place(&on, "CPU_Mapped") <= file_bytes, "{on} {off}");
+    assert!(in_place(&off, "CPU") > 0, "{off}");
+    assert_eq!(auto["pages_released"], true, "{auto}");
     for holds in ["kv", "compute"] {
         assert!(!buffers(&off, holds).is_empty(), "no {holds} buffer: {off}");
     }
@@ -115,7 +119,13 @@ fn repacked_weights_take_one_copy_by_default() {
     assert_eq!(auto_tasks, off_tasks, "reading the weights into memory changed a score");
     let repacked: u64 = buffers(&off, "weights").iter().filter(|b| b.0 != "CPU").map(|b| b.1).sum();
     let file_bytes = off["model_file"].as_u64().unwrap();
-    assert!(repacked > file_bytes / 2, "most of a Q4_0 model is repacked on x86-64: {off}");
+    if repacked == 0 {
+        // No AVX2, AVX-512, AMX or NEON kernels here: nothing is copied, so
+        // every mode holds one copy; the test above covers the scores.
+        eprintln!("this CPU repacks no Q4_0 weights: skipped ({off})");
+        return;
+    }
+    assert!(repacked > file_bytes / 2, "most of a Q4_0 model is repacked where it is repacked: {off}");
     let peak = |m: &Value| m["peak"].as_u64().unwrap();
     assert!(peak(&auto) + repacked / 2 < peak(&on), "peak RSS {} by default against {} mapped: {auto} {on}", peak(&auto), peak(&on));
     assert!(

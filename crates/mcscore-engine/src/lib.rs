@@ -182,15 +182,30 @@ fn backend() -> Result<&'static LlamaBackend, EngineError> {
 /// A loaded model, ready to score.
 pub struct Engine {
     backend: &'static LlamaBackend,
-    model: LlamaModel,
+    /// Freed in [`Drop`], under the mappings lock (see `memory::PageRelease`).
+    model: std::mem::ManuallyDrop<LlamaModel>,
     path: PathBuf,
     /// Size and modification time at load: llama.cpp maps the file, so a
     /// model rewritten under a run changes its scores (or crashes it).
     stamp: (u64, Option<std::time::SystemTime>),
-    /// How the weights were read.
+    /// How the weights were read, and whether `--mmap auto` found the
+    /// file's mappings to release.
     mmap: Mmap,
+    pages_released: bool,
     /// The buffers llama.cpp allocated for the weights.
     weights: Vec<Buffer>,
+}
+
+impl Drop for Engine {
+    /// llama.cpp unmaps the model file as it frees the model: under the
+    /// mappings lock, so that no release on another thread advises on an
+    /// address range that stops being the file's.
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        let _mappings = memory::mappings_lock();
+        // SAFETY: the model is dropped once, here, and never used after.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.model) }
+    }
 }
 
 fn stamp(path: &Path) -> std::io::Result<(u64, Option<std::time::SystemTime>)> {
@@ -228,7 +243,11 @@ impl Engine {
             return Err(load_error("a directory, not a GGUF file".into()));
         }
         let stamp = stamp(path).map_err(|e| load_error(e.to_string()))?;
-        let mut params = LlamaModelParams::default().with_n_gpu_layers(n_gpu_layers).with_use_mmap(mmap != Mmap::Off);
+        let mut params = LlamaModelParams::default().with_n_gpu_layers(n_gpu_layers);
+        if mmap == Mmap::Off {
+            params = params.with_use_mmap(false);
+        }
+        // Otherwise llama.cpp's own choice: mapped, unless a device cannot map.
         let release = (mmap == Mmap::Auto).then(|| memory::PageRelease::new(path)).flatten();
         if let Some(mut during) = release.clone() {
             params = params.with_progress_callback(move |progress| {
@@ -237,14 +256,19 @@ impl Engine {
             });
         }
         memory::take_buffers();
-        let model = LlamaModel::load_from_file(backend, path, &params)
-            .map_err(|e| load_error(format!("{e} (set MCSCORE_LLAMA_LOG=1 to see llama.cpp's log)")))?;
-        // The last tensor's pages, read after the last progress call.
-        if let Some(release) = &release {
-            release.release();
-        }
+        let model = {
+            let _mappings = memory::mappings_lock();
+            let model = LlamaModel::load_from_file(backend, path, &params)
+                .map_err(|e| load_error(format!("{e} (set MCSCORE_LLAMA_LOG=1 to see llama.cpp's log)")))?;
+            // The last tensor's pages, read after the last progress call.
+            if let Some(release) = &release {
+                release.release();
+            }
+            model
+        };
         let weights = memory::take_buffers().into_iter().filter(|b| b.holds == BufferUse::Weights).collect();
-        Ok(Engine { backend, model, path: path.to_owned(), stamp, mmap, weights })
+        let pages_released = release.is_some_and(|r| r.found());
+        Ok(Engine { backend, model: std::mem::ManuallyDrop::new(model), path: path.to_owned(), stamp, mmap, pages_released, weights })
     }
 
     /// Where memory went: the weights' buffers, a context's (`context`,
@@ -253,6 +277,7 @@ impl Engine {
         MemoryReport {
             model_file: self.model_bytes(),
             mmap: self.mmap,
+            pages_released: self.pages_released,
             buffers: self.weights.iter().chain(context).cloned().collect(),
             peak: peak_resident(),
             largest_sample: sample,

@@ -7,6 +7,9 @@
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void, CStr};
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// How the model's weights are read (`--mmap`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -35,8 +38,19 @@ impl Mmap {
     }
 }
 
+/// Held while the engine maps or unmaps a model file (loading, freeing,
+/// quantizing), so that [`PageRelease`] reads this process's mappings and
+/// advises on them with no mapping of a model file changing in between.
+static MAPPINGS: Mutex<()> = Mutex::new(());
+
+/// [`MAPPINGS`], held until the guard drops; a panic elsewhere while it was
+/// held leaves nothing to repair.
+pub(crate) fn mappings_lock() -> MutexGuard<'static, ()> {
+    MAPPINGS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Releases the resident pages of a model file's mappings while llama.cpp
-/// loads it (`--mmap auto`). On a CPU, llama.cpp copies most quantised
+/// loads it (`--mmap auto`); call it with [`mappings_lock`] held. On a CPU, llama.cpp copies most quantised
 /// weights out of the mapping into repacked buffers (on a GPU, into its
 /// memory), and the pages it read stay resident beside the copy: a mapped
 /// model costs about twice its size. Released, a copied tensor costs its
@@ -49,14 +63,28 @@ pub(crate) struct PageRelease {
     inode: u64,
     /// Loading progress at the last release.
     last: f32,
+    /// Whether a release found a mapping of the file.
+    found: Arc<AtomicBool>,
 }
 
 impl PageRelease {
+    #[cfg(target_os = "linux")]
     pub fn new(path: &std::path::Path) -> Option<PageRelease> {
         use std::os::unix::fs::MetadataExt;
         let path = std::fs::canonicalize(path).ok()?;
         let inode = std::fs::metadata(&path).ok()?.ino();
-        Some(PageRelease { path, inode, last: -1.0 })
+        Some(PageRelease { path, inode, last: -1.0, found: Arc::new(AtomicBool::new(false)) })
+    }
+
+    /// Only Linux lists a process's mappings where this reads them.
+    #[cfg(not(target_os = "linux"))]
+    pub fn new(_path: &std::path::Path) -> Option<PageRelease> {
+        None
+    }
+
+    /// Whether any release found a mapping of the file to release.
+    pub fn found(&self) -> bool {
+        self.found.load(Ordering::Relaxed)
     }
 
     /// Called with llama.cpp's loading progress (before each tensor): releases
@@ -69,32 +97,42 @@ impl PageRelease {
     }
 
     /// Drops every resident page of the file's mappings in this process.
+    #[cfg(target_os = "linux")]
     pub fn release(&self) {
-        let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return };
+        let Ok(maps) = std::fs::read("/proc/self/maps") else { return };
         for (start, end) in mappings_of(&maps, &self.path, self.inode) {
-            // SAFETY: [start, end) is a mapping of the model file listed in
-            // this process's own maps. llama.cpp maps it shared and read-only
-            // (and never writes it), so MADV_DONTNEED only unmaps pages whose
-            // content is the file's: a later read faults the same bytes back
-            // from the page cache, and no pointer into the mapping changes.
+            self.found.store(true, Ordering::Relaxed);
+            // SAFETY: [start, end) is a shared, read-only mapping of the model
+            // file, listed in this process's own maps, and no mapping of a
+            // model file changes while the caller holds `mappings_lock` (the
+            // engine maps and unmaps them only under it). llama.cpp never
+            // writes it, so MADV_DONTNEED only unmaps pages whose content is
+            // the file's: a later read faults the same bytes back from the
+            // page cache, and no pointer into the mapping changes.
             unsafe {
                 libc::madvise(start as *mut c_void, end - start, libc::MADV_DONTNEED);
             }
         }
     }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn release(&self) {}
 }
 
-/// The address ranges of the mappings of the file at `path` (inode `inode`)
-/// in a /proc/PID/maps text.
-fn mappings_of(maps: &str, path: &std::path::Path, inode: u64) -> Vec<(usize, usize)> {
-    maps.lines()
+/// The address ranges of the shared read-only mappings (llama.cpp's) of the
+/// file at `path` (inode `inode`) in a /proc/PID/maps text. The path is the
+/// rest of a line after its fifth field, as bytes (a path need not be UTF-8).
+#[cfg(any(target_os = "linux", test))]
+fn mappings_of(maps: &[u8], path: &std::path::Path, inode: u64) -> Vec<(usize, usize)> {
+    use std::os::unix::ffi::OsStrExt;
+    let field = |s: &[u8]| std::str::from_utf8(s).ok().map(str::to_owned);
+    maps.split(|&b| b == b'\n')
         .filter_map(|line| {
-            // "start-end perms offset dev inode   /path": the path is the rest after the inode.
-            let mut fields = line.split_ascii_whitespace();
-            let (range, _perms, _offset, _dev, line_inode) =
-                (fields.next()?, fields.next()?, fields.next()?, fields.next()?, fields.next()?);
-            let named = line[line.find('/')?..].trim_end();
-            if line_inode.parse::<u64>().ok()? != inode || std::path::Path::new(named) != path {
+            let mut fields = line.split(|&b| b == b' ').filter(|f| !f.is_empty());
+            let (range, perms, _offset, _dev, line_inode) =
+                (field(fields.next()?)?, fields.next()?, fields.next()?, fields.next()?, field(fields.next()?)?);
+            let named = &line[line.iter().position(|&b| b == b'/')?..];
+            if perms != b"r--s" || line_inode.parse::<u64>().ok()? != inode || std::ffi::OsStr::from_bytes(named) != path.as_os_str() {
                 return None;
             }
             let (start, end) = range.split_once('-')?;
@@ -152,10 +190,12 @@ unsafe extern "C" fn log_callback(_level: llama_cpp_sys_2::ggml_log_level, text:
     // SAFETY: llama.cpp passes a NUL-terminated string that lives for the call.
     let text = unsafe { CStr::from_ptr(text) }.to_string_lossy();
     if echo_log() {
-        eprint!("{text}");
+        // Never a panic across the C boundary: a closed stderr loses the line.
+        let _ = std::io::stderr().write_all(text.as_bytes());
     }
     if let Some(buffer) = parse_buffer_line(&text) {
-        BUFFERS.with(|b| {
+        // A thread being torn down has no buffers left to keep.
+        let _ = BUFFERS.try_with(|b| {
             let mut buffers = b.borrow_mut();
             // A thread that creates contexts and never asks (a server's
             // worker) keeps only its latest lines.
@@ -176,7 +216,7 @@ pub(crate) fn install_log() {
 
 /// The buffers logged on this thread since the last call.
 pub(crate) fn take_buffers() -> Vec<Buffer> {
-    BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()))
+    BUFFERS.try_with(|b| std::mem::take(&mut *b.borrow_mut())).unwrap_or_default()
 }
 
 /// Reads llama.cpp's `NAME model buffer size = X MiB` lines (and the KV,
@@ -242,9 +282,14 @@ pub struct MemoryReport {
     pub model_file: u64,
     /// How the weights were read (`--mmap`).
     pub mmap: Mmap,
-    /// llama.cpp's buffers: the weights', then the last context's.
+    /// Whether `--mmap auto` found the file's mappings and released their pages.
+    pub pages_released: bool,
+    /// llama.cpp's buffers: the weights', then the largest context's (a run
+    /// with --pmi, or scored in parts, creates several).
     pub buffers: Vec<Buffer>,
-    /// The process's peak resident memory (`VmHWM`).
+    /// The process's peak resident memory (`VmHWM`): the whole process's,
+    /// so with several engines loaded (a library caller, `compare
+    /// --until-decided`) it counts them all; so do the samples.
     pub peak: Option<u64>,
     /// The largest of the samples taken after loading and at the end of each
     /// scoring pass (its context still allocated), split by kind of page.
@@ -290,14 +335,20 @@ mod tests {
 
     #[test]
     fn the_model_file_is_found_in_the_maps() {
-        let maps = "7f0000000000-7f0000400000 r--s 00000000 fd:01 1234 /models/a model.gguf\n\
+        let maps = b"7f0000000000-7f0000400000 r--s 00000000 fd:01 1234     /models/a model.gguf\n\
                     7f0000400000-7f0000800000 r--s 00400000 fd:01 1234 /models/a model.gguf\n\
                     7f0000800000-7f0000900000 r--s 00000000 fd:01 99 /models/a model.gguf\n\
                     7f0000900000-7f0000a00000 r--s 00000000 fd:01 1234 /models/other.gguf\n\
+                    7f0000a00000-7f0000b00000 rw-p 00000000 fd:01 1234 /models/a model.gguf\n\
+                    7f0000b00000-7f0000c00000 r--s 00000000 fd:01 1234 /models/\xff.gguf\n\
                     7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0  [stack]\n";
         let path = std::path::Path::new("/models/a model.gguf");
         assert_eq!(mappings_of(maps, path, 1234), [(0x7f0000000000, 0x7f0000400000), (0x7f0000400000, 0x7f0000800000)]);
         assert!(mappings_of(maps, path, 7).is_empty());
+        // A path need not be UTF-8.
+        use std::os::unix::ffi::OsStrExt;
+        let odd = std::path::Path::new(std::ffi::OsStr::from_bytes(b"/models/\xff.gguf"));
+        assert_eq!(mappings_of(maps, odd, 1234), [(0x7f0000b00000, 0x7f0000c00000)]);
     }
 
     #[test]

@@ -87,7 +87,11 @@ pub fn quantize(input: &Path, output: &Path, quant: QuantType, threads: usize) -
         quant: quant.name(),
         message: "llama.cpp's quantizer failed (run with MCSCORE_LLAMA_LOG=1 for its log)".to_owned(),
     };
-    let code = quantize_files(&c_input, &c_output, quant.ftype(), i32::try_from(threads).unwrap_or(0));
+    // The quantizer maps the input and unmaps it tensor by tensor.
+    let code = {
+        let _mappings = crate::memory::mappings_lock();
+        quantize_files(&c_input, &c_output, quant.ftype(), i32::try_from(threads).unwrap_or(0))
+    };
     if code != 0 {
         return Err(failed());
     }

@@ -49,14 +49,15 @@ impl Fills {
     /// Adds what these fills saw to `seen`.
     pub fn note_memory(&self, seen: &mut MemorySeen) {
         seen.sample(self.resident);
-        if !self.context_buffers.is_empty() {
+        let bytes = |buffers: &[Buffer]| buffers.iter().map(|b| b.bytes).sum::<u64>();
+        if bytes(&self.context_buffers) > bytes(&seen.context) {
             seen.context.clone_from(&self.context_buffers);
         }
     }
 }
 
 /// The memory a job saw: the largest resident sample (after loading, and at
-/// the end of each scoring pass) and its last context's buffers.
+/// the end of each scoring pass) and its largest context's buffers.
 #[derive(Debug, Default)]
 pub(crate) struct MemorySeen {
     pub largest: Option<Resident>,
