@@ -32,6 +32,7 @@ mod output;
 mod plan;
 mod plots;
 mod png;
+mod progress;
 mod quantize;
 mod report;
 mod score;

@@ -3,7 +3,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use indicatif::{ProgressBar, ProgressStyle};
 use mcscore_eval::log::{accuracy, normalisations, TaskRecord};
 use mcscore_eval::shard::Shard;
 use mcscore_eval::{Cancel, End, EvalError, Phase, Progress, ScoreJob, ScoreSpec, Selection, TaskKind};
@@ -13,6 +12,7 @@ use serde_json::json;
 
 use crate::chat_args::ChatArgs;
 use crate::engine_args::{self, EngineArgs};
+use crate::progress::{Meter, ProgressMode};
 use crate::{defaults, llama_output, output, Outcome};
 
 const EXAMPLES: &str = "\
@@ -108,6 +108,11 @@ pub(crate) struct Args {
     /// and "memory" in --json.
     #[arg(long)]
     timings: bool,
+    /// Progress on stderr: a bar on a terminal, and where stderr is not one (a
+    /// Slurm job's output file, a CI log) a line every 30 s and at each tenth
+    /// of the tasks: done of total, rate, time left.
+    #[arg(long, value_enum, default_value = "auto", value_name = "auto|bar|lines|none")]
+    progress: ProgressMode,
     /// Write one JSON line per task (per-option sums and counts, predictions, gold) to FILE.
     #[arg(long, value_name = "FILE")]
     log_samples: Option<PathBuf>,
@@ -167,19 +172,6 @@ impl Args {
 /// llama-perplexity's default `--hellaswag-tasks`.
 const HELLASWAG_TASKS: usize = 400;
 
-/// A progress bar over `unit`s (tasks, or a sweep's prompts) on stderr
-/// (hidden when stderr is not a terminal).
-fn progress_bar(len: usize, done: usize, unit: &str, message: &'static str) -> ProgressBar {
-    let progress = ProgressBar::new(len as u64).with_position(done as u64).with_message(message);
-    progress.set_style(
-        ProgressStyle::with_template(&format!(
-            "{{spinner}} [{{elapsed_precise}}] {{bar:40}} {{pos}}/{{len}} {unit} ({{per_sec}}, eta {{eta}}) {{msg}}"
-        ))
-        .expect("valid template"),
-    );
-    progress
-}
-
 /// Says on stderr when a subset request (`flag`) selects every task.
 pub(crate) fn note_selection(selection: Selection, n_tasks: usize, flag: &str) {
     match selection {
@@ -192,24 +184,26 @@ pub(crate) fn note_selection(selection: Selection, n_tasks: usize, flag: &str) {
     }
 }
 
-/// A job's progress on stderr (a bar per phase) and, for `--output llama`,
-/// llama-perplexity's running lines on stdout. `score` and `sweep` share it.
+/// A job's progress on stderr (a bar or lines per phase, `--progress`) and,
+/// for `--output llama`, llama-perplexity's running lines on stdout. `score`
+/// and `sweep` share it.
 pub(crate) struct Shown {
-    bar: Option<ProgressBar>,
+    mode: ProgressMode,
+    meter: Option<Meter>,
     /// Print the running lines of this mode, counting its hits from `hits`.
     llama: Option<TaskKind>,
     hits: usize,
 }
 
 impl Shown {
-    /// Progress bars alone.
-    pub(crate) fn bars() -> Shown {
-        Shown { bar: None, llama: None, hits: 0 }
+    /// Progress alone, shown as `mode` says.
+    pub(crate) fn progress(mode: ProgressMode) -> Shown {
+        Shown { mode, meter: None, llama: None, hits: 0 }
     }
 
-    /// llama-perplexity's running lines of `kind`, without bars.
+    /// llama-perplexity's running lines of `kind`, without progress.
     pub(crate) fn llama(kind: TaskKind) -> Shown {
-        Shown { bar: None, llama: Some(kind), hits: 0 }
+        Shown { mode: ProgressMode::None, meter: None, llama: Some(kind), hits: 0 }
     }
 
     /// Tasks counted right by llama-perplexity's rule so far.
@@ -241,17 +235,17 @@ pub(crate) fn cancel_on_ctrl_c() -> anyhow::Result<Cancel> {
 
 impl Progress for Shown {
     fn start(&mut self, phase: Phase, total: usize, done: usize) {
-        let (unit, message) = match phase {
-            Phase::Unconditional => ("tasks", "--pmi: options after \"Answer:\""),
-            Phase::Prompts => ("prompts", ""),
-            Phase::Scoring => ("tasks", ""),
+        let (what, unit) = match phase {
+            Phase::Unconditional => ("--pmi: options after \"Answer:\"", "tasks"),
+            Phase::Prompts => ("sweep", "prompts"),
+            Phase::Scoring => ("scoring", "tasks"),
         };
-        self.bar = Some(progress_bar(total, done, unit, message));
+        self.meter = Some(Meter::new(self.mode, what, unit, total, done));
     }
 
     fn tick(&mut self, _phase: Phase) {
-        if let Some(bar) = &self.bar {
-            bar.inc(1);
+        if let Some(meter) = &mut self.meter {
+            meter.inc();
         }
     }
 
@@ -264,8 +258,8 @@ impl Progress for Shown {
     }
 
     fn finish(&mut self, _phase: Phase) {
-        if let Some(bar) = self.bar.take() {
-            bar.finish_and_clear();
+        if let Some(meter) = self.meter.take() {
+            meter.finish();
         }
     }
 }
@@ -516,7 +510,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     }
 
     let llama = (args.output == OutputFormat::Llama && !args.json).then_some(kind);
-    let mut shown = Shown { bar: None, llama, hits: 0 };
+    // llama-perplexity's running lines on stdout replace progress.
+    let mode = if llama.is_some() { ProgressMode::None } else { args.progress };
+    let mut shown = Shown { mode, meter: None, llama, hits: 0 };
     if let Some(kind) = llama {
         let picked = matches!(job.selection(), Selection::Subset(_)) && job.tasks() < job.file_tasks();
         out!("{}", llama_preamble(kind, job.file_tasks(), job.tasks(), picked))?;

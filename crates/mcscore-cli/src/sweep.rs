@@ -16,6 +16,7 @@ use mcscore_format::{AtomicFile, Existing};
 use crate::datasets::SourceArgs;
 use crate::engine_args::{self, EngineArgs};
 use crate::output::{self, Target};
+use crate::progress::ProgressMode;
 use crate::score::{cancel_on_ctrl_c, note_selection, Shown};
 use crate::{defaults, plots, Outcome, UsageError};
 
@@ -83,6 +84,11 @@ pub(crate) struct Args {
     /// Print the results as JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// Progress on stderr: a bar on a terminal, and where stderr is not one (a
+    /// Slurm job's output file, a CI log) a line every 30 s and at each tenth
+    /// of the prompts: done of total, rate, time left.
+    #[arg(long, value_enum, default_value = "auto", value_name = "auto|bar|lines|none")]
+    progress: ProgressMode,
     /// Also write the JSON results to FILE (what --json prints).
     #[arg(long, value_name = "FILE")]
     save_json: Option<PathBuf>,
@@ -250,7 +256,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if let Some(shard) = args.shard {
         let [model] = &models[..] else { bail!("--shard scores one model; {} were given", models.len()) };
         let cancel = cancel_on_ctrl_c()?;
-        let Some(scores) = sweep.score_shard(model, &settings, shard, &mut Shown::bars(), &cancel).map_err(engine_args::with_flag_hint)?
+        let Some(scores) = sweep
+            .score_shard(model, &settings, shard, &mut Shown::progress(args.progress), &cancel)
+            .map_err(engine_args::with_flag_hint)?
         else {
             eprintln!("mcscore: interrupted while scoring {}; nothing was written", model.display());
             return Ok(Outcome::Interrupted);
@@ -265,7 +273,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let cancel = cancel_on_ctrl_c()?;
     let mut sweeps = Vec::new();
     for model in &models {
-        let mut bar = Shown::bars();
+        let mut bar = Shown::progress(args.progress);
         let Some(scores) = sweep.score(model, &settings, &mut bar, &cancel).map_err(engine_args::with_flag_hint)? else {
             eprintln!("mcscore: interrupted while scoring {}; nothing was written", model.display());
             return Ok(Outcome::Interrupted);
