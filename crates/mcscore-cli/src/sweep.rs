@@ -245,6 +245,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         return emit(&sweep.report(args.tasks, &settings, vec![merged])?, &args);
     }
     let models = if args.models.is_empty() { vec![defaults::model()?] } else { args.models.clone() };
+    // The same model twice would be swept twice and compared with itself.
+    for (i, model) in models.iter().enumerate() {
+        if let Some(earlier) = models[..i].iter().find(|m| output::same_path(m, model)) {
+            return Err(crate::UsageError(format!(
+                "-m {}: the same model file as -m {}; give each model once",
+                model.display(),
+                earlier.display()
+            ))
+            .into());
+        }
+    }
     if let Some(dir) = &args.plots {
         let protected: Vec<&Path> = inputs(&args).into_iter().chain(args.save_json.as_deref()).chain(args.log_samples.as_deref()).collect();
         let names: Vec<String> = models.iter().map(|m| m.display().to_string()).collect();

@@ -184,6 +184,12 @@ fn sweep_outputs_are_checked_before_scoring() {
         // Nothing was scored: the refusal comes at once.
         assert!(started.elapsed() < Duration::from_secs(15), "{flag}: refused after {:?}", started.elapsed());
     }
+    // The same model twice, here through a link, would be compared with itself.
+    let model = model();
+    let link = dir.path().join("link.gguf");
+    std::os::unix::fs::symlink(&model, &link).unwrap();
+    let out = run(&["sweep", &file, "--tasks", "2", "-m", &model, "-m", path_str(&link)]);
+    fails_with(&out, 2, &["the same model file as", "give each model once"]);
 }
 
 #[test]

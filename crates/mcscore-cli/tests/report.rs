@@ -71,6 +71,14 @@ fn logs_of_different_datasets_or_unfinished_runs_are_refused() {
     let out = run(&["report", path_str(&a), path_str(&b)]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("a report compares runs on the same dataset"), "{}", stderr(&out));
+    // One run given twice (or under another name, or scored again with other
+    // -np, which under the batch rule gives the same scores) is refused.
+    let again = score(dir.path(), "again.jsonl", &reference("mc_text5.bin"), &["-np", "7"]);
+    for twice in [&a, &again] {
+        let out = run(&["report", path_str(&a), path_str(twice)]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(stderr(&out).contains("the same run as") && stderr(&out).contains("give each run once"), "{}", stderr(&out));
+    }
     // An unfinished log: drop its last task line and the footer.
     let text = std::fs::read_to_string(&a).unwrap();
     let lines: Vec<&str> = text.lines().collect();

@@ -167,6 +167,11 @@ pub enum EvalError {
     #[error("a report needs at least one sample log")]
     NoLogs,
 
+    /// Two runs of one model with the same scores on every task: one run
+    /// given twice, which a report would rank against itself.
+    #[error("{}: the same run as {} (model sha256 {model_sha256}, every task's scores the same): give each run once", again.display(), first.display())]
+    RepeatedRun { again: PathBuf, first: PathBuf, model_sha256: String },
+
     /// The task file a log names is not where it names it.
     #[error("{}: the task file {} is not there; give the path of the task file the log scored", log.display(), path.display())]
     NoTaskFile { path: PathBuf, log: PathBuf },

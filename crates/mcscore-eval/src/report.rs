@@ -107,6 +107,15 @@ fn check_same_tasks(runs: &[Run]) -> Result<(), EvalError> {
             return Err(EvalError::OtherTasks { path: run.source.clone(), first: first.source.clone() });
         }
     }
+    for (i, run) in runs.iter().enumerate() {
+        if let Some(earlier) = runs[..i].iter().find(|o| o.header.model_sha256 == run.header.model_sha256 && o.records == run.records) {
+            return Err(EvalError::RepeatedRun {
+                again: run.source.clone(),
+                first: earlier.source.clone(),
+                model_sha256: run.header.model_sha256.clone(),
+            });
+        }
+    }
     Ok(())
 }
 
