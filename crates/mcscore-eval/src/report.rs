@@ -107,6 +107,12 @@ fn check_same_tasks(runs: &[Run]) -> Result<(), EvalError> {
             return Err(EvalError::OtherTasks { path: run.source.clone(), first: first.source.clone() });
         }
     }
+    Ok(())
+}
+
+/// Refuses one run given twice: two logs of one model with the same scores
+/// on every task, which a report would rank against each other.
+fn check_not_repeated(runs: &[Run]) -> Result<(), EvalError> {
     for (i, run) in runs.iter().enumerate() {
         if let Some(earlier) = runs[..i].iter().find(|o| o.header.model_sha256 == run.header.model_sha256 && o.records == run.records) {
             return Err(EvalError::RepeatedRun {
@@ -137,9 +143,11 @@ fn labels(runs: &[Run]) -> Vec<String> {
 }
 
 /// Builds the report of `logs`: complete logs of the same task file (by
-/// sha256) and the same tasks, one per model or setting.
+/// sha256) and the same tasks, one per model or setting; one run given twice
+/// is refused.
 pub fn build(logs: &[PathBuf], options: &ReportOptions) -> Result<Report, EvalError> {
     let runs = logs.iter().map(|path| Run::read(path)).collect::<Result<Vec<_>, _>>()?;
+    check_not_repeated(&runs)?;
     of_runs(&runs, options)
 }
 
