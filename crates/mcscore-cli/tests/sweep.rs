@@ -110,9 +110,12 @@ fn models_are_ranked_per_format_in_one_run_or_from_saved_sweeps() {
         serde_json::from_str::<Value>(&stdout(&out)).unwrap()
     };
     let both = dir.path().join("both.json");
-    let report = sweep(&["-m", &model, "-m", &model, "--save-json", path_str(&both)]);
+    // The same weights in another file (the same file twice is refused).
+    let copy = dir.path().join("copy.gguf");
+    std::fs::copy(&model, &copy).unwrap();
+    let report = sweep(&["-m", &model, "-m", path_str(&copy), "--save-json", path_str(&both)]);
     let models = report["models"].as_array().unwrap();
-    assert_eq!(models[0]["formats"], models[1]["formats"], "the same model scores the same");
+    assert_eq!(models[0]["formats"], models[1]["formats"], "the same weights score the same");
     let comparison = &report["comparison"];
     // Tied in both formats: both share rank 1 everywhere, and nothing reverses.
     assert_eq!(comparison["rank_distribution"], serde_json::json!([[2, 0], [2, 0]]));
