@@ -26,7 +26,7 @@ use mcscore_format::Task;
 
 pub use chat::{builtin_templates, BosSource};
 pub use mcscore_metrics::OptionScore;
-pub use memory::{peak_resident, Buffer, BufferUse, MemoryReport, Mmap, Resident};
+pub use memory::{available_memory, peak_resident, Buffer, BufferUse, MemoryReport, Mmap, Resident};
 pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings, BATCH_RULE, MICRO_BATCH};
 pub use prepare::PreparedTask;
 pub use prompts::{PromptRequest, RowScores, Session};
@@ -211,14 +211,6 @@ impl Drop for Engine {
 fn stamp(path: &Path) -> std::io::Result<(u64, Option<std::time::SystemTime>)> {
     let metadata = std::fs::metadata(path)?;
     Ok((metadata.len(), metadata.modified().ok()))
-}
-
-/// Bytes of memory available to a new allocation (Linux's MemAvailable), if known.
-pub fn available_memory() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// Whether layers may live in GPU memory, whose size this check cannot see.

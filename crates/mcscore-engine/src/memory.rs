@@ -255,9 +255,9 @@ impl Resident {
     pub fn now() -> Option<Resident> {
         let status = std::fs::read_to_string("/proc/self/status").ok()?;
         Some(Resident {
-            anonymous: status_kib(&status, "RssAnon:")?,
-            file: status_kib(&status, "RssFile:")?,
-            shared: status_kib(&status, "RssShmem:")?,
+            anonymous: kib_field(&status, "RssAnon:")?,
+            file: kib_field(&status, "RssFile:")?,
+            shared: kib_field(&status, "RssShmem:")?,
         })
     }
 
@@ -305,10 +305,16 @@ impl MemoryReport {
 
 /// The process's peak resident memory so far (`VmHWM`), in bytes.
 pub fn peak_resident() -> Option<u64> {
-    status_kib(&std::fs::read_to_string("/proc/self/status").ok()?, "VmHWM:")
+    kib_field(&std::fs::read_to_string("/proc/self/status").ok()?, "VmHWM:")
 }
 
-fn status_kib(status: &str, key: &str) -> Option<u64> {
+/// Bytes of memory available to a new allocation (Linux's MemAvailable), if known.
+pub fn available_memory() -> Option<u64> {
+    kib_field(&std::fs::read_to_string("/proc/meminfo").ok()?, "MemAvailable:")
+}
+
+/// The value of a `KEY: N kB` line of /proc/self/status or /proc/meminfo, in bytes.
+fn kib_field(status: &str, key: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with(key))?;
     let kib: u64 = line[key.len()..].split_whitespace().next()?.parse().ok()?;
     Some(kib * 1024)
@@ -357,5 +363,7 @@ mod tests {
         assert!(now.anonymous > 0 && now.file > 0);
         // The peak never falls, so read after the sample it is at least that sample.
         assert!(peak_resident().unwrap() >= now.total());
+        assert!(available_memory().unwrap() > 0);
+        assert_eq!(kib_field("MemTotal:  100 kB\nMemAvailable:    24 kB\n", "MemAvailable:"), Some(24 * 1024));
     }
 }
