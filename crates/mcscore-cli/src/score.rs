@@ -81,7 +81,7 @@ pub(crate) struct Args {
     /// --multiple-choice-tasks, --hellaswag-tasks or --winogrande-tasks, which are
     /// llama-perplexity's random picks of N.
     #[arg(long, value_name = "N", conflicts_with_all = ["multiple_choice_tasks", "hellaswag_tasks", "winogrande_tasks"],
-          value_parser = clap::value_parser!(usize))]
+          value_parser = parse_limit)]
     limit: Option<usize>,
     #[command(flatten)]
     engine: EngineArgs,
@@ -166,6 +166,14 @@ impl Args {
             TaskKind::HellaSwag => ("--hellaswag-tasks", Some(self.hellaswag_tasks.unwrap_or(HELLASWAG_TASKS))),
             TaskKind::Winogrande => ("--winogrande-tasks", self.winogrande_tasks),
         }
+    }
+}
+
+/// `--limit`: a positive number of tasks (0 would score nothing).
+fn parse_limit(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("expected a positive number of tasks, got {text:?}")),
     }
 }
 

@@ -131,6 +131,8 @@ fn a_limit_scores_the_first_tasks_in_file_order() {
     // Not with a random pick; more than the file has scores it all, saying so.
     let (out, _) = score("both.jsonl", &["--limit", "3", "--multiple-choice-tasks", "3"]);
     fails_with(&out, 2, &["--limit", "--multiple-choice-tasks"]);
+    let (out, _) = score("zero.jsonl", &["--limit", "0"]);
+    fails_with(&out, 2, &["--limit", "expected a positive number of tasks"]);
     let (out, _) = score("more.jsonl", &["--limit", "100000"]);
     assert!(stderr(&out).contains("--limit 100000: the file has"), "{}", stderr(&out));
     // HellaSwag's first tasks, not its shuffled order or its default 400.

@@ -146,6 +146,9 @@ pub enum EvalError {
     #[error("{}: a limit (the first N tasks) and a subset (llama-perplexity's pick of N) cannot be combined", path.display())]
     LimitWithSubset { path: PathBuf },
 
+    #[error("{}: a limit of 0 tasks scores nothing; give at least 1", path.display())]
+    ZeroLimit { path: PathBuf },
+
     #[error("{}: not an order of the file's tasks: {why}", path.display())]
     NotAnOrder { path: PathBuf, why: String },
 

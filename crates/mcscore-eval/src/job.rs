@@ -331,6 +331,9 @@ impl<'e> ScoreJob<'e> {
         if spec.limit.is_some() && spec.subset.is_some() {
             return Err(EvalError::LimitWithSubset { path: path.to_owned() });
         }
+        if spec.limit == Some(0) {
+            return Err(EvalError::ZeroLimit { path: path.to_owned() });
+        }
         let input = Input::open(path, spec.kind, spec.lenient)?;
         let all_tasks = input.tasks(path)?;
         let mut timings = Timings::default();
