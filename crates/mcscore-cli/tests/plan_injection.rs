@@ -117,10 +117,52 @@ fn hostile_but_legal_characters_stay_inside_their_words() {
     let args = std::fs::read(&record).unwrap();
     let args: Vec<String> = args.split(|&b| b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
     assert_eq!(&args[..4], ["score", "-m", &model, &file], "{args:?}");
-    assert_eq!(&args[4..6], ["--multiple-choice-tasks", "5"]);
-    assert_eq!(args[7], "1/2");
-    assert_eq!(args[9], format!("{out}/shards/f/m.s.shard-1.jsonl"));
+    assert_eq!(&args[4..8], ["--multiple-choice-tasks", "5", "-t", "4"], "a run without -t gets the task's CPUs");
+    assert_eq!(args[9], "1/2");
+    assert_eq!(args[11], format!("{out}/shards/f/m.s.shard-1.jsonl"));
     assert!(std::path::Path::new(&format!("{out}/shards/f")).is_dir(), "the shard's folder, made by the script");
+
+    // Run with bash outside a job, the script submits itself and the merge
+    // job: a stand-in for sbatch records each submission.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let submissions = dir.path().join("submissions");
+    std::fs::write(
+        bin.join("sbatch"),
+        format!(
+            "#!/usr/bin/env bash\nprintf '%s\\0' \"$@\" >> '{}'\nprintf '\\n' >> '{}'\necho 4242\n",
+            submissions.display(),
+            submissions.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(bin.join("sbatch"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path_var = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let submitted =
+        std::process::Command::new("bash").arg(&path).env("PATH", &path_var).env_remove("SLURM_ARRAY_TASK_ID").output().unwrap();
+    assert!(submitted.status.success(), "{}", String::from_utf8_lossy(&submitted.stderr));
+    assert!(String::from_utf8_lossy(&submitted.stdout).contains("submitted array job 4242 (2 tasks) and merge job 4242"));
+    assert!(std::path::Path::new(&format!("{out}/slurm")).is_dir(), "the folder Slurm writes output to, made before submitting");
+    let text = std::fs::read(&submissions).unwrap();
+    let calls: Vec<Vec<String>> = text
+        .split(|&b| b == b'\n')
+        .filter(|c| !c.is_empty())
+        .map(|c| c.split(|&b| b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect())
+        .collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[0], ["--parsable", path_str(&path)]);
+    let merge = &calls[1];
+    assert!(merge.contains(&"--dependency=afterok:4242".to_owned()) && merge.contains(&"--partition=gpu".to_owned()), "{merge:?}");
+    assert!(merge.contains(&format!("--output={}/slurm/merge-%j.out", out.replace('%', "%%"))), "{merge:?}");
+    // The merge job's command, run by sh as sbatch --wrap does, names the study word for word.
+    let wrap = merge.iter().find_map(|a| a.strip_prefix("--wrap=")).expect("a --wrap command");
+    std::fs::remove_file(&record).unwrap();
+    let ran = std::process::Command::new("sh").arg("-c").arg(wrap).output().unwrap();
+    assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
+    assert!(!dir.path().join("owned").exists(), "a study value ran as a command");
+    let args = std::fs::read(&record).unwrap();
+    let args: Vec<String> = args.split(|&b| b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    assert_eq!(args, ["plan", path_str(&study), "--merge"]);
 
     let manifest = plan(&study, "--kubernetes");
     assert_eq!(manifest.status.code(), Some(0), "{}", stderr(&manifest));

@@ -160,13 +160,58 @@ fn plan_checks_the_study_and_merges_only_complete_runs() {
     assert_eq!(plan(&[]).status.code(), Some(2), "nothing asked for");
     let script = plan(&["--slurm"]);
     assert!(stdout(&script).contains("#SBATCH --array=0-2\n") && stdout(&script).contains("--shard \"$shard/3\""), "{}", stdout(&script));
+    // No placeholders: the image, claim and mount are the cluster's, and every path lies under the mount.
+    let manifest = plan(&["--kubernetes"]);
+    assert!(stderr(&manifest).contains("kubernetes.image is not set; --kubernetes needs the image"), "{}", stderr(&manifest));
+    let volume = r#""kubernetes": {"image": "registry/mcscore:1", "volume_claim": "data", "mount": "/data"}"#;
+    write(&format!(r#"{{"models": ["a.gguf"], "files": ["f.bin"], "shards": 3, "out": "{out}", {volume}}}"#));
     let manifest = plan(&["--kubernetes"]);
     assert!(stderr(&manifest).contains("models: a.gguf is not on the volume the job mounts at /data"), "{}", stderr(&manifest));
-    write(r#"{"models": ["/data/a.gguf"], "files": ["/data/f.bin"], "shards": 3, "out": "/data/out"}"#);
+    write(&format!(r#"{{"models": ["/data/a.gguf"], "files": ["/data/f.bin"], "shards": 3, "out": "/data/out", {volume}}}"#));
     let manifest = plan(&["--kubernetes"]);
     assert!(stdout(&manifest).contains("completionMode: Indexed\n  completions: 3\n"), "{}", stdout(&manifest));
+    assert!(stdout(&manifest).contains("cpu: '4'") && stdout(&manifest).contains("threads=4\n"), "{}", stdout(&manifest));
+
+    // Resources follow the settings' -t and -ngl.
+    let with = |settings: &str, slurm: &str| {
+        format!(
+            r#"{{"models": ["/data/a.gguf"], "files": ["/data/f.bin"], "shards": 2, "out": "/data/out", "settings": {settings}, "slurm": {slurm}, {volume}}}"#
+        )
+    };
+    write(&with(r#"{"one": ["-t", "2"], "six": ["--threads", "6"]}"#, "{}"));
+    let script = stdout(&plan(&["--slurm"]));
+    assert!(script.contains("#SBATCH --cpus-per-task=6\n") && !script.contains("gpus-per-task"), "{script}");
+    assert!(script.contains("flags=(-t 2);;") && script.contains("flags=(--threads 6);;"), "{script}");
+    assert!(stdout(&plan(&["--kubernetes"])).contains("cpu: '6'"));
+    for (settings, slurm, expected) in [
+        (
+            r#"{"x": ["-t", "8"]}"#,
+            r#"{"cpus_per_task": 4}"#,
+            r#"settings "x" run -t 8 threads, but each task gets 4 CPUs (slurm.cpus_per_task)"#,
+        ),
+        (
+            r#"{"x": ["-ngl", "99"]}"#,
+            "{}",
+            r#"settings "x" offload layers to a GPU (-ngl 99), but the study requests none: set slurm.gpus_per_task"#,
+        ),
+        (
+            r#"{"x": ["-ngl", "0"]}"#,
+            r#"{"gpus_per_task": 1}"#,
+            r#"requests 1 GPU(s) per task (slurm.gpus_per_task), but settings "x" keep every layer on the CPU"#,
+        ),
+    ] {
+        write(&with(settings, slurm));
+        let refused = plan(&["--slurm"]);
+        assert_eq!(refused.status.code(), Some(1), "{settings}");
+        assert!(stderr(&refused).contains(expected), "{settings}: {}", stderr(&refused));
+    }
+    write(&with(r#"{"gpu": ["-ngl", "20"]}"#, r#"{"gpus_per_task": 2}"#));
+    let script = stdout(&plan(&["--slurm"]));
+    assert!(script.contains("#SBATCH --gpus-per-task=2\n") && script.contains("threads=${SLURM_CPUS_PER_TASK:-4}"), "{script}");
+
     write(&format!(r#"{{"models": ["a.gguf"], "files": ["f.bin"], "shards": 3, "out": "{out}"}}"#));
     let merge = plan(&["--merge"]);
     assert_eq!(merge.status.code(), Some(1));
     assert!(stderr(&merge).contains("shard-0.jsonl: shard log not written yet"), "{}", stderr(&merge));
+    assert!(stderr(&merge).contains("array indices 0,1,2 have not finished: resubmit them (sbatch --array=0,1,2"), "{}", stderr(&merge));
 }

@@ -39,47 +39,93 @@ pub struct Study {
     pub slurm: SlurmOptions,
     #[serde(default)]
     pub kubernetes: KubernetesOptions,
+    /// What each settings entry asks of a machine, read by the front end
+    /// that parses `score`'s flags (`Study::load`).
+    #[serde(skip)]
+    needs: BTreeMap<String, Needs>,
+}
+
+/// What one settings entry asks of a machine, as `mcscore score` reads its
+/// flags: only what the flags state, not their defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// `-t`.
+    pub threads: Option<u32>,
+    /// `-ngl`.
+    pub gpu_layers: Option<u32>,
+}
+
+/// CPUs per array task where neither the scheduler options nor any
+/// settings' `-t` say.
+pub const DEFAULT_CPUS: u32 = 4;
+
+/// What every array task gets, derived from the study.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Resources {
+    cpus: u32,
+    gpus: u32,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SlurmOptions {
     pub partition: Option<String>,
+    /// Default: the largest `-t` of the settings, else `DEFAULT_CPUS`.
     pub cpus_per_task: Option<u32>,
+    /// Default: none (then no settings may give `-ngl` above 0).
     pub gpus_per_task: Option<u32>,
     pub mem: Option<String>,
     pub time: Option<String>,
     /// At most this many array tasks at once (`--array=0-N%LIMIT`).
     pub max_running: Option<u32>,
+    /// The study file as the merge job sees it; default: its absolute path
+    /// where `plan` runs.
+    pub study: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The Indexed Job's options. The image, the claim and its mount have no
+/// default: a placeholder would only fail on the cluster.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct KubernetesOptions {
-    pub name: String,
+    /// The Job's name, a DNS label; default `mcscore-study`.
+    pub name: Option<String>,
     /// An image with mcscore in it.
-    pub image: String,
+    pub image: Option<String>,
     /// A PersistentVolumeClaim holding the models, task files and `out`, mounted at `mount`.
-    pub volume_claim: String,
-    pub mount: String,
-    pub parallelism: u32,
-    pub cpus: u32,
-    pub memory: String,
-    pub gpus: u32,
+    pub volume_claim: Option<String>,
+    pub mount: Option<String>,
+    /// Pods at once; default 4.
+    pub parallelism: Option<u32>,
+    /// CPUs per pod; default: the largest `-t` of the settings, else `DEFAULT_CPUS`.
+    pub cpus: Option<u32>,
+    /// Memory per pod; default `8Gi`.
+    pub memory: Option<String>,
+    /// GPUs per pod; default none (then no settings may give `-ngl` above 0).
+    pub gpus: Option<u32>,
 }
 
-impl Default for KubernetesOptions {
-    fn default() -> Self {
-        KubernetesOptions {
-            name: "mcscore-study".into(),
-            image: "mcscore:latest".into(),
-            volume_claim: "mcscore-data".into(),
-            mount: "/data".into(),
-            parallelism: 4,
-            cpus: 4,
-            memory: "8Gi".into(),
-            gpus: 0,
+impl KubernetesOptions {
+    fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or("mcscore-study")
+    }
+
+    fn memory(&self) -> &str {
+        self.memory.as_deref().unwrap_or("8Gi")
+    }
+
+    /// The image, claim and mount, or which is missing.
+    fn required(&self) -> Result<(&str, &str, &str), String> {
+        fn field<'a>(value: &'a Option<String>, name: &str, example: &str) -> Result<&'a str, String> {
+            value.as_deref().ok_or_else(|| {
+                format!("kubernetes.{name} is not set; --kubernetes needs the image, volume_claim and mount of your cluster (for example \"{name}\": \"{example}\")")
+            })
         }
+        Ok((
+            field(&self.image, "image", "registry.example.org/mcscore:0.1.0")?,
+            field(&self.volume_claim, "volume_claim", "mcscore-data")?,
+            field(&self.mount, "mount", "/data")?,
+        ))
     }
 }
 
@@ -152,11 +198,18 @@ fn option_value(field: &str, value: &str, allowed: &str, example: &str) -> Resul
 }
 
 impl Study {
-    /// Reads and checks a study file.
-    pub fn load(path: &Path) -> Result<Study, EvalError> {
+    /// Reads and checks a study file; `needs_of` reads one settings entry's
+    /// flags as `mcscore score` would, or says why it would refuse them.
+    pub fn load(path: &Path, needs_of: impl Fn(&[String]) -> Result<Needs, String>) -> Result<Study, EvalError> {
+        let bad = |what: String| EvalError::BadStudy { path: path.to_owned(), what };
         let bytes = mcscore_format::read_input(path)?;
-        let study: Study = serde_json::from_slice(&bytes).map_err(|source| EvalError::NotAStudy { path: path.to_owned(), source })?;
-        study.check().map_err(|what| EvalError::BadStudy { path: path.to_owned(), what })?;
+        let mut study: Study = serde_json::from_slice(&bytes).map_err(|source| EvalError::NotAStudy { path: path.to_owned(), source })?;
+        study.check().map_err(bad)?;
+        for (name, flags) in &study.settings {
+            let needs = needs_of(flags)
+                .map_err(|e| bad(format!("settings {name:?} ({}): `mcscore score` would refuse them: {e}", flags.join(" "))))?;
+            study.needs.insert(name.clone(), needs);
+        }
         Ok(study)
     }
 
@@ -190,6 +243,12 @@ impl Study {
         }
         plain("out", &study.out)?;
         plain("mcscore", &study.mcscore)?;
+        if let Some(path) = &study.slurm.study {
+            plain("slurm.study", path)?;
+            if !Path::new(path).is_absolute() {
+                return Err(format!("slurm.study {path:?} is not an absolute path (the merge job runs in another folder)"));
+            }
+        }
         let o = &study.slurm;
         if o.max_running == Some(0) {
             return Err("slurm.max_running is 0; give at least 1 (array tasks that may run at once)".into());
@@ -201,36 +260,44 @@ impl Study {
                 option_value(field, value, allowed, example)?;
             }
         }
-        let k = &study.kubernetes;
-        if k.name.is_empty()
-            || k.name.len() > 63
-            || !k.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-            || k.name.starts_with('-')
-            || k.name.ends_with('-')
-        {
-            return Err(format!("kubernetes.name {:?} is not a DNS label (lower-case letters, digits and -, at most 63)", k.name));
+        if o.cpus_per_task == Some(0) {
+            return Err("slurm.cpus_per_task is 0; give at least 1".into());
         }
-        option_value("kubernetes.memory", &k.memory, ".", "16Gi")?;
+        let k = &study.kubernetes;
+        let name = k.name();
+        if name.is_empty()
+            || name.len() > 63
+            || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            || name.starts_with('-')
+            || name.ends_with('-')
+        {
+            return Err(format!("kubernetes.name {name:?} is not a DNS label (lower-case letters, digits and -, at most 63)"));
+        }
+        option_value("kubernetes.memory", k.memory(), ".", "16Gi")?;
         for (field, value) in [
-            ("kubernetes.name", &k.name),
-            ("kubernetes.image", &k.image),
-            ("kubernetes.volume_claim", &k.volume_claim),
-            ("kubernetes.memory", &k.memory),
+            ("kubernetes.name", Some(name)),
+            ("kubernetes.image", k.image.as_deref()),
+            ("kubernetes.volume_claim", k.volume_claim.as_deref()),
+            ("kubernetes.memory", Some(k.memory())),
         ] {
-            if reads_as_non_string_in_yaml_1_1(value) {
+            if let Some(value) = value.filter(|v| reads_as_non_string_in_yaml_1_1(v)) {
                 return Err(format!(
                     "{field} {value:?} reads as a boolean, null, number or date in YAML 1.1, which kubectl's parser follows; choose another"
                 ));
             }
         }
-        option_value("kubernetes.volume_claim", &k.volume_claim, "-.", "mcscore-data")?;
+        if let Some(claim) = &k.volume_claim {
+            option_value("kubernetes.volume_claim", claim, "-.", "mcscore-data")?;
+        }
         for (field, value) in [("kubernetes.image", &k.image), ("kubernetes.mount", &k.mount)] {
-            plain(field, value)?;
-            if value.is_empty() {
-                return Err(format!("{field} is empty"));
+            if let Some(value) = value {
+                plain(field, value)?;
+                if value.is_empty() {
+                    return Err(format!("{field} is empty"));
+                }
             }
         }
-        if k.parallelism == 0 || k.cpus == 0 {
+        if k.parallelism == Some(0) || k.cpus == Some(0) {
             return Err("kubernetes.parallelism and kubernetes.cpus must be at least 1".into());
         }
         for (name, flags) in &study.settings {
@@ -255,25 +322,56 @@ impl Study {
     }
 
     /// Every path a Kubernetes job reads or writes must lie on the volume it
-    /// mounts, or the pods fail one by one on the cluster.
-    fn check_mounted(&self) -> Result<(), String> {
-        let mount = Path::new(&self.kubernetes.mount);
+    /// mounts at `mount`, or the pods fail one by one on the cluster.
+    fn check_mounted(&self, mount: &str) -> Result<(), String> {
+        let mount_path = Path::new(mount);
         let on_volume = |p: &Path| {
-            p.is_absolute() && p.starts_with(mount) && p != mount && !p.components().any(|c| matches!(c, std::path::Component::ParentDir))
+            p.is_absolute()
+                && p.starts_with(mount_path)
+                && p != mount_path
+                && !p.components().any(|c| matches!(c, std::path::Component::ParentDir))
         };
-        if !mount.is_absolute() {
-            return Err(format!("kubernetes.mount {:?} is not an absolute path", self.kubernetes.mount));
+        if !mount_path.is_absolute() {
+            return Err(format!("kubernetes.mount {mount:?} is not an absolute path"));
         }
         let paths = self.models.iter().map(|m| ("models", m)).chain(self.files.iter().map(|f| ("files", f))).chain([("out", &self.out)]);
         for (field, path) in paths {
             if !on_volume(Path::new(path)) {
                 return Err(format!(
-                    "{field}: {path} is not on the volume the job mounts at {} (kubernetes.mount): give absolute paths under it",
-                    self.kubernetes.mount
+                    "{field}: {path} is not on the volume the job mounts at {mount} (kubernetes.mount): give absolute paths under it"
                 ));
             }
         }
         Ok(())
+    }
+
+    /// The CPUs and GPUs each array task gets: the scheduler options where
+    /// given, else what the settings ask; refused where a run's `-t` or
+    /// `-ngl` would not fit them.
+    fn resources(&self, (cpus_field, cpus): (&str, Option<u32>), (gpus_field, gpus): (&str, Option<u32>)) -> Result<Resources, String> {
+        let cpus = cpus.or_else(|| self.needs.values().filter_map(|n| n.threads).max()).unwrap_or(DEFAULT_CPUS);
+        let gpus = gpus.unwrap_or(0);
+        for (name, needs) in &self.needs {
+            if let Some(threads) = needs.threads.filter(|&t| t > cpus) {
+                return Err(format!(
+                    "settings {name:?} run -t {threads} threads, but each task gets {cpus} CPUs ({cpus_field}): raise {cpus_field} or lower -t"
+                ));
+            }
+            match needs.gpu_layers {
+                Some(layers) if layers > 0 && gpus == 0 => {
+                    return Err(format!(
+                        "settings {name:?} offload layers to a GPU (-ngl {layers}), but the study requests none: set {gpus_field}, or give -ngl 0"
+                    ))
+                }
+                Some(0) if gpus > 0 => {
+                    return Err(format!(
+                        "the study requests {gpus} GPU(s) per task ({gpus_field}), but settings {name:?} keep every layer on the CPU (-ngl 0): plan CPU and GPU settings as two studies"
+                    ))
+                }
+                _ => {}
+            }
+        }
+        Ok(Resources { cpus, gpus })
     }
 
     /// Every run, in array order: by file, then model, then settings.
@@ -311,13 +409,18 @@ impl Study {
 
     /// The shell that runs array task `$INDEX` (a variable the scheduler
     /// sets): picks its run and shard and scores it, resuming its own log.
-    fn task_script(&self, index_variable: &str) -> String {
+    /// A run whose settings give no `-t` gets `-t $threads`, which the
+    /// caller's `threads` line sets to the CPUs the task was given.
+    fn task_script(&self, index_variable: &str, threads: &str) -> String {
         let mut s = String::new();
-        s.push_str(&format!("index=${{{index_variable}:?{index_variable} is not set}}\n"));
+        s.push_str(&format!("index=${{{index_variable}:?{index_variable} is not set}}\n{threads}\n"));
         s.push_str(&format!("run=$((index / {})); shard=$((index % {}))\n", self.shards, self.shards));
         s.push_str("case $run in\n");
         for (r, run) in self.runs().iter().enumerate() {
-            let flags: Vec<String> = run.flags.iter().map(|f| quote(f)).collect();
+            let mut flags: Vec<String> = run.flags.iter().map(|f| quote(f)).collect();
+            if self.needs.get(&run.settings_name).is_none_or(|n| n.threads.is_none()) {
+                flags.extend(["-t".to_owned(), "\"$threads\"".to_owned()]);
+            }
             s.push_str(&format!(
                 "  {r}) model={}; file={}; prefix={}; flags=({});;\n",
                 quote(&run.model),
@@ -336,56 +439,96 @@ impl Study {
         s
     }
 
-    /// An sbatch script for the whole study: one array task per shard of every run.
-    pub fn slurm_script(&self) -> String {
+    /// An sbatch script for the whole study: one array task per shard of
+    /// every run. Run with `bash`, it submits itself: it creates the folder
+    /// Slurm writes the tasks' output to, submits the array, and a job that
+    /// merges the study (`mcscore plan STUDY --merge`) once every task has
+    /// succeeded. `study` is the study file's absolute path here, which the
+    /// merge job uses unless `slurm.study` says how the jobs see it.
+    pub fn slurm_script(&self, study: &Path) -> Result<String, EvalError> {
+        let bad = |what: String| EvalError::BadStudy { path: study.to_owned(), what };
         let o = &self.slurm;
+        let resources = self.resources(("slurm.cpus_per_task", o.cpus_per_task), ("slurm.gpus_per_task", o.gpus_per_task)).map_err(bad)?;
+        let study_text = match &o.study {
+            Some(path) => path.as_str(),
+            None => study.to_str().ok_or_else(|| bad("the study's path is not UTF-8: give slurm.study, as the jobs see it".into()))?,
+        };
+        plain("the study's path", study_text).map_err(bad)?;
+        let logs = format!("{}/slurm", self.out);
+        // `%` starts a Slurm filename pattern (%j, %A); `%%` is a plain one.
+        let log_pattern = |name: &str| format!("{}/{name}", logs.replace('%', "%%"));
         let mut s = String::from("#!/usr/bin/env bash\n");
         s.push_str("#SBATCH --job-name=mcscore-study\n");
         let limit = o.max_running.map_or(String::new(), |m| format!("%{m}"));
         s.push_str(&format!("#SBATCH --array=0-{}{limit}\n", self.tasks() - 1));
-        // `%` starts a Slurm filename pattern (%j, %A); `%%` is a plain one.
-        s.push_str(&format!("#SBATCH --output={}\n", sbatch_word(&format!("{}/slurm/%A_%a.out", self.out.replace('%', "%%")))));
-        for (flag, value) in [
-            ("partition", o.partition.clone()),
-            ("cpus-per-task", o.cpus_per_task.map(|c| c.to_string())),
-            ("gpus-per-task", o.gpus_per_task.map(|c| c.to_string())),
-            ("mem", o.mem.clone()),
-            ("time", o.time.clone()),
-        ] {
+        s.push_str(&format!("#SBATCH --output={}\n", sbatch_word(&log_pattern("%A_%a.out"))));
+        // Options the merge job shares: where it may run and for how long.
+        let shared = [("partition", o.partition.clone()), ("mem", o.mem.clone()), ("time", o.time.clone())];
+        let gpus = (resources.gpus > 0).then(|| resources.gpus.to_string());
+        for (flag, value) in
+            [("cpus-per-task", Some(resources.cpus.to_string())), ("gpus-per-task", gpus)].into_iter().chain(shared.clone())
+        {
             if let Some(value) = value {
                 s.push_str(&format!("#SBATCH --{flag}={}\n", sbatch_word(&value)));
             }
         }
         s.push_str(&format!(
-            "# {} runs × {} shards. Rerun failed shards with: sbatch --array=LIST this-script (each resumes its log).\n",
+            "# {} runs × {} shards, one array task per shard; a run without -t gets the task's CPUs.\n\
+             # `bash THIS` submits the study: it creates {logs_word} (Slurm opens --output before a\n\
+             # task starts), the array, and a job that runs `mcscore plan STUDY --merge` once every\n\
+             # task has succeeded (afterok). `sbatch THIS` submits the array alone.\n\
+             # Rerun failed tasks with: sbatch --array=LIST THIS (each resumes its log; `plan --merge` names LIST).\n",
             self.runs().len(),
-            self.shards
+            self.shards,
+            logs_word = quote(&logs),
         ));
-        s.push_str(&format!("# Slurm opens --output before the job starts: create {} first.\n", quote(&format!("{}/slurm", self.out))));
         s.push_str("set -euo pipefail\n");
-        s.push_str(&self.task_script("SLURM_ARRAY_TASK_ID"));
-        s
+        s.push_str("if [[ -z ${SLURM_ARRAY_TASK_ID:-} ]]; then\n");
+        s.push_str(&format!("    mkdir -p {}\n", quote(&logs)));
+        s.push_str("    array=$(sbatch --parsable \"${BASH_SOURCE[0]}\")\n    array=${array%%;*}\n");
+        let mut merge_options = vec![
+            "--job-name=mcscore-merge".to_owned(),
+            "--dependency=afterok:\"$array\"".to_owned(),
+            "--kill-on-invalid-dep=yes".to_owned(),
+            quote(&format!("--output={}", log_pattern("merge-%j.out"))),
+        ];
+        merge_options.extend(shared.iter().filter_map(|(flag, value)| value.as_ref().map(|v| quote(&format!("--{flag}={v}")))));
+        s.push_str(&format!(
+            "    merge=$(sbatch --parsable {} --wrap=\"$(printf 'exec %q plan %q --merge' {} {})\")\n",
+            merge_options.join(" "),
+            quote(&self.mcscore),
+            quote(study_text)
+        ));
+        s.push_str(&format!(
+            "    echo \"submitted array job $array ({} tasks) and merge job ${{merge%%;*}} (runs once every task has succeeded)\"\n    exit 0\nfi\n",
+            self.tasks()
+        ));
+        s.push_str(&self.task_script("SLURM_ARRAY_TASK_ID", &format!("threads=${{SLURM_CPUS_PER_TASK:-{}}}", resources.cpus)));
+        Ok(s)
     }
 
     /// A Kubernetes Indexed Job for the whole study: one completion index per
     /// shard of every run, on a shared volume that holds every path. Written
     /// by a YAML serializer, so no study value can add a key.
     pub fn kubernetes_manifest(&self, path: &Path) -> Result<String, EvalError> {
-        self.check_mounted().map_err(|what| EvalError::BadStudy { path: path.to_owned(), what })?;
+        let bad = |what: String| EvalError::BadStudy { path: path.to_owned(), what };
         let k = &self.kubernetes;
-        let memory = k.memory.clone();
+        let (image, claim, mount) = k.required().map_err(bad)?;
+        self.check_mounted(mount).map_err(bad)?;
+        let resources = self.resources(("kubernetes.cpus", k.cpus), ("kubernetes.gpus", k.gpus)).map_err(bad)?;
+        let memory = k.memory().to_owned();
         let mut limits = BTreeMap::from([("memory".to_owned(), memory.clone())]);
-        if k.gpus > 0 {
-            limits.insert("nvidia.com/gpu".to_owned(), k.gpus.to_string());
+        if resources.gpus > 0 {
+            limits.insert("nvidia.com/gpu".to_owned(), resources.gpus.to_string());
         }
         let job = k8s::Job {
             api_version: "batch/v1",
             kind: "Job",
-            metadata: k8s::Metadata { name: k.name.clone() },
+            metadata: k8s::Metadata { name: k.name().to_owned() },
             spec: k8s::JobSpec {
                 completion_mode: "Indexed",
                 completions: self.tasks(),
-                parallelism: k.parallelism,
+                parallelism: k.parallelism.unwrap_or(4),
                 backoff_limit_per_index: 2,
                 max_failed_indexes: self.tasks(),
                 template: k8s::Template {
@@ -393,22 +536,22 @@ impl Study {
                         restart_policy: "Never",
                         containers: vec![k8s::Container {
                             name: "mcscore",
-                            image: k.image.clone(),
+                            image: image.to_owned(),
                             command: vec![
                                 "bash".into(),
                                 "-c".into(),
-                                format!("set -euo pipefail\n{}", self.task_script("JOB_COMPLETION_INDEX")),
+                                format!(
+                                    "set -euo pipefail\n{}",
+                                    self.task_script("JOB_COMPLETION_INDEX", &format!("threads={}", resources.cpus))
+                                ),
                             ],
                             resources: k8s::Resources {
-                                requests: BTreeMap::from([("cpu".to_owned(), k.cpus.to_string()), ("memory".to_owned(), memory)]),
+                                requests: BTreeMap::from([("cpu".to_owned(), resources.cpus.to_string()), ("memory".to_owned(), memory)]),
                                 limits,
                             },
-                            volume_mounts: vec![k8s::VolumeMount { name: "data", mount_path: k.mount.clone() }],
+                            volume_mounts: vec![k8s::VolumeMount { name: "data", mount_path: mount.to_owned() }],
                         }],
-                        volumes: vec![k8s::Volume {
-                            name: "data",
-                            persistent_volume_claim: k8s::Claim { claim_name: k.volume_claim.clone() },
-                        }],
+                        volumes: vec![k8s::Volume { name: "data", persistent_volume_claim: k8s::Claim { claim_name: claim.to_owned() } }],
                     },
                 },
             },
@@ -418,14 +561,24 @@ impl Study {
 
     /// Merges every run whose shards are all complete into its merged log
     /// (never over the study file `study`, a model or a task file); returns,
-    /// per run, the merged run or why it could not be merged.
-    pub fn merge_all(&self, study: &Path) -> Vec<(Run, Result<Merged, EvalError>)> {
+    /// per run, the merged run or why it could not be merged, with the array
+    /// indices of its shards that have not finished.
+    pub fn merge_all(&self, study: &Path) -> Vec<RunMerge> {
         // Every run's inputs: one run's merged log may not replace another's.
         let inputs: Vec<&Path> = std::iter::once(study).chain(self.models.iter().chain(&self.files).map(Path::new)).collect();
         self.runs()
             .into_iter()
-            .map(|run| {
+            .enumerate()
+            .map(|(r, run)| {
                 let logs: Vec<PathBuf> = (0..self.shards).map(|k| PathBuf::from(self.shard_log(&run, k))).collect();
+                // A log that is missing, unreadable or cut short: its task has
+                // not finished, and resubmitting it resumes the log.
+                let unfinished: Vec<usize> = logs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, log)| crate::log::read(log).map_or(true, |contents| contents.unfinished().is_some()))
+                    .map(|(k, _)| r * self.shards + k)
+                    .collect();
                 let merged = (|| {
                     if let Some(missing) = logs.iter().find(|l| !l.exists()) {
                         return Err(EvalError::Io {
@@ -444,10 +597,19 @@ impl Study {
                     write_complete(&out, &merged.header, &merged.records, mcscore_format::Existing::Replace)?;
                     Ok(merged)
                 })();
-                (run, merged)
+                RunMerge { run, unfinished, merged }
             })
             .collect()
     }
+}
+
+/// One run of `Study::merge_all`.
+#[derive(Debug)]
+pub struct RunMerge {
+    pub run: Run,
+    /// Array indices of the run's shards whose logs are missing or unfinished.
+    pub unfinished: Vec<usize>,
+    pub merged: Result<Merged, EvalError>,
 }
 
 /// `text` as one word of an `#SBATCH` line. sbatch's directive parser takes
