@@ -7,7 +7,7 @@ use mcscore_eval::shard::merge;
 use serde_json::json;
 
 use crate::output::{self, Target};
-use crate::score::{llama_preamble, metrics_json, print_accuracies, print_llama_end, Shown};
+use crate::score::{llama_preamble, print_accuracies, print_llama_end, Shown};
 use crate::text::printable;
 use crate::Outcome;
 
@@ -67,7 +67,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let n = merged.records.len();
     let baselines = merged.baselines();
     if args.json {
+        let fractions = mcscore_eval::results::baselines(&merged.records);
         crate::print_json(&json!({
+            "schema_version": mcscore_eval::results::SCHEMA_VERSION,
             "model": header.model,
             "model_sha256": header.model_sha256,
             "file": header.file,
@@ -78,9 +80,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             "selection": header.selection,
             "limit": header.limit,
             "settings": header.settings,
-            "metrics": metrics_json(&merged.records),
-            "chance": baselines.chance,
-            "majority_class": baselines.majority_class,
+            "metrics": mcscore_eval::results::accuracies(&merged.records),
+            "chance": fractions.chance,
+            "majority_class": fractions.majority_class,
             "log": args.out,
         }))?;
     } else if args.output == Format::Llama {

@@ -110,7 +110,7 @@ fn csv(report: &Report) -> String {
     for m in &report.models {
         let label = printable(&m.label).replace('"', "\"\"");
         for (kind, rows) in [("normalisation", &m.normalisations), ("scheme", &m.schemes)] {
-            for (name, e) in rows {
+            for (name, e) in rows.iter() {
                 let _ = writeln!(out, "\"{label}\",{kind},{name},{},{},{}", e.mean, e.low, e.high);
             }
         }
@@ -152,11 +152,11 @@ fn text(report: &Report) -> String {
             let _ = writeln!(out, "  settings: {}", printable(&m.settings));
         }
         let _ = writeln!(out, "  accuracy (%)");
-        for (name, e) in &m.normalisations {
-            let _ = writeln!(out, "    {name:<10} {:>7.2}  [{:.2}, {:.2}]", e.mean, e.low, e.high);
+        for (name, e) in m.normalisations.iter() {
+            let _ = writeln!(out, "    {name:<10} {:>7.2}  [{:.2}, {:.2}]", 100.0 * e.mean, 100.0 * e.low, 100.0 * e.high);
         }
         let _ = writeln!(out, "  schemes (mean score per task)");
-        for (name, e) in &m.schemes {
+        for (name, e) in m.schemes.iter() {
             let _ = writeln!(out, "    {name:<10} {:>7.4}  [{:.4}, {:.4}]", e.mean, e.low, e.high);
         }
         let b = &m.behaviour;

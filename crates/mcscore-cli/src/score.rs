@@ -345,17 +345,6 @@ fn print_memory(m: &mcscore_engine::MemoryReport) {
     }
 }
 
-/// Per normalisation: accuracy, standard error and correct count, for --json.
-pub(crate) fn metrics_json(records: &[TaskRecord]) -> serde_json::Map<String, serde_json::Value> {
-    normalisations(records)
-        .iter()
-        .map(|&norm| {
-            let a = accuracy(records, norm);
-            (norm.name().to_owned(), json!({ "accuracy": a.percent(), "stderr": a.stderr_percent(), "correct": a.successes }))
-        })
-        .collect()
-}
-
 /// The accuracy table of a run of `kind`, against chance and the majority class.
 pub(crate) fn print_accuracies(records: &[TaskRecord], kind: TaskKind, baselines: &Baselines) -> anyhow::Result<()> {
     outln!("  {:<16}{:>9}  {:>7}", "", "accuracy", "± s.e.")?;
@@ -570,7 +559,9 @@ fn print_results(
     if args.output == OutputFormat::Llama && !args.json {
         print_llama_end(args.kind(), llama_hits, n, outcome.total_options)?;
     } else if args.json {
+        let fractions = mcscore_eval::results::baselines(&outcome.records);
         crate::print_json(&json!({
+            "schema_version": mcscore_eval::results::SCHEMA_VERSION,
             "model": outcome.header.model,
             "model_sha256": outcome.header.model_sha256,
             "model_sha256_cached": outcome.header.model_sha256_cached,
@@ -585,9 +576,9 @@ fn print_results(
             "settings": settings,
             "n_ctx": outcome.n_ctx,
             "decodes": outcome.planned_decodes,
-            "metrics": metrics_json(&outcome.records),
-            "chance": baselines.chance,
-            "majority_class": baselines.majority_class,
+            "metrics": mcscore_eval::results::accuracies(&outcome.records),
+            "chance": fractions.chance,
+            "majority_class": fractions.majority_class,
             "tokens_evaluated": tokens.decoded,
             "tokens_unshared": tokens.unshared,
             "tokens_padding": tokens.padding,

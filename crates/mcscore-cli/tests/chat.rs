@@ -28,9 +28,7 @@ const SHOT_QUESTION: &str = "The following are multiple choice questions (with a
 
 /// Python's jinja2 (PyPI, scripts/setup-python-stats) on each request.
 fn jinja2(requests: &[Value]) -> Vec<Value> {
-    let setup = Command::new(repo("scripts/setup-python-stats")).output().expect("scripts/setup-python-stats runs");
-    assert!(setup.status.success(), "scripts/setup-python-stats failed: {}", String::from_utf8_lossy(&setup.stderr));
-    let target = String::from_utf8(setup.stdout).unwrap().trim().to_owned();
+    let target = common::python_stats();
     let mut child = Command::new("python3")
         .arg(repo("crates/mcscore-cli/tests/python/chat_reference.py"))
         .env("PYTHONPATH", target)

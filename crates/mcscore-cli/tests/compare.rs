@@ -9,18 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use common::{model, path_str, repo, run, stderr, stdout};
+use common::{model, path_str, python_stats, repo, run, stderr, stdout};
 use serde_json::Value;
-
-/// The scipy/numpy folder `scripts/setup-python-stats` installs.
-fn python_stats() -> PathBuf {
-    let cache = std::env::var_os("MCSCORE_CACHE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/mcscore"));
-    let dir = cache.join("python-stats");
-    assert!(dir.join("scipy").is_dir(), "scipy is not in {}: run scripts/setup-python-stats first", dir.display());
-    dir
-}
 
 /// Runs the independent implementation (tests/python/compare_reference.py).
 fn reference(args: &[&str]) -> Value {

@@ -48,6 +48,7 @@ mod hashes;
 mod job;
 pub mod queue;
 pub mod report;
+pub mod results;
 pub mod shard;
 pub mod study;
 pub mod sweep;

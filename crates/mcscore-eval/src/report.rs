@@ -11,6 +11,8 @@ use mcscore_metrics::stats::{kendall, spearman, std_dev, Bootstrap, Estimate};
 use mcscore_metrics::{ranks_desc, Normalisation, Ties};
 use serde::Serialize;
 
+use crate::results::ByName;
+
 use crate::compare::Run;
 use crate::log;
 use crate::EvalError;
@@ -43,9 +45,9 @@ pub struct ModelReport {
     pub settings: String,
     pub tasks: usize,
     /// Accuracy (%) of each normalisation.
-    pub normalisations: Vec<(String, Estimate)>,
+    pub normalisations: ByName<Estimate>,
     /// Mean score of each scheme.
-    pub schemes: Vec<(String, Estimate)>,
+    pub schemes: ByName<Estimate>,
     pub behaviour: Behaviour,
     pub calibration: Calibration,
 }
@@ -81,6 +83,8 @@ fn interval(value: f64, se: f64) -> (f64, f64) {
 /// A report over one or more logs of the same tasks.
 #[derive(Debug, Serialize)]
 pub struct Report {
+    /// The results JSON's version (`results::SCHEMA_VERSION`).
+    pub schema_version: u32,
     pub file: String,
     pub file_sha256: String,
     pub normalisation: &'static str,
@@ -191,14 +195,15 @@ pub fn of_runs(runs: &[Run], options: &ReportOptions) -> Result<Report, EvalErro
             .collect::<Result<_, EvalError>>()?;
         let norms = log::normalisations(&run.records);
         let hits: Vec<Vec<f64>> =
-            norms.iter().map(|&nm| run.records.iter().map(|r| 100.0 * f64::from(u8::from(r.correct.get(nm)))).collect()).collect();
+            norms.iter().map(|&nm| run.records.iter().map(|r| f64::from(u8::from(r.correct.get(nm)))).collect()).collect();
         let per_scheme: Vec<Vec<f64>> = schemes_used.iter().map(|s| probs.iter().map(|t| s.score(t)).collect()).collect();
         let columns: Vec<&[f64]> = hits.iter().chain(&per_scheme).map(Vec::as_slice).collect();
         let (estimates, draws) = bootstrap.estimates(&columns);
         let n_norm = norms.len();
-        let normalisations = norms.iter().zip(&estimates).map(|(nm, e)| (nm.name().to_owned(), *e)).collect();
-        let schemes: Vec<(String, Estimate)> =
-            schemes_used.iter().zip(&estimates[n_norm..]).map(|(s, e)| (s.name().to_owned(), *e)).collect();
+        let normalisations = ByName(norms.iter().zip(&estimates).map(|(nm, e)| (nm.name().to_owned(), *e)).collect());
+        let schemes = ByName(
+            schemes_used.iter().zip(&estimates[n_norm..]).map(|(s, e)| (s.name().to_owned(), *e)).collect::<Vec<(String, Estimate)>>(),
+        );
         scheme_means.push(schemes.iter().map(|(_, e)| e.mean).collect());
         scheme_draws.push(draws.iter().map(|d| d[n_norm..].to_vec()).collect());
         models.push(ModelReport {
@@ -239,6 +244,7 @@ pub fn of_runs(runs: &[Run], options: &ReportOptions) -> Result<Report, EvalErro
     }
 
     let report = Report {
+        schema_version: crate::results::SCHEMA_VERSION,
         file: runs[0].header.file.clone(),
         file_sha256: runs[0].header.file_sha256.clone(),
         normalisation: norm.name(),

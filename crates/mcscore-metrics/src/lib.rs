@@ -263,6 +263,17 @@ pub struct Proportion {
 }
 
 impl Proportion {
+    /// Successes ÷ n (0 for n = 0).
+    pub fn fraction(self) -> f64 {
+        self.successes as f64 / self.n.max(1) as f64
+    }
+
+    /// The standard error of [`Proportion::fraction`], √(p(1−p)/(n−1)); none for n < 2.
+    pub fn stderr(self) -> Option<f64> {
+        let p = self.fraction();
+        (self.n >= 2).then(|| (p * (1.0 - p) / (self.n as f64 - 1.0)).sqrt())
+    }
+
     pub fn percent(self) -> f64 {
         100.0 * self.successes as f64 / self.n.max(1) as f64
     }

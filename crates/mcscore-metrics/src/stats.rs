@@ -80,11 +80,19 @@ impl Bootstrap {
                 let mean = column.iter().sum::<f64>() / column.len().max(1) as f64;
                 let means: Vec<f64> = draws.iter().map(|d| d[j]).collect();
                 let (low, high) = if means.is_empty() { (mean, mean) } else { crate::paired::percentile_interval(&means, 0.95) };
-                Estimate { mean, low, high }
+                Estimate { mean, low: f32_digits(low), high: f32_digits(high) }
             })
             .collect();
         (estimates, draws)
     }
+}
+
+/// `x` to the digits its f32 inputs carry: a resampled mean sums the
+/// columns as f32, so past 7 digits it holds their rounding (0.2 read as
+/// 0.20000000298023224), not data.
+fn f32_digits(x: f64) -> f64 {
+    // The shortest decimal that reads back as the same f32, read as f64.
+    (x as f32).to_string().parse().unwrap_or(x)
 }
 
 fn pearson(a: &[f64], b: &[f64]) -> f64 {

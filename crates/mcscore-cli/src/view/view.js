@@ -79,8 +79,8 @@
       }
     } else if (D.reports.length) {
       for (const m of D.reports[0].models) {
-        const e = m.normalisations.find((n) => n[0] === D.normalisation);
-        answer.append(el("div", {}, el("strong", { text: m.label }), ": " + D.normalisation + " " + pct(e[1].mean) + " % " + interval(e[1].low, e[1].high, 2) + " on " + m.tasks + " tasks"));
+        const e = m.normalisations[D.normalisation];
+        answer.append(el("div", {}, el("strong", { text: m.label }), ": " + D.normalisation + " " + pct(100 * e.mean) + " % " + interval(100 * e.low, 100 * e.high, 2) + " on " + m.tasks + " tasks"));
       }
     } else if (D.sweep) {
       for (const m of D.sweep.models) {
@@ -103,11 +103,12 @@
     if (D.baselines) s.append(el("p", { class: "muted", text: "Baselines over these " + N + " tasks: chance " + pct(D.baselines.chance) + " %, majority class " + pct(D.baselines.majority_class) + " % (always option " + D.baselines.majority_position + ")." }));
     D.reports.forEach((r, ri) => {
       s.append(el("h2", { text: "Accuracy (%), 95 % bootstrap intervals (" + r.resamples + " resamples, seed " + r.seed + ")" }));
-      const names = r.models[0].normalisations.map((n) => n[0]);
-      s.append(table(["model", ...names], r.models.map((m) => [m.label, ...m.normalisations.map((n) => pct(n[1].mean) + " " + interval(n[1].low, n[1].high, 2))])));
+      // Report JSON gives fractions; the page shows percent.
+      const names = Object.keys(r.models[0].normalisations);
+      s.append(table(["model", ...names], r.models.map((m) => [m.label, ...names.map((n) => pct(100 * m.normalisations[n].mean) + " " + interval(100 * m.normalisations[n].low, 100 * m.normalisations[n].high, 2))])));
       s.append(el("h3", { text: "Scoring schemes (mean score per task; p = softmax of " + r.normalisation + ")" }));
-      const schemes = r.models[0].schemes.map((n) => n[0]);
-      s.append(table(["model", ...schemes], r.models.map((m) => [m.label, ...m.schemes.map((n) => fmt(n[1].mean, 4) + " " + interval(n[1].low, n[1].high, 4))])));
+      const schemes = Object.keys(r.models[0].schemes);
+      s.append(table(["model", ...schemes], r.models.map((m) => [m.label, ...schemes.map((n) => fmt(m.schemes[n].mean, 4) + " " + interval(m.schemes[n].low, m.schemes[n].high, 4))])));
       s.append(el("h3", { text: "Calibration" }));
       s.append(table(["model", "ECE", "Brier", "reliability", "resolution", "uncertainty"], r.models.map((m) => [m.label, fmt(m.calibration.ece, 4), fmt(m.calibration.brier, 4), fmt(m.calibration.reliability, 4), fmt(m.calibration.resolution, 4), fmt(m.calibration.uncertainty, 4)])));
       if (r.rankings.length) {

@@ -151,3 +151,11 @@ pub fn llama_cpp_template(name: &str) -> PathBuf {
 pub fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+/// The folder of Python's independent references (scipy, numpy, jinja2,
+/// jsonschema from PyPI), installed by scripts/setup-python-stats on first use.
+pub fn python_stats() -> PathBuf {
+    let setup = Command::new(repo("scripts/setup-python-stats")).output().expect("scripts/setup-python-stats runs");
+    assert!(setup.status.success(), "scripts/setup-python-stats failed: {}", String::from_utf8_lossy(&setup.stderr));
+    PathBuf::from(String::from_utf8(setup.stdout).unwrap().trim())
+}

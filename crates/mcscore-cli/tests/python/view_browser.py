@@ -183,8 +183,8 @@ def check(page, case_path, shots):
     right = [i for i in range(n) if base[i]["correct"]["acc_norm"]]
     low = [i for i in range(n) if margin(base[i]) < 1000]
     flipped = [i for i in range(n) if flip(base[i], logs[1][i]) in ("right_to_wrong", "wrong_to_right")]
-    acc_norm = dict(report["models"][0]["normalisations"])["acc_norm"]["mean"]
-    expect(abs(100 * len(right) / n - acc_norm) < 1e-9, f"report --json's acc_norm {acc_norm} against the log's {len(right)}/{n}")
+    acc_norm = report["models"][0]["normalisations"]["acc_norm"]["mean"]
+    expect(abs(len(right) / n - acc_norm) < 1e-12, f"report --json's acc_norm {acc_norm} against the log's {len(right)}/{n}")
     timings = []
     for name, rows in [("all", range(n)), ("right", right), ("wrong", [i for i in range(n) if i not in set(right)]), ("low-margin", low), ("flipped", flipped)]:
         b.set_hash(f"#view=tasks&filter={name}")
@@ -221,8 +221,8 @@ def check(page, case_path, shots):
     b.set_hash("#view=scores")
     text = b.by_id("scores").text
     for model in report["models"]:
-        for name, estimate in model["normalisations"]:
-            expect(f"{estimate['mean']:.2f} [{estimate['low']:.2f}, {estimate['high']:.2f}]" in text, f"{model['label']} {name} {estimate} is not on the scoreboard")
+        for name, estimate in model["normalisations"].items():
+            expect(f"{100 * estimate['mean']:.2f} [{100 * estimate['low']:.2f}, {100 * estimate['high']:.2f}]" in text, f"{model['label']} {name} {estimate} is not on the scoreboard")
     expect(len(b.driver.find_elements(By.CSS_SELECTOR, "#scores img")) >= len(report["models"]), "a reliability diagram per model")
     b.driver.save_screenshot(os.path.join(shots, "scores.png"))
     if case.get("sweep"):
