@@ -65,6 +65,16 @@ pub(crate) struct Args {
     /// scheme × model rank heatmap.
     #[arg(long, value_name = "DIR")]
     plots: Option<PathBuf>,
+    /// The tasks' groups, for accuracy per group: a text file with one group
+    /// name per line, one line per task of the task file, in file order.
+    /// Default: the groups (and categories) the manifest records for the
+    /// task file, as MMLU's subjects.
+    #[arg(long, value_name = "FILE")]
+    groups: Option<PathBuf>,
+    /// The manifest to look the task file's groups up in (by sha256).
+    /// Default: manifest.json, where there is one.
+    #[arg(long, value_name = "FILE", conflicts_with = "groups")]
+    manifest: Option<PathBuf>,
 }
 
 pub(crate) fn parse_probability(text: &str) -> Result<f64, String> {
@@ -85,7 +95,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         resamples: args.resamples,
         seed: args.seed,
     };
-    let report = report::build(&args.logs, &options).map_err(|e| match e {
+    // The groups of the first log's file; report::build refuses logs of another.
+    let first = mcscore_eval::log::read(&args.logs[0])?;
+    let groups = crate::compare::groups_from(args.groups.as_deref(), args.manifest.as_deref(), &first.header.file_sha256)?;
+    drop(first);
+    let report = report::build(&args.logs, &options, groups.as_ref()).map_err(|e| match e {
         EvalError::OtherTasks { .. } => anyhow::Error::from(e).context("use the same --multiple-choice-tasks"),
         e => e.into(),
     })?;
@@ -112,6 +126,14 @@ fn csv(report: &Report) -> String {
         for (kind, rows) in [("normalisation", &m.normalisations), ("scheme", &m.schemes)] {
             for (name, e) in rows.iter() {
                 let _ = writeln!(out, "\"{label}\",{kind},{name},{},{},{}", e.mean, e.low, e.high);
+            }
+        }
+        if let Some(g) = &m.groups {
+            for (kind, rows) in [("category", &g.categories), ("group", &g.groups)] {
+                for r in rows {
+                    let name = printable(&r.name).replace('"', "\"\"");
+                    let _ = writeln!(out, "\"{label}\",{kind},\"{name}\",{},{},{}", r.accuracy, r.low, r.high);
+                }
             }
         }
         let c = &m.calibration;
@@ -175,6 +197,9 @@ fn text(report: &Report) -> String {
             "  calibration: ECE {:.4} ({ECE_BINS} bins), Brier {:.4} (reliability {:.4} − resolution {:.4} + uncertainty {:.4})",
             c.ece, c.brier, c.reliability, c.resolution, c.uncertainty
         );
+        if let Some(groups) = &m.groups {
+            out.push_str(&crate::text::groups_table(groups));
+        }
     }
     if !report.rankings.is_empty() {
         let _ = writeln!(out, "\nmodel ranks per scheme (1 = best); Spearman ρ and Kendall τ with NR's ranking ± bootstrap SE");

@@ -556,6 +556,11 @@ fn print_results(
     let n = outcome.records.len();
     let baselines = &outcome.baselines;
     let tokens = outcome.tokens;
+    // Accuracy per group (MMLU's subjects and categories), where the manifest records the file's groups.
+    let groups = match crate::compare::groups_from(None, None, &outcome.header.file_sha256)? {
+        Some(groups) => Some(mcscore_eval::results::group_accuracies(&outcome.records, &groups, Normalisation::AccNorm, path)?),
+        None => None,
+    };
     if args.output == OutputFormat::Llama && !args.json {
         print_llama_end(args.kind(), llama_hits, n, outcome.total_options)?;
     } else if args.json {
@@ -577,6 +582,7 @@ fn print_results(
             "n_ctx": outcome.n_ctx,
             "decodes": outcome.planned_decodes,
             "metrics": mcscore_eval::results::accuracies(&outcome.records),
+            "groups": groups,
             "chance": fractions.chance,
             "majority_class": fractions.majority_class,
             "tokens_evaluated": tokens.decoded,
@@ -594,6 +600,9 @@ fn print_results(
             outln!("  {}", chat_line(chat))?;
         }
         print_accuracies(&outcome.records, args.kind(), baselines)?;
+        if let Some(groups) = &groups {
+            out!("{}", crate::text::groups_table(groups))?;
+        }
         outln!(
             "  {} tokens decoded ({} if tasks shared none) in {} fills, {:.1} s scoring ({:.0} tokens/s), {:.1} s in all",
             tokens.decoded,

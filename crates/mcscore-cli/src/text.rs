@@ -20,6 +20,36 @@ pub(crate) fn printable(text: &str) -> Cow<'_, str> {
     Cow::Owned(text.chars().map(|c| if unsafe_char(c) { c.escape_unicode().to_string() } else { c.to_string() }).collect())
 }
 
+/// A run's accuracy per category and per group (MMLU's subjects), in percent
+/// with 95 % Wilson intervals, as `score` and `report` print it.
+pub(crate) fn groups_table(g: &mcscore_eval::results::GroupAccuracies) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let row = |out: &mut String, r: &mcscore_eval::results::GroupAccuracy| {
+        let _ = writeln!(
+            out,
+            "    {:<36} {:>5} {:>7.2}  [{:.2}, {:.2}]",
+            printable(&r.name),
+            r.tasks,
+            100.0 * r.accuracy,
+            100.0 * r.low,
+            100.0 * r.high
+        );
+    };
+    let _ = writeln!(out, "  {} by group ({}; 95 % Wilson intervals)", g.normalisation, printable(&g.source));
+    let _ = writeln!(out, "    {:<36} {:>5} {:>7}", "", "tasks", "acc (%)");
+    for r in &g.categories {
+        row(&mut out, r);
+    }
+    if !g.categories.is_empty() {
+        let _ = writeln!(out);
+    }
+    for r in &g.groups {
+        row(&mut out, r);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,16 +19,6 @@ use serde_json::{json, Value};
 
 const DOCS: usize = 100;
 
-/// Where scripts/setup-lm-eval installs lm-eval.
-fn lm_eval_path() -> String {
-    let cache = std::env::var_os("MCSCORE_CACHE_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/mcscore"));
-    let path = cache.join("python-lm-eval");
-    assert!(path.join("lm_eval").is_dir(), "lm-eval is not installed at {}: run scripts/setup-lm-eval", path.display());
-    path.to_str().unwrap().to_owned()
-}
-
 /// Per task: each option's summed log-probability, from a --log-samples file.
 fn mcscore_scores(log: &Path) -> Vec<Vec<f64>> {
     log_tasks(log).iter().map(|t| t["options"].as_array().unwrap().iter().map(|o| o["logprob_sum"].as_f64().unwrap()).collect()).collect()

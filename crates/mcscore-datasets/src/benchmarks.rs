@@ -36,8 +36,11 @@ pub struct Benchmark {
     /// Where `build --shots K` draws solved examples from, if a split exists for it.
     pub shots: Option<Shots>,
     /// The source field that groups tasks (MMLU's subject), recorded in the
-    /// manifest for `compare`'s clustered statistics.
+    /// manifest for `compare`'s clustered statistics and per-group accuracies.
     pub group: Option<&'static str>,
+    /// The category of each group (MMLU's subject → stem, humanities,
+    /// social_sciences or other), recorded in the manifest beside the groups.
+    pub categories: Option<&'static [(&'static str, &'static str)]>,
 }
 
 /// Why a source row is not an item of its benchmark.
@@ -316,6 +319,69 @@ macro_rules! hub {
     };
 }
 
+/// MMLU's subjects by category, as lm-evaluation-harness groups them
+/// (`mmlu_stem`, `mmlu_humanities`, `mmlu_social_sciences`, `mmlu_other`;
+/// tests/groups.rs checks this table against its task files).
+pub const MMLU_CATEGORIES: &[(&str, &str)] = &[
+    ("abstract_algebra", "stem"),
+    ("anatomy", "stem"),
+    ("astronomy", "stem"),
+    ("business_ethics", "other"),
+    ("clinical_knowledge", "other"),
+    ("college_biology", "stem"),
+    ("college_chemistry", "stem"),
+    ("college_computer_science", "stem"),
+    ("college_mathematics", "stem"),
+    ("college_medicine", "other"),
+    ("college_physics", "stem"),
+    ("computer_security", "stem"),
+    ("conceptual_physics", "stem"),
+    ("econometrics", "social_sciences"),
+    ("electrical_engineering", "stem"),
+    ("elementary_mathematics", "stem"),
+    ("formal_logic", "humanities"),
+    ("global_facts", "other"),
+    ("high_school_biology", "stem"),
+    ("high_school_chemistry", "stem"),
+    ("high_school_computer_science", "stem"),
+    ("high_school_european_history", "humanities"),
+    ("high_school_geography", "social_sciences"),
+    ("high_school_government_and_politics", "social_sciences"),
+    ("high_school_macroeconomics", "social_sciences"),
+    ("high_school_mathematics", "stem"),
+    ("high_school_microeconomics", "social_sciences"),
+    ("high_school_physics", "stem"),
+    ("high_school_psychology", "social_sciences"),
+    ("high_school_statistics", "stem"),
+    ("high_school_us_history", "humanities"),
+    ("high_school_world_history", "humanities"),
+    ("human_aging", "other"),
+    ("human_sexuality", "social_sciences"),
+    ("international_law", "humanities"),
+    ("jurisprudence", "humanities"),
+    ("logical_fallacies", "humanities"),
+    ("machine_learning", "stem"),
+    ("management", "other"),
+    ("marketing", "other"),
+    ("medical_genetics", "other"),
+    ("miscellaneous", "other"),
+    ("moral_disputes", "humanities"),
+    ("moral_scenarios", "humanities"),
+    ("nutrition", "other"),
+    ("philosophy", "humanities"),
+    ("prehistory", "humanities"),
+    ("professional_accounting", "other"),
+    ("professional_law", "humanities"),
+    ("professional_medicine", "other"),
+    ("professional_psychology", "social_sciences"),
+    ("public_relations", "social_sciences"),
+    ("security_studies", "social_sciences"),
+    ("sociology", "social_sciences"),
+    ("us_foreign_policy", "social_sciences"),
+    ("virology", "other"),
+    ("world_religions", "humanities"),
+];
+
 /// MMLU's k-shot header (Hendrycks et al.), before a subject's solved examples.
 const MMLU_HEADER: &str = "The following are multiple choice questions (with answers) about {}.";
 
@@ -330,6 +396,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: labelled_choices,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "arc-easy-test",
@@ -340,6 +407,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: labelled_choices,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "arc-challenge-validation",
@@ -350,6 +418,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: labelled_choices,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "arc-challenge-test",
@@ -360,6 +429,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: labelled_choices,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "aqua-rat-test",
@@ -370,6 +440,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: aqua,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "aqua-rat-validation",
@@ -380,6 +451,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: aqua,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "aqua-rat-train",
@@ -390,6 +462,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: aqua,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "boolq-validation",
@@ -406,6 +479,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: boolq,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "boolq-train",
@@ -422,6 +496,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: boolq,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "careqa-en-test",
@@ -432,6 +507,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: careqa,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "careqa-es-test",
@@ -442,6 +518,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: careqa,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "commonsense-qa-validation",
@@ -458,6 +535,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: labelled_choices,
         shots: Some(Shots { from: "commonsense-qa-train", draw: Draw::Seeded }),
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "commonsense-qa-train",
@@ -474,6 +552,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: labelled_choices,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "hellaswag-validation",
@@ -484,6 +563,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: hellaswag,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         // llama.cpp's winogrande-debiased-eval.csv: the 1,267-row dev set, which
@@ -502,6 +582,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: winogrande,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "medconceptsqa-test",
@@ -512,6 +593,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: medconceptsqa,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "medqa-test",
@@ -522,6 +604,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: medqa,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "medqa-train",
@@ -532,6 +615,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: medqa,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         // The 5 solved examples per subject that MMLU's k-shot prompts draw from.
@@ -543,6 +627,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: mmlu,
         shots: None,
         group: Some("subject"),
+        categories: Some(MMLU_CATEGORIES),
     },
     Benchmark {
         name: "mmlu-validation",
@@ -553,6 +638,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: mmlu,
         shots: Some(Shots { from: "mmlu-dev", draw: Draw::PerGroup { field: "subject", header: MMLU_HEADER } }),
         group: Some("subject"),
+        categories: Some(MMLU_CATEGORIES),
     },
     Benchmark {
         name: "mmlu-test",
@@ -563,6 +649,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: mmlu,
         shots: Some(Shots { from: "mmlu-dev", draw: Draw::PerGroup { field: "subject", header: MMLU_HEADER } }),
         group: Some("subject"),
+        categories: Some(MMLU_CATEGORIES),
     },
     Benchmark {
         name: "openbookqa-validation",
@@ -579,6 +666,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: labelled_choices,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "openbookqa-test",
@@ -595,6 +683,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: labelled_choices,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "piqa-validation",
@@ -605,6 +694,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: piqa,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "sciq-validation",
@@ -621,6 +711,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: sciq,
         shots: None,
         group: None,
+        categories: None,
     },
     Benchmark {
         name: "truthfulqa-mc1",
@@ -631,6 +722,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
         convert: truthfulqa_mc1,
         shots: None,
         group: None,
+        categories: None,
     },
 ];
 

@@ -230,7 +230,11 @@ fn write_entry(
 
 /// The groups of `benchmark`'s tasks, if it has a group field.
 fn group_runs(benchmark: &Benchmark, sources: &[Source]) -> Result<Option<GroupRuns>, DatasetError> {
-    benchmark.group.map(|field| Ok(GroupRuns::of(field, &shots::groups(sources, field)?))).transpose()
+    let Some(field) = benchmark.group else { return Ok(None) };
+    let mut runs = GroupRuns::of(field, &shots::groups(sources, field)?);
+    runs.categories =
+        benchmark.categories.map(|table| table.iter().map(|&(group, category)| (group.to_owned(), category.to_owned())).collect());
+    Ok(Some(runs))
 }
 
 /// One way a task file differs from what its source says.

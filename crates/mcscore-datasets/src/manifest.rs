@@ -68,6 +68,10 @@ pub struct GroupRuns {
     pub field: String,
     /// (group, how many consecutive tasks).
     pub runs: Vec<(String, usize)>,
+    /// Each group's category (MMLU's subject → stem, humanities, …), where
+    /// the benchmark has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub categories: Option<BTreeMap<String, String>>,
 }
 
 impl GroupRuns {
@@ -80,7 +84,7 @@ impl GroupRuns {
                 _ => runs.push((group.clone(), 1)),
             }
         }
-        GroupRuns { field: field.to_owned(), runs }
+        GroupRuns { field: field.to_owned(), runs, categories: None }
     }
 }
 

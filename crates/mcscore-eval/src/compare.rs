@@ -80,6 +80,8 @@ pub struct Groups {
     names: Vec<String>,
     /// Per task of the file, in file order: an index into `names`.
     of_task: Vec<usize>,
+    /// Each group's category (MMLU's stem, humanities, …), where recorded.
+    categories: Option<std::collections::BTreeMap<String, String>>,
 }
 
 impl Groups {
@@ -95,7 +97,33 @@ impl Groups {
             });
             of_task.extend(std::iter::repeat_n(index, *count));
         }
-        Groups { source: source.into(), names, of_task }
+        Groups { source: source.into(), names, of_task, categories: None }
+    }
+
+    /// These groups with a category for each (a group the map misses has none).
+    pub fn with_categories(mut self, categories: std::collections::BTreeMap<String, String>) -> Groups {
+        self.categories = Some(categories);
+        self
+    }
+
+    /// The category of group `name`, where the groups have categories.
+    pub fn category_of(&self, name: &str) -> Option<&str> {
+        self.categories.as_ref()?.get(name).map(String::as_str)
+    }
+
+    /// Refuses groups that do not reach every task of `records` (read from `log`).
+    pub(crate) fn check_reach(&self, records: &[crate::log::TaskRecord], log: &Path) -> Result<(), EvalError> {
+        match records.iter().map(|r| r.task).max() {
+            Some(last) if last >= self.tasks() => Err(EvalError::BadGroups {
+                path: PathBuf::from(&self.source),
+                why: format!(
+                    "groups for {} tasks, but {} holds task {last}: give one group per task of the task file",
+                    self.tasks(),
+                    log.display()
+                ),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// A text file with one line per task of the task file, in file order:
@@ -128,7 +156,13 @@ impl Groups {
     /// `file_sha256`; `None` when no entry of it has groups.
     pub fn from_manifest(manifest: &Path, file_sha256: &str) -> Result<Option<Groups>, EvalError> {
         Ok(manifest_entry(manifest, file_sha256)?.and_then(|e| {
-            e.groups.as_ref().map(|g| Groups::from_runs(format!("{}: {}'s {}", manifest.display(), e.name, g.field), &g.runs))
+            e.groups.as_ref().map(|g| {
+                let groups = Groups::from_runs(format!("{}: {}'s {}", manifest.display(), e.name, g.field), &g.runs);
+                match &g.categories {
+                    Some(categories) => groups.with_categories(categories.clone()),
+                    None => groups,
+                }
+            })
         }))
     }
 
@@ -393,17 +427,8 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
             return Err(EvalError::NotPaired { path: run.source.clone(), base: base.source.clone(), field, base_value, value });
         }
     }
-    if let (Some(groups), Some(last)) = (groups, base.records.iter().map(|r| r.task).max()) {
-        if last >= groups.tasks() {
-            return Err(EvalError::BadGroups {
-                path: PathBuf::from(&groups.source),
-                why: format!(
-                    "groups for {} tasks, but {} compares task {last}: give one group per task of the task file",
-                    groups.tasks(),
-                    base.source.display()
-                ),
-            });
-        }
+    if let Some(groups) = groups {
+        groups.check_reach(&base.records, &base.source)?;
     }
     let norm = options.normalisation;
     let k = others.len().max(1) as f64;

@@ -34,7 +34,7 @@
 //! let comparison = compare(&outcomes[0], &outcomes[1..], None, &CompareOptions::default())?;
 //! println!("{}", comparison.others[0].conclusion);
 //!
-//! let built = report::build(&[PathBuf::from("gemma-3-270m-q4_k_m.gguf.jsonl")], &report::ReportOptions::default())?;
+//! let built = report::build(&[PathBuf::from("gemma-3-270m-q4_k_m.gguf.jsonl")], &report::ReportOptions::default(), None)?;
 //! println!("ECE {:.4}", built.models[0].calibration.ece);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -11,9 +11,9 @@ use mcscore_metrics::stats::{kendall, spearman, std_dev, Bootstrap, Estimate};
 use mcscore_metrics::{ranks_desc, Normalisation, Ties};
 use serde::Serialize;
 
-use crate::results::ByName;
+use crate::results::{group_accuracies, ByName, GroupAccuracies};
 
-use crate::compare::Run;
+use crate::compare::{Groups, Run};
 use crate::log;
 use crate::EvalError;
 
@@ -50,6 +50,9 @@ pub struct ModelReport {
     pub schemes: ByName<Estimate>,
     pub behaviour: Behaviour,
     pub calibration: Calibration,
+    /// Accuracy per group (MMLU's subject) and category, where the file's groups are known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<GroupAccuracies>,
 }
 
 /// One scheme's ranking of the models.
@@ -149,15 +152,16 @@ fn labels(runs: &[Run]) -> Vec<String> {
 /// Builds the report of `logs`: complete logs of the same task file (by
 /// sha256) and the same tasks, one per model or setting; one run given twice
 /// is refused.
-pub fn build(logs: &[PathBuf], options: &ReportOptions) -> Result<Report, EvalError> {
+pub fn build(logs: &[PathBuf], options: &ReportOptions, groups: Option<&Groups>) -> Result<Report, EvalError> {
     let runs = logs.iter().map(|path| Run::read(path)).collect::<Result<Vec<_>, _>>()?;
     check_not_repeated(&runs)?;
-    of_runs(&runs, options)
+    of_runs(&runs, options, groups)
 }
 
 /// The report of `runs` (read from logs or built in memory): runs of the
-/// same task file and tasks.
-pub fn of_runs(runs: &[Run], options: &ReportOptions) -> Result<Report, EvalError> {
+/// same task file and tasks; with `groups`, each run's accuracy per group
+/// and category too.
+pub fn of_runs(runs: &[Run], options: &ReportOptions, groups: Option<&Groups>) -> Result<Report, EvalError> {
     if runs.is_empty() {
         return Err(EvalError::NoLogs);
     }
@@ -216,6 +220,7 @@ pub fn of_runs(runs: &[Run], options: &ReportOptions) -> Result<Report, EvalErro
             schemes,
             behaviour: Behaviour::of(&probs, options.tau, options.epsilon),
             calibration: Calibration::of(&probs, ECE_BINS),
+            groups: groups.map(|g| group_accuracies(&run.records, g, norm, &run.source)).transpose()?,
         });
     }
 

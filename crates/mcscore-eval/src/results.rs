@@ -5,7 +5,13 @@
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
+use std::path::Path;
+
+use mcscore_metrics::{Normalisation, Proportion};
+
+use crate::compare::Groups;
 use crate::log::{accuracy, normalisations, TaskRecord};
+use crate::EvalError;
 
 /// The results JSON's version. 1 (unnamed in the output) gave accuracies in
 /// percent and `report`'s metrics as `[name, value]` pairs.
@@ -78,6 +84,72 @@ pub fn baselines(records: &[TaskRecord]) -> Baselines {
     let position = mcscore_format::Baselines::from_tasks(records.iter().map(|r| (r.options.len(), r.gold))).majority_position;
     let majority = records.iter().filter(|r| r.gold == Some(position)).count();
     Baselines { chance, majority_class: majority as f64 / n, majority_position: position }
+}
+
+/// One group's (or category's) accuracy over a run, as fractions with the
+/// 95 % Wilson interval (a subject of MMLU has 5 to 300 tasks: its interval
+/// is the point).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct GroupAccuracy {
+    pub name: String,
+    /// The group's category (MMLU's stem, humanities, …), where recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    pub tasks: usize,
+    pub correct: usize,
+    pub accuracy: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// A run's accuracy per group and per category.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct GroupAccuracies {
+    /// Where the groups come from (the manifest entry or the groups file).
+    pub source: String,
+    pub normalisation: &'static str,
+    /// Per category, in order of first appearance; empty where the groups have none.
+    pub categories: Vec<GroupAccuracy>,
+    /// Per group, in order of first appearance.
+    pub groups: Vec<GroupAccuracy>,
+}
+
+/// The accuracy under `norm` of each group and category of `records` (read
+/// from `log`); refused where the groups do not reach a task.
+pub fn group_accuracies(records: &[TaskRecord], groups: &Groups, norm: Normalisation, log: &Path) -> Result<GroupAccuracies, EvalError> {
+    groups.check_reach(records, log)?;
+    // (name, category, tasks, right) in order of first appearance.
+    fn tally(rows: &mut Vec<(String, Option<String>, usize, usize)>, name: &str, category: Option<&str>, right: bool) {
+        let at = match rows.iter().position(|r| r.0 == name) {
+            Some(at) => at,
+            None => {
+                rows.push((name.to_owned(), category.map(str::to_owned), 0, 0));
+                rows.len() - 1
+            }
+        };
+        rows[at].2 += 1;
+        rows[at].3 += usize::from(right);
+    }
+    let (mut by_group, mut by_category) = (Vec::new(), Vec::new());
+    for record in records {
+        let name = groups.name_of(record.task).unwrap_or_default();
+        let category = groups.category_of(name);
+        let right = record.correct.get(norm);
+        tally(&mut by_group, name, category, right);
+        if let Some(category) = category {
+            tally(&mut by_category, category, None, right);
+        }
+    }
+    let rows = |rows: Vec<(String, Option<String>, usize, usize)>| {
+        rows.into_iter()
+            .map(|(name, category, tasks, correct)| {
+                let p = Proportion { successes: correct, n: tasks };
+                let (low, high) = p.wilson();
+                GroupAccuracy { name, category, tasks, correct, accuracy: p.fraction(), low, high }
+            })
+            .collect()
+    };
+    Ok(GroupAccuracies { source: groups.source.clone(), normalisation: norm.name(), categories: rows(by_category), groups: rows(by_group) })
 }
 
 /// The mean of 1/k over option counts `counts`: Σ (L/k) ÷ (L·n) with L the

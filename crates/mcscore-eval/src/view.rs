@@ -143,10 +143,10 @@ pub fn build(spec: PageSpec<'_>) -> Result<Page, EvalError> {
     let comparison = (runs.len() > 1).then(|| compare::compare(base, &runs[1..], groups, &compare_options)).transpose()?;
     let same_tasks = runs.iter().all(|r| r.records.iter().map(|t| t.task).eq(base.records.iter().map(|t| t.task)));
     page.reports = if same_tasks {
-        vec![report::of_runs(runs, &report_options)?]
+        vec![report::of_runs(runs, &report_options, groups)?]
     } else {
         let mut reports: Vec<Report> =
-            runs.iter().map(|r| report::of_runs(std::slice::from_ref(r), &report_options)).collect::<Result<_, _>>()?;
+            runs.iter().map(|r| report::of_runs(std::slice::from_ref(r), &report_options, groups)).collect::<Result<_, _>>()?;
         // Each report of one run names it by its file; the comparison's
         // labels tell two runs of one model apart.
         if let Some(c) = &comparison {

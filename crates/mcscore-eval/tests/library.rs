@@ -122,7 +122,7 @@ fn a_report_is_built_from_logs_alone() {
     // Model a: right on tasks 0 and 1; model b: right on task 0 only.
     write_log(&a, &header(3, "a.gguf"), &[record(0, &[-1.0, -3.0], 0), record(1, &[-3.0, -1.0], 1), record(2, &[-1.0, -3.0], 1)], true);
     write_log(&b, &header(3, "b.gguf"), &[record(0, &[-1.0, -3.0], 0), record(1, &[-1.0, -3.0], 1), record(2, &[-1.0, -3.0], 1)], true);
-    let built = report::build(&[a.clone(), b.clone()], &ReportOptions { resamples: 50, ..ReportOptions::default() }).unwrap();
+    let built = report::build(&[a.clone(), b.clone()], &ReportOptions { resamples: 50, ..ReportOptions::default() }, None).unwrap();
     let labels: Vec<&str> = built.models.iter().map(|m| m.label.as_str()).collect();
     assert_eq!(labels, ["a", "b"]);
     let acc = |m: usize| built.models[m].normalisations.get("acc").unwrap().mean;
@@ -138,7 +138,7 @@ fn a_report_is_built_from_logs_alone() {
     // Logs of other tasks are refused.
     let c = dir.path().join("c.jsonl");
     write_log(&c, &header(3, "c.gguf"), &[record(2, &[-1.0, -3.0], 0), record(1, &[-1.0, -3.0], 1), record(0, &[-1.0, -3.0], 1)], true);
-    assert!(matches!(report::build(&[a, c], &ReportOptions::default()), Err(EvalError::OtherTasks { .. })));
+    assert!(matches!(report::build(&[a, c], &ReportOptions::default(), None), Err(EvalError::OtherTasks { .. })));
 }
 
 /// Two 4-option items in two formats, every rotation, scored by a model that
@@ -199,5 +199,5 @@ fn the_acc_pmi_report_needs_pmi_logs() {
     let a = dir.path().join("a.jsonl");
     write_log(&a, &header(1, "a.gguf"), &[record(0, &[-1.0, -3.0], 0)], true);
     let options = ReportOptions { normalisation: Normalisation::AccPmi, ..ReportOptions::default() };
-    assert!(matches!(report::build(&[a], &options), Err(EvalError::NoPmi { .. })));
+    assert!(matches!(report::build(&[a], &options, None), Err(EvalError::NoPmi { .. })));
 }

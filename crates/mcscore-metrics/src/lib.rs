@@ -287,13 +287,22 @@ impl Proportion {
     /// The 95 % Wilson score interval in percent, computed as
     /// llama-perplexity computes it (NaN for n = 0).
     pub fn wilson_percent(self) -> (f64, f64) {
+        self.wilson_scaled(100.0)
+    }
+
+    /// The 95 % Wilson score interval as fractions (NaN for n = 0).
+    pub fn wilson(self) -> (f64, f64) {
+        self.wilson_scaled(1.0)
+    }
+
+    fn wilson_scaled(self, scale: f64) -> (f64, f64) {
         const Z: f64 = 1.95996398454;
         let n = self.n as f64;
         let freq = self.successes as f64 / n;
         let z = Z * Z / n;
         let half = z * (n * (4.0 * freq * (1.0 - freq) + z)).sqrt() / (Z + Z);
         // In llama-perplexity's order of operations, to its last bit.
-        ((freq + z * 0.5 - half) / (1.0 + z) * 100.0, (freq + z * 0.5 + half) / (1.0 + z) * 100.0)
+        ((freq + z * 0.5 - half) / (1.0 + z) * scale, (freq + z * 0.5 + half) / (1.0 + z) * scale)
     }
 }
 

@@ -109,6 +109,14 @@
       s.append(el("h3", { text: "Scoring schemes (mean score per task; p = softmax of " + r.normalisation + ")" }));
       const schemes = Object.keys(r.models[0].schemes);
       s.append(table(["model", ...schemes], r.models.map((m) => [m.label, ...schemes.map((n) => fmt(m.schemes[n].mean, 4) + " " + interval(m.schemes[n].low, m.schemes[n].high, 4))])));
+      const g0 = r.models[0].groups;
+      if (g0) {
+        // Categories first (MMLU's stem, humanities, …), then every group; the same rows for every model.
+        const rowsOf = (m) => [...m.groups.categories, ...m.groups.groups];
+        s.append(el("h3", { text: "Accuracy by group (%; " + g0.normalisation + ", 95 % Wilson intervals; groups from " + g0.source + ")" }));
+        s.append(table(["group", "tasks", ...r.models.map((m) => m.label)], rowsOf(r.models[0]).map((g, i) =>
+          [g.name, String(g.tasks), ...r.models.map((m) => { const x = rowsOf(m)[i]; return pct(100 * x.accuracy) + " " + interval(100 * x.low, 100 * x.high, 2); })])));
+      }
       s.append(el("h3", { text: "Calibration" }));
       s.append(table(["model", "ECE", "Brier", "reliability", "resolution", "uncertainty"], r.models.map((m) => [m.label, fmt(m.calibration.ece, 4), fmt(m.calibration.brier, 4), fmt(m.calibration.reliability, 4), fmt(m.calibration.resolution, 4), fmt(m.calibration.uncertainty, 4)])));
       if (r.rankings.length) {

@@ -159,3 +159,13 @@ pub fn python_stats() -> PathBuf {
     assert!(setup.status.success(), "scripts/setup-python-stats failed: {}", String::from_utf8_lossy(&setup.stderr));
     PathBuf::from(String::from_utf8(setup.stdout).unwrap().trim())
 }
+
+/// Where scripts/setup-lm-eval installs lm-evaluation-harness (PyPI).
+pub fn lm_eval_path() -> String {
+    let cache = std::env::var_os("MCSCORE_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/mcscore"));
+    let path = cache.join("python-lm-eval");
+    assert!(path.join("lm_eval").is_dir(), "lm-eval is not installed at {}: run scripts/setup-lm-eval", path.display());
+    path.to_str().unwrap().to_owned()
+}
