@@ -148,10 +148,13 @@ fn csv(report: &Report) -> String {
         }
     }
     for r in &report.rankings {
-        for (name, value, (low, high)) in
+        for (name, value, interval) in
             [("spearman_vs_nr", r.spearman_vs_nr, r.spearman_interval()), ("kendall_vs_nr", r.kendall_vs_nr, r.kendall_interval())]
         {
-            let _ = writeln!(out, "all,ranking,{name}:{},{value},{low},{high}", r.scheme);
+            // An undefined correlation (a ranking of ties) is an empty cell.
+            let cell = |x: Option<f64>| x.map_or(String::new(), |x| x.to_string());
+            let (low, high) = interval.unzip();
+            let _ = writeln!(out, "all,ranking,{name}:{},{},{},{}", r.scheme, cell(value), cell(low), cell(high));
         }
     }
     out
@@ -202,22 +205,36 @@ fn text(report: &Report) -> String {
         }
     }
     if !report.rankings.is_empty() {
-        let _ = writeln!(out, "\nmodel ranks per scheme (1 = best); Spearman ρ and Kendall τ with NR's ranking ± bootstrap SE");
+        let _ = writeln!(
+            out,
+            "\nranks per scheme (1 = best, 95 % bootstrap interval); Spearman ρ and Kendall τ with NR's ranking ± bootstrap SE"
+        );
         let names: Vec<std::borrow::Cow<'_, str>> = report.models.iter().map(|m| printable(&m.label)).collect();
         let _ =
-            writeln!(out, "  models: {}", names.iter().enumerate().map(|(i, n)| format!("#{} {n}", i + 1)).collect::<Vec<_>>().join(", "));
+            writeln!(out, "  runs: {}", names.iter().enumerate().map(|(i, n)| format!("#{} {n}", i + 1)).collect::<Vec<_>>().join(", "));
+        let correlation = |value: Option<f64>, se: Option<f64>| match (value, se) {
+            (Some(v), Some(se)) => format!("{v:.3} ± {se:.3}"),
+            (Some(v), None) => format!("{v:.3}"),
+            _ => "undefined".to_owned(),
+        };
         for r in &report.rankings {
-            let ranks: Vec<String> = r.ranks.iter().map(|x| format!("{x:.1}")).collect();
+            if r.tied {
+                let _ = writeln!(out, "    {:<10} every run scores the same: no ranking", r.scheme);
+                continue;
+            }
+            let ranks: Vec<String> =
+                r.ranks.iter().zip(&r.rank_intervals).map(|(x, (low, high))| format!("{x:.1} [{low}–{high}]")).collect();
             let _ = writeln!(
                 out,
-                "    {:<10} ranks {:<20} ρ = {:.3} ± {:.3}   τ = {:.3} ± {:.3}",
+                "    {:<10} ranks {}   ρ = {}   τ = {}",
                 r.scheme,
-                ranks.join(" "),
-                r.spearman_vs_nr,
-                r.spearman_se,
-                r.kendall_vs_nr,
-                r.kendall_se
+                ranks.join("  "),
+                correlation(r.spearman_vs_nr, r.spearman_se),
+                correlation(r.kendall_vs_nr, r.kendall_se)
             );
+        }
+        if report.rankings.iter().any(|r| r.spearman_vs_nr.is_none() && !r.tied) {
+            let _ = writeln!(out, "  (undefined: NR gives every run the same score, so nothing correlates with its ranking)");
         }
     }
     out

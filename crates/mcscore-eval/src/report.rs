@@ -59,28 +59,41 @@ pub struct ModelReport {
 #[derive(Debug, Serialize)]
 pub struct Ranking {
     pub scheme: String,
-    /// Rank of each model (1 = best), in model order.
+    /// Rank of each model (1 = best, ties sharing the mean rank), in model order.
     pub ranks: Vec<f64>,
-    pub spearman_vs_nr: f64,
-    pub spearman_se: f64,
-    pub kendall_vs_nr: f64,
-    pub kendall_se: f64,
+    /// Each model's 95 % bootstrap interval of its rank: a rank of 1 against
+    /// 2 on a difference within the noise has [1, 2] for both.
+    pub rank_intervals: Vec<(f64, f64)>,
+    /// Every model has the same mean score: there is no ranking.
+    pub tied: bool,
+    /// Spearman's ρ with NR's ranking; none where either ranking is all ties
+    /// (a correlation with a constant is undefined).
+    pub spearman_vs_nr: Option<f64>,
+    pub spearman_se: Option<f64>,
+    /// Kendall's τ-b with NR's ranking; none where undefined, as ρ.
+    pub kendall_vs_nr: Option<f64>,
+    pub kendall_se: Option<f64>,
 }
 
 impl Ranking {
     /// The 95 % normal interval of Spearman's ρ with NR's ranking.
-    pub fn spearman_interval(&self) -> (f64, f64) {
-        interval(self.spearman_vs_nr, self.spearman_se)
+    pub fn spearman_interval(&self) -> Option<(f64, f64)> {
+        interval(self.spearman_vs_nr?, self.spearman_se?)
     }
 
     /// The 95 % normal interval of Kendall's τ with NR's ranking.
-    pub fn kendall_interval(&self) -> (f64, f64) {
-        interval(self.kendall_vs_nr, self.kendall_se)
+    pub fn kendall_interval(&self) -> Option<(f64, f64)> {
+        interval(self.kendall_vs_nr?, self.kendall_se?)
     }
 }
 
-fn interval(value: f64, se: f64) -> (f64, f64) {
-    (value - 1.96 * se, value + 1.96 * se)
+fn interval(value: f64, se: f64) -> Option<(f64, f64)> {
+    Some((value - 1.96 * se, value + 1.96 * se))
+}
+
+/// `x` where it is a number: NaN (a degenerate statistic) is none.
+fn defined(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
 }
 
 /// A report over one or more logs of the same tasks.
@@ -138,13 +151,29 @@ fn labels(runs: &[Run]) -> Vec<String> {
         |r: &Run| Path::new(&r.header.model).file_stem().map_or_else(|| r.header.model.clone(), |s| s.to_string_lossy().into_owned());
     runs.iter()
         .map(|r| {
-            let repeated = runs.iter().filter(|o| stem(o) == stem(r)).count() > 1;
-            let chat = r.header.chat.as_ref().map_or(String::new(), |c| format!(", chat template {}", c.template));
-            if repeated {
-                format!("{} [{}{chat}]", stem(r), r.header.settings)
-            } else {
-                stem(r)
+            let same_model: Vec<&Run> = runs.iter().filter(|o| stem(o) == stem(r)).collect();
+            if same_model.len() == 1 {
+                return stem(r);
             }
+            // Runs of one model are told apart by what differs: the settings
+            // words not every one of them shares, and the chat template.
+            let differing: Vec<&str> = r
+                .header
+                .settings
+                .split_whitespace()
+                .filter(|word| !same_model.iter().all(|o| o.header.settings.split_whitespace().any(|w| w == *word)))
+                .collect();
+            let mut what = differing.join(" ");
+            let templates = |o: &&Run| o.header.chat.as_ref().map(|c| c.template.clone());
+            if !same_model.iter().all(|o| templates(o) == templates(&r)) {
+                let chat = r.header.chat.as_ref().map_or("no chat template".to_owned(), |c| format!("chat template {}", c.template));
+                what = if what.is_empty() { chat } else { format!("{what}, {chat}") };
+            }
+            if what.is_empty() {
+                // Nothing recorded differs (another copy of the same weights, a path apart).
+                what = r.header.model.clone();
+            }
+            format!("{} [{what}]", stem(r))
         })
         .collect()
 }
@@ -230,20 +259,41 @@ pub fn of_runs(runs: &[Run], options: &ReportOptions, groups: Option<&Groups>) -
         for (s, scheme) in schemes_used.iter().enumerate() {
             let means: Vec<f64> = models.clone().map(|m| scheme_means[m][s]).collect();
             let nr: Vec<f64> = models.clone().map(|m| scheme_means[m][0]).collect();
+            let mut boot_ranks: Vec<Vec<f64>> = vec![Vec::with_capacity(bootstrap.resamples); runs.len()];
             let (boot_rho, boot_tau): (Vec<f64>, Vec<f64>) = (0..bootstrap.resamples)
                 .map(|r| {
                     let a: Vec<f64> = models.clone().map(|m| scheme_draws[m][r][s]).collect();
                     let b: Vec<f64> = models.clone().map(|m| scheme_draws[m][r][0]).collect();
+                    for (m, rank) in ranks_desc(&a, Ties::Mean).into_iter().enumerate() {
+                        boot_ranks[m].push(rank);
+                    }
                     (spearman(&a, &b), kendall(&a, &b))
                 })
                 .unzip();
+            let ranks = ranks_desc(&means, Ties::Mean);
+            let rank_intervals = boot_ranks
+                .iter()
+                .zip(&ranks)
+                .map(
+                    |(draws, &rank)| {
+                        if draws.is_empty() {
+                            (rank, rank)
+                        } else {
+                            mcscore_metrics::paired::percentile_interval(draws, 0.95)
+                        }
+                    },
+                )
+                .collect();
+            let (rho, tau) = (defined(spearman(&means, &nr)), defined(kendall(&means, &nr)));
             rankings.push(Ranking {
                 scheme: scheme.name().to_owned(),
-                ranks: ranks_desc(&means, Ties::Mean),
-                spearman_vs_nr: spearman(&means, &nr),
-                spearman_se: std_dev(&boot_rho),
-                kendall_vs_nr: kendall(&means, &nr),
-                kendall_se: std_dev(&boot_tau),
+                tied: means.iter().all(|&m| m == means[0]),
+                ranks,
+                rank_intervals,
+                spearman_vs_nr: rho,
+                spearman_se: rho.and_then(|_| defined(std_dev(&boot_rho))),
+                kendall_vs_nr: tau,
+                kendall_se: tau.and_then(|_| defined(std_dev(&boot_tau))),
             });
         }
     }

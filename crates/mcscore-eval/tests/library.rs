@@ -135,6 +135,24 @@ fn a_report_is_built_from_logs_alone() {
     // Every scheme ranks a above b.
     assert!(built.rankings.iter().all(|r| r.ranks == [1.0, 2.0]), "{:?}", built.rankings);
 
+    // With 3 tasks a resample can put b first: the ranks' intervals say so.
+    assert!(built.rankings.iter().all(|r| !r.tied && r.rank_intervals.iter().all(|&(l, h)| l >= 1.0 && l <= h && h <= 2.0)));
+
+    // Two settings of one model, scoring alike: labelled by the setting that
+    // differs, no ranking where every run ties, no correlation with a tie.
+    let (fa_on, fa_off) = (dir.path().join("on.jsonl"), dir.path().join("off.jsonl"));
+    // (Right on the other task each, with the same confidence: every scheme's mean ties.)
+    let on = [record(0, &[-1.0, -3.0], 0), record(1, &[-1.0, -3.0], 1)];
+    let off = [record(0, &[-3.0, -1.0], 0), record(1, &[-3.0, -1.0], 1)];
+    write_log(&fa_on, &Header { settings: "c=auto fa=On batch=micro60".into(), ..header(2, "m.gguf") }, &on, true);
+    write_log(&fa_off, &Header { settings: "c=auto fa=Off batch=micro60".into(), ..header(2, "m.gguf") }, &off, true);
+    let tied = report::build(&[fa_on, fa_off], &ReportOptions { resamples: 50, ..ReportOptions::default() }, None).unwrap();
+    let labels: Vec<&str> = tied.models.iter().map(|m| m.label.as_str()).collect();
+    assert_eq!(labels, ["m [fa=On]", "m [fa=Off]"]);
+    assert!(tied.rankings.iter().all(|r| r.tied && r.spearman_vs_nr.is_none() && r.kendall_se.is_none()), "{:?}", tied.rankings);
+    let json = serde_json::to_value(&tied).unwrap();
+    assert_eq!(json["rankings"][0]["spearman_vs_nr"], serde_json::Value::Null, "undefined, not NaN");
+
     // Logs of other tasks are refused.
     let c = dir.path().join("c.jsonl");
     write_log(&c, &header(3, "c.gguf"), &[record(2, &[-1.0, -3.0], 0), record(1, &[-1.0, -3.0], 1), record(0, &[-1.0, -3.0], 1)], true);

@@ -120,8 +120,13 @@
       s.append(el("h3", { text: "Calibration" }));
       s.append(table(["model", "ECE", "Brier", "reliability", "resolution", "uncertainty"], r.models.map((m) => [m.label, fmt(m.calibration.ece, 4), fmt(m.calibration.brier, 4), fmt(m.calibration.reliability, 4), fmt(m.calibration.resolution, 4), fmt(m.calibration.uncertainty, 4)])));
       if (r.rankings.length) {
-        s.append(el("h3", { text: "Model ranks per scheme (1 = best), with Spearman ρ and Kendall τ against NR's ranking" }));
-        s.append(table(["scheme", ...r.models.map((m) => m.label), "ρ", "τ"], r.rankings.map((k) => [k.scheme, ...k.ranks.map((x) => fmt(x, 1)), fmt(k.spearman_vs_nr, 3) + " ± " + fmt(k.spearman_se, 3), fmt(k.kendall_vs_nr, 3) + " ± " + fmt(k.kendall_se, 3)])));
+        s.append(el("h3", { text: "Ranks per scheme (1 = best, 95 % bootstrap interval), with Spearman ρ and Kendall τ against NR's ranking" }));
+        s.append(table(["scheme", ...r.models.map((m) => m.label), "ρ", "τ"], r.rankings.map((k) => {
+          // No ranking where every run scores the same; a correlation with a ranking of ties is undefined.
+          const corr = (v, se) => (v === null ? "undefined" : fmt(v, 3) + (se === null ? "" : " ± " + fmt(se, 3)));
+          const ranks = k.tied ? r.models.map(() => "tie") : k.ranks.map((x, i) => fmt(x, 1) + " [" + String(k.rank_intervals[i][0]) + "–" + String(k.rank_intervals[i][1]) + "]");
+          return [k.scheme, ...ranks, corr(k.spearman_vs_nr, k.spearman_se), corr(k.kendall_vs_nr, k.kendall_se)];
+        })));
       }
       const plots = el("div", { class: "plots" });
       for (const uri of (PLOTS.reliability[ri] || [])) plots.append(el("img", { src: uri, alt: "reliability diagram" }));
