@@ -340,11 +340,18 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
         }
         let positions = m.formats.first().map_or(0, |f| f.picks.len());
         let letters: String = (0..positions).map(|i| char::from(b'A' + i as u8).to_string()).collect::<Vec<_>>().join("/");
+        // Each percentage with its 95 % Wilson interval where the sweep has it.
+        let with_interval = |value: f64, interval: Option<(f64, f64)>| match interval {
+            Some((low, high)) => format!("{value:.2} [{low:.1}, {high:.1}]"),
+            None => format!("{value:.2}"),
+        };
+        let intervals = m.formats.iter().any(|f| f.accuracy_interval.is_some());
+        let (width, circular_width) = if intervals { (22, 24) } else { (8, 10) };
         writeln!(
             out,
-            "  {:<24}{:>8}{:>10}{:>10}  {:<24}{:>7}{:>7}",
+            "  {:<24}{:>width$}{:>10}{:>circular_width$}  {:<24}{:>7}{:>7}",
             "format",
-            "acc %",
+            if intervals { "acc % [95 % CI]" } else { "acc %" },
             "rot. mean",
             "circular",
             format!("picks {letters} %"),
@@ -359,11 +366,11 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
                 .then(|| f.accuracy_by_rotation.iter().sum::<f64>() / f.accuracy_by_rotation.len() as f64);
             writeln!(
                 out,
-                "  {:<24}{:>8.2}{:>10}{:>10}  {:<24}{:>7.1}{:>7}",
+                "  {:<24}{:>width$}{:>10}{:>circular_width$}  {:<24}{:>7.1}{:>7}",
                 f.format,
-                f.accuracy,
+                with_interval(f.accuracy, f.accuracy_interval),
                 rotation_mean.map_or("-".to_owned(), |c| format!("{c:.2}")),
-                f.circular_accuracy.map_or("-".to_owned(), |c| format!("{c:.2}")),
+                f.circular_accuracy.map_or("-".to_owned(), |c| with_interval(c, f.circular_interval)),
                 picks.join(" "),
                 f.rstd,
                 f.pia.map_or("-".to_owned(), |p| format!("{p:.3}"))
@@ -426,11 +433,19 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
             )
             .map_err(crate::stdout_error)?;
         }
-        writeln!(
-            out,
-            "  reversal rate {:.3}; Kendall τ between formats: mean {:.3}, min {:.3} over {} format pairs",
-            c.reversal_rate, c.kendall_tau_mean, c.kendall_tau_min, c.kendall_pairs
-        )?;
+        if c.kendall_pairs == 0 {
+            writeln!(
+                out,
+                "  reversal rate {:.3}; Kendall τ between formats: undefined (no format ranks the models without ties)",
+                c.reversal_rate
+            )?;
+        } else {
+            writeln!(
+                out,
+                "  reversal rate {:.3}; Kendall τ between formats: mean {:.3}, min {:.3} over {} format pairs",
+                c.reversal_rate, c.kendall_tau_mean, c.kendall_tau_min, c.kendall_pairs
+            )?;
+        }
     }
     Ok(())
 }

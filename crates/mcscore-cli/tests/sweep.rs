@@ -80,6 +80,11 @@ fn shared_prefix_sweep_matches_each_prompt_scored_alone() {
         assert!((f["accuracy"].as_f64().unwrap() - 25.0 * original as f64).abs() < 1e-9, "{name}");
         let circular = task_ids.iter().filter(|&&t| mine.iter().filter(|p| p["task"] == t).all(|p| right(p))).count();
         assert!((f["circular_accuracy"].as_f64().unwrap() - 25.0 * circular as f64).abs() < 1e-9, "{name}");
+        // Each with its 95 % Wilson interval (4 tasks: 0 right is [0, 49]).
+        for (value, interval) in [("accuracy", "accuracy_interval"), ("circular_accuracy", "circular_interval")] {
+            let (v, low, high) = (f[value].as_f64().unwrap(), f[interval][0].as_f64().unwrap(), f[interval][1].as_f64().unwrap());
+            assert!(low <= v && v <= high && high - low > 20.0, "{name} {value}: {v} in [{low}, {high}]");
+        }
         let picks: Vec<u64> = f["picks"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect();
         assert_eq!(picks.len(), 4, "{name}");
         for (position, &count) in picks.iter().enumerate() {
@@ -121,6 +126,9 @@ fn models_are_ranked_per_format_in_one_run_or_from_saved_sweeps() {
     assert_eq!(comparison["rank_distribution"], serde_json::json!([[2, 0], [2, 0]]));
     assert_eq!(comparison["pairs"][0]["tied"], 2);
     assert_eq!(comparison["reversal_rate"], 0.0);
+    // No format ranks two equal models: τ is said to be undefined, not NaN.
+    let text = run(&["sweep", "--compare", path_str(&both)]);
+    assert!(stdout(&text).contains("Kendall τ between formats: undefined") && !stdout(&text).contains("NaN"), "{}", stdout(&text));
 
     // A third sweep run apart, compared with the saved pair.
     let apart = dir.path().join("apart.json");

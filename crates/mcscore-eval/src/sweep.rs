@@ -604,6 +604,11 @@ pub struct FormatResult {
     pub accuracy_by_rotation: Vec<f64>,
     /// Percent of tasks right under every rotation; with --circular.
     pub circular_accuracy: Option<f64>,
+    /// Its 95 % Wilson interval (absent in sweeps saved before it was kept).
+    /// Wilson, not a bootstrap: a bootstrap of a proportion of 0 is [0, 0],
+    /// while 0 of 20 items is as likely from a true 10 %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub circular_interval: Option<(f64, f64)>,
     /// How often each position was picked (all scored rotations with --circular).
     pub picks: Vec<usize>,
     /// Recall standard deviation across positions, in points.
@@ -680,7 +685,7 @@ fn analyse(sweep: &Sweep, model: &Path, scored: &[Scored<'_>], scores: &Scores) 
         let hits = original.iter().filter(|s| s.right()).count();
         let accuracy = percent(hits, n);
         let accuracy_interval = Some(mcscore_metrics::Proportion { successes: hits, n }.wilson_percent());
-        let (accuracy_by_rotation, circular_accuracy) = if circular {
+        let (accuracy_by_rotation, circular_accuracy, circular_interval) = if circular {
             let by_rotation = (0..widest)
                 .map(|r| {
                     let at: Vec<_> = mine.iter().filter(|s| s.prompt.rotation == r).collect();
@@ -691,9 +696,10 @@ fn analyse(sweep: &Sweep, model: &Path, scored: &[Scored<'_>], scores: &Scores) 
             for s in &mine {
                 all_right[s.prompt.item] &= s.right();
             }
-            (by_rotation, Some(percent(all_right.iter().filter(|&&r| r).count(), n)))
+            let all = all_right.iter().filter(|&&r| r).count();
+            (by_rotation, Some(percent(all, n)), Some(mcscore_metrics::Proportion { successes: all, n }.wilson_percent()))
         } else {
-            (Vec::new(), None)
+            (Vec::new(), None, None)
         };
         let picks_list: Vec<usize> = counted.iter().map(|s| s.pick).collect();
         let golds: Vec<usize> = counted.iter().map(|s| s.prompt.gold).collect();
@@ -732,6 +738,7 @@ fn analyse(sweep: &Sweep, model: &Path, scored: &[Scored<'_>], scores: &Scores) 
             accuracy_interval,
             accuracy_by_rotation,
             circular_accuracy,
+            circular_interval,
             rstd: debias::rstd(&picks_list, &golds, widest),
             pia: fixed_k.map(|k| debias::pia(&picks_list, &golds, k)),
             picks,
@@ -754,13 +761,21 @@ fn analyse(sweep: &Sweep, model: &Path, scored: &[Scored<'_>], scores: &Scores) 
 }
 
 fn compare(sweeps: &[ModelSweep], circular: bool) -> Comparison {
-    let accuracy: Vec<Vec<f64>> = sweeps
-        .iter()
-        .map(|m| m.formats.iter().map(|f| if circular { f.circular_accuracy.unwrap_or(f.accuracy) } else { f.accuracy }).collect())
-        .collect();
+    let circular_accuracy: Vec<Vec<f64>> =
+        sweeps.iter().map(|m| m.formats.iter().map(|f| f.circular_accuracy.unwrap_or(f.accuracy)).collect()).collect();
+    // Circular accuracy that is the same for every model in every format (0
+    // for small models) ranks nothing: then the models are ranked by accuracy.
+    let first = circular_accuracy.first().and_then(|f| f.first()).copied();
+    let circular_ranks = circular && !circular_accuracy.iter().flatten().all(|&a| Some(a) == first);
+    let accuracy: Vec<Vec<f64>> =
+        if circular_ranks { circular_accuracy } else { sweeps.iter().map(|m| m.formats.iter().map(|f| f.accuracy).collect()).collect() };
     let taus: Vec<f64> = robustness::kendall_between_formats(&accuracy).into_iter().filter(|t| t.is_finite()).collect();
     Comparison {
-        ranked_by: if circular { "circular_accuracy" } else { "accuracy" },
+        ranked_by: match (circular, circular_ranks) {
+            (true, true) => "circular_accuracy",
+            (true, false) => "accuracy (circular accuracy is the same for every model in every format)",
+            _ => "accuracy",
+        },
         rank_distribution: robustness::rank_distribution(&accuracy),
         pairs: robustness::pair_records(&accuracy),
         reversal_rate: robustness::reversal_rate(&accuracy),
@@ -773,6 +788,31 @@ fn compare(sweeps: &[ModelSweep], circular: bool) -> Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn circular_accuracy_that_ties_everywhere_ranks_nothing() {
+        // Two models, two formats, circular accuracy 0 everywhere: ranked by accuracy instead.
+        let model = |name: &str, accuracies: [f64; 2]| -> ModelSweep {
+            let formats: Vec<serde_json::Value> = accuracies
+                .iter()
+                .enumerate()
+                .map(|(f, a)| serde_json::json!({"format": format!("f{f}"), "accuracy": a, "circular_accuracy": 0.0, "picks": [1, 1], "rstd": 0.0, "pia": null, "pride": null}))
+                .collect();
+            let spread = serde_json::json!({"mean": 0.0, "std": 0.0, "min": 0.0, "min_format": "f0", "max": 0.0, "max_format": "f0"});
+            serde_json::from_value(serde_json::json!({"model": name, "prompts": 2, "tokens_decoded": 1, "tokens_unshared": 1,
+                "scoring_seconds": 1.0, "formats": formats, "accuracy_across_formats": spread, "circular_accuracy_across_formats": spread}))
+            .unwrap()
+        };
+        let sweeps = [model("a", [50.0, 40.0]), model("b", [30.0, 60.0])];
+        let c = compare(&sweeps, true);
+        assert!(c.ranked_by.starts_with("accuracy (circular accuracy is the same"), "{}", c.ranked_by);
+        assert_eq!(c.rank_distribution, [[1, 1], [1, 1]], "each model first in one format, by accuracy");
+        assert_eq!(c.reversal_rate, 1.0);
+        // Where circular accuracy differs, it ranks.
+        let mut sweeps = sweeps;
+        sweeps[0].formats[0].circular_accuracy = Some(25.0);
+        assert_eq!(compare(&sweeps, true).ranked_by, "circular_accuracy");
+    }
 
     #[test]
     fn saved_sweeps_without_formats_or_with_other_formats_are_refused() {
