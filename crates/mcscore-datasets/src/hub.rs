@@ -30,6 +30,7 @@ pub fn fetch(benchmark: &Benchmark) -> Result<Vec<(String, PathBuf)>, DatasetErr
     let api = hf_hub::api::sync::ApiBuilder::from_env().with_progress(false).build().map_err(|source| DatasetError::Hub {
         name: benchmark.name.to_owned(),
         url: format!("hf://{repo}@{revision}"),
+        unconfirmed: false,
         source: Box::new(source),
     })?;
     let repo_api = api.repo(Repo::with_revision(repo.to_owned(), RepoType::Dataset, revision.to_owned()));
@@ -39,6 +40,7 @@ pub fn fetch(benchmark: &Benchmark) -> Result<Vec<(String, PathBuf)>, DatasetErr
             repo_api.get(file).map(|path| (url(repo, revision, file), path)).map_err(|source| DatasetError::Hub {
                 name: benchmark.name.to_owned(),
                 url: url(repo, revision, file),
+                unconfirmed: !benchmark.hub.paths_confirmed,
                 source: Box::new(source),
             })
         })

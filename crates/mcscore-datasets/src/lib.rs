@@ -59,10 +59,12 @@ pub enum DatasetError {
     #[error("{name}: no verified revision of {repo} is pinned, so it is not built from the hub; build it from a local copy of its files")]
     Unpinned { name: String, repo: String },
 
-    #[error("{name}: {url}: hub download failed: {source}")]
+    #[error("{name}: {url}: hub download failed{}: {source}", if *unconfirmed { " (this path was not confirmed against the repository at that commit, which may name the file otherwise: build from a local copy with --source)" } else { "" })]
     Hub {
         name: String,
         url: String,
+        /// The path was not confirmed against the repository.
+        unconfirmed: bool,
         #[source]
         source: Box<hf_hub::api::sync::ApiError>,
     },
