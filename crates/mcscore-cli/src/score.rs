@@ -119,8 +119,9 @@ pub(crate) struct Args {
     /// Score one shard of the run: K/N (K from 0), or `auto`: K and N from a Slurm
     /// array job (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN, SLURM_ARRAY_TASK_COUNT)
     /// or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, with N from --shards).
-    /// Shards are contiguous runs of tasks balanced by tokens; `mcscore merge`
-    /// joins their logs into one run's.
+    /// Shards are contiguous runs of tasks balanced by their bytes (each shard
+    /// reads and tokenises its own tasks only); `mcscore merge` joins their
+    /// logs into one run's.
     #[arg(long, value_name = "K/N|auto", requires = "log_samples")]
     shard: Option<String>,
     /// The number of shards, for `--shard auto` under Kubernetes (checked against Slurm's count).

@@ -353,7 +353,30 @@ impl<'e> ScoreJob<'e> {
                 None => select(spec.kind, spec.subset, all_tasks.len()),
             },
         };
-        let mut selected: Vec<(usize, Task<'_>)> = order.iter().map(|&i| (i, all_tasks[i].clone())).collect();
+        // A shard cuts the run by its tasks' bytes (no tokeniser needed) and
+        // reads and tokenises its own range only: a shard of an 819,772-task
+        // file prepares its tasks, not the run's.
+        let shard = match spec.shard {
+            Some(shard) => {
+                let bytes: Vec<usize> = order.iter().map(|&i| task_bytes(&all_tasks[i])).collect();
+                let range = partition(&bytes, shard.count)?.swap_remove(shard.index);
+                let header = ShardHeader {
+                    index: shard.index,
+                    count: shard.count,
+                    rule: crate::shard::RULE.to_owned(),
+                    run_tasks: order.len(),
+                    file_tasks: all_tasks.len(),
+                    run_sha256: run_sha256(order.iter().copied()),
+                };
+                Some((header, range))
+            }
+            None => None,
+        };
+        let range = shard.as_ref().map_or(0..order.len(), |(_, range)| range.clone());
+        let selected: Vec<(usize, Task<'_>)> = order[range.clone()].iter().map(|&i| (i, all_tasks[i].clone())).collect();
+        // A chat header records the run's first prompt: every shard renders it.
+        let run_first = order.first().filter(|_| range.start > 0 && !spec.chat.is_none()).map(|&i| (i, all_tasks[i].clone()));
+        let shard = shard.map(|(header, _)| header);
         let settings = &spec.settings;
 
         if !spec.chat.is_none() && spec.kind == TaskKind::Winogrande {
@@ -367,31 +390,16 @@ impl<'e> ScoreJob<'e> {
         let mut memory = MemorySeen::default();
         memory.sample(mcscore_engine::Resident::now());
         let template = Template::resolve(&spec.chat.template, &engine)?;
+        let extra = usize::from(run_first.is_some());
+        let to_prepare: Vec<(usize, Task<'_>)> = run_first.into_iter().chain(selected.iter().cloned()).collect();
         let (mut prepared, chat) = match spec.kind {
-            TaskKind::Winogrande => (engine.prepare_blanks(&selected).map_err(EvalError::engine(path))?, None),
+            TaskKind::Winogrande => (engine.prepare_blanks(&to_prepare).map_err(EvalError::engine(path))?, None),
             TaskKind::MultipleChoice | TaskKind::HellaSwag => {
-                crate::chat::prepare(&engine, &spec.chat, template.as_ref(), path, &selected, EvalError::engine(path))?
+                crate::chat::prepare(&engine, &spec.chat, template.as_ref(), path, &to_prepare, EvalError::engine(path))?
             }
         };
-        // A shard tokenises the whole run to find its range, then keeps it.
-        let shard = match spec.shard {
-            Some(shard) => {
-                let tokens: Vec<usize> = prepared.iter().map(PreparedTask::required_tokens).collect();
-                let range = partition(&tokens, shard.count)?.swap_remove(shard.index);
-                let header = ShardHeader {
-                    index: shard.index,
-                    count: shard.count,
-                    rule: crate::shard::RULE.to_owned(),
-                    run_tasks: order.len(),
-                    file_tasks: all_tasks.len(),
-                    run_sha256: run_sha256(order.iter().copied()),
-                };
-                prepared = prepared.drain(range.clone()).collect();
-                selected = selected.drain(range).collect();
-                Some(header)
-            }
-            None => None,
-        };
+        drop(to_prepare);
+        prepared.drain(..extra);
         phase(&mut timings.tokenise);
         let plan = plan(&prepared, settings).map_err(EvalError::engine(path))?;
         engine.check_memory(&plan, settings.n_gpu_layers).map_err(EvalError::engine(path))?;
@@ -796,4 +804,9 @@ fn check_order(order: &[usize], n_tasks: usize) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A task's size for the shard partition: its question's and options' bytes.
+fn task_bytes(task: &Task<'_>) -> usize {
+    task.question.len() + task.mc1.options.iter().map(|o| o.len()).sum::<usize>()
 }

@@ -2,11 +2,13 @@
 //! cluster scheduler) and their logs merged back into the log of one run.
 //!
 //! The partition is of the run's tasks (after any subset) in run order, into
-//! N contiguous ranges cut where the running count of tokens to decode
-//! crosses k/N of the total, so shards finish together and tasks that share a
-//! prefix (a subject's few-shot preamble) mostly stay together. Every shard
-//! tokenises the whole run to find its range, and records in its header the
-//! rule, N and a hash of the whole run's task list, which `merge` checks.
+//! N contiguous ranges cut where the running count of the tasks' bytes
+//! (question and options: the text to decode, without a tokeniser) crosses
+//! k/N of the total, so shards finish together and tasks that share a prefix
+//! (a subject's few-shot preamble) mostly stay together. A shard finds its
+//! range from the file alone and tokenises only that range, and records in
+//! its header the rule, N and a hash of the whole run's task list, which
+//! `merge` checks.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -18,7 +20,7 @@ use crate::log::{read, Header, ShardHeader, TaskRecord};
 use crate::EvalError;
 
 /// The partition rule's name, recorded in shard logs (a later rule gets a new name).
-pub const RULE: &str = "contiguous-by-tokens";
+pub const RULE: &str = "contiguous-by-bytes";
 
 /// Shard `index` (0-based) of `count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,18 +56,18 @@ pub fn run_sha256(tasks: impl IntoIterator<Item = usize>) -> String {
     sha256_hex(text.join(",").as_bytes())
 }
 
-/// The ranges of `tokens.len()` tasks (each costing `tokens[i]`) that `count`
-/// shards score: contiguous, each cut at the first task whose preceding
-/// tokens reach k/`count` of the total, and never empty.
-pub fn partition(tokens: &[usize], count: usize) -> Result<Vec<Range<usize>>, EvalError> {
-    let n = tokens.len();
+/// The ranges of `costs.len()` tasks (each costing `costs[i]`, its bytes)
+/// that `count` shards score: contiguous, each cut at the first task whose
+/// preceding costs reach k/`count` of the total, and never empty.
+pub fn partition(costs: &[usize], count: usize) -> Result<Vec<Range<usize>>, EvalError> {
+    let n = costs.len();
     if count > n {
         return Err(EvalError::TooManyShards { shards: count, tasks: n });
     }
-    let total: u128 = tokens.iter().map(|&t| t as u128).sum();
+    let total: u128 = costs.iter().map(|&t| t as u128).sum();
     let mut before = Vec::with_capacity(n);
     let mut sum = 0u128;
-    for &t in tokens {
+    for &t in costs {
         before.push(sum);
         sum += t as u128;
     }
@@ -198,9 +200,9 @@ mod tests {
     }
 
     #[test]
-    fn partitions_are_contiguous_balanced_by_tokens_and_never_empty() {
+    fn partitions_are_contiguous_balanced_by_cost_and_never_empty() {
         assert_eq!(partition(&[10; 8], 4).unwrap(), vec![0..2, 2..4, 4..6, 6..8]);
-        // One long task fills its own shard; the rest share by tokens.
+        // One long task fills its own shard; the rest share by cost.
         assert_eq!(partition(&[100, 10, 10, 10, 10], 2).unwrap(), vec![0..1, 1..5]);
         assert_eq!(partition(&[1, 1, 1, 100], 3).unwrap(), vec![0..2, 2..3, 3..4]);
         assert_eq!(partition(&[5, 5, 5], 3).unwrap(), vec![0..1, 1..2, 2..3]);

@@ -25,6 +25,11 @@ use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, Scoring};
 use crate::job::{select, Selection};
 use crate::log::{ShardHeader, TaskKind};
 use crate::shard::{check_all_present, partition, Shard};
+
+/// How a sweep's items are split into shards, recorded in each saved shard:
+/// contiguous items balanced by the tokens of all their prompts (a sweep
+/// tokenises every prompt to share stems anyway).
+const SHARD_RULE: &str = "contiguous-by-tokens";
 use crate::{EvalError, Phase, Progress};
 
 /// One prompt: an item rendered in a format under a rotation.
@@ -171,7 +176,7 @@ impl Sweep {
             shard: ShardHeader {
                 index: shard.index,
                 count: shard.count,
-                rule: crate::shard::RULE.to_owned(),
+                rule: SHARD_RULE.to_owned(),
                 run_tasks: self.items.items.len(),
                 file_tasks: self.items.items.len(),
                 run_sha256: items_sha256,
