@@ -119,7 +119,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
                 0 => eprintln!("mcscore: {failed} run(s) not merged (see above); then run --merge again"),
                 n => eprintln!(
                     "mcscore: {failed} run(s) not merged; {}: resubmit {} (sbatch --array={list} STUDY.sbatch, \
-                     or re-apply the Kubernetes Job; each resumes its log), then run --merge again",
+                     or delete the Kubernetes Job and apply it again; each resumes its log), then run --merge again",
                     if n == 1 { format!("array index {list} has not finished") } else { format!("array indices {list} have not finished") },
                     if n == 1 { "it" } else { "them" },
                 ),

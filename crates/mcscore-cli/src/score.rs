@@ -558,10 +558,18 @@ fn print_results(
     let baselines = &outcome.baselines;
     let tokens = outcome.tokens;
     // Accuracy per group (MMLU's subjects and categories), where the manifest records the file's groups.
-    let groups = match crate::compare::groups_from(None, None, &outcome.header.file_sha256)? {
-        Some(groups) => Some(mcscore_eval::results::group_accuracies(&outcome.records, &groups, Normalisation::AccNorm, path)?),
-        None => None,
-    };
+    // Groups that cannot be read or do not fit the file lose nothing of the run: a warning.
+    let groups = crate::compare::groups_from(None, None, &outcome.header.file_sha256)
+        .and_then(|groups| {
+            groups
+                .map(|g| mcscore_eval::results::group_accuracies(&outcome.records, &g, Normalisation::AccNorm, path))
+                .transpose()
+                .map_err(Into::into)
+        })
+        .unwrap_or_else(|error| {
+            eprintln!("mcscore: warning: no accuracy per group: {}", crate::with_causes(&*error));
+            None
+        });
     if args.output == OutputFormat::Llama && !args.json {
         print_llama_end(args.kind(), llama_hits, n, outcome.total_options)?;
     } else if args.json {

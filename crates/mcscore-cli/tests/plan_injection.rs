@@ -79,7 +79,9 @@ fn hostile_but_legal_characters_stay_inside_their_words() {
     let dir = tempdir();
     let base = path_str(dir.path()).to_owned();
     // Spaces, quotes, $, backticks, ;, # and globs: legal in paths and flags.
-    let odd = format!("{base}/it's a \"test\" $(touch owned) `id`; #x * %j");
+    // (And a non-ASCII letter: the merge job's command runs under sh, which
+    // reads no $'…' quoting.)
+    let odd = format!("{base}/it's a \"test\" $(touch owned) `id`; #x * %j é");
     let model = format!("{odd}/m.gguf");
     let file = format!("{odd}/f.bin");
     let out = format!("{odd}/out");
@@ -102,7 +104,7 @@ fn hostile_but_legal_characters_stay_inside_their_words() {
     assert!(syntax.status.success(), "bash -n: {}", String::from_utf8_lossy(&syntax.stderr));
     // sbatch reads a double-quoted word with `\` escaping the next character
     // (`#` escaped too, for Slurm before 18.08).
-    let escaped = r#"/it's a \"test\" $(touch owned) `id`; \#x * %%j/out/slurm/%A_%a.out"#;
+    let escaped = r#"/it's a \"test\" $(touch owned) `id`; \#x * %%j é/out/slurm/%A_%a.out"#;
     assert!(script.contains(&format!("#SBATCH --output=\"{base}{escaped}\"\n")), "{script}");
 
     // Run the array task itself, with a stand-in for mcscore that records its

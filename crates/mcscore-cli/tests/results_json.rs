@@ -64,6 +64,11 @@ fn results_json_follows_its_schema() {
         assert_eq!(m["accuracy"].as_f64().unwrap(), m["correct"].as_f64().unwrap() / 10.0, "{name}");
     }
 
+    // A random pick of tasks records its size as the selection.
+    let picked = json_of(&["score", "-m", &model, &file, "--multiple-choice-tasks", "6", "--json", "--progress", "none"]);
+    assert_eq!(picked["selection"], 6);
+    assert_eq!(complaints("score.schema.json", &picked), Vec::<String>::new(), "{picked:#}");
+
     // Shards merged: the same shape, with the shard count and the log.
     let shards: Vec<_> = (0..2).map(|k| dir.path().join(format!("s{k}.jsonl"))).collect();
     for (k, shard) in shards.iter().enumerate() {

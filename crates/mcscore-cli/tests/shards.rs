@@ -150,6 +150,7 @@ fn plan_checks_the_study_and_merges_only_complete_runs() {
         ),
         (format!(r#"{{"models": ["a/m.gguf", "b/m.gguf"], "files": ["f.bin"], "shards": 2, "out": "{out}"}}"#), "share the name \"m\""),
         (format!(r#"{{"models": ["a.gguf"], "files": ["f.bin"], "shards": 2, "out": "{out}", "gpus": 1}}"#), "unknown field `gpus`"),
+        (format!(r#"{{"models": ["a.gguf"], "files": ["f.bin"], "shards": 2, "out": "{out}\\x"}}"#), "holds a backslash"),
     ] {
         write(&text);
         let result = plan(&["--slurm"]);

@@ -230,6 +230,13 @@ impl Study {
         if study.out.is_empty() {
             return Err("out is empty; give the folder the logs go to".into());
         }
+        if study.out.contains('\\') {
+            // sbatch reads `\` in --output as turning its %A/%a patterns off.
+            return Err(format!(
+                "out {:?} holds a backslash, which sbatch's output file patterns read as an escape; choose a folder without one",
+                study.out
+            ));
+        }
         if study.mcscore.is_empty() {
             return Err("mcscore is empty; give the mcscore binary the jobs run (default: mcscore on PATH)".into());
         }
@@ -493,12 +500,10 @@ impl Study {
             quote(&format!("--output={}", log_pattern("merge-%j.out"))),
         ];
         merge_options.extend(shared.iter().filter_map(|(flag, value)| value.as_ref().map(|v| quote(&format!("--{flag}={v}")))));
-        s.push_str(&format!(
-            "    merge=$(sbatch --parsable {} --wrap=\"$(printf 'exec %q plan %q --merge' {} {})\")\n",
-            merge_options.join(" "),
-            quote(&self.mcscore),
-            quote(study_text)
-        ));
+        // Quoted here for sh (sbatch --wrap runs `#!/bin/sh`), not with bash's
+        // printf %q, whose $'…' for a non-ASCII path dash reads literally.
+        let merge_command = format!("exec {} plan {} --merge", quote(&self.mcscore), quote(study_text));
+        s.push_str(&format!("    merge=$(sbatch --parsable {} {})\n", merge_options.join(" "), quote(&format!("--wrap={merge_command}"))));
         s.push_str(&format!(
             "    echo \"submitted array job $array ({} tasks) and merge job ${{merge%%;*}} (runs once every task has succeeded)\"\n    exit 0\nfi\n",
             self.tasks()

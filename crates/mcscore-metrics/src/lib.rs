@@ -290,9 +290,15 @@ impl Proportion {
         self.wilson_scaled(100.0)
     }
 
-    /// The 95 % Wilson score interval as fractions (NaN for n = 0).
+    /// The 95 % Wilson score interval as fractions, holding the point: the
+    /// formula's rounding at the edges (5 of 5 gives 1.0000000000000002, 6 of
+    /// 6 an upper bound below 1) is cut to [0, p] and [p, 1]; (0, 1) for n = 0.
     pub fn wilson(self) -> (f64, f64) {
-        self.wilson_scaled(1.0)
+        let (low, high) = self.wilson_scaled(1.0);
+        let p = self.fraction();
+        let low = if self.successes == 0 { 0.0 } else { low.clamp(0.0, p) };
+        let high = if self.successes >= self.n { 1.0 } else { high.clamp(p, 1.0) };
+        (low, high)
     }
 
     fn wilson_scaled(self, scale: f64) -> (f64, f64) {
@@ -308,6 +314,19 @@ impl Proportion {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn wilson_fractions_hold_the_point_and_stay_in_0_1() {
+        for n in 1..=300usize {
+            for successes in 0..=n {
+                let p = Proportion { successes, n };
+                let (low, high) = p.wilson();
+                assert!(0.0 <= low && low <= p.fraction() && p.fraction() <= high && high <= 1.0, "{successes}/{n}: [{low}, {high}]");
+            }
+        }
+        assert_eq!(Proportion { successes: 5, n: 5 }.wilson().1, 1.0);
+        assert_eq!(Proportion { successes: 0, n: 17 }.wilson().0, 0.0);
+    }
     use super::*;
 
     fn option(logprob_sum: f64, tokens: u32, chars: u32, bytes: u32) -> OptionScore {

@@ -79,8 +79,15 @@ impl Bootstrap {
             .map(|(j, column)| {
                 let mean = column.iter().sum::<f64>() / column.len().max(1) as f64;
                 let means: Vec<f64> = draws.iter().map(|d| d[j]).collect();
-                let (low, high) = if means.is_empty() { (mean, mean) } else { crate::paired::percentile_interval(&means, 0.95) };
-                Estimate { mean, low: f32_digits(low), high: f32_digits(high) }
+                let (low, high) = if means.is_empty() {
+                    (mean, mean)
+                } else {
+                    // Rounded, a bound may cross the full-precision mean (a
+                    // column of 1/3s): it is kept on its side.
+                    let (low, high) = crate::paired::percentile_interval(&means, 0.95);
+                    (f32_digits(low).min(mean), f32_digits(high).max(mean))
+                };
+                Estimate { mean, low, high }
             })
             .collect();
         (estimates, draws)
@@ -136,4 +143,21 @@ pub fn std_dev(values: &[f64]) -> f64 {
     }
     let m = v.iter().sum::<f64>() / v.len() as f64;
     (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() as f64 - 1.0)).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounded_bounds_stay_on_their_side_of_the_mean() {
+        // A column of 1/3s: every draw's mean rounds to 0.33333334 as f32 digits.
+        let third = vec![1.0 / 3.0; 7];
+        let (estimates, _) = Bootstrap { n: 7, resamples: 50, seed: 1 }.estimates(&[&third]);
+        let e = estimates[0];
+        assert!(e.low <= e.mean && e.mean <= e.high, "{e:?}");
+        // 0.2 as 0.2, not its f32 0.20000000298023224.
+        let fifths = vec![0.2; 5];
+        assert_eq!(Bootstrap { n: 5, resamples: 20, seed: 1 }.estimates(&[&fifths]).0[0].high, 0.2);
+    }
 }
