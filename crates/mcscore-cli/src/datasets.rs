@@ -31,7 +31,10 @@ impl SourceArgs {
     /// The source files of `benchmark`, local or downloaded.
     pub(crate) fn resolve(&self, benchmark: &Benchmark) -> anyhow::Result<Vec<Source>> {
         if let Some(path) = &self.source {
-            return Ok(vec![Source::local(path, path.display().to_string())]);
+            // Recorded by its name alone: the manifest holds no absolute or
+            // `..` path (verify refuses one), and verify is given the file again.
+            let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+            return Ok(vec![Source::local(path, name)]);
         }
         if let Some(root) = &self.sources {
             let relative = benchmark.local.with_context(|| {

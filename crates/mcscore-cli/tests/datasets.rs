@@ -83,3 +83,19 @@ fn default_model_scores_the_bundled_dataset() {
     assert_eq!(json["tasks"], 12);
     assert_eq!(json["file_sha256"], "328d30f5f768e13d777f08d714462188b66dab767b5b5aa9c550f13827496246");
 }
+
+#[test]
+fn a_file_built_from_an_absolute_source_path_verifies() {
+    // The manifest records the source by its name; verify is given the file again.
+    let dir = tempdir();
+    let (manifest, out_dir) = (dir.path().join("manifest.json"), dir.path().join("datasets"));
+    let source =
+        std::fs::canonicalize(format!("{}/ai2_arc/rongite_Synthetic_Data_for_ZO_b72789f/ARC-Easy_validation.jsonl", sources())).unwrap();
+    let source = path_str(&source);
+    let out = run(&["build", "arc-easy-validation", "--source", source, "--out", path_str(&out_dir), "--manifest", path_str(&manifest)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(std::fs::read_to_string(&manifest).unwrap().contains("\"path\": \"ARC-Easy_validation.jsonl\""));
+    let file = out_dir.join("arc-easy-validation.bin");
+    let out = run(&["verify", path_str(&file), "--manifest", path_str(&manifest), "--source", source]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+}
