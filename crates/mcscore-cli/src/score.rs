@@ -589,7 +589,10 @@ fn print_results(
             "chat": outcome.header.chat,
             "settings": settings,
             "n_ctx": outcome.n_ctx,
-            "decodes": outcome.planned_decodes,
+            "fills": outcome.planned_fills,
+            // The same count under its old name, kept for schema 2 only: a fill is
+            // not a llama_decode call (timings.scoring.decodes counts those).
+            "decodes": outcome.planned_fills,
             "metrics": mcscore_eval::results::accuracies(&outcome.records),
             "groups": groups,
             "chance": fractions.chance,
@@ -616,7 +619,7 @@ fn print_results(
             "  {} tokens decoded ({} if tasks shared none) in {} fills, {:.1} s scoring ({:.0} tokens/s), {:.1} s in all",
             tokens.decoded,
             tokens.unshared,
-            outcome.decodes,
+            outcome.fills,
             outcome.scoring_seconds,
             tokens.decoded as f64 / outcome.scoring_seconds.max(1e-9),
             outcome.wall_seconds

@@ -269,10 +269,10 @@ pub struct ScoreOutcome {
     pub resumed: usize,
     pub end: End,
     pub tokens: TokenCounts,
-    /// Decodes (KV-cache fills) this run made.
-    pub decodes: usize,
-    /// Decodes of the whole run, resumed or not.
-    pub planned_decodes: usize,
+    /// KV-cache fills this run made.
+    pub fills: usize,
+    /// Fills of the whole run, resumed or not.
+    pub planned_fills: usize,
     pub n_ctx: u64,
     pub baselines: Baselines,
     /// Options over all tasks of the run (llama-perplexity's chance line).
@@ -773,15 +773,15 @@ impl Running<'_> {
 
     fn outcome(self, end: End) -> ScoreOutcome {
         // The fills of the whole run, resumed or not.
-        let planned_decodes = self.plan.batches.len();
+        let planned_fills = self.plan.batches.len();
         ScoreOutcome {
             header: self.header,
             records: self.records,
             resumed: self.resumed,
             end,
             tokens: self.tokens,
-            decodes: self.fills,
-            planned_decodes,
+            fills: self.fills,
+            planned_fills,
             n_ctx: self.plan.n_ctx,
             baselines: self.baselines,
             total_options: self.total_options,
