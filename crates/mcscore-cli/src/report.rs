@@ -95,11 +95,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         resamples: args.resamples,
         seed: args.seed,
     };
-    // The groups of the first log's file; report::build refuses logs of another.
-    let first = mcscore_eval::log::read(&args.logs[0])?;
-    let groups = crate::compare::groups_from(args.groups.as_deref(), args.manifest.as_deref(), &first.header.file_sha256)?;
-    drop(first);
-    let report = report::build(&args.logs, &options, groups.as_ref()).map_err(|e| match e {
+    // Each log read once; the groups are the first log's file's (the report
+    // refuses logs of another file).
+    let runs = report::read_runs(&args.logs)?;
+    let sha256 = runs.first().map_or("", |r| r.header.file_sha256.as_str());
+    let groups = crate::compare::groups_from(args.groups.as_deref(), args.manifest.as_deref(), sha256)?;
+    let report = report::of_runs(&runs, &options, groups.as_ref()).map_err(|e| match e {
         EvalError::OtherTasks { .. } => anyhow::Error::from(e).context("use the same --multiple-choice-tasks"),
         e => e.into(),
     })?;

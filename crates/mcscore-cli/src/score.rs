@@ -557,20 +557,26 @@ fn print_results(
     let n = outcome.records.len();
     let baselines = &outcome.baselines;
     let tokens = outcome.tokens;
-    // Accuracy per group (MMLU's subjects and categories), where the manifest records the file's groups.
-    // Groups that cannot be read or do not fit the file lose nothing of the run: a warning.
-    let groups = crate::compare::groups_from(None, None, &outcome.header.file_sha256)
-        .and_then(|groups| {
-            groups
-                .map(|g| mcscore_eval::results::group_accuracies(&outcome.records, &g, Normalisation::AccNorm, path))
-                .transpose()
-                .map_err(Into::into)
+    let llama = args.output == OutputFormat::Llama && !args.json;
+    // Accuracy per group (MMLU's subjects and categories), where the manifest
+    // records the file's groups; llama-perplexity's output has none. Groups
+    // that cannot be read or do not fit the file lose nothing of the run: a warning.
+    let groups = (!llama)
+        .then(|| {
+            crate::compare::groups_from(None, None, &outcome.header.file_sha256).and_then(|groups| {
+                groups
+                    .map(|g| mcscore_eval::results::group_accuracies(&outcome.records, &g, Normalisation::AccNorm, path))
+                    .transpose()
+                    .map_err(Into::into)
+            })
         })
+        .transpose()
         .unwrap_or_else(|error| {
             eprintln!("mcscore: warning: no accuracy per group: {}", crate::with_causes(&*error));
             None
-        });
-    if args.output == OutputFormat::Llama && !args.json {
+        })
+        .flatten();
+    if llama {
         print_llama_end(args.kind(), llama_hits, n, outcome.total_options)?;
     } else if args.json {
         let fractions = mcscore_eval::results::baselines(&outcome.records);

@@ -373,9 +373,10 @@ impl<'e> ScoreJob<'e> {
             None => None,
         };
         let range = shard.as_ref().map_or(0..order.len(), |(_, range)| range.clone());
-        let selected: Vec<(usize, Task<'_>)> = order[range.clone()].iter().map(|&i| (i, all_tasks[i].clone())).collect();
-        // A chat header records the run's first prompt: every shard renders it.
-        let run_first = order.first().filter(|_| range.start > 0 && !spec.chat.is_none()).map(|&i| (i, all_tasks[i].clone()));
+        // A chat header records the run's first prompt: every shard renders it,
+        // prepared before the shard's tasks and dropped after.
+        let extra = usize::from(range.start > 0 && !spec.chat.is_none());
+        let mut selected: Vec<(usize, Task<'_>)> = order[..extra].iter().chain(&order[range]).map(|&i| (i, all_tasks[i].clone())).collect();
         let shard = shard.map(|(header, _)| header);
         let settings = &spec.settings;
 
@@ -390,16 +391,14 @@ impl<'e> ScoreJob<'e> {
         let mut memory = MemorySeen::default();
         memory.sample(mcscore_engine::Resident::now());
         let template = Template::resolve(&spec.chat.template, &engine)?;
-        let extra = usize::from(run_first.is_some());
-        let to_prepare: Vec<(usize, Task<'_>)> = run_first.into_iter().chain(selected.iter().cloned()).collect();
         let (mut prepared, chat) = match spec.kind {
-            TaskKind::Winogrande => (engine.prepare_blanks(&to_prepare).map_err(EvalError::engine(path))?, None),
+            TaskKind::Winogrande => (engine.prepare_blanks(&selected).map_err(EvalError::engine(path))?, None),
             TaskKind::MultipleChoice | TaskKind::HellaSwag => {
-                crate::chat::prepare(&engine, &spec.chat, template.as_ref(), path, &to_prepare, EvalError::engine(path))?
+                crate::chat::prepare(&engine, &spec.chat, template.as_ref(), path, &selected, EvalError::engine(path))?
             }
         };
-        drop(to_prepare);
         prepared.drain(..extra);
+        selected.drain(..extra);
         phase(&mut timings.tokenise);
         let plan = plan(&prepared, settings).map_err(EvalError::engine(path))?;
         engine.check_memory(&plan, settings.n_gpu_layers).map_err(EvalError::engine(path))?;

@@ -182,9 +182,15 @@ fn labels(runs: &[Run]) -> Vec<String> {
 /// sha256) and the same tasks, one per model or setting; one run given twice
 /// is refused.
 pub fn build(logs: &[PathBuf], options: &ReportOptions, groups: Option<&Groups>) -> Result<Report, EvalError> {
+    of_runs(&read_runs(logs)?, options, groups)
+}
+
+/// The complete logs of `logs`, one run given twice refused: what [`build`]
+/// reports, for a caller that looks at them first (their file's groups).
+pub fn read_runs(logs: &[PathBuf]) -> Result<Vec<Run>, EvalError> {
     let runs = logs.iter().map(|path| Run::read(path)).collect::<Result<Vec<_>, _>>()?;
     check_not_repeated(&runs)?;
-    of_runs(&runs, options, groups)
+    Ok(runs)
 }
 
 /// The report of `runs` (read from logs or built in memory): runs of the
