@@ -4,13 +4,13 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use indicatif::{ProgressBar, ProgressStyle};
 use mcscore_datasets::{
     build, build_with_shots, entry_benchmark, find, hub, shot_name, Benchmark, DatasetError, Entry, Manifest, Mismatch, Scaffold, Source,
     BENCHMARKS,
 };
 use mcscore_format::{read_winogrande, Task, TaskFile};
 
+use crate::progress::{Meter, ProgressMode};
 use crate::Outcome;
 
 /// Where sources come from, shared by build and verify.
@@ -92,6 +92,10 @@ pub(crate) struct BuildArgs {
     /// Seed of a seeded shot draw (default 1234, lm-evaluation-harness's).
     #[arg(long, value_name = "S", requires = "shots")]
     shot_seed: Option<u64>,
+    /// Progress on stderr: a bar on a terminal, else a line every 30 s
+    /// (tasks written, tasks/s: the count is known only at the end).
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = ProgressMode::Auto)]
+    progress: ProgressMode,
 }
 
 /// The sources of the split `benchmark`'s shots come from (none for a 0-shot file).
@@ -153,17 +157,20 @@ pub(crate) fn run_build(args: BuildArgs) -> anyhow::Result<Outcome> {
     for name in names {
         let benchmark = benchmark(name)?;
         let sources = args.source.resolve(benchmark)?;
+        let mut meter = Meter::new(args.progress, &format!("building {name}"), "tasks", None, 0);
+        let progress = &mut |done| meter.set(done);
         let entry = match args.shots {
             Some(k) => {
                 let shot_sources = shot_sources(benchmark, &args.source, true)?;
                 let file_name = relative_to_manifest(&args.manifest, &args.out.join(format!("{}.bin", shot_name(name, k as usize))));
-                build_with_shots(benchmark, &sources, &shot_sources, k as usize, args.shot_seed, &args.out, &file_name)?
+                build_with_shots(benchmark, &sources, &shot_sources, k as usize, args.shot_seed, &args.out, &file_name, progress)?
             }
             None => {
                 let file_name = relative_to_manifest(&args.manifest, &args.out.join(benchmark.file_name()));
-                build(benchmark, &sources, &args.out, &file_name)?
+                build(benchmark, &sources, &args.out, &file_name, progress)?
             }
         };
+        meter.finish();
         outln!(
             "{}: {} tasks, {} mode, chance {:.2} %, majority_class {:.2} %, sha256 {}",
             entry.file,
@@ -193,6 +200,10 @@ pub(crate) struct VerifyArgs {
     manifest: PathBuf,
     #[command(flatten)]
     source: SourceArgs,
+    /// Progress on stderr: a bar on a terminal, else a line every 30 s and
+    /// at each tenth of a file's tasks.
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = ProgressMode::Auto)]
+    progress: ProgressMode,
 }
 
 pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
@@ -225,7 +236,7 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
     let mut failed = 0;
     let total = entries.len();
     for (entry, path) in entries {
-        let mismatches = match verify_entry(entry, &path, &args.source) {
+        let mismatches = match verify_entry(entry, &path, &args.source, args.progress) {
             Ok(mismatches) => mismatches,
             Err(error) => {
                 failed += 1;
@@ -253,23 +264,23 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-fn verify_entry(entry: &Entry, path: &Path, source_args: &SourceArgs) -> anyhow::Result<Vec<Mismatch>> {
+fn verify_entry(entry: &Entry, path: &Path, source_args: &SourceArgs, progress: ProgressMode) -> anyhow::Result<Vec<Mismatch>> {
     let benchmark = entry_benchmark(entry)?;
-    // A task file strictly validated, or Winogrande's CSV strictly read.
-    let (file, csv);
-    let (bytes, tasks): (&[u8], Vec<Task<'_>>) = if benchmark.scaffold == Scaffold::Blank {
+    // A task file strictly validated (its tasks read one at a time from the
+    // mapped file), or Winogrande's CSV strictly read.
+    let (file, csv, csv_tasks);
+    let (bytes, tasks): (&[u8], Box<dyn ExactSizeIterator<Item = Task<'_>>>) = if benchmark.scaffold == Scaffold::Blank {
         csv = std::fs::read(path).with_context(|| path.display().to_string())?;
-        (&csv, read_winogrande(&csv, path)?)
+        csv_tasks = read_winogrande(&csv, path)?;
+        (&csv, Box::new(csv_tasks.into_iter()))
     } else {
         file = TaskFile::open(path)?;
-        (file.bytes(), file.tasks().collect())
+        (file.bytes(), Box::new(file.tasks()))
     };
     let sources = source_args.resolve(benchmark)?;
     let shot_sources = shot_sources(benchmark, source_args, entry.shots.is_some())?;
-    let progress = ProgressBar::new(tasks.len() as u64).with_message(entry.name.clone());
-    progress.set_style(ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} tasks").expect("valid template"));
-    let mismatches =
-        mcscore_datasets::verify_entry(entry, bytes, &tasks, &sources, &shot_sources, &|done| progress.set_position(done as u64))?;
-    progress.finish_and_clear();
+    let mut meter = Meter::new(progress, &format!("verifying {}", entry.name), "tasks", Some(tasks.len()), 0);
+    let mismatches = mcscore_datasets::verify_entry(entry, bytes, tasks, &sources, &shot_sources, &mut |done| meter.set(done))?;
+    meter.finish();
     Ok(mismatches)
 }

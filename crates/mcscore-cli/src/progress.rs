@@ -30,12 +30,16 @@ pub(crate) enum Meter {
     Hidden,
 }
 
-/// Plain progress lines: `mcscore: WHAT: DONE/TOTAL UNIT (P %), R UNIT/s, eta T`.
+/// Plain progress lines: `mcscore: WHAT: DONE/TOTAL UNIT (P %), R UNIT/s,
+/// T tokens/s, eta T` (`DONE UNIT, R UNIT/s` where the total is not known).
 pub(crate) struct Lines {
     what: String,
     unit: &'static str,
-    total: usize,
+    /// `None` while unknown (a build reading its source as a stream).
+    total: Option<usize>,
     done: usize,
+    /// Tokens of the units done since the display started, where counted.
+    tokens: usize,
     /// Units done when the display started (a resume's), left out of the rate.
     first: usize,
     started: Instant,
@@ -45,8 +49,8 @@ pub(crate) struct Lines {
 }
 
 impl Meter {
-    /// A meter over `total` units, `done` of them done already.
-    pub(crate) fn new(mode: ProgressMode, what: &str, unit: &'static str, total: usize, done: usize) -> Meter {
+    /// A meter over `total` units (where known), `done` of them done already.
+    pub(crate) fn new(mode: ProgressMode, what: &str, unit: &'static str, total: Option<usize>, done: usize) -> Meter {
         let lines = match mode {
             ProgressMode::Auto => !std::io::stderr().is_terminal(),
             ProgressMode::Lines => true,
@@ -55,16 +59,20 @@ impl Meter {
         };
         if lines {
             let now = Instant::now();
-            let next_tenth = tenths(done, total) + 1;
-            return Meter::Lines(Lines { what: what.to_owned(), unit, total, done, first: done, started: now, last_line: now, next_tenth });
+            let next_tenth = total.map_or(usize::MAX, |total| tenths(done, total) + 1);
+            let what = what.to_owned();
+            return Meter::Lines(Lines { what, unit, total, done, tokens: 0, first: done, started: now, last_line: now, next_tenth });
         }
-        let bar = ProgressBar::new(total as u64).with_position(done as u64).with_message(what.to_owned());
-        bar.set_style(
-            ProgressStyle::with_template(&format!(
-                "{{spinner}} [{{elapsed_precise}}] {{bar:40}} {{pos}}/{{len}} {unit} ({{per_sec}}, eta {{eta}}) {{msg}}"
-            ))
-            .expect("valid template"),
-        );
+        let template = match total {
+            Some(_) => format!("{{spinner}} [{{elapsed_precise}}] {{bar:40}} {{pos}}/{{len}} {unit} ({{per_sec}}, eta {{eta}}) {{msg}}"),
+            None => format!("{{spinner}} [{{elapsed_precise}}] {{pos}} {unit} ({{per_sec}}) {{msg}}"),
+        };
+        let bar = match total {
+            Some(total) => ProgressBar::new(total as u64),
+            None => ProgressBar::new_spinner(),
+        };
+        let bar = bar.with_position(done as u64).with_message(what.to_owned());
+        bar.set_style(ProgressStyle::with_template(&template).expect("valid template"));
         Meter::Bar(bar)
     }
 
@@ -72,8 +80,24 @@ impl Meter {
     pub(crate) fn inc(&mut self) {
         match self {
             Meter::Bar(bar) => bar.inc(1),
-            Meter::Lines(lines) => lines.inc(),
+            Meter::Lines(lines) => lines.advance_to(lines.done + 1),
             Meter::Hidden => {}
+        }
+    }
+
+    /// `done` units are done now.
+    pub(crate) fn set(&mut self, done: usize) {
+        match self {
+            Meter::Bar(bar) => bar.set_position(done as u64),
+            Meter::Lines(lines) => lines.advance_to(done),
+            Meter::Hidden => {}
+        }
+    }
+
+    /// The units done so far held `n` more tokens (shown as tokens/s in lines).
+    pub(crate) fn tokens(&mut self, n: usize) {
+        if let Meter::Lines(lines) = self {
+            lines.tokens += n;
         }
     }
 
@@ -82,7 +106,7 @@ impl Meter {
     pub(crate) fn finish(self) {
         match self {
             Meter::Bar(bar) => bar.finish_and_clear(),
-            Meter::Lines(mut lines) if lines.done > lines.first && lines.next_tenth <= 10 => lines.print(),
+            Meter::Lines(mut lines) if lines.done > lines.first && (lines.total.is_none() || lines.next_tenth <= 10) => lines.print(),
             Meter::Lines(_) | Meter::Hidden => {}
         }
     }
@@ -98,11 +122,13 @@ fn tenths(done: usize, total: usize) -> usize {
 }
 
 impl Lines {
-    fn inc(&mut self) {
-        self.done += 1;
-        let reached = tenths(self.done, self.total);
+    fn advance_to(&mut self, done: usize) {
+        self.done = done;
+        let reached = self.total.map_or(0, |total| tenths(done, total));
         if reached >= self.next_tenth || self.last_line.elapsed() >= LINE_EVERY {
-            self.next_tenth = reached + 1;
+            if self.total.is_some() {
+                self.next_tenth = reached + 1;
+            }
             self.print();
         }
     }
@@ -114,15 +140,20 @@ impl Lines {
 
     /// The line after `elapsed` of work.
     fn line(&self, elapsed: Duration) -> String {
-        let (done, total, unit) = (self.done, self.total, self.unit);
+        let (done, unit) = (self.done, self.unit);
+        let seconds = elapsed.as_secs_f64().max(1e-9);
+        let rate = done.saturating_sub(self.first) as f64 / seconds;
+        let tokens = if self.tokens > 0 { format!(", {:.0} tokens/s", self.tokens as f64 / seconds) } else { String::new() };
+        let Some(total) = self.total else {
+            return format!("mcscore: {}: {done} {unit}, {rate:.2} {unit}/s{tokens}", self.what);
+        };
         let percent = if total == 0 { 100.0 } else { 100.0 * done as f64 / total as f64 };
-        let rate = (done - self.first) as f64 / elapsed.as_secs_f64().max(1e-9);
         let eta = if rate > 0.0 && done < total {
             format!(", eta {}", clock(Duration::from_secs_f64((total - done) as f64 / rate)))
         } else {
             String::new()
         };
-        format!("mcscore: {}: {done}/{total} {unit} ({percent:.0} %), {rate:.2} {unit}/s{eta}", self.what)
+        format!("mcscore: {}: {done}/{total} {unit} ({percent:.0} %), {rate:.2} {unit}/s{tokens}{eta}", self.what)
     }
 }
 
@@ -141,8 +172,9 @@ mod tests {
         Lines {
             what: "scoring".into(),
             unit: "tasks",
-            total,
+            total: Some(total),
             done,
+            tokens: 0,
             first: done,
             started: now,
             last_line: now,
@@ -161,6 +193,11 @@ mod tests {
         let mut l = lines(200, 100);
         l.done = 150;
         assert_eq!(l.line(Duration::from_secs(10)), "mcscore: scoring: 150/200 tasks (75 %), 5.00 tasks/s, eta 0:00:10");
+        // Tokens where counted; no total, no share or eta.
+        l.tokens = 4321;
+        assert_eq!(l.line(Duration::from_secs(10)), "mcscore: scoring: 150/200 tasks (75 %), 5.00 tasks/s, 432 tokens/s, eta 0:00:10");
+        l.total = None;
+        assert_eq!(l.line(Duration::from_secs(10)), "mcscore: scoring: 150 tasks, 5.00 tasks/s, 432 tokens/s");
     }
 
     #[test]

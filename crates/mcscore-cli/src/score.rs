@@ -249,12 +249,18 @@ impl Progress for Shown {
             Phase::Prompts => ("sweep", "prompts"),
             Phase::Scoring => ("scoring", "tasks"),
         };
-        self.meter = Some(Meter::new(self.mode, what, unit, total, done));
+        self.meter = Some(Meter::new(self.mode, what, unit, Some(total), done));
     }
 
     fn tick(&mut self, _phase: Phase) {
         if let Some(meter) = &mut self.meter {
             meter.inc();
+        }
+    }
+
+    fn tokens(&mut self, n: usize) {
+        if let Some(meter) = &mut self.meter {
+            meter.tokens(n);
         }
     }
 

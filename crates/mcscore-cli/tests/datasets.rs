@@ -19,10 +19,23 @@ fn build_then_verify_and_catch_a_tampered_file() {
     let out = run(&["build", "mmlu-validation", "--sources", &sources(), "--out", path_str(&out_dir), "--manifest", path_str(&manifest)]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("1531 tasks, letter mode"), "{}", stdout(&out));
+    // Progress in a log (stderr is a pipe here): the build's count is known
+    // only at its end, so its lines say tasks written and the rate.
+    assert!(
+        stderr(&out).lines().any(|l| l.starts_with("mcscore: building mmlu-validation: 1531 tasks, ") && l.ends_with(" tasks/s")),
+        "{}",
+        stderr(&out)
+    );
     let built = out_dir.join("mmlu-validation.bin");
     assert_eq!(std::fs::read(&built).unwrap(), std::fs::read(repo("datasets/mmlu-validation.bin")).unwrap(), "reproducible");
     let ok = run(&["verify", path_str(&built), "--manifest", path_str(&manifest), "--sources", &sources()]);
     assert!(ok.status.success(), "{}", stdout(&ok));
+    let verified = stderr(&ok);
+    let tenths: Vec<&str> = verified.lines().filter(|l| l.starts_with("mcscore: verifying mmlu-validation: ")).collect();
+    assert_eq!(tenths.len(), 10, "{}", stderr(&ok));
+    assert!(tenths[9].starts_with("mcscore: verifying mmlu-validation: 1531/1531 tasks (100 %), "), "{}", stderr(&ok));
+    let quiet = run(&["verify", path_str(&built), "--manifest", path_str(&manifest), "--sources", &sources(), "--progress", "none"]);
+    assert!(quiet.status.success() && !stderr(&quiet).contains("mcscore: verifying"), "{}", stderr(&quiet));
 
     // Move task 5's gold label: still a valid file, so only verify can tell.
     let mut bytes = std::fs::read(&built).unwrap();

@@ -138,8 +138,8 @@ fn repacked_weights_take_one_copy_by_default() {
 }
 
 /// Where stderr is not a terminal (a Slurm job's output file, this test's
-/// pipe), progress comes as plain lines at each tenth of the work, ending
-/// with the whole; `--progress none` prints none.
+/// pipe), progress comes as plain lines at each tenth of the work (tasks
+/// and tokens a second), ending with the whole; `--progress none` prints none.
 #[test]
 fn progress_comes_as_lines_in_a_log() {
     let model = model();
@@ -150,7 +150,7 @@ fn progress_comes_as_lines_in_a_log() {
     let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("mcscore: scoring: ")).collect();
     let done: Vec<&str> = lines.iter().map(|l| l["mcscore: scoring: ".len()..].split(' ').next().unwrap()).collect();
     assert_eq!(done, ["2/20", "4/20", "6/20", "8/20", "10/20", "12/20", "14/20", "16/20", "18/20", "20/20"], "{err}");
-    assert!(lines[0].contains("tasks (10 %)") && lines[0].contains("tasks/s, eta "), "{err}");
+    assert!(lines[0].contains("tasks (10 %)") && lines[0].contains(" tokens/s, eta "), "{err}");
     assert!(lines[9].contains("(100 %)") && !lines[9].contains("eta"), "{err}");
     let quiet = run(&["score", "-m", &model, &file, "--multiple-choice-tasks", "5", "-t", "2", "--progress", "none"]);
     assert!(!stderr(&quiet).contains("mcscore: scoring:"), "{}", stderr(&quiet));

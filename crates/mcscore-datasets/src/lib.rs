@@ -20,13 +20,14 @@ use std::path::{Path, PathBuf};
 
 use std::collections::BTreeMap;
 
-use mcscore_format::{sha256_file, sha256_hex, winogrande_line, write_atomic, write_tasks, Baselines, Summary, Task, TaskFile};
+use mcscore_format::{sha256_file, sha256_hex, winogrande_line, write_atomic, Baselines, Summary, Task, TaskFile, TaskWriter};
 
 pub use benchmarks::{find, Benchmark, ConvertError, BENCHMARKS};
 pub use manifest::{Entry, GroupRuns, Manifest, Provenance, ShotsRecord, SourceFile};
 pub use render::{Item, Scaffold};
-pub use shots::{render_with_shots, shot_name, ShotError};
-pub use source::{read_records, SourceFormat};
+use shots::Preambles;
+pub use shots::{shot_name, ShotError};
+pub use source::{for_each_record, read_records, SourceFormat};
 
 /// A cause of another crate's type (a reader's, a parser's), kept as the source.
 pub type Cause = Box<dyn std::error::Error + Send + Sync>;
@@ -93,33 +94,70 @@ impl Source {
 /// The items of `benchmark`, in source order, from its source files.
 pub fn load_items(benchmark: &Benchmark, sources: &[Source]) -> Result<Vec<Item>, DatasetError> {
     let mut items = Vec::new();
+    for_each_item(benchmark, sources, &mut |item, _| {
+        items.push(item);
+        Ok(())
+    })?;
+    Ok(items)
+}
+
+/// Where an item came from: its source row, for the fields besides the
+/// item's (a task's group) and for errors.
+pub(crate) struct Row<'a> {
+    record: &'a serde_json::Value,
+    file: &'a Path,
+    row: usize,
+}
+
+impl Row<'_> {
+    /// The row's `field`, which must be a string.
+    pub(crate) fn group(&self, field: &'static str) -> Result<String, ShotError> {
+        match self.record.get(field).and_then(serde_json::Value::as_str) {
+            Some(group) => Ok(group.to_owned()),
+            None => Err(ShotError::NoGroup { file: self.file.to_owned(), row: self.row, field }),
+        }
+    }
+}
+
+/// Hands each item of `benchmark` to `each`, in source order, with its row,
+/// reading the sources as a stream.
+pub(crate) fn for_each_item(
+    benchmark: &Benchmark,
+    sources: &[Source],
+    each: &mut dyn FnMut(Item, Row<'_>) -> Result<(), DatasetError>,
+) -> Result<(), DatasetError> {
     for source in sources {
-        for (row, record) in read_records(&source.path)?.iter().enumerate() {
-            let item = (benchmark.convert)(record).map_err(|source_error| DatasetError::Row {
+        let mut row = 0;
+        for_each_record(&source.path, &mut |record| {
+            let item = (benchmark.convert)(&record).map_err(|source_error| DatasetError::Row {
                 name: benchmark.name.to_owned(),
                 file: source.path.clone(),
                 row,
                 source: Box::new(source_error),
             })?;
-            items.push(item);
-        }
+            each(item, Row { record: &record, file: &source.path, row })?;
+            row += 1;
+            Ok(())
+        })?;
     }
-    Ok(items)
+    Ok(())
 }
 
-/// sha256 of a source: of the file, or of a folder's files in name order.
+/// sha256 of a source: of the file, or of a folder's files in name order
+/// (each file's name, then its bytes), read as a stream.
 pub fn source_sha256(path: &Path) -> Result<String, DatasetError> {
+    use sha2::Digest as _;
     let error = |e: std::io::Error| DatasetError::Source { path: path.to_owned(), source: e.into() };
     if path.is_dir() {
         let mut files: Vec<PathBuf> =
             std::fs::read_dir(path).map_err(error)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
         files.sort();
-        let mut all = Vec::new();
+        let mut hasher = sha2::Sha256::new();
         for file in files {
-            all.extend_from_slice(file.file_name().unwrap_or_default().as_encoded_bytes());
-            all.extend_from_slice(&std::fs::read(&file).map_err(error)?);
+            hasher.update(file.file_name().unwrap_or_default().as_encoded_bytes());
+            std::io::copy(&mut std::fs::File::open(&file).map_err(error)?, &mut hasher).map_err(error)?;
         }
-        return Ok(sha256_hex(&all));
+        return Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect());
     }
     sha256_file(path).map_err(error)
 }
@@ -127,29 +165,57 @@ pub fn source_sha256(path: &Path) -> Result<String, DatasetError> {
 /// A task as built: question, options, gold.
 pub(crate) type Rendered = (String, Vec<String>, usize);
 
-/// Every task of `benchmark`, rendered in its scaffold.
-fn render(benchmark: &Benchmark, sources: &[Source]) -> Result<Vec<Rendered>, DatasetError> {
-    Ok(load_items(benchmark, sources)?
-        .iter()
-        .map(|item| {
-            let (question, options) = benchmark.scaffold.render(item);
-            (question, options, item.gold)
-        })
-        .collect())
+/// Renders every task of `benchmark` in its scaffold, in source order, after
+/// its k-shot preamble where `preambles` are given, into `each`; returns the
+/// task count and groups. One task is held at a time; `progress` hears the
+/// count of tasks handed over after each.
+fn render_each(
+    benchmark: &Benchmark,
+    sources: &[Source],
+    mut preambles: Option<&mut Preambles>,
+    each: &mut dyn FnMut(Rendered) -> Result<(), DatasetError>,
+    progress: &mut dyn FnMut(usize),
+) -> Result<(usize, Option<GroupRuns>), DatasetError> {
+    let mut groups = benchmark.group.map(|field| (field, GroupRuns::of(field, &[])));
+    let mut tasks = 0;
+    for_each_item(benchmark, sources, &mut |item, row| {
+        if let Some((field, groups)) = &mut groups {
+            groups.push(row.group(field)?);
+        }
+        let (mut question, options) = benchmark.scaffold.render(&item);
+        if let Some(preambles) = preambles.as_deref_mut() {
+            question = format!("{}{question}", preambles.of(tasks, &row)?);
+        }
+        each((question, options, item.gold))?;
+        tasks += 1;
+        progress(tasks);
+        Ok(())
+    })?;
+    let mut groups = groups.map(|(_, groups)| groups);
+    if let (Some(groups), Some(table)) = (&mut groups, benchmark.categories) {
+        groups.categories = Some(table.iter().map(|&(group, category)| (group.to_owned(), category.to_owned())).collect());
+    }
+    Ok((tasks, groups))
 }
 
 /// Builds `benchmark` from `sources` into `out_dir/`[`Benchmark::file_name`]
 /// (atomically) and returns its manifest entry. `file_name` is how the
-/// manifest refers to it.
-pub fn build(benchmark: &Benchmark, sources: &[Source], out_dir: &Path, file_name: &str) -> Result<Entry, DatasetError> {
-    let rendered = render(benchmark, sources)?;
+/// manifest refers to it. `progress` hears the count of tasks written.
+pub fn build(
+    benchmark: &Benchmark,
+    sources: &[Source],
+    out_dir: &Path,
+    file_name: &str,
+    progress: &mut dyn FnMut(usize),
+) -> Result<Entry, DatasetError> {
     let path = out_dir.join(benchmark.file_name());
-    write_entry(benchmark, benchmark.name, &rendered, sources, &path, file_name)
+    write_entry(benchmark, benchmark.name, None, sources, (&path, file_name), progress)
 }
 
 /// Builds `benchmark` with `k` solved examples before each question (see
 /// [`shots`]) into `out_dir/NAME-Kshot.bin` and returns its manifest entry,
 /// which records the shots, their seed and their split's source files.
+#[allow(clippy::too_many_arguments)] // `build`'s, plus the shots' sources, K and seed
 pub fn build_with_shots(
     benchmark: &Benchmark,
     sources: &[Source],
@@ -158,11 +224,13 @@ pub fn build_with_shots(
     seed: Option<u64>,
     out_dir: &Path,
     file_name: &str,
+    progress: &mut dyn FnMut(usize),
 ) -> Result<Entry, DatasetError> {
-    let (rendered, seed) = render_with_shots(benchmark, sources, shot_sources, k, seed)?;
+    let (mut preambles, seed) = Preambles::new(benchmark, shot_sources, k, seed)?;
     let name = shot_name(benchmark.name, k);
-    let mut entry = write_entry(benchmark, &name, &rendered, sources, &out_dir.join(format!("{name}.bin")), file_name)?;
-    let split = find(benchmark.shots.expect("render_with_shots checked it").from).expect("registered");
+    let path = out_dir.join(format!("{name}.bin"));
+    let mut entry = write_entry(benchmark, &name, Some(&mut preambles), sources, (&path, file_name), progress)?;
+    let split = preambles.split();
     entry.shots = Some(ShotsRecord { of: benchmark.name.to_owned(), k, seed, from: provenance(split, shot_sources)? });
     Ok(entry)
 }
@@ -182,42 +250,61 @@ fn provenance(benchmark: &Benchmark, sources: &[Source]) -> Result<Provenance, D
     })
 }
 
-/// Writes `rendered` to `path` (a task file, or Winogrande's CSV) and returns
-/// the manifest entry called `name`.
+/// Renders `benchmark`'s tasks into `path` (a task file, written as the
+/// source streams past, or Winogrande's CSV) and returns the manifest entry
+/// called `name`; `file_name` is how the manifest refers to `path`.
 fn write_entry(
     benchmark: &Benchmark,
     name: &str,
-    rendered: &[Rendered],
+    preambles: Option<&mut Preambles>,
     sources: &[Source],
-    path: &Path,
-    file_name: &str,
+    (path, file_name): (&Path, &str),
+    progress: &mut dyn FnMut(usize),
 ) -> Result<Entry, DatasetError> {
-    let tasks = rendered.iter().map(|(q, o, g)| Task::new(q, o.iter().map(String::as_str).collect(), *g));
     // What the manifest records of the file, whichever format it is.
-    let (sha256, bytes, option_counts, mode, baselines, min_parallel) = if benchmark.scaffold == Scaffold::Blank {
-        let csv: String = rendered
-            .iter()
-            .enumerate()
-            .map(|(i, (sentence, options, gold))| {
-                winogrande_line(i, sentence, [&options[0], &options[1]], gold + 1).expect("the converter admits only CSV-safe rows")
-            })
-            .collect();
+    let (tasks, groups, sha256, bytes, option_counts, mode, baselines, min_parallel);
+    if benchmark.scaffold == Scaffold::Blank {
+        // Winogrande's CSV is written whole: its files are small (1,267 and
+        // 40,398 tasks), and the format has no offset table to stream behind.
+        let mut csv = String::new();
+        let mut golds = Baselines::counter();
+        (tasks, groups) = render_each(
+            benchmark,
+            sources,
+            preambles,
+            &mut |(sentence, options, gold)| {
+                csv.push_str(
+                    &winogrande_line(golds.count(), &sentence, [&options[0], &options[1]], gold + 1)
+                        .expect("the converter admits only CSV-safe rows"),
+                );
+                golds.add(options.len(), Some(gold));
+                Ok(())
+            },
+            progress,
+        )?;
         write_atomic(path, csv.as_bytes())?;
-        let tasks: Vec<Task<'_>> = tasks.collect();
-        let baselines = Baselines::of(&tasks);
-        (sha256_hex(csv.as_bytes()), csv.len() as u64, BTreeMap::from([(2, tasks.len())]), benchmark.scaffold.mode(), baselines, 2)
+        (sha256, bytes, option_counts, mode, baselines, min_parallel) =
+            (sha256_hex(csv.as_bytes()), csv.len() as u64, BTreeMap::from([(2, tasks)]), benchmark.scaffold.mode(), golds.baselines(), 2);
     } else {
-        write_tasks(path, tasks)?;
+        let mut writer = TaskWriter::uncounted(path)?;
+        (tasks, groups) = render_each(
+            benchmark,
+            sources,
+            preambles,
+            &mut |(question, options, gold)| Ok(writer.write(&Task::new(&question, options.iter().map(String::as_str).collect(), gold))?),
+            progress,
+        )?;
+        writer.finish()?;
         let s = Summary::of(&TaskFile::open(path)?);
-        let baselines = Baselines { chance: s.chance, majority_class: s.majority_class, majority_position: s.majority_position };
-        (s.sha256, s.bytes, s.option_counts, s.mode, baselines, s.min_parallel)
-    };
+        (sha256, bytes, option_counts, mode, min_parallel) = (s.sha256, s.bytes, s.option_counts, s.mode, s.min_parallel);
+        baselines = Baselines { chance: s.chance, majority_class: s.majority_class, majority_position: s.majority_position };
+    }
     Ok(Entry {
         name: name.to_owned(),
         file: file_name.to_owned(),
         sha256,
         bytes,
-        tasks: rendered.len(),
+        tasks,
         option_counts,
         mode,
         chance: baselines.chance,
@@ -226,17 +313,8 @@ fn write_entry(
         source: provenance(benchmark, sources)?,
         licence: benchmark.licence.to_owned(),
         shots: None,
-        groups: group_runs(benchmark, sources)?,
+        groups,
     })
-}
-
-/// The groups of `benchmark`'s tasks, if it has a group field.
-fn group_runs(benchmark: &Benchmark, sources: &[Source]) -> Result<Option<GroupRuns>, DatasetError> {
-    let Some(field) = benchmark.group else { return Ok(None) };
-    let mut runs = GroupRuns::of(field, &shots::groups(sources, field)?);
-    runs.categories =
-        benchmark.categories.map(|table| table.iter().map(|&(group, category)| (group.to_owned(), category.to_owned())).collect());
-    Ok(Some(runs))
 }
 
 /// One way a task file differs from what its source says.
@@ -267,42 +345,57 @@ pub enum Mismatch {
 /// Re-derives every task of a file (`tasks`, read from it) from `sources` and
 /// lists each difference. `progress` is called with the number of tasks
 /// checked so far.
-pub fn verify_tasks(
+pub fn verify_tasks<'t>(
     benchmark: &Benchmark,
-    tasks: &[Task<'_>],
+    tasks: impl IntoIterator<Item = Task<'t>>,
     sources: &[Source],
-    progress: &dyn Fn(usize),
+    progress: &mut dyn FnMut(usize),
 ) -> Result<Vec<Mismatch>, DatasetError> {
-    Ok(compare(benchmark.scaffold, &render(benchmark, sources)?, tasks, progress))
+    Ok(compare(benchmark, sources, None, &mut tasks.into_iter(), progress)?.0)
 }
 
-/// The differences between the tasks as built (`expected`) and as read.
-fn compare(scaffold: Scaffold, expected: &[Rendered], tasks: &[Task<'_>], progress: &dyn Fn(usize)) -> Vec<Mismatch> {
-    let mut mismatches = Vec::new();
-    if expected.len() != tasks.len() {
-        mismatches.push(Mismatch::TaskCount { expected: expected.len(), found: tasks.len() });
-    }
-    for (index, ((question, options, gold), task)) in expected.iter().zip(tasks).enumerate() {
-        if task.question != question {
-            mismatches.push(Mismatch::Question { task: index });
-        }
-        if task.options() != options.iter().map(String::as_str).collect::<Vec<_>>() {
-            let found: Vec<String> = task.options().iter().map(|o| o.to_string()).collect();
-            if scaffold == Scaffold::Letter {
-                mismatches.push(Mismatch::LetterOptions { task: index, found });
-            } else {
-                mismatches.push(Mismatch::Options { task: index, expected: options.clone(), found });
+/// The differences between the tasks as built from `sources` (one at a time)
+/// and as read, and the groups of the tasks as built.
+fn compare(
+    benchmark: &Benchmark,
+    sources: &[Source],
+    preambles: Option<&mut Preambles>,
+    tasks: &mut dyn Iterator<Item = Task<'_>>,
+    progress: &mut dyn FnMut(usize),
+) -> Result<(Vec<Mismatch>, Option<GroupRuns>), DatasetError> {
+    let scaffold = benchmark.scaffold;
+    let (mut mismatches, mut read) = (Vec::new(), 0);
+    let (expected, groups) = render_each(
+        benchmark,
+        sources,
+        preambles,
+        &mut |(question, options, gold)| {
+            let index = read;
+            let Some(task) = tasks.next() else { return Ok(()) };
+            read += 1;
+            if task.question != question {
+                mismatches.push(Mismatch::Question { task: index });
             }
-        }
-        if task.gold() != Some(*gold) {
-            mismatches.push(Mismatch::Gold { task: index, expected: *gold, found: task.gold() });
-        }
-        if index % 1024 == 0 {
-            progress(index);
-        }
+            if task.options() != options.iter().map(String::as_str).collect::<Vec<_>>() {
+                let found: Vec<String> = task.options().iter().map(|o| o.to_string()).collect();
+                if scaffold == Scaffold::Letter {
+                    mismatches.push(Mismatch::LetterOptions { task: index, found });
+                } else {
+                    mismatches.push(Mismatch::Options { task: index, expected: options, found });
+                }
+            }
+            if task.gold() != Some(gold) {
+                mismatches.push(Mismatch::Gold { task: index, expected: gold, found: task.gold() });
+            }
+            Ok(())
+        },
+        progress,
+    )?;
+    let found = read + tasks.count();
+    if expected != found {
+        mismatches.insert(0, Mismatch::TaskCount { expected, found });
     }
-    progress(tasks.len());
-    mismatches
+    Ok((mismatches, groups))
 }
 
 /// The registered benchmark an entry was built from (a k-shot file's is the
@@ -318,14 +411,14 @@ pub fn entry_benchmark(entry: &Entry) -> Result<&'static Benchmark, DatasetError
 /// Everything `verify` checks of a file against its manifest entry: the
 /// file's sha256 (of `bytes`), each source's sha256 (and, for a k-shot file,
 /// each of `shot_sources`), then every task (`tasks`, read from it) re-derived
-/// from the sources.
-pub fn verify_entry(
+/// from the sources, one at a time.
+pub fn verify_entry<'t>(
     entry: &Entry,
     bytes: &[u8],
-    tasks: &[Task<'_>],
+    tasks: impl IntoIterator<Item = Task<'t>>,
     sources: &[Source],
     shot_sources: &[Source],
-    progress: &dyn Fn(usize),
+    progress: &mut dyn FnMut(usize),
 ) -> Result<Vec<Mismatch>, DatasetError> {
     let benchmark = entry_benchmark(entry)?;
     let mut mismatches = Vec::new();
@@ -352,11 +445,11 @@ pub fn verify_entry(
             mismatches.push(Mismatch::SourceSha256 { path: source.name.clone(), expected: recorded.sha256.clone(), found });
         }
     }
-    let expected = match &entry.shots {
-        Some(shots) => render_with_shots(benchmark, sources, shot_sources, shots.k, shots.seed)?.0,
-        None => render(benchmark, sources)?,
+    let mut preambles = match &entry.shots {
+        Some(shots) => Some(Preambles::new(benchmark, shot_sources, shots.k, shots.seed)?.0),
+        None => None,
     };
-    let groups = group_runs(benchmark, sources)?;
+    let (tasks_mismatches, groups) = compare(benchmark, sources, preambles.as_mut(), &mut tasks.into_iter(), progress)?;
     if groups != entry.groups {
         let describe = |g: &Option<GroupRuns>| {
             g.as_ref().map_or("none".to_owned(), |g| {
@@ -365,6 +458,6 @@ pub fn verify_entry(
         };
         mismatches.push(Mismatch::Groups { recorded: describe(&entry.groups), found: describe(&groups) });
     }
-    mismatches.extend(compare(benchmark.scaffold, &expected, tasks, progress));
+    mismatches.extend(tasks_mismatches);
     Ok(mismatches)
 }

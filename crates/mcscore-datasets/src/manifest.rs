@@ -77,14 +77,19 @@ pub struct GroupRuns {
 impl GroupRuns {
     /// The runs of `groups`, one name per task in file order.
     pub fn of(field: &str, groups: &[String]) -> GroupRuns {
-        let mut runs: Vec<(String, usize)> = Vec::new();
+        let mut runs = GroupRuns { field: field.to_owned(), runs: Vec::new(), categories: None };
         for group in groups {
-            match runs.last_mut() {
-                Some((name, count)) if name == group => *count += 1,
-                _ => runs.push((group.clone(), 1)),
-            }
+            runs.push(group.clone());
         }
-        GroupRuns { field: field.to_owned(), runs, categories: None }
+        runs
+    }
+
+    /// The next task is in `group`.
+    pub fn push(&mut self, group: String) {
+        match self.runs.last_mut() {
+            Some((name, count)) if *name == group => *count += 1,
+            _ => self.runs.push((group, 1)),
+        }
     }
 }
 

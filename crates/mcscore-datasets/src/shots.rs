@@ -7,11 +7,10 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use rand_mt::Mt64;
-use serde_json::Value;
 
 use crate::benchmarks::{find, Benchmark};
 use crate::render::{Item, Scaffold};
-use crate::{load_items, read_records, DatasetError, Source};
+use crate::{for_each_item, load_items, DatasetError, Row, Source};
 
 /// Where a benchmark's shots come from.
 #[derive(Debug, Clone, Copy)]
@@ -64,18 +63,6 @@ fn solved(scaffold: Scaffold, item: &Item) -> String {
     format!("{question} {}\n\n", options[item.gold])
 }
 
-/// The `field` of every row of `sources`, in order.
-pub(crate) fn groups(sources: &[Source], field: &'static str) -> Result<Vec<String>, DatasetError> {
-    let mut out = Vec::new();
-    for source in sources {
-        for (row, record) in read_records(&source.path)?.iter().enumerate() {
-            let group = record.get(field).and_then(Value::as_str);
-            out.push(group.ok_or_else(|| ShotError::NoGroup { file: source.path.clone(), row, field })?.to_owned());
-        }
-    }
-    Ok(out)
-}
-
 /// `k` distinct indices below `n`, in draw order.
 fn seeded_draw(seed: u64, n: usize, k: usize) -> Vec<usize> {
     let mut rng = Mt64::new(seed);
@@ -88,83 +75,104 @@ fn seeded_draw(seed: u64, n: usize, k: usize) -> Vec<usize> {
     order
 }
 
-/// Every task of `benchmark` (question, options, gold) with `k` solved
-/// examples before its question, and the seed used (for a seeded draw).
-/// `sources` are the benchmark's, `shot_sources` those of the split its
-/// shots come from.
-pub fn render_with_shots(
-    benchmark: &Benchmark,
-    sources: &[Source],
-    shot_sources: &[Source],
+/// The k-shot preamble of each task of a benchmark, built once per group
+/// (or once, for a seeded draw) and handed out as tasks stream past.
+pub(crate) struct Preambles {
+    name: String,
+    /// The split the shots come from.
+    split: &'static Benchmark,
     k: usize,
-    seed: Option<u64>,
-) -> Result<(Vec<crate::Rendered>, Option<u64>), DatasetError> {
-    let name = benchmark.name.to_owned();
-    let shots = benchmark.shots.ok_or_else(|| {
-        let with: Vec<&str> = crate::BENCHMARKS.iter().filter(|b| b.shots.is_some()).map(|b| b.name).collect();
-        ShotError::NoSplit { name: name.clone(), with: with.join(", ") }
-    })?;
-    if k == 0 {
-        return Err(ShotError::Zero { name }.into());
+    draw: Drawn,
+}
+
+enum Drawn {
+    /// One preamble for every task.
+    Seeded(Rc<String>),
+    /// The first `k` examples of the task's group, after its header.
+    PerGroup {
+        field: &'static str,
+        header: &'static str,
+        scaffold: Scaffold,
+        examples: Vec<Item>,
+        by_group: HashMap<String, Vec<usize>>,
+        built: HashMap<String, Rc<String>>,
+    },
+}
+
+impl Preambles {
+    /// The preambles of `benchmark`'s tasks with `k` solved examples from
+    /// `shot_sources` (the split its shots come from), and the seed used
+    /// (for a seeded draw).
+    pub(crate) fn new(
+        benchmark: &Benchmark,
+        shot_sources: &[Source],
+        k: usize,
+        seed: Option<u64>,
+    ) -> Result<(Preambles, Option<u64>), DatasetError> {
+        let name = benchmark.name.to_owned();
+        let shots = benchmark.shots.ok_or_else(|| {
+            let with: Vec<&str> = crate::BENCHMARKS.iter().filter(|b| b.shots.is_some()).map(|b| b.name).collect();
+            ShotError::NoSplit { name: name.clone(), with: with.join(", ") }
+        })?;
+        if k == 0 {
+            return Err(ShotError::Zero { name }.into());
+        }
+        let split = find(shots.from).ok_or_else(|| ShotError::NoSplit { name: name.clone(), with: shots.from.to_owned() })?;
+        let scaffold = benchmark.scaffold;
+        let (draw, seed) = match shots.draw {
+            Draw::PerGroup { field, header } => {
+                if seed.is_some() {
+                    return Err(ShotError::SeedNotApplicable { name, field, from: shots.from }.into());
+                }
+                let (mut examples, mut by_group) = (Vec::new(), HashMap::<String, Vec<usize>>::new());
+                for_each_item(split, shot_sources, &mut |item, row| {
+                    by_group.entry(row.group(field)?).or_default().push(examples.len());
+                    examples.push(item);
+                    Ok(())
+                })?;
+                (Drawn::PerGroup { field, header, scaffold, examples, by_group, built: HashMap::new() }, None)
+            }
+            Draw::Seeded => {
+                let examples = load_items(split, shot_sources)?;
+                if examples.len() < k {
+                    return Err(ShotError::TooFew { from: shots.from, available: examples.len(), k }.into());
+                }
+                let seed = seed.unwrap_or(DEFAULT_SEED);
+                let preamble: String = seeded_draw(seed, examples.len(), k).iter().map(|&i| solved(scaffold, &examples[i])).collect();
+                (Drawn::Seeded(Rc::new(preamble)), Some(seed))
+            }
+        };
+        Ok((Preambles { name, split, k, draw }, seed))
     }
-    let split = find(shots.from).expect("shot splits are registered benchmarks");
-    let items = load_items(benchmark, sources)?;
-    let examples = load_items(split, shot_sources)?;
-    let scaffold = benchmark.scaffold;
-    let preambles: Vec<Rc<String>> = match shots.draw {
-        Draw::PerGroup { field, header } => {
-            if seed.is_some() {
-                return Err(ShotError::SeedNotApplicable { name, field, from: shots.from }.into());
-            }
-            let mut by_group: HashMap<String, Vec<usize>> = HashMap::new();
-            for (i, group) in groups(shot_sources, field)?.into_iter().enumerate() {
-                by_group.entry(group).or_default().push(i);
-            }
-            let mut built: HashMap<String, Rc<String>> = HashMap::new();
-            groups(sources, field)?
-                .into_iter()
-                .enumerate()
-                .map(|(task, group)| {
-                    if let Some(preamble) = built.get(&group) {
-                        return Ok(preamble.clone());
-                    }
-                    let members = by_group.get(&group).map_or(&[][..], Vec::as_slice);
-                    if members.len() < k {
-                        let available = members.len();
-                        return Err(ShotError::TooFewInGroup { name: name.clone(), task, group, from: shots.from, available, k });
-                    }
-                    let mut preamble = header.replace("{}", &group.replace('_', " "));
-                    preamble.push_str("\n\n");
-                    preamble.extend(members[..k].iter().map(|&i| solved(scaffold, &examples[i])));
-                    let preamble = Rc::new(preamble);
-                    built.insert(group, preamble.clone());
-                    Ok(preamble)
-                })
-                .collect::<Result<_, _>>()?
+
+    /// The benchmark the shots come from.
+    pub(crate) fn split(&self) -> &'static Benchmark {
+        self.split
+    }
+
+    /// The preamble of task `task`, read from `row`.
+    pub(crate) fn of(&mut self, task: usize, row: &Row<'_>) -> Result<Rc<String>, DatasetError> {
+        let Preambles { name, split, k, draw } = self;
+        let (field, header, scaffold, examples, by_group, built) = match draw {
+            Drawn::Seeded(preamble) => return Ok(Rc::clone(preamble)),
+            Drawn::PerGroup { field, header, scaffold, examples, by_group, built } => (field, header, scaffold, examples, by_group, built),
+        };
+        let group = row.group(field)?;
+        if let Some(preamble) = built.get(&group) {
+            return Ok(Rc::clone(preamble));
         }
-        Draw::Seeded => {
-            if examples.len() < k {
-                return Err(ShotError::TooFew { from: shots.from, available: examples.len(), k }.into());
-            }
-            let seed = seed.unwrap_or(DEFAULT_SEED);
-            let preamble: String = seeded_draw(seed, examples.len(), k).iter().map(|&i| solved(scaffold, &examples[i])).collect();
-            let preamble = Rc::new(preamble);
-            (0..items.len()).map(|_| Rc::clone(&preamble)).collect()
+        let members = by_group.get(&group).map_or(&[][..], Vec::as_slice);
+        if members.len() < *k {
+            let (name, from, available, k) = (name.clone(), split.name, members.len(), *k);
+            return Err(ShotError::TooFewInGroup { name, task, group, from, available, k }.into());
         }
-    };
-    let seed = match shots.draw {
-        Draw::PerGroup { .. } => None,
-        Draw::Seeded => Some(seed.unwrap_or(DEFAULT_SEED)),
-    };
-    let rendered = items
-        .iter()
-        .zip(preambles)
-        .map(|(item, preamble)| {
-            let (question, options) = scaffold.render(item);
-            (format!("{preamble}{question}"), options, item.gold)
-        })
-        .collect();
-    Ok((rendered, seed))
+        let mut preamble = header.replace("{}", &group.replace('_', " "));
+        preamble.push_str("\n\n");
+        preamble.extend(members[..*k].iter().map(|&i| solved(*scaffold, &examples[i])));
+        let preamble = Rc::new(preamble);
+        built.insert(group, Rc::clone(&preamble));
+        Ok(preamble)
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! CSV/TSV.
 
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use arrow::array::RecordBatch;
@@ -44,9 +44,23 @@ fn error(path: &Path, cause: impl Into<crate::Cause>) -> DatasetError {
     DatasetError::Source { path: path.to_owned(), source: cause.into() }
 }
 
-/// Every row of a source file, in file order. A `save_to_disk` folder is read
-/// through its `data-*.arrow` files in name order.
+/// Every row of a source file, in file order (see [`for_each_record`]).
 pub fn read_records(path: &Path) -> Result<Vec<Value>, DatasetError> {
+    let mut rows = Vec::new();
+    for_each_record(path, &mut |row| {
+        rows.push(row);
+        Ok(())
+    })?;
+    Ok(rows)
+}
+
+/// Hands every row of a source file to `each`, in file order, holding one
+/// record batch (Parquet, Arrow) or one line (JSON Lines, CSV/TSV) at a time,
+/// so a build's memory does not grow with the source. A JSON file is one
+/// document and is read whole. A `save_to_disk` folder is read through its
+/// `data-*.arrow` files in name order. The first error of `each` stops the
+/// reading and is returned.
+pub fn for_each_record(path: &Path, each: &mut dyn FnMut(Value) -> Result<(), DatasetError>) -> Result<(), DatasetError> {
     if path.is_dir() {
         let mut shards: Vec<PathBuf> = std::fs::read_dir(path)
             .map_err(|e| error(path, e))?
@@ -57,11 +71,10 @@ pub fn read_records(path: &Path) -> Result<Vec<Value>, DatasetError> {
         if shards.is_empty() {
             return Err(error(path, "folder holds no .arrow files (expected a datasets save_to_disk folder)"));
         }
-        let mut rows = Vec::new();
         for shard in shards {
-            rows.extend(read_records(&shard)?);
+            for_each_record(&shard, each)?;
         }
-        return Ok(rows);
+        return Ok(());
     }
     let format = SourceFormat::of(path)
         .ok_or_else(|| error(path, "unknown source format (expected .parquet, .arrow, .jsonl, .json, .csv or .tsv)"))?;
@@ -71,21 +84,31 @@ pub fn read_records(path: &Path) -> Result<Vec<Value>, DatasetError> {
             let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(open()?)
                 .and_then(|b| b.build())
                 .map_err(|e| error(path, e))?;
-            let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| error(path, e))?;
-            batches_to_json(path, &batches)
+            for batch in reader {
+                batch_to_json(path, &batch.map_err(|e| error(path, e))?, each)?;
+            }
+            Ok(())
         }
         SourceFormat::ArrowStream => {
             let reader = arrow::ipc::reader::StreamReader::try_new(BufReader::new(open()?), None).map_err(|e| error(path, e))?;
-            let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| error(path, e))?;
-            batches_to_json(path, &batches)
+            for batch in reader {
+                batch_to_json(path, &batch.map_err(|e| error(path, e))?, each)?;
+            }
+            Ok(())
         }
         SourceFormat::JsonLines => {
-            let text = std::fs::read_to_string(path).map_err(|e| error(path, e))?;
-            text.lines()
-                .enumerate()
-                .filter(|(_, line)| !line.trim().is_empty())
-                .map(|(n, line)| serde_json::from_str(line).map_err(|e| error(path, SourceLine { line: n + 1, source: e })))
-                .collect()
+            let mut reader = BufReader::new(open()?);
+            let mut line = String::new();
+            for n in 1.. {
+                line.clear();
+                if reader.read_line(&mut line).map_err(|e| error(path, SourceLine { line: n, source: e.into() }))? == 0 {
+                    break;
+                }
+                if !line.trim().is_empty() {
+                    each(serde_json::from_str(&line).map_err(|e| error(path, SourceLine { line: n, source: e.into() }))?)?;
+                }
+            }
+            Ok(())
         }
         SourceFormat::Json => {
             // `.json` files in the wild hold one array or object of records,
@@ -95,10 +118,10 @@ pub fn read_records(path: &Path) -> Result<Vec<Value>, DatasetError> {
                 .into_iter::<Value>()
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| error(path, e))?;
-            match <[Value; 1]>::try_from(values) {
-                Ok([Value::Array(rows)]) => Ok(rows),
+            let rows = match <[Value; 1]>::try_from(values) {
+                Ok([Value::Array(rows)]) => rows,
                 // An object of records keyed by id: keep the key as "_key".
-                Ok([Value::Object(map)]) if map.values().all(Value::is_object) => Ok(map
+                Ok([Value::Object(map)]) if map.values().all(Value::is_object) => map
                     .into_iter()
                     .map(|(key, mut row)| {
                         if let Value::Object(fields) = &mut row {
@@ -106,38 +129,38 @@ pub fn read_records(path: &Path) -> Result<Vec<Value>, DatasetError> {
                         }
                         row
                     })
-                    .collect()),
-                Ok([single]) => Ok(vec![single]),
-                Err(rows) => Ok(rows),
-            }
+                    .collect(),
+                Ok([single]) => vec![single],
+                Err(rows) => rows,
+            };
+            rows.into_iter().try_for_each(each)
         }
         SourceFormat::Csv | SourceFormat::Tsv => {
             let delimiter = if format == SourceFormat::Tsv { b'\t' } else { b',' };
-            let mut reader = csv::ReaderBuilder::new().delimiter(delimiter).from_reader(open()?);
+            let mut reader = csv::ReaderBuilder::new().delimiter(delimiter).from_reader(BufReader::new(open()?));
             let headers = reader.headers().map_err(|e| error(path, e))?.clone();
-            reader
-                .records()
-                .map(|record| {
-                    let record = record.map_err(|e| error(path, e))?;
-                    Ok(Value::Object(
-                        headers.iter().zip(record.iter()).map(|(h, v)| (h.to_owned(), Value::String(v.to_owned()))).collect::<Map<_, _>>(),
-                    ))
-                })
-                .collect()
+            for record in reader.records() {
+                let record = record.map_err(|e| error(path, e))?;
+                each(Value::Object(
+                    headers.iter().zip(record.iter()).map(|(h, v)| (h.to_owned(), Value::String(v.to_owned()))).collect::<Map<_, _>>(),
+                ))?;
+            }
+            Ok(())
         }
     }
 }
 
-fn batches_to_json(path: &Path, batches: &[RecordBatch]) -> Result<Vec<Value>, DatasetError> {
+/// Hands each row of one record batch to `each` as a JSON object.
+fn batch_to_json(path: &Path, batch: &RecordBatch, each: &mut dyn FnMut(Value) -> Result<(), DatasetError>) -> Result<(), DatasetError> {
     let mut writer = arrow::json::ArrayWriter::new(Vec::new());
-    let refs: Vec<&RecordBatch> = batches.iter().collect();
-    writer.write_batches(&refs).map_err(|e| error(path, e))?;
+    writer.write_batches(&[batch]).map_err(|e| error(path, e))?;
     writer.finish().map_err(|e| error(path, e))?;
     let bytes = writer.into_inner();
     if bytes.is_empty() {
-        return Ok(Vec::new());
+        return Ok(());
     }
-    serde_json::from_slice(&bytes).map_err(|e| error(path, e))
+    let rows: Vec<Value> = serde_json::from_slice(&bytes).map_err(|e| error(path, e))?;
+    rows.into_iter().try_for_each(each)
 }
 
 /// A JSON Lines line that does not parse.
@@ -146,5 +169,5 @@ fn batches_to_json(path: &Path, batches: &[RecordBatch]) -> Result<Vec<Value>, D
 struct SourceLine {
     line: usize,
     #[source]
-    source: serde_json::Error,
+    source: crate::Cause,
 }

@@ -37,7 +37,7 @@ fn every_local_benchmark_rebuilds_the_committed_file() {
     let zero_shot = manifest.datasets.iter().filter(|e| e.shots.is_none()).count();
     assert_eq!(zero_shot, local.len(), "manifest.json lists every buildable benchmark");
     for benchmark in local {
-        let entry = build(benchmark, &local_source(benchmark.name), dir.path(), "x.bin").unwrap();
+        let entry = build(benchmark, &local_source(benchmark.name), dir.path(), "x.bin", &mut |_| {}).unwrap();
         let committed = manifest.entry(benchmark.name).unwrap_or_else(|| panic!("{} missing from manifest.json", benchmark.name));
         assert_eq!(entry.sha256, committed.sha256, "{}: rebuilt file differs from the committed one", benchmark.name);
         assert_eq!(entry.source, committed.source, "{}", benchmark.name);
@@ -49,7 +49,7 @@ fn every_local_benchmark_rebuilds_the_committed_file() {
             Scaffold::Blank => mcscore_format::read_winogrande(&bytes, &path).unwrap(),
             _ => mcscore_format::read_lenient(&bytes, &path).unwrap(),
         };
-        assert_eq!(verify_tasks(benchmark, &tasks, &local_source(benchmark.name), &|_| {}).unwrap(), vec![]);
+        assert_eq!(verify_tasks(benchmark, tasks.iter().cloned(), &local_source(benchmark.name), &mut |_| {}).unwrap(), vec![]);
     }
 }
 
@@ -63,9 +63,9 @@ fn winogrande_csv_is_llama_cpps_and_verifies() {
     assert!(text.starts_with("0,Sarah was a much better surgeon than Maria so _ always got the easier cases.,Sarah,Maria,2\n"));
     let mut tasks = mcscore_format::read_winogrande(text.as_bytes(), &path).unwrap();
     assert_eq!(tasks.len(), 1267);
-    assert_eq!(verify_tasks(find(name).unwrap(), &tasks, &local_source(name), &|_| {}).unwrap(), vec![]);
+    assert_eq!(verify_tasks(find(name).unwrap(), tasks.iter().cloned(), &local_source(name), &mut |_| {}).unwrap(), vec![]);
     tasks[5] = Task::new(tasks[5].question, tasks[5].options().to_vec(), 1 - tasks[5].gold().unwrap());
-    let found = verify_tasks(find(name).unwrap(), &tasks, &local_source(name), &|_| {}).unwrap();
+    let found = verify_tasks(find(name).unwrap(), tasks.iter().cloned(), &local_source(name), &mut |_| {}).unwrap();
     assert!(matches!(found[..], [Mismatch::Gold { task: 5, .. }]), "{found:?}");
 }
 
@@ -150,7 +150,7 @@ fn verify_mutant(name: &str, edit: impl FnOnce(&mut Vec<(String, Vec<String>, us
     let dir = tempfile::tempdir().unwrap();
     let mutant = dir.path().join("mutant.bin");
     rewrite(&repo_root().join(format!("datasets/{name}.bin")), &mutant, edit);
-    verify_tasks(find(name).unwrap(), &TaskFile::open(&mutant).unwrap().tasks().collect::<Vec<_>>(), &local_source(name), &|_| {}).unwrap()
+    verify_tasks(find(name).unwrap(), TaskFile::open(&mutant).unwrap().tasks(), &local_source(name), &mut |_| {}).unwrap()
 }
 
 #[test]
@@ -204,7 +204,7 @@ fn verify_catches_a_source_of_another_revision() {
     std::fs::write(&other, changed).unwrap();
     let sources = vec![Source::local(&other, find(name).unwrap().local.unwrap())];
     let file = TaskFile::open(repo_root().join(format!("datasets/{name}.bin"))).unwrap();
-    let found = verify_tasks(find(name).unwrap(), &file.tasks().collect::<Vec<_>>(), &sources, &|_| {}).unwrap();
+    let found = verify_tasks(find(name).unwrap(), file.tasks(), &sources, &mut |_| {}).unwrap();
     assert!(matches!(found[..], [Mismatch::Gold { task: 0, expected: 1, found: Some(0) }]), "{found:?}");
     let recorded = Manifest::load(&repo_root().join("manifest.json")).unwrap();
     let recorded = &recorded.entry(name).unwrap().source.files[0].sha256;
@@ -238,7 +238,7 @@ fn five_shot_mmlu_rebuilds_and_verifies() {
     let dir = tempfile::tempdir().unwrap();
     let benchmark = find("mmlu-validation").unwrap();
     let (sources, dev) = (local_source("mmlu-validation"), local_source("mmlu-dev"));
-    let entry = build_with_shots(benchmark, &sources, &dev, 5, None, dir.path(), &committed.file).unwrap();
+    let entry = build_with_shots(benchmark, &sources, &dev, 5, None, dir.path(), &committed.file, &mut |_| {}).unwrap();
     assert_eq!(&entry, committed);
 
     let bytes = std::fs::read(repo_root().join(&committed.file)).unwrap();
@@ -249,12 +249,12 @@ fn five_shot_mmlu_rebuilds_and_verifies() {
     assert!(first.starts_with("The following are multiple choice questions (with answers) about abstract algebra.\n\nQuestion: "));
     assert!(first.contains(&format!("Question: {}\n", dev_items[4].stem)) && !first.contains(&dev_items[5].stem));
     assert_eq!(first.matches("\nAnswer: ").count(), 5, "five solved examples");
-    assert_eq!(verify_entry(committed, &bytes, &tasks, &sources, &dev, &|_| {}).unwrap(), vec![]);
+    assert_eq!(verify_entry(committed, &bytes, tasks.iter().cloned(), &sources, &dev, &mut |_| {}).unwrap(), vec![]);
 
     // One example's answer changed in one task: that task's question differs.
     let changed = tasks[3].question.replacen("Answer: B", "Answer: C", 1);
     tasks[3] = Task::new(&changed, tasks[3].options().to_vec(), tasks[3].gold().unwrap());
-    let found = verify_entry(committed, &bytes, &tasks, &sources, &dev, &|_| {}).unwrap();
+    let found = verify_entry(committed, &bytes, tasks.iter().cloned(), &sources, &dev, &mut |_| {}).unwrap();
     assert!(matches!(found[..], [Mismatch::Question { task: 3 }]), "{found:?}");
 }
 
@@ -263,14 +263,14 @@ fn seeded_shots_are_shared_by_every_task_and_bad_requests_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let benchmark = find("commonsense-qa-validation").unwrap();
     let (sources, train) = (local_source("commonsense-qa-validation"), local_source("commonsense-qa-train"));
-    let entry = build_with_shots(benchmark, &sources, &train, 3, Some(9), dir.path(), "x.bin").unwrap();
+    let entry = build_with_shots(benchmark, &sources, &train, 3, Some(9), dir.path(), "x.bin", &mut |_| {}).unwrap();
     assert_eq!((entry.name.as_str(), entry.shots.as_ref().unwrap().seed), ("commonsense-qa-validation-3shot", Some(9)));
     let file = TaskFile::open(dir.path().join("commonsense-qa-validation-3shot.bin")).unwrap();
     let preamble = |q: &str| q[..q.rfind("Question: ").unwrap()].to_owned();
     let tasks: Vec<Task<'_>> = file.tasks().collect();
     assert_eq!(preamble(tasks[0].question).matches("\nAnswer: ").count(), 3);
     assert!(tasks.iter().all(|t| preamble(t.question) == preamble(tasks[0].question)), "one draw for every task");
-    let other = build_with_shots(benchmark, &sources, &train, 3, Some(10), dir.path(), "x.bin").unwrap();
+    let other = build_with_shots(benchmark, &sources, &train, 3, Some(10), dir.path(), "x.bin", &mut |_| {}).unwrap();
     assert_ne!(other.sha256, entry.sha256, "another seed, other shots");
 
     let refused = |name: &str, k: usize, seed: Option<u64>| match build_with_shots(
@@ -281,6 +281,7 @@ fn seeded_shots_are_shared_by_every_task_and_bad_requests_are_refused() {
         seed,
         dir.path(),
         "y.bin",
+        &mut |_| {},
     ) {
         Err(DatasetError::Shots(e)) => e,
         other => panic!("{name}: {other:?}"),
@@ -296,6 +297,7 @@ fn seeded_shots_are_shared_by_every_task_and_bad_requests_are_refused() {
             seed,
             dir.path(),
             "z.bin",
+            &mut |_| {},
         )
     };
     assert!(matches!(mmlu(6, None), Err(DatasetError::Shots(ShotError::TooFewInGroup { task: 0, available: 5, k: 6, .. }))));

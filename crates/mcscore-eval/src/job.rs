@@ -162,12 +162,12 @@ impl Input {
         }
     }
 
-    pub fn tasks(&self, path: &Path) -> Result<Vec<Task<'_>>, EvalError> {
+    pub fn tasks(&self, path: &Path) -> Result<Tasks<'_>, EvalError> {
         Ok(match self {
-            Input::Strict(file) => file.tasks().collect(),
-            Input::Lenient { bytes, .. } => read_lenient(bytes, path)?,
-            Input::Text { bytes, kind: TaskKind::HellaSwag } => read_hellaswag(bytes, path)?,
-            Input::Text { bytes, .. } => read_winogrande(bytes, path)?,
+            Input::Strict(file) => Tasks::Mapped(file),
+            Input::Lenient { bytes, .. } => Tasks::Parsed(read_lenient(bytes, path)?),
+            Input::Text { bytes, kind: TaskKind::HellaSwag } => Tasks::Parsed(read_hellaswag(bytes, path)?),
+            Input::Text { bytes, .. } => Tasks::Parsed(read_winogrande(bytes, path)?),
         })
     }
 
@@ -175,6 +175,35 @@ impl Input {
         match self {
             Input::Strict(file) => file.bytes(),
             Input::Lenient { bytes, .. } | Input::Text { bytes, .. } => bytes,
+        }
+    }
+}
+
+/// The tasks of an input: a strictly valid file's, viewed one at a time in
+/// the mapped file (a run or shard of an 819,772-task file holds views of
+/// its own tasks only), or those parsed from a lenient or text file.
+pub enum Tasks<'a> {
+    Mapped(&'a TaskFile),
+    Parsed(Vec<Task<'a>>),
+}
+
+impl<'a> Tasks<'a> {
+    pub fn len(&self) -> usize {
+        match self {
+            Tasks::Mapped(file) => file.len(),
+            Tasks::Parsed(tasks) => tasks.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Task `index`, or `None` past the last.
+    pub fn get(&self, index: usize) -> Option<Task<'a>> {
+        match self {
+            Tasks::Mapped(file) => (index < file.len()).then(|| file.task(index)),
+            Tasks::Parsed(tasks) => tasks.get(index).cloned(),
         }
     }
 }
@@ -353,12 +382,15 @@ impl<'e> ScoreJob<'e> {
                 None => select(spec.kind, spec.subset, all_tasks.len()),
             },
         };
+        // Every index of an order is below the task count: `check_order`,
+        // `first` and `select` make them so.
+        let task = |i: usize| all_tasks.get(i).expect("orders index the file's tasks");
         // A shard cuts the run by its tasks' bytes (no tokeniser needed) and
         // reads and tokenises its own range only: a shard of an 819,772-task
         // file prepares its tasks, not the run's.
         let shard = match spec.shard {
             Some(shard) => {
-                let bytes: Vec<usize> = order.iter().map(|&i| task_bytes(&all_tasks[i])).collect();
+                let bytes: Vec<usize> = order.iter().map(|&i| task_bytes(&task(i))).collect();
                 let range = partition(&bytes, shard.count)?.swap_remove(shard.index);
                 let header = ShardHeader {
                     index: shard.index,
@@ -376,7 +408,7 @@ impl<'e> ScoreJob<'e> {
         // A chat header records the run's first prompt: every shard renders it,
         // prepared before the shard's tasks and dropped after.
         let extra = usize::from(range.start > 0 && !spec.chat.is_none());
-        let mut selected: Vec<(usize, Task<'_>)> = order[..extra].iter().chain(&order[range]).map(|&i| (i, all_tasks[i].clone())).collect();
+        let mut selected: Vec<(usize, Task<'_>)> = order[..extra].iter().chain(&order[range]).map(|&i| (i, task(i))).collect();
         let shard = shard.map(|(header, _)| header);
         let settings = &spec.settings;
 
@@ -713,6 +745,7 @@ impl Running<'_> {
             if let Some(log) = log.as_mut() {
                 log.record(&record)?;
             }
+            progress.tokens(part.get(records.len() - from).map_or(0, PreparedTask::required_tokens));
             records.push(record);
             progress.scored(records.last().expect("just pushed"), records.len()).map_err(EvalError::Consumer)
         })?;

@@ -59,7 +59,7 @@ pub mod view;
 pub use error::EvalError;
 pub use fills::Cancel;
 pub use hashes::sha256_cached;
-pub use job::{select, End, Input, Ordered, Running, ScoreJob, ScoreOutcome, ScoreSpec, Selection, Timings, UNCONDITIONAL_CONTEXT};
+pub use job::{select, End, Input, Ordered, Running, ScoreJob, ScoreOutcome, ScoreSpec, Selection, Tasks, Timings, UNCONDITIONAL_CONTEXT};
 /// The sample log, in its own crate (no engine), re-exported here.
 pub use mcscore_log as log;
 pub use mcscore_log::{LogError, LogFault, TaskKind};
@@ -83,6 +83,11 @@ pub trait Progress {
 
     /// One more unit of `phase` is done.
     fn tick(&mut self, _phase: Phase) {}
+
+    /// The unit about to be ticked or scored held `n` tokens (a task's
+    /// prefix once, then each option's: what one evaluation of it decodes
+    /// without sharing), for a rate in tokens.
+    fn tokens(&mut self, _n: usize) {}
 
     /// A task of the score job was scored; `done` tasks of the run are now
     /// done. An error stops the run and is returned by it.

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use mcscore_datasets::formats::{parse_letter_task, PromptFormat};
 use mcscore_datasets::{Benchmark, Item, Source};
-use mcscore_engine::{plan, Engine, EngineError, Settings, TokenCounts};
+use mcscore_engine::{plan, Engine, EngineError, PreparedTask, Settings, TokenCounts};
 use mcscore_format::{sha256_hex, write_tasks, AtomicFile, Task, TaskFile};
 use mcscore_metrics::robustness::{self, PairRecord};
 use mcscore_metrics::stats::{std_dev, SplitMix64};
@@ -226,6 +226,7 @@ impl Sweep {
         let scoring = Scoring { engine: &engine, tasks: &prepared, plan: &plan, settings, path: label };
         let run = score_fills(scoring, cancel, |event| {
             if let FillEvent::Task(scores) = event {
+                progress.tokens(prepared.get(log_probs.len()).map_or(0, PreparedTask::required_tokens));
                 log_probs.push(scores.options.iter().map(|o| o.logprob_sum).collect::<Vec<f64>>());
                 progress.tick(Phase::Prompts);
             }

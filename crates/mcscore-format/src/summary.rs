@@ -49,42 +49,72 @@ impl Baselines {
 
     /// The baselines of tasks given as (option count, gold position).
     pub fn from_tasks(tasks: impl IntoIterator<Item = (usize, Option<usize>)>) -> Baselines {
-        let (mut n, mut chance) = (0usize, 0.0);
-        let mut gold_positions: Vec<usize> = Vec::new();
+        let mut counter = Baselines::counter();
         for (options, gold) in tasks {
-            n += 1;
-            chance += 100.0 / options as f64;
-            if let Some(gold) = gold {
-                if gold_positions.len() <= gold {
-                    gold_positions.resize(gold + 1, 0);
-                }
-                gold_positions[gold] += 1;
-            }
+            counter.add(options, gold);
         }
+        counter.baselines()
+    }
+
+    /// Baselines counted one task at a time (tasks that stream past).
+    pub fn counter() -> BaselineCounter {
+        BaselineCounter::default()
+    }
+}
+
+/// The running sums of [`Baselines`]: memory grows with the gold positions,
+/// not the tasks.
+#[derive(Debug, Clone, Default)]
+pub struct BaselineCounter {
+    n: usize,
+    chance: f64,
+    gold_positions: Vec<usize>,
+}
+
+impl BaselineCounter {
+    /// One more task of `options` options, its gold at `gold`.
+    pub fn add(&mut self, options: usize, gold: Option<usize>) {
+        self.n += 1;
+        self.chance += 100.0 / options as f64;
+        if let Some(gold) = gold {
+            if self.gold_positions.len() <= gold {
+                self.gold_positions.resize(gold + 1, 0);
+            }
+            self.gold_positions[gold] += 1;
+        }
+    }
+
+    /// Tasks counted so far.
+    pub fn count(&self) -> usize {
+        self.n
+    }
+
+    pub fn baselines(&self) -> Baselines {
         let (majority_position, majority) =
-            gold_positions.iter().enumerate().fold((0, 0), |best, (k, &c)| if c > best.1 { (k, c) } else { best });
-        let n = n.max(1) as f64;
-        Baselines { chance: chance / n, majority_class: 100.0 * majority as f64 / n, majority_position }
+            self.gold_positions.iter().enumerate().fold((0, 0), |best, (k, &c)| if c > best.1 { (k, c) } else { best });
+        let n = self.n.max(1) as f64;
+        Baselines { chance: self.chance / n, majority_class: 100.0 * majority as f64 / n, majority_position }
     }
 }
 
 impl Summary {
     pub fn of(file: &TaskFile) -> Summary {
+        // One pass over views of the mapped file: memory does not grow with
+        // the task count.
         let mut option_counts = BTreeMap::new();
         let mut letter = true;
         let (mut longest_task, mut longest_task_bytes) = (0, 0);
-        let tasks: Vec<Task<'_>> = file.tasks().collect();
-        for (index, task) in tasks.iter().enumerate() {
+        for (index, task) in file.tasks().enumerate() {
             *option_counts.entry(task.options().len()).or_insert(0) += 1;
-            letter &= Mode::of_task(task) == Mode::Letter;
+            letter &= Mode::of_task(&task) == Mode::Letter;
             let bytes = file.task_len(index);
             if bytes > longest_task_bytes {
                 (longest_task, longest_task_bytes) = (index, bytes);
             }
         }
-        let baselines = Baselines::of(&tasks);
+        let baselines = Baselines::from_tasks(file.tasks().map(|t| (t.options().len(), t.gold())));
         Summary {
-            tasks: tasks.len(),
+            tasks: file.len(),
             bytes: file.bytes().len() as u64,
             min_parallel: option_counts.keys().copied().max().unwrap_or(0),
             option_counts,

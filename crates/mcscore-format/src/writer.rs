@@ -17,8 +17,11 @@ use crate::Error;
 pub struct TaskWriter {
     path: PathBuf,
     out: BufWriter<NamedTempFile>,
-    announced: usize,
+    /// The task count, where known at the start; `None` for
+    /// [`TaskWriter::uncounted`], whose offset table is placed at the end.
+    announced: Option<usize>,
     offsets: Vec<u32>,
+    /// Bytes written after the offset table (after none, when uncounted).
     position: u64,
     scratch: Vec<u8>,
 }
@@ -44,18 +47,29 @@ impl TaskWriter {
         Ok(TaskWriter {
             path,
             out,
-            announced: n_tasks,
+            announced: Some(n_tasks),
             offsets: Vec::with_capacity(n_tasks),
             position: u64::from(table_end),
             scratch: Vec::new(),
         })
     }
 
+    /// Starts a file at `path` whose task count is known only at the end (a
+    /// source read as a stream): the tasks go to a temporary file, and
+    /// [`TaskWriter::finish`] writes the offset table into a second one and
+    /// copies them behind it. Memory stays the offset table's, 4 bytes a task.
+    pub fn uncounted(path: impl AsRef<Path>) -> Result<TaskWriter, Error> {
+        let path = path.as_ref().to_owned();
+        check_target(&path, Existing::Replace)?;
+        let tmp = temp_file_beside(&path).map_err(|source| Error::Io { path: path.clone(), source })?;
+        Ok(TaskWriter { path, out: BufWriter::new(tmp), announced: None, offsets: Vec::new(), position: 0, scratch: Vec::new() })
+    }
+
     /// Appends one task; refuses it (writing nothing) if it is not strictly valid.
     pub fn write(&mut self, task: &Task<'_>) -> Result<(), Error> {
         let index = self.offsets.len();
-        if index == self.announced {
-            return Err(Error::CountMismatch { path: self.path.clone(), announced: self.announced, written: index + 1 });
+        if let Some(announced) = self.announced.filter(|&n| n == index) {
+            return Err(Error::CountMismatch { path: self.path.clone(), announced, written: index + 1 });
         }
         self.scratch.clear();
         task.encode(&mut self.scratch);
@@ -74,17 +88,40 @@ impl TaskWriter {
 
     /// Checks the count, writes the offset table, syncs and renames into place.
     pub fn finish(self) -> Result<(), Error> {
-        let TaskWriter { path, out, announced, offsets, position, .. } = self;
-        if offsets.len() != announced {
-            return Err(Error::CountMismatch { path, announced, written: offsets.len() });
-        }
-        if u32::try_from(position).is_err() {
-            return Err(Error::TooLarge { path });
-        }
+        let TaskWriter { path, out, announced, mut offsets, position, .. } = self;
         let io = |source| Error::Io { path: path.clone(), source };
-        let mut tmp = out.into_inner().map_err(|e| io(e.into_error()))?;
+        let mut body = out.into_inner().map_err(|e| io(e.into_error()))?;
+        let n_tasks = offsets.len();
+        let mut tmp = match announced {
+            Some(announced) if announced != n_tasks => return Err(Error::CountMismatch { path, announced, written: n_tasks }),
+            Some(_) if u32::try_from(position).is_err() => return Err(Error::TooLarge { path }),
+            Some(_) => body,
+            None => {
+                if n_tasks == 0 {
+                    return Err(Error::Invalid { path, faults: vec![crate::Fault::NoTasks] });
+                }
+                // The offsets were counted from the body's start; the table
+                // goes before it.
+                let table_end = u32::try_from(n_tasks)
+                    .ok()
+                    .and_then(|n| n.checked_mul(4))
+                    .and_then(|n| n.checked_add(4))
+                    .ok_or_else(|| Error::TooLarge { path: path.clone() })?;
+                for offset in &mut offsets {
+                    *offset = offset.checked_add(table_end).ok_or_else(|| Error::TooLarge { path: path.clone() })?;
+                }
+                if u32::try_from(position + u64::from(table_end)).is_err() {
+                    return Err(Error::TooLarge { path });
+                }
+                let mut whole = temp_file_beside(&path).map_err(io)?;
+                whole.write_all(&vec![0u8; table_end as usize]).map_err(io)?;
+                body.as_file_mut().seek(SeekFrom::Start(0)).map_err(io)?;
+                std::io::copy(body.as_file_mut(), whole.as_file_mut()).map_err(io)?;
+                whole
+            }
+        };
         let mut header = Vec::with_capacity(4 + 4 * offsets.len());
-        header.extend_from_slice(&(announced as u32).to_le_bytes());
+        header.extend_from_slice(&(n_tasks as u32).to_le_bytes());
         for offset in &offsets {
             header.extend_from_slice(&offset.to_le_bytes());
         }
@@ -95,9 +132,6 @@ impl TaskWriter {
     }
 }
 
-/// A temporary file in `path`'s folder (so a rename onto `path` is atomic),
-/// named `.mcscore-partial-*` and readable as a normal file would be (0644
-/// less the umask) once renamed; it is deleted if dropped before `persist`.
 pub(crate) fn temp_file_beside(path: &Path) -> std::io::Result<NamedTempFile> {
     let mut builder = tempfile::Builder::new();
     builder.prefix(".mcscore-partial-");

@@ -24,6 +24,28 @@ fn reference_files_round_trip_byte_identically() {
 }
 
 #[test]
+fn an_uncounted_writer_writes_the_same_bytes_and_leaves_one_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["mc_letter4.bin", "mc_mixed.bin", "edge/mc_small8.bin"] {
+        let file = TaskFile::open(reference(name)).unwrap();
+        let out = dir.path().join("copy.bin");
+        let mut writer = TaskWriter::uncounted(&out).unwrap();
+        for task in file.tasks() {
+            writer.write(&task).unwrap();
+        }
+        writer.finish().unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), file.bytes(), "{name}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "{name}: a temporary file was left behind");
+    }
+    // No task: refused, nothing left.
+    let empty = dir.path().join("empty.bin");
+    let error = TaskWriter::uncounted(&empty).unwrap().finish().unwrap_err();
+    assert!(error.to_string().contains("no tasks"), "{error}");
+    assert!(!empty.exists());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
 fn mc2_content_is_kept() {
     let dir = tempfile::tempdir().unwrap();
     let mut task = sample("Q?");
