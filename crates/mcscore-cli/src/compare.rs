@@ -8,6 +8,7 @@ use mcscore_eval::compare::{self, CompareOptions, Comparison, Groups, Pairing, R
 use mcscore_metrics::paired::PairedDifference;
 
 use crate::normalisation::NormArg;
+use crate::progress::ProgressMode;
 use crate::text::printable;
 use crate::Outcome;
 
@@ -110,6 +111,11 @@ pub(crate) struct Args {
     /// of all OTHERs.
     #[arg(long, value_name = "DIR")]
     pub(crate) plots: Option<PathBuf>,
+    /// With --until-decided, progress on stderr: a bar on a terminal; in a
+    /// log, a line at each look (every OTHER's interval) and every 30 s
+    /// between (tasks scored, tasks and tokens a second).
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = ProgressMode::Auto, requires = "until_decided")]
+    pub(crate) progress: ProgressMode,
 }
 
 pub(crate) fn parse_margin(text: &str) -> Result<f64, String> {
@@ -141,7 +147,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     // Printed before the plots are written, so a plot that cannot be written
     // (a full disk) loses nothing else.
     if args.json {
-        crate::print_json(&comparison)?;
+        crate::print_json(&mcscore_eval::results::in_fractions(&comparison)?)?;
     } else if args.csv {
         out!("{}", csv(&comparison))?;
     } else {
@@ -372,13 +378,15 @@ fn csv(c: &Comparison) -> String {
          cluster_ci_low,cluster_ci_high,verdict_basis\n",
     );
     let quote = |s: &str| format!("\"{}\"", printable(s).replace('"', "\"\""));
+    // Accuracies, differences and the margin as fractions, as the results JSON.
+    let fraction = |points: f64| points / 100.0;
     for p in &c.others {
         let (f, d, g) = (&p.flips, &p.difference, &p.gold_logprob_change);
         let cluster = p
             .clustered
             .as_ref()
             .and_then(|k| k.difference.as_ref())
-            .map_or((String::new(), String::new()), |g| (g.interval.0.to_string(), g.interval.1.to_string()));
+            .map_or((String::new(), String::new()), |g| (fraction(g.interval.0).to_string(), fraction(g.interval.1).to_string()));
         let _ = writeln!(
             out,
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
@@ -386,14 +394,14 @@ fn csv(c: &Comparison) -> String {
             quote(&p.other.label),
             p.tasks,
             c.normalisation,
-            p.base_accuracy,
-            p.other.accuracy,
-            d.estimate,
-            d.interval.0,
-            d.interval.1,
-            d.tost_interval.0,
-            d.tost_interval.1,
-            c.margin,
+            fraction(p.base_accuracy),
+            fraction(p.other.accuracy),
+            fraction(d.estimate),
+            fraction(d.interval.0),
+            fraction(d.interval.1),
+            fraction(d.tost_interval.0),
+            fraction(d.tost_interval.1),
+            fraction(c.margin),
             p.verdict.name(),
             p.mcnemar.p,
             p.mcnemar.mid_p,

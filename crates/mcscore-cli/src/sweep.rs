@@ -13,11 +13,12 @@ use mcscore_eval::sweep::{load_items, merge_saved, save, ItemSource, Sweep, Swee
 use mcscore_eval::EvalError;
 use mcscore_format::{AtomicFile, Existing};
 
+use crate::cancel_on_ctrl_c;
 use crate::datasets::SourceArgs;
 use crate::engine_args::{self, EngineArgs};
 use crate::output::{self, Target};
 use crate::progress::ProgressMode;
-use crate::score::{cancel_on_ctrl_c, note_selection, Shown};
+use crate::run_text::{chat_line, note_selection, Shown};
 use crate::{defaults, plots, Outcome, UsageError};
 
 const EXAMPLES: &str = "\
@@ -304,12 +305,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
 /// printed first, so that a file that cannot be written at the end (a full
 /// disk) loses nothing: every failure is named, and the first fails the run.
 fn emit(report: &SweepReport, args: &Args) -> anyhow::Result<Outcome> {
-    let printed = if args.json { crate::print_json(report) } else { print_human(report) };
+    let json = mcscore_eval::results::in_fractions(report)?;
+    let printed = if args.json { crate::print_json(&json) } else { print_human(report) };
     let plotted = args.plots.as_ref().map_or(Ok(()), |dir| {
         let protected: Vec<&Path> = inputs(args).into_iter().chain(args.save_json.as_deref()).chain(args.log_samples.as_deref()).collect();
         plots::write(dir, &protected, &plots::sweep(report)?)
     });
-    let saved = args.save_json.as_ref().map_or(Ok(()), |path| Ok(save(report, path, existing(args))?));
+    let saved = args.save_json.as_ref().map_or(Ok(()), |path| Ok(save(&json, path, existing(args))?));
     let mut failures = [printed, plotted, saved].into_iter().filter_map(Result::err);
     let first = failures.next();
     for later in failures {
@@ -336,7 +338,7 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
         )
         .map_err(crate::stdout_error)?;
         if let Some(chat) = &m.chat {
-            writeln!(out, "  {}", crate::score::chat_line(chat)).map_err(crate::stdout_error)?;
+            writeln!(out, "  {}", chat_line(chat)).map_err(crate::stdout_error)?;
         }
         let positions = m.formats.first().map_or(0, |f| f.picks.len());
         let letters: String = (0..positions).map(|i| char::from(b'A' + i as u8).to_string()).collect::<Vec<_>>().join("/");

@@ -13,24 +13,63 @@ use mcscore_eval::{EvalError, Progress};
 use mcscore_metrics::sequential::Decision;
 
 use crate::compare::{p_value, Args};
+use crate::progress::{Meter, ProgressMode};
 use crate::text::printable;
 use crate::{Outcome, UsageError};
 
 /// The bar: tasks of the order every model still needed has scored, and
-/// each OTHER's interval; on a stderr that is not a terminal, a line per look.
+/// each OTHER's interval. In a log: a line per look, and between looks a
+/// line every 30 s of the tasks every model scored (`meter`).
 struct Looking {
-    bar: ProgressBar,
-    lines: bool,
+    bar: Option<ProgressBar>,
+    meter: Option<Meter>,
 }
 
 impl Progress for Looking {
+    fn tokens(&mut self, n: usize) {
+        if let Some(meter) = &mut self.meter {
+            meter.tokens(n);
+        }
+    }
+
     fn scored(&mut self, _record: &TaskRecord, _done: usize) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        self.bar.tick();
+        if let Some(bar) = &self.bar {
+            bar.tick();
+        }
+        if let Some(meter) = &mut self.meter {
+            meter.inc();
+        }
         Ok(())
     }
 }
 
 impl Looking {
+    fn new(mode: ProgressMode) -> Looking {
+        let lines = match mode {
+            ProgressMode::Auto => !std::io::stderr().is_terminal(),
+            ProgressMode::Lines => true,
+            ProgressMode::Bar => false,
+            ProgressMode::None => return Looking { bar: None, meter: None },
+        };
+        if lines {
+            return Looking { bar: None, meter: Some(Meter::new(ProgressMode::Lines, "comparing: scored", "tasks", None, 0)) };
+        }
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} tasks {msg}").expect("valid template"),
+        );
+        Looking { bar: Some(bar), meter: None }
+    }
+
+    fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+        if let Some(meter) = self.meter {
+            meter.finish();
+        }
+    }
+
     fn look(&self, look: &Look) {
         let states: Vec<String> = look
             .others
@@ -44,12 +83,27 @@ impl Looking {
             })
             .collect();
         let message = states.join("; ");
-        if self.lines {
+        if self.meter.is_some() {
             eprintln!("mcscore: {}/{} tasks: {message}", look.tasks, look.of);
         }
-        self.bar.set_length(look.of as u64);
-        self.bar.set_position(look.tasks as u64);
-        self.bar.set_message(message);
+        if let Some(bar) = &self.bar {
+            bar.set_length(look.of as u64);
+            bar.set_position(look.tasks as u64);
+            bar.set_message(message);
+        }
+    }
+}
+
+/// The job's progress and its looks both reach one [`Looking`].
+struct Shared<'a>(&'a std::cell::RefCell<Looking>);
+
+impl Progress for Shared<'_> {
+    fn tokens(&mut self, n: usize) {
+        self.0.borrow_mut().tokens(n);
+    }
+
+    fn scored(&mut self, record: &TaskRecord, done: usize) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        self.0.borrow_mut().scored(record, done)
     }
 }
 
@@ -107,19 +161,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     let sha256 = mcscore_format::sha256_file(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     let groups = crate::compare::groups(&args, &sha256)?;
-    let cancel = crate::score::cancel_on_ctrl_c()?;
-    let bar = ProgressBar::new(0);
-    bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} tasks {msg}").expect("valid template"));
-    let looking = Looking { bar: bar.clone(), lines: !std::io::stderr().is_terminal() };
-    let mut progress = Looking { bar: bar.clone(), lines: false };
-    let result = until_decided::until_decided(&spec, groups.as_ref(), &mut progress, &mut |look| looking.look(look), &cancel);
-    bar.finish_and_clear();
+    let cancel = crate::cancel_on_ctrl_c()?;
+    let looking = std::cell::RefCell::new(Looking::new(args.progress));
+    let result =
+        until_decided::until_decided(&spec, groups.as_ref(), &mut Shared(&looking), &mut |look| looking.borrow().look(look), &cancel);
+    looking.into_inner().finish();
     let result = result.map_err(|e| match e {
         EvalError::BadSequential(why) => UsageError(why).into(),
         e => crate::engine_args::with_flag_hint(e),
     })?;
     if args.json {
-        crate::print_json(&result)?;
+        crate::print_json(&mcscore_eval::results::in_fractions(&result)?)?;
     } else {
         out!("{}", text(&result))?;
     }

@@ -184,6 +184,27 @@ fn the_first_line_answers_and_the_plots_are_written() {
     let rows: Vec<&str> = csv.lines().collect();
     assert_eq!(rows.len(), 2, "{csv}");
     assert_eq!(rows[0].split(',').count(), rows[1].split(',').count());
+
+    // JSON and CSV in fractions (results schema 2), the text in points.
+    let json = compare_json(&[path_str(&f.base), path_str(&f.q2)]);
+    assert_eq!((json["schema_version"].as_u64(), json["margin"].as_f64()), (Some(2), Some(0.01)), "{json}");
+    let pairing = &json["others"][0];
+    let cell = |name: &str| -> f64 {
+        let column = rows[0].split(',').position(|c| c == name).unwrap();
+        rows[1].split(',').nth(column).unwrap().parse().unwrap()
+    };
+    for (column, value) in [
+        ("base_accuracy", &pairing["base_accuracy"]),
+        ("other_accuracy", &pairing["other"]["accuracy"]),
+        ("difference", &pairing["difference"]["estimate"]),
+        ("ci_low", &pairing["difference"]["interval"][0]),
+    ] {
+        assert_eq!(cell(column), value.as_f64().unwrap(), "{column}");
+    }
+    assert!((0.0..=1.0).contains(&cell("base_accuracy")), "{csv}");
+    let text = stdout(&run(&["compare", path_str(&f.base), path_str(&f.q2)]));
+    let points = format!("{:+.2} points [", 100.0 * pairing["difference"]["estimate"].as_f64().unwrap());
+    assert!(text.lines().next().unwrap().contains(&points), "{points} in {text}");
 }
 
 #[test]

@@ -30,6 +30,7 @@ fn shared_prefix_sweep_matches_each_prompt_scored_alone() {
     let out = run(&args);
     assert!(out.status.success(), "{}", stderr(&out));
     let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["schema_version"], 2);
     let sweep = &report["models"][0];
     let decoded = sweep["tokens_decoded"].as_u64().unwrap();
     let unshared = sweep["tokens_unshared"].as_u64().unwrap();
@@ -77,13 +78,14 @@ fn shared_prefix_sweep_matches_each_prompt_scored_alone() {
         let mine: Vec<&Value> = prompts.iter().filter(|p| p["format"] == name).collect();
         let right = |p: &Value| p["pick"] == p["gold"];
         let original = mine.iter().filter(|p| p["rotation"] == 0 && right(p)).count();
-        assert!((f["accuracy"].as_f64().unwrap() - 25.0 * original as f64).abs() < 1e-9, "{name}");
+        // Fractions, as the results JSON gives them (schema_version 2).
+        assert!((f["accuracy"].as_f64().unwrap() - 0.25 * original as f64).abs() < 1e-9, "{name}");
         let circular = task_ids.iter().filter(|&&t| mine.iter().filter(|p| p["task"] == t).all(|p| right(p))).count();
-        assert!((f["circular_accuracy"].as_f64().unwrap() - 25.0 * circular as f64).abs() < 1e-9, "{name}");
-        // Each with its 95 % Wilson interval (4 tasks: 0 right is [0, 49]).
+        assert!((f["circular_accuracy"].as_f64().unwrap() - 0.25 * circular as f64).abs() < 1e-9, "{name}");
+        // Each with its 95 % Wilson interval (4 tasks: 0 right is [0, 0.49]).
         for (value, interval) in [("accuracy", "accuracy_interval"), ("circular_accuracy", "circular_interval")] {
             let (v, low, high) = (f[value].as_f64().unwrap(), f[interval][0].as_f64().unwrap(), f[interval][1].as_f64().unwrap());
-            assert!(low <= v && v <= high && high - low > 20.0, "{name} {value}: {v} in [{low}, {high}]");
+            assert!(low <= v && v <= high && high - low > 0.2, "{name} {value}: {v} in [{low}, {high}]");
         }
         let picks: Vec<u64> = f["picks"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect();
         assert_eq!(picks.len(), 4, "{name}");
@@ -229,9 +231,20 @@ fn the_recorded_sweep_re_renders_byte_for_byte() {
     let out = run(&["sweep", "--compare", &recorded("json"), "--plots", path_str(&plots), "--save-json", path_str(&saved)]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), std::fs::read_to_string(recorded("txt")).unwrap(), "text report");
-    assert_eq!(std::fs::read(&saved).unwrap(), std::fs::read(recorded("json")).unwrap(), "saved JSON");
     let svg = plots.join("sweep-accuracy-1-gemma-3-270m-q4_k_m.gguf.svg");
     assert_eq!(std::fs::read(svg).unwrap(), std::fs::read(recorded("svg")).unwrap(), "accuracy plot");
+    // Recorded before results schema 2 (points, no version); saved again in
+    // it: the same report in fractions, which renders the same text again.
+    let points: Value = serde_json::from_str(&std::fs::read_to_string(recorded("json")).unwrap()).unwrap();
+    let fractions: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert!(points.get("schema_version").is_none());
+    assert_eq!(fractions["schema_version"], 2);
+    let (was, is) = (&points["models"][0]["formats"][3], &fractions["models"][0]["formats"][3]);
+    assert_eq!(is["accuracy"].as_f64().unwrap(), was["accuracy"].as_f64().unwrap() / 100.0);
+    assert_eq!((&is["picks"], &is["pia"]), (&was["picks"], &was["pia"]), "counts and PIA are not points");
+    let again = run(&["sweep", "--compare", path_str(&saved)]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(stdout(&again), std::fs::read_to_string(recorded("txt")).unwrap(), "the text report from the re-saved sweep");
 }
 
 /// A sweep split over 2 shards by item and merged is the unsplit sweep's report

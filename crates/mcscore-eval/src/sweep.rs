@@ -448,7 +448,12 @@ pub fn merge_saved(paths: &[PathBuf]) -> Result<SweepReport, EvalError> {
     let mut merged: Option<SweepReport> = None;
     for path in paths {
         let text = std::fs::read_to_string(path).map_err(EvalError::io(path))?;
-        let report: SweepReport = serde_json::from_str(&text).map_err(|source| EvalError::NotASweep { path: path.clone(), source })?;
+        // Saved in the results JSON's fractions (`schema_version` 2), or in
+        // points by mcscores before it; the library computes in points.
+        let report: SweepReport = serde_json::from_str(&text)
+            .map(crate::results::in_points)
+            .and_then(serde_json::from_value)
+            .map_err(|source| EvalError::NotASweep { path: path.clone(), source })?;
         let bad = |why: String| EvalError::BadSweep { path: path.clone(), why };
         if report.formats.is_empty() || report.models.is_empty() {
             return Err(bad(format!(
