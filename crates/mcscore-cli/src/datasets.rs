@@ -240,7 +240,7 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
             Ok(mismatches) => mismatches,
             Err(error) => {
                 failed += 1;
-                eprintln!("mcscore: error: {error:#}");
+                eprintln!("mcscore: error: {}", crate::with_causes(error.as_ref()));
                 continue;
             }
         };

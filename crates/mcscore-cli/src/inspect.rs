@@ -32,12 +32,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         let file = match TaskFile::open(path) {
             Ok(file) => file,
             Err(error @ mcscore_format::Error::Invalid { .. }) => {
-                eprintln!("mcscore: error: {error}\n  (run `mcscore validate {}` to list every fault)", path.display());
+                eprintln!(
+                    "mcscore: error: {}\n  (run `mcscore validate {}` to list every fault)",
+                    crate::with_causes(&error),
+                    path.display()
+                );
                 outcome = Outcome::InvalidInput;
                 continue;
             }
             Err(error) => {
-                eprintln!("mcscore: error: {error}");
+                eprintln!("mcscore: error: {}", crate::with_causes(&error));
                 outcome = Outcome::InvalidInput;
                 continue;
             }

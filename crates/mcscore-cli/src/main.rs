@@ -24,7 +24,6 @@ mod defaults;
 mod engine_args;
 mod inspect;
 mod llama_args;
-mod llama_output;
 mod llama_perplexity;
 mod merge;
 mod normalisation;
@@ -35,6 +34,7 @@ mod png;
 mod progress;
 mod quantize;
 mod report;
+mod run_text;
 mod score;
 mod serve;
 mod sweep;
@@ -160,28 +160,23 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
-/// An error and its causes on one line, each cause once: typed errors often
-/// show their source in their own message already (`path: os error`).
+/// An error and its causes on one line (`mcscore_eval::with_causes`).
 fn describe(error: &anyhow::Error) -> String {
-    join_causes(error.chain())
+    with_causes(error.as_ref())
 }
 
 /// A library error with its causes, as [`describe`] writes them, for a
 /// message that adds to it (a flag hint) without losing the chain.
 pub(crate) fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
-    join_causes(std::iter::successors(Some(error), |e| e.source()))
+    mcscore_eval::with_causes(error)
 }
 
-fn join_causes<'a>(mut chain: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>) -> String {
-    let mut message = chain.next().map(|e| e.to_string()).unwrap_or_default();
-    for cause in chain {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-    }
-    message
+/// Stops `cancel`'s job at its next fill boundary on Ctrl-C.
+pub(crate) fn cancel_on_ctrl_c() -> anyhow::Result<mcscore_eval::Cancel> {
+    let cancel = mcscore_eval::Cancel::new();
+    let handle = cancel.clone();
+    ctrlc::set_handler(move || handle.cancel()).map_err(|e| anyhow::anyhow!("installing the Ctrl-C handler: {e}"))?;
+    Ok(cancel)
 }
 
 /// What a failed write to standard output says. (A closed pipe never gets

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 
 use mcscore_eval::log::write_complete;
 use mcscore_eval::shard::merge;
-use serde_json::json;
 
 use crate::output::{self, Target};
-use crate::score::{llama_preamble, print_accuracies, print_llama_end, Shown};
+use crate::progress::ProgressMode;
+use crate::run_text::{print_accuracies, Shown};
 use crate::text::printable;
 use crate::Outcome;
 
@@ -67,32 +67,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let n = merged.records.len();
     let baselines = merged.baselines();
     if args.json {
-        let fractions = mcscore_eval::results::baselines(&merged.records);
-        crate::print_json(&json!({
-            "schema_version": mcscore_eval::results::SCHEMA_VERSION,
-            "model": header.model,
-            "model_sha256": header.model_sha256,
-            "file": header.file,
-            "file_sha256": header.file_sha256,
-            "tasks": n,
-            "shards": merged.shards,
-            "mode": header.kind().flag().trim_start_matches('-'),
-            "selection": header.selection,
-            "limit": header.limit,
-            "settings": header.settings,
-            "metrics": mcscore_eval::results::accuracies(&merged.records),
-            "chance": fractions.chance,
-            "majority_class": fractions.majority_class,
-            "log": args.out,
-        }))?;
+        crate::print_json(&mcscore_eval::results::MergedSummary::new(&merged, args.out.as_deref()))?;
     } else if args.output == Format::Llama {
-        let kind = header.kind();
-        out!("{}", llama_preamble(kind, merged.file_tasks, n, header.limit.is_none() && n < merged.file_tasks))?;
-        let mut shown = Shown::llama(kind);
+        let mut shown = Shown::new(ProgressMode::None, Some(header.kind()));
+        shown.llama_preamble(merged.file_tasks, n, header.limit.is_none() && n < merged.file_tasks)?;
         for (i, record) in merged.records.iter().enumerate() {
-            shown.llama_line(kind, record, i + 1)?;
+            shown.llama_line(record, i + 1)?;
         }
-        print_llama_end(kind, shown.hits(), n, merged.total_options())?;
+        shown.llama_end(n, merged.total_options())?;
     } else {
         let model = std::path::Path::new(&header.model).file_name().unwrap_or_default().to_string_lossy().into_owned();
         outln!("{} on {}: {n} tasks, merged from {} shards", printable(&model), printable(&header.file), merged.shards)?;

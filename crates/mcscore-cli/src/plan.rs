@@ -108,7 +108,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
                 Err(error) => {
                     failed += 1;
                     let r = &run.run;
-                    eprintln!("mcscore: {} on {} ({}): not merged: {error:#}", r.model, r.file, r.settings_name);
+                    eprintln!("mcscore: {} on {} ({}): not merged: {}", r.model, r.file, r.settings_name, crate::with_causes(&error));
                     resubmit.extend(run.unfinished);
                 }
             }

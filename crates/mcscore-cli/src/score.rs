@@ -3,17 +3,16 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use mcscore_eval::log::{accuracy, normalisations, TaskRecord};
-use mcscore_eval::shard::Shard;
-use mcscore_eval::{Cancel, End, EvalError, Phase, Progress, ScoreJob, ScoreSpec, Selection, TaskKind};
-use mcscore_format::Baselines;
+use mcscore_eval::shard::{Shard, ShardEnvError};
+use mcscore_eval::{End, EvalError, ScoreJob, ScoreSpec, Selection, TaskKind};
+
 use mcscore_metrics::Normalisation;
-use serde_json::json;
 
 use crate::chat_args::ChatArgs;
 use crate::engine_args::{self, EngineArgs};
-use crate::progress::{Meter, ProgressMode};
-use crate::{defaults, llama_output, output, Outcome};
+use crate::progress::ProgressMode;
+use crate::run_text::{chat_line, note_selection, print_accuracies, Shown};
+use crate::{defaults, output, Outcome};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -156,15 +155,15 @@ impl Args {
         }
     }
 
-    /// The subset flag of the mode, and its value (HellaSwag's default is
-    /// llama-perplexity's 400); none with --limit.
+    /// The subset flag of the mode, and its value (none given: the mode's
+    /// default, `ScoreSpec::effective_subset`); none with --limit.
     fn subset(&self) -> (&'static str, Option<usize>) {
         if self.limit.is_some() {
             return ("--limit", None);
         }
         match self.kind() {
             TaskKind::MultipleChoice => ("--multiple-choice-tasks", self.multiple_choice_tasks),
-            TaskKind::HellaSwag => ("--hellaswag-tasks", Some(self.hellaswag_tasks.unwrap_or(HELLASWAG_TASKS))),
+            TaskKind::HellaSwag => ("--hellaswag-tasks", self.hellaswag_tasks),
             TaskKind::Winogrande => ("--winogrande-tasks", self.winogrande_tasks),
         }
     }
@@ -175,107 +174,6 @@ fn parse_limit(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(format!("expected a positive number of tasks, got {text:?}")),
-    }
-}
-
-/// llama-perplexity's default `--hellaswag-tasks`.
-const HELLASWAG_TASKS: usize = 400;
-
-/// Says on stderr when a subset request (`flag`) selects every task.
-pub(crate) fn note_selection(selection: Selection, n_tasks: usize, flag: &str) {
-    match selection {
-        Selection::AllForZero => eprintln!("mcscore: {flag} 0: scoring all {n_tasks} tasks, as llama-perplexity does"),
-        Selection::AllForMore { asked } => eprintln!("mcscore: {flag} {asked}: the file has {n_tasks} tasks; scoring all of them"),
-        Selection::First(limit) if limit > n_tasks => {
-            eprintln!("mcscore: --limit {limit}: the file has {n_tasks} tasks; scoring all of them")
-        }
-        Selection::All | Selection::Subset(_) | Selection::First(_) => {}
-    }
-}
-
-/// A job's progress on stderr (a bar or lines per phase, `--progress`) and,
-/// for `--output llama`, llama-perplexity's running lines on stdout. `score`
-/// and `sweep` share it.
-pub(crate) struct Shown {
-    mode: ProgressMode,
-    meter: Option<Meter>,
-    /// Print the running lines of this mode, counting its hits from `hits`.
-    llama: Option<TaskKind>,
-    hits: usize,
-}
-
-impl Shown {
-    /// Progress alone, shown as `mode` says.
-    pub(crate) fn progress(mode: ProgressMode) -> Shown {
-        Shown { mode, meter: None, llama: None, hits: 0 }
-    }
-
-    /// llama-perplexity's running lines of `kind`, without progress.
-    pub(crate) fn llama(kind: TaskKind) -> Shown {
-        Shown { mode: ProgressMode::None, meter: None, llama: Some(kind), hits: 0 }
-    }
-
-    /// Tasks counted right by llama-perplexity's rule so far.
-    pub(crate) fn hits(&self) -> usize {
-        self.hits
-    }
-
-    /// Counts `record` and prints its running line, the `done`th of the run.
-    pub(crate) fn llama_line(&mut self, kind: TaskKind, record: &TaskRecord, done: usize) -> anyhow::Result<()> {
-        if kind == TaskKind::Winogrande {
-            self.hits += usize::from(llama_output::winogrande_hit(record));
-            return out!("{}", llama_output::winogrande_line(done, self.hits, record));
-        }
-        self.hits += usize::from(record.correct.acc_norm);
-        match kind {
-            TaskKind::HellaSwag => out!("{}", llama_output::hellaswag_line(done, self.hits)),
-            _ => out!("{}", llama_output::running_line(done, self.hits)),
-        }
-    }
-}
-
-/// Stops `cancel`'s job at its next fill boundary on Ctrl-C.
-pub(crate) fn cancel_on_ctrl_c() -> anyhow::Result<Cancel> {
-    let cancel = Cancel::new();
-    let handle = cancel.clone();
-    ctrlc::set_handler(move || handle.cancel()).map_err(|e| anyhow::anyhow!("installing the Ctrl-C handler: {e}"))?;
-    Ok(cancel)
-}
-
-impl Progress for Shown {
-    fn start(&mut self, phase: Phase, total: usize, done: usize) {
-        let (what, unit) = match phase {
-            Phase::Unconditional => ("--pmi: options after \"Answer:\"", "tasks"),
-            Phase::Prompts => ("sweep", "prompts"),
-            Phase::Scoring => ("scoring", "tasks"),
-        };
-        self.meter = Some(Meter::new(self.mode, what, unit, Some(total), done));
-    }
-
-    fn tick(&mut self, _phase: Phase) {
-        if let Some(meter) = &mut self.meter {
-            meter.inc();
-        }
-    }
-
-    fn tokens(&mut self, n: usize) {
-        if let Some(meter) = &mut self.meter {
-            meter.tokens(n);
-        }
-    }
-
-    fn scored(&mut self, record: &TaskRecord, done: usize) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        self.tick(Phase::Scoring);
-        if let Some(kind) = self.llama {
-            self.llama_line(kind, record, done)?;
-        }
-        Ok(())
-    }
-
-    fn finish(&mut self, _phase: Phase) {
-        if let Some(meter) = self.meter.take() {
-            meter.finish();
-        }
     }
 }
 
@@ -352,91 +250,25 @@ fn print_memory(m: &mcscore_engine::MemoryReport) {
     }
 }
 
-/// The accuracy table of a run of `kind`, against chance and the majority class.
-pub(crate) fn print_accuracies(records: &[TaskRecord], kind: TaskKind, baselines: &Baselines) -> anyhow::Result<()> {
-    outln!("  {:<16}{:>9}  {:>7}", "", "accuracy", "± s.e.")?;
-    for &norm in normalisations(records) {
-        let a = accuracy(records, norm);
-        // Winogrande's number breaks ties towards the second option, acc_norm towards the first.
-        let note = if norm == Normalisation::AccNorm && kind != TaskKind::Winogrande { "  (llama-perplexity's number)" } else { "" };
-        outln!("  {:<16}{:>8.2}%  {:>7.2}{note}", norm.name(), a.percent(), a.stderr_percent())?;
-    }
-    outln!("  {:<16}{:>8.2}%", "chance", baselines.chance)?;
-    outln!("  {:<16}{:>8.2}%  (always answer position {})", "majority_class", baselines.majority_class, baselines.majority_position)?;
-    Ok(())
-}
-
-/// What llama-perplexity prints after the last task of `kind`: the end of its
-/// stdout, then its final lines on stderr (`hits` right of `n`).
-pub(crate) fn print_llama_end(kind: TaskKind, hits: usize, n: usize, total_options: usize) -> anyhow::Result<()> {
-    out!("{}", llama_output::EPILOGUE)?;
-    std::io::stdout().flush().map_err(crate::stdout_error)?;
-    eprint!("{}", llama_final(kind, hits, n, total_options));
-    Ok(())
-}
-
-/// What llama-perplexity prints on stdout before the first task of `kind`:
-/// `n_scored` of `n_file` tasks, `subset` when they were picked.
-pub(crate) fn llama_preamble(kind: TaskKind, n_file: usize, n_scored: usize, subset: bool) -> String {
-    match kind {
-        TaskKind::MultipleChoice => llama_output::preamble(n_file, n_scored, subset),
-        TaskKind::HellaSwag => llama_output::HELLASWAG_PREAMBLE.to_owned(),
-        TaskKind::Winogrande => String::new(),
-    }
-}
-
-/// What llama-perplexity logs on stderr after the last task of `kind`.
-pub(crate) fn llama_final(kind: TaskKind, hits: usize, n: usize, total_options: usize) -> String {
-    match kind {
-        TaskKind::MultipleChoice => llama_output::final_lines(hits, n, total_options),
-        TaskKind::HellaSwag => String::new(),
-        TaskKind::Winogrande => llama_output::winogrande_final(hits, n).unwrap_or_default(),
-    }
-}
-
 /// The shard `--shard` names: `K/N`, or `auto` from the scheduler's
 /// environment (`env`). A missing or inconsistent variable is a usage error,
 /// never shard 0 of 1.
 fn shard_from(text: &str, shards: Option<usize>, env: &dyn Fn(&str) -> Option<String>) -> Result<Shard, crate::UsageError> {
-    let usage = |message: String| crate::UsageError(format!("--shard {text}: {message}"));
     if text != "auto" {
         let shard: Shard = text.parse().map_err(|e: String| crate::UsageError(format!("--shard {e}")))?;
         if shards.is_some_and(|n| n != shard.count) {
-            return Err(usage(format!("--shards {} differs from N", shards.unwrap_or_default())));
+            return Err(crate::UsageError(format!("--shard {text}: --shards {} differs from N", shards.unwrap_or_default())));
         }
         return Ok(shard);
     }
-    let number = |name: &str| -> Result<Option<usize>, crate::UsageError> {
-        env(name).map(|v| v.trim().parse::<usize>().map_err(|_| usage(format!("{name}={v:?} is not a whole number")))).transpose()
-    };
-    let (slurm, kubernetes) = (number("SLURM_ARRAY_TASK_ID")?, number("JOB_COMPLETION_INDEX")?);
-    let (index, count) = match (slurm, kubernetes) {
-        (Some(id), None) => {
-            let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
-            let count = number("SLURM_ARRAY_TASK_COUNT")?
-                .ok_or_else(|| usage("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not".to_owned()))?;
-            if let Some(n) = shards.filter(|&n| n != count) {
-                return Err(usage(format!("--shards {n} differs from SLURM_ARRAY_TASK_COUNT={count}")));
-            }
-            let index =
-                id.checked_sub(min).ok_or_else(|| usage(format!("SLURM_ARRAY_TASK_ID={id} is below SLURM_ARRAY_TASK_MIN={min}")))?;
-            (index, count)
-        }
-        (None, Some(index)) => {
-            let count = shards.ok_or_else(|| usage("JOB_COMPLETION_INDEX is set; give the number of shards with --shards N".to_owned()))?;
-            (index, count)
-        }
-        (Some(_), Some(_)) => return Err(usage("both SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX are set".to_owned())),
-        (None, None) => {
-            return Err(usage(
-                "neither SLURM_ARRAY_TASK_ID (a Slurm array job) nor JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is set".to_owned(),
-            ))
-        }
-    };
-    if index >= count {
-        return Err(usage(format!("shard {index} is not below the shard count {count} (are the array indices contiguous?)")));
-    }
-    Ok(Shard { index, count })
+    Shard::from_env(shards, env).map_err(|e| {
+        let hint = match e {
+            ShardEnvError::NoKubernetesCount => ": give the number of shards with --shards N",
+            ShardEnvError::OtherCount { .. } => " (--shards)",
+            _ => "",
+        };
+        crate::UsageError(format!("--shard auto: {e}{hint}"))
+    })
 }
 
 /// The message of an invalid file: its first faults, and what to do; with
@@ -513,20 +345,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
 
-    let llama = (args.output == OutputFormat::Llama && !args.json).then_some(kind);
-    // llama-perplexity's running lines on stdout replace progress.
-    let mode = if llama.is_some() { ProgressMode::None } else { args.progress };
-    let mut shown = Shown { mode, meter: None, llama, hits: 0 };
-    if let Some(kind) = llama {
-        let picked = matches!(job.selection(), Selection::Subset(_)) && job.tasks() < job.file_tasks();
-        out!("{}", llama_preamble(kind, job.file_tasks(), job.tasks(), picked))?;
-        for (i, record) in job.kept().iter().enumerate() {
-            shown.llama_line(kind, record, i + 1)?;
-        }
+    let mut shown = Shown::new(args.progress, (args.output == OutputFormat::Llama && !args.json).then_some(kind));
+    let picked = matches!(job.selection(), Selection::Subset(_)) && job.tasks() < job.file_tasks();
+    shown.llama_preamble(job.file_tasks(), job.tasks(), picked)?;
+    for (i, record) in job.kept().iter().enumerate() {
+        shown.llama_line(record, i + 1)?;
     }
-    let cancel = cancel_on_ctrl_c()?;
+    let cancel = crate::cancel_on_ctrl_c()?;
     let outcome = job.run(&mut shown, &cancel).map_err(|e| match e {
-        EvalError::Consumer(e) => anyhow::anyhow!("{e}"),
+        EvalError::Consumer(e) => anyhow::anyhow!("{}", crate::with_causes(&*e)),
         e => e.into(),
     })?;
     if outcome.end == End::Interrupted {
@@ -545,7 +372,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if outcome.resumed > 0 && outcome.end == End::Finished {
         eprintln!("mcscore: resumed: {} tasks taken from the log", outcome.resumed);
     }
-    print_results(&args, &outcome, &model, &path, &settings, shown.hits)?;
+    print_results(&args, &outcome, &model, &path, &settings, &shown)?;
     if args.timings {
         print_timings(&outcome);
     }
@@ -558,7 +385,7 @@ fn print_results(
     model: &Path,
     path: &Path,
     settings: &mcscore_engine::Settings,
-    llama_hits: usize,
+    shown: &Shown,
 ) -> anyhow::Result<()> {
     let n = outcome.records.len();
     let baselines = &outcome.baselines;
@@ -583,41 +410,9 @@ fn print_results(
         })
         .flatten();
     if llama {
-        print_llama_end(args.kind(), llama_hits, n, outcome.total_options)?;
+        shown.llama_end(n, outcome.total_options)?;
     } else if args.json {
-        let fractions = mcscore_eval::results::baselines(&outcome.records);
-        crate::print_json(&json!({
-            "schema_version": mcscore_eval::results::SCHEMA_VERSION,
-            "model": outcome.header.model,
-            "model_sha256": outcome.header.model_sha256,
-            "model_sha256_cached": outcome.header.model_sha256_cached,
-            "file": outcome.header.file,
-            "file_sha256": outcome.header.file_sha256,
-            "tasks": n,
-            "mode": args.kind().flag().trim_start_matches('-'),
-            "selection": args.subset().1,
-            "limit": args.limit,
-            "lenient": args.lenient,
-            "chat": outcome.header.chat,
-            "settings": settings,
-            "n_ctx": outcome.n_ctx,
-            "fills": outcome.planned_fills,
-            // The same count under its old name, kept for schema 2 only: a fill is
-            // not a llama_decode call (timings.scoring.decodes counts those).
-            "decodes": outcome.planned_fills,
-            "metrics": mcscore_eval::results::accuracies(&outcome.records),
-            "groups": groups,
-            "chance": fractions.chance,
-            "majority_class": fractions.majority_class,
-            "tokens_evaluated": tokens.decoded,
-            "tokens_unshared": tokens.unshared,
-            "tokens_padding": tokens.padding,
-            "resumed_tasks": outcome.resumed,
-            "scoring_seconds": outcome.scoring_seconds,
-            "wall_seconds": outcome.wall_seconds,
-            "timings": args.timings.then_some(outcome.timings),
-            "memory": args.timings.then_some(&outcome.memory),
-        }))?;
+        crate::print_json(&mcscore_eval::results::RunSummary::new(outcome, settings, args.lenient, groups, args.timings))?;
     } else {
         outln!("{} on {}: {n} tasks", model.file_name().unwrap_or_default().to_string_lossy(), path.display())?;
         if let Some(chat) = &outcome.header.chat {
@@ -640,48 +435,18 @@ fn print_results(
     Ok(())
 }
 
-/// How a run used its chat template, in a line (`score` and `sweep`).
-pub(crate) fn chat_line(chat: &mcscore_eval::chat::ChatHeader) -> String {
-    let bos = match chat.bos.as_str() {
-        "none" => "no BOS (the model takes none)".to_owned(),
-        from => format!("BOS from the {from}"),
-    };
-    format!(
-        "inside chat template {} ({}, sha256 {}): {bos}, thinking {}, generation prompt {:?}, then the option{}{}",
-        chat.template,
-        chat.renderer,
-        chat.sha256.get(..12).unwrap_or(&chat.sha256),
-        chat.thinking,
-        chat.generation_prompt,
-        chat.system.as_ref().map_or(String::new(), |s| format!("; system {s:?}")),
-        chat.shots_as_turns.map_or(String::new(), |k| format!("; {k} shots as turns")),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn auto(vars: &[(&str, &str)], shards: Option<usize>) -> Result<Shard, String> {
-        let env = |name: &str| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string());
-        shard_from("auto", shards, &env).map_err(|e| e.0)
-    }
-
     #[test]
-    fn shard_auto_reads_slurm_or_kubernetes_and_refuses_guesses() {
-        let slurm = [("SLURM_ARRAY_TASK_ID", "3"), ("SLURM_ARRAY_TASK_MIN", "1"), ("SLURM_ARRAY_TASK_COUNT", "4")];
-        assert_eq!(auto(&slurm, None), Ok(Shard { index: 2, count: 4 }));
-        assert_eq!(auto(&slurm, Some(4)), Ok(Shard { index: 2, count: 4 }));
-        assert!(auto(&slurm, Some(5)).unwrap_err().contains("--shards 5 differs from SLURM_ARRAY_TASK_COUNT=4"));
-        assert!(auto(&slurm[..1], None).unwrap_err().contains("SLURM_ARRAY_TASK_COUNT is not"));
-        assert_eq!(auto(&[("JOB_COMPLETION_INDEX", "0")], Some(2)), Ok(Shard { index: 0, count: 2 }));
-        assert!(auto(&[("JOB_COMPLETION_INDEX", "0")], None).unwrap_err().contains("--shards N"));
-        assert!(auto(&[("JOB_COMPLETION_INDEX", "2")], Some(2)).unwrap_err().contains("not below the shard count 2"));
-        assert!(auto(&[("JOB_COMPLETION_INDEX", "x")], Some(2)).unwrap_err().contains("not a whole number"));
-        assert!(auto(&[], Some(2)).unwrap_err().contains("neither SLURM_ARRAY_TASK_ID"));
-        assert!(auto(&[("JOB_COMPLETION_INDEX", "0"), ("SLURM_ARRAY_TASK_ID", "0")], Some(2)).unwrap_err().contains("both"));
+    fn shard_names_k_of_n_or_auto_with_the_flag_in_each_message() {
+        let env = |name: &str| (name == "JOB_COMPLETION_INDEX").then(|| "0".to_owned());
         assert_eq!(shard_from("1/3", None, &|_| None).map_err(|e| e.0), Ok(Shard { index: 1, count: 3 }));
         assert!(shard_from("3/3", None, &|_| None).is_err());
-        assert!(shard_from("1/3", Some(4), &|_| None).is_err());
+        assert!(shard_from("1/3", Some(4), &|_| None).unwrap_err().0.contains("--shards 4 differs from N"));
+        assert_eq!(shard_from("auto", Some(2), &env).map_err(|e| e.0), Ok(Shard { index: 0, count: 2 }));
+        let error = shard_from("auto", None, &env).unwrap_err().0;
+        assert!(error.starts_with("--shard auto: JOB_COMPLETION_INDEX is set") && error.ends_with("--shards N"), "{error}");
     }
 }

@@ -90,7 +90,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         let report = match check(path) {
             Ok(report) => report,
             Err(error) => {
-                eprintln!("mcscore: error: {error}");
+                eprintln!("mcscore: error: {}", crate::with_causes(error.as_ref()));
                 outcome = Outcome::InvalidInput;
                 continue;
             }

@@ -34,14 +34,14 @@ pub type Cause = Box<dyn std::error::Error + Send + Sync>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DatasetError {
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Source {
         path: PathBuf,
         #[source]
         source: Cause,
     },
 
-    #[error("{name}: row {row} of {}: {source}", file.display())]
+    #[error("{name}: row {row} of {}", file.display())]
     Row {
         name: String,
         file: PathBuf,
@@ -50,7 +50,7 @@ pub enum DatasetError {
         source: Box<ConvertError>,
     },
 
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Manifest {
         path: PathBuf,
         #[source]
@@ -60,7 +60,7 @@ pub enum DatasetError {
     #[error("{name}: no verified revision of {repo} is pinned, so it is not built from the hub; build it from a local copy of its files")]
     Unpinned { name: String, repo: String },
 
-    #[error("{name}: {url}: hub download failed{}: {source}", if *unconfirmed { " (this path was not confirmed against the repository at that commit, which may name the file otherwise: build from a local copy with --source)" } else { "" })]
+    #[error("{name}: {url}: hub download failed{}", if *unconfirmed { " (this path was not confirmed against the repository at that commit, which may name the file otherwise: build from a local copy with --source)" } else { "" })]
     Hub {
         name: String,
         url: String,

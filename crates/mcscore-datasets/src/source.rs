@@ -165,7 +165,7 @@ fn batch_to_json(path: &Path, batch: &RecordBatch, each: &mut dyn FnMut(Value) -
 
 /// A JSON Lines line that does not parse.
 #[derive(Debug, thiserror::Error)]
-#[error("line {line}: {source}")]
+#[error("line {line}")]
 struct SourceLine {
     line: usize,
     #[source]

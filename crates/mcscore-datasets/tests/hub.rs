@@ -39,7 +39,7 @@ fn a_path_not_confirmed_offline_says_so_when_its_download_fails() {
     std::env::set_var("HF_HOME", cache.path());
     let benchmark = find("medconceptsqa-test").unwrap();
     assert!(!benchmark.hub.paths_confirmed);
-    let message = hub::fetch(benchmark).unwrap_err().to_string();
+    let message = with_causes(&hub::fetch(benchmark).unwrap_err());
     assert!(
         message.contains("hf://ofir408/MedConceptsQA@98c30d83762e51a397c9a7b0eeee6722e751da17/all/test-00000-of-00001.parquet"),
         "{message}"
@@ -61,11 +61,16 @@ fn an_unreachable_hub_fails_with_a_way_out() {
     let cache = tempfile::tempdir().unwrap();
     std::env::set_var("HF_HOME", cache.path());
     let error = hub::fetch(find("boolq-validation").unwrap()).unwrap_err();
-    let message = error.to_string();
+    let message = with_causes(&error);
     assert!(matches!(error, DatasetError::Hub { .. }), "{message}");
     assert!(
         message.contains("hf://google/boolq@35b264d03638db9f4ce671b711558bf7ff0f80d5/data/validation-00000-of-00001.parquet"),
         "{message}"
     );
     assert!(std::error::Error::source(&error).is_some(), "the client's error is kept");
+}
+
+/// An error and its causes, as the CLI prints them (a message leaves its cause to `source()`).
+fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    std::iter::successors(Some(error), |e| e.source()).map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
 }

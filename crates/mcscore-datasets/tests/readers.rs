@@ -67,8 +67,13 @@ fn unknown_format_and_malformed_rows_name_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let odd = dir.path().join("rows.xml");
     std::fs::write(&odd, "<x/>").unwrap();
-    assert!(read_records(&odd).unwrap_err().to_string().contains("rows.xml: unknown source format"));
+    assert!(with_causes(&read_records(&odd).unwrap_err()).contains("rows.xml: unknown source format"));
     let bad = dir.path().join("rows.jsonl");
     std::fs::write(&bad, "{\"a\": 1}\n{oops\n").unwrap();
-    assert!(read_records(&bad).unwrap_err().to_string().contains("rows.jsonl: line 2"));
+    assert!(with_causes(&read_records(&bad).unwrap_err()).contains("rows.jsonl: line 2: "));
+}
+
+/// An error and its causes, as the CLI prints them (a message leaves its cause to `source()`).
+fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    std::iter::successors(Some(error), |e| e.source()).map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
 }

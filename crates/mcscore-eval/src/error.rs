@@ -1,12 +1,29 @@
 //! What can go wrong in a job, as one typed error that keeps its cause.
 //! Messages name files, tasks and lines, never a command-line flag: a front
-//! end adds the flag that changes the outcome.
+//! end adds the flag that changes the outcome. A message leaves its cause
+//! out (the cause is its `source()`): [`with_causes`] writes the whole chain
+//! once, `path: what: why`.
 
 use std::path::PathBuf;
 
 use mcscore_engine::EngineError;
 
 const GIB: f64 = (1u64 << 30) as f64;
+
+/// `error` and its causes on one line, joined by ": ", each once (another
+/// crate's error may repeat its cause in its own message).
+pub fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut chain = std::iter::successors(Some(error), |e| e.source());
+    let mut message = chain.next().map(|e| e.to_string()).unwrap_or_default();
+    for cause in chain {
+        let text = cause.to_string();
+        if !message.ends_with(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+    }
+    message
+}
 
 /// Why a job could not run or finish.
 #[derive(Debug, thiserror::Error)]
@@ -26,7 +43,7 @@ pub enum EvalError {
     Load(EngineError),
 
     /// Scoring failed; `path` is the task file, model or item set concerned.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Engine {
         path: PathBuf,
         #[source]
@@ -34,7 +51,7 @@ pub enum EvalError {
     },
 
     /// The unconditional pass of acc_pmi (options after "Answer:") failed.
-    #[error("{}: the unconditional pass (options after \"Answer:\"): {source}", path.display())]
+    #[error("{}: the unconditional pass (options after \"Answer:\")", path.display())]
     Unconditional {
         path: PathBuf,
         #[source]
@@ -42,7 +59,7 @@ pub enum EvalError {
     },
 
     /// Scoring failed on one prompt of a sweep.
-    #[error("{label}: task {task} in format {format}, rotation {rotation} (prompt {prompt}): {source}")]
+    #[error("{label}: task {task} in format {format}, rotation {rotation} (prompt {prompt})")]
     Prompt {
         label: String,
         task: usize,
@@ -69,7 +86,7 @@ pub enum EvalError {
     #[error("{}: shard {shard} is of another run than {}: its {field} differs\n  {}: {log}\n  this log: {now}", path.display(), first.display(), first.display())]
     OtherRun { path: PathBuf, shard: usize, field: &'static str, first: PathBuf, log: String, now: String },
 
-    #[error("{}: not a saved sweep shard (`sweep --shard K/N --save-json` writes them): {source}", path.display())]
+    #[error("{}: not a saved sweep shard (`sweep --shard K/N --save-json` writes them)", path.display())]
     NotASweepShard {
         path: PathBuf,
         #[source]
@@ -79,7 +96,7 @@ pub enum EvalError {
     #[error("{}: a shard of another sweep: its {what} differ from this sweep's (give the flags the shards were run with)", path.display())]
     ShardOfOtherSweep { path: PathBuf, what: &'static str },
 
-    #[error("{}: not a study file: {source}", path.display())]
+    #[error("{}: not a study file", path.display())]
     NotAStudy {
         path: PathBuf,
         #[source]
@@ -109,7 +126,7 @@ pub enum EvalError {
     #[error("the shards hold {merged} tasks, not the run's {run} in its order: the logs do not tile one run")]
     ShardsOtherTasks { merged: usize, run: usize },
 
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io {
         path: PathBuf,
         #[source]
@@ -213,7 +230,7 @@ pub enum EvalError {
     #[error("{label}: PriDe needs one number of options; task {task} has {options} where task {first} has {first_options}")]
     PrideMixedOptions { label: String, task: usize, options: usize, first: usize, first_options: usize },
 
-    #[error("{}: not a saved sweep (the JSON of mcscore sweep): {source}", path.display())]
+    #[error("{}: not a saved sweep (the JSON of mcscore sweep)", path.display())]
     NotASweep {
         path: PathBuf,
         #[source]

@@ -58,7 +58,22 @@ pub struct ScoreSpec {
     pub chat: ChatSpec,
 }
 
+/// llama-perplexity's default `--hellaswag-tasks`: a HellaSwag run given no
+/// subset, limit or order scores this many of the file's tasks, picked as it
+/// picks them (a subset of 0 scores every task).
+pub const HELLASWAG_DEFAULT_TASKS: usize = 400;
+
 impl ScoreSpec {
+    /// The subset the run takes: `subset`, or its mode's default where it
+    /// has one and no limit or order is given (HellaSwag's
+    /// [`HELLASWAG_DEFAULT_TASKS`]).
+    pub fn effective_subset(&self) -> Option<usize> {
+        match self.subset {
+            None if self.kind == TaskKind::HellaSwag && self.limit.is_none() && self.ordered.is_none() => Some(HELLASWAG_DEFAULT_TASKS),
+            subset => subset,
+        }
+    }
+
     /// Every task of the task file `file` (`--multiple-choice`), read
     /// strictly, scored by `model` with llama.cpp's default settings; no log.
     pub fn new(model: impl Into<PathBuf>, file: impl Into<PathBuf>) -> ScoreSpec {
@@ -379,7 +394,7 @@ impl<'e> ScoreJob<'e> {
             }
             None => match spec.limit {
                 Some(limit) => first(limit, all_tasks.len()),
-                None => select(spec.kind, spec.subset, all_tasks.len()),
+                None => select(spec.kind, spec.effective_subset(), all_tasks.len()),
             },
         };
         // Every index of an order is below the task count: `check_order`,
@@ -469,7 +484,7 @@ impl<'e> ScoreJob<'e> {
             file_sha256: sha256_hex(input.bytes()),
             file_bytes: input.bytes().len() as u64,
             tasks: prepared.len(),
-            selection: spec.subset,
+            selection: spec.effective_subset(),
             limit: spec.limit,
             settings: settings.fingerprint()
                 + match spec.kind {
@@ -841,4 +856,22 @@ fn check_order(order: &[usize], n_tasks: usize) -> Result<(), String> {
 /// A task's size for the shard partition: its question's and options' bytes.
 fn task_bytes(task: &Task<'_>) -> usize {
     task.question.len() + task.mc1.options.iter().map(|o| o.len()).sum::<usize>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hellaswag_takes_llama_perplexitys_400_unless_told_otherwise() {
+        let mut spec = ScoreSpec::new("m.gguf", "hellaswag.txt");
+        assert_eq!(spec.effective_subset(), None, "a task file: every task");
+        spec.kind = TaskKind::HellaSwag;
+        assert_eq!(spec.effective_subset(), Some(HELLASWAG_DEFAULT_TASKS));
+        spec.subset = Some(0);
+        assert_eq!(spec.effective_subset(), Some(0), "0: every task, as llama-perplexity reads it");
+        spec.subset = None;
+        spec.limit = Some(10);
+        assert_eq!(spec.effective_subset(), None, "the first 10 instead");
+    }
 }

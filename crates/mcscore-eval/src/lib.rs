@@ -46,6 +46,7 @@ mod error;
 mod fills;
 mod hashes;
 mod job;
+pub mod llama;
 pub mod queue;
 pub mod report;
 pub mod results;
@@ -56,10 +57,13 @@ pub mod tokens;
 pub mod until_decided;
 pub mod view;
 
-pub use error::EvalError;
+pub use error::{with_causes, EvalError};
 pub use fills::Cancel;
 pub use hashes::sha256_cached;
-pub use job::{select, End, Input, Ordered, Running, ScoreJob, ScoreOutcome, ScoreSpec, Selection, Tasks, Timings, UNCONDITIONAL_CONTEXT};
+pub use job::{
+    select, End, Input, Ordered, Running, ScoreJob, ScoreOutcome, ScoreSpec, Selection, Tasks, Timings, HELLASWAG_DEFAULT_TASKS,
+    UNCONDITIONAL_CONTEXT,
+};
 /// The sample log, in its own crate (no engine), re-exported here.
 pub use mcscore_log as log;
 pub use mcscore_log::{LogError, LogFault, TaskKind};

@@ -200,7 +200,7 @@ fn work(session: &mut mcscore_engine::Session<'_>, receiver: Receiver<Work>, ski
             }
             Err(e) => {
                 for w in live {
-                    (w.reply)(Outcome::Failed(e.to_string()));
+                    (w.reply)(Outcome::Failed(crate::with_causes(&e)));
                 }
             }
         }

@@ -44,6 +44,61 @@ impl FromStr for Shard {
     }
 }
 
+/// Why a scheduler's environment names no shard.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShardEnvError {
+    #[error("{name}={value:?} is not a whole number")]
+    NotANumber { name: &'static str, value: String },
+    #[error("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not")]
+    NoSlurmCount,
+    #[error("{asked} shards were asked for, but SLURM_ARRAY_TASK_COUNT={count}")]
+    OtherCount { asked: usize, count: usize },
+    #[error("SLURM_ARRAY_TASK_ID={id} is below SLURM_ARRAY_TASK_MIN={min}")]
+    BelowMin { id: usize, min: usize },
+    /// A Kubernetes Indexed Job's environment holds its index, not its count.
+    #[error("JOB_COMPLETION_INDEX is set, but a Kubernetes job's environment holds no shard count")]
+    NoKubernetesCount,
+    #[error("both SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX are set")]
+    Both,
+    #[error("neither SLURM_ARRAY_TASK_ID (a Slurm array job) nor JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is set")]
+    Neither,
+    #[error("shard {index} is not below the shard count {count} (are the array indices contiguous?)")]
+    OutOfRange { index: usize, count: usize },
+}
+
+impl Shard {
+    /// The shard a scheduler's array task scores, read from its environment
+    /// (`env`, e.g. `|name| std::env::var(name).ok()`): a Slurm array job's
+    /// `SLURM_ARRAY_TASK_ID − SLURM_ARRAY_TASK_MIN` of
+    /// `SLURM_ARRAY_TASK_COUNT`, or a Kubernetes Indexed Job's
+    /// `JOB_COMPLETION_INDEX` of `count`. `count`, where given, must agree
+    /// with Slurm's. A missing or inconsistent variable is an error, never
+    /// shard 0 of 1.
+    pub fn from_env(count: Option<usize>, env: &dyn Fn(&str) -> Option<String>) -> Result<Shard, ShardEnvError> {
+        let number = |name: &'static str| -> Result<Option<usize>, ShardEnvError> {
+            env(name).map(|value| value.trim().parse::<usize>().map_err(|_| ShardEnvError::NotANumber { name, value })).transpose()
+        };
+        let (index, count) = match (number("SLURM_ARRAY_TASK_ID")?, number("JOB_COMPLETION_INDEX")?) {
+            (Some(id), None) => {
+                let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+                let slurm_count = number("SLURM_ARRAY_TASK_COUNT")?.ok_or(ShardEnvError::NoSlurmCount)?;
+                if let Some(asked) = count.filter(|&n| n != slurm_count) {
+                    return Err(ShardEnvError::OtherCount { asked, count: slurm_count });
+                }
+                (id.checked_sub(min).ok_or(ShardEnvError::BelowMin { id, min })?, slurm_count)
+            }
+            (None, Some(index)) => (index, count.ok_or(ShardEnvError::NoKubernetesCount)?),
+            (Some(_), Some(_)) => return Err(ShardEnvError::Both),
+            (None, None) => return Err(ShardEnvError::Neither),
+        };
+        if index >= count {
+            return Err(ShardEnvError::OutOfRange { index, count });
+        }
+        Ok(Shard { index, count })
+    }
+}
+
 impl std::fmt::Display for Shard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.index, self.count)
@@ -190,6 +245,32 @@ fn as_run(header: &Header) -> Header {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn auto(vars: &[(&str, &str)], count: Option<usize>) -> Result<Shard, ShardEnvError> {
+        Shard::from_env(count, &|name: &str| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
+    }
+
+    #[test]
+    fn a_shard_is_read_from_slurm_or_kubernetes_and_never_guessed() {
+        let slurm = [("SLURM_ARRAY_TASK_ID", "3"), ("SLURM_ARRAY_TASK_MIN", "1"), ("SLURM_ARRAY_TASK_COUNT", "4")];
+        assert_eq!(auto(&slurm, None), Ok(Shard { index: 2, count: 4 }));
+        assert_eq!(auto(&slurm, Some(4)), Ok(Shard { index: 2, count: 4 }));
+        assert_eq!(auto(&slurm, Some(5)), Err(ShardEnvError::OtherCount { asked: 5, count: 4 }));
+        assert_eq!(auto(&slurm[..1], None), Err(ShardEnvError::NoSlurmCount));
+        assert_eq!(
+            auto(&[("SLURM_ARRAY_TASK_ID", "0"), ("SLURM_ARRAY_TASK_MIN", "1"), ("SLURM_ARRAY_TASK_COUNT", "2")], None),
+            Err(ShardEnvError::BelowMin { id: 0, min: 1 })
+        );
+        assert_eq!(auto(&[("JOB_COMPLETION_INDEX", "0")], Some(2)), Ok(Shard { index: 0, count: 2 }));
+        assert_eq!(auto(&[("JOB_COMPLETION_INDEX", "0")], None), Err(ShardEnvError::NoKubernetesCount));
+        assert_eq!(auto(&[("JOB_COMPLETION_INDEX", "2")], Some(2)), Err(ShardEnvError::OutOfRange { index: 2, count: 2 }));
+        assert!(matches!(
+            auto(&[("JOB_COMPLETION_INDEX", "x")], Some(2)),
+            Err(ShardEnvError::NotANumber { name: "JOB_COMPLETION_INDEX", .. })
+        ));
+        assert_eq!(auto(&[], Some(2)), Err(ShardEnvError::Neither));
+        assert_eq!(auto(&[("JOB_COMPLETION_INDEX", "0"), ("SLURM_ARRAY_TASK_ID", "0")], Some(2)), Err(ShardEnvError::Both));
+    }
 
     #[test]
     fn shards_parse_as_k_of_n() {

@@ -112,7 +112,7 @@ fn a_newer_log_is_refused_by_version() {
     std::fs::write(&path, format!("{h}\n")).unwrap();
     let error = log::read(&path).unwrap_err();
     assert!(matches!(error, LogError::Line { line: 1, fault: LogFault::NewerVersion { .. }, .. }), "{error}");
-    assert!(error.to_string().contains("newer"), "{error}");
+    assert!(mcscore_eval::with_causes(&error).contains("newer"), "{error}");
 }
 
 #[test]

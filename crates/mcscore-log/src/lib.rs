@@ -30,11 +30,20 @@ pub enum LogError {
         source: std::io::Error,
     },
 
-    #[error("{}: line {line}: {fault}", path.display())]
-    Line { path: PathBuf, line: usize, fault: LogFault },
+    #[error("{}: line {line}", path.display())]
+    Line {
+        path: PathBuf,
+        line: usize,
+        #[source]
+        fault: LogFault,
+    },
 
-    #[error("{}: {fault}", path.display())]
-    Whole { path: PathBuf, fault: LogFault },
+    #[error("{}", path.display())]
+    Whole {
+        path: PathBuf,
+        #[source]
+        fault: LogFault,
+    },
 
     #[error("{}: the sample log exists; resume it, or remove it to start again", path.display())]
     Exists { path: PathBuf },
@@ -60,7 +69,7 @@ impl LogError {
 /// What is wrong with a sample log.
 #[derive(Debug, thiserror::Error)]
 pub enum LogFault {
-    #[error("not a sample-log line: {0}")]
+    #[error("not a sample-log line")]
     NotALogLine(#[source] serde_json::Error),
 
     #[error("the first line must be the header")]
@@ -832,6 +841,11 @@ struct Versioned {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An error and its causes, as the CLI prints them.
+    fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+        std::iter::successors(Some(error), |e| e.source()).map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
+    }
     use std::fs::File;
 
     #[test]
@@ -905,14 +919,14 @@ mod tests {
         assert!(contents.is_complete());
         assert_eq!(contents.footer.unwrap().stopped, Some(Stop::Different));
         assert_eq!(contents.header.version, 2);
-        let error = parse(&log_text(&header(false), 1, stopped), path).unwrap_err().to_string();
+        let error = with_causes(&parse(&log_text(&header(false), 1, stopped), path).unwrap_err());
         assert!(error.contains("stopped the run"), "{error}");
         let unfinished = r#"{"type":"footer","complete":false,"scored":1,"stopped":"different"}"#;
         assert!(parse(&log_text(&header(true), 1, unfinished), path).is_err());
         // A version-1 header cannot hold a sequential comparison.
         let mut old = header(true);
         old.version = 1;
-        let error = parse(&log_text(&old, 1, r#"{"type":"footer","complete":false,"scored":1}"#), path).unwrap_err().to_string();
+        let error = with_causes(&parse(&log_text(&old, 1, r#"{"type":"footer","complete":false,"scored":1}"#), path).unwrap_err());
         assert!(error.contains("version-1"), "{error}");
         // A resume checks the comparison's rule.
         let mut other = header(true);

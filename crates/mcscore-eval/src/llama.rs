@@ -1,13 +1,70 @@
 //! llama-perplexity's output in its three multiple-choice modes, byte for
 //! byte in format, so pipelines that parse it keep working (the reference
-//! runs' stdout, which the agreement tests compare).
+//! runs' stdout, which the agreement tests compare): which tasks its rules
+//! call right (Winogrande's tie goes to the second option), its running
+//! lines, its intervals and its closing lines, computed in float where it
+//! computes so. A front end prints what [`LlamaOutput`] returns.
 
-use mcscore_eval::log::TaskRecord;
+use crate::log::{TaskKind, TaskRecord};
+
+/// llama-perplexity's output for one run of a mode: the lines before the
+/// first task, one per task (counting the tasks its rule calls right), and
+/// the end.
+#[derive(Debug, Clone)]
+pub struct LlamaOutput {
+    kind: TaskKind,
+    hits: usize,
+}
+
+impl LlamaOutput {
+    pub fn new(kind: TaskKind) -> LlamaOutput {
+        LlamaOutput { kind, hits: 0 }
+    }
+
+    /// Tasks counted right by the mode's rule so far.
+    pub fn hits(&self) -> usize {
+        self.hits
+    }
+
+    /// What it prints on stdout before the first task: `n_scored` of
+    /// `n_file` tasks, `subset` when they were picked.
+    pub fn preamble(&self, n_file: usize, n_scored: usize, subset: bool) -> String {
+        match self.kind {
+            TaskKind::MultipleChoice => preamble(n_file, n_scored, subset),
+            TaskKind::HellaSwag => HELLASWAG_PREAMBLE.to_owned(),
+            TaskKind::Winogrande => String::new(),
+        }
+    }
+
+    /// Counts `record`, the `done`th task of the run, and returns its
+    /// running line.
+    pub fn line(&mut self, record: &TaskRecord, done: usize) -> String {
+        if self.kind == TaskKind::Winogrande {
+            self.hits += usize::from(winogrande_hit(record));
+            return winogrande_line(done, self.hits, record);
+        }
+        self.hits += usize::from(record.correct.acc_norm);
+        match self.kind {
+            TaskKind::HellaSwag => hellaswag_line(done, self.hits),
+            _ => running_line(done, self.hits),
+        }
+    }
+
+    /// What it logs on stderr after the last of `n` tasks (`total_options`
+    /// options in all); [`EPILOGUE`] ends its stdout before.
+    pub fn final_lines(&self, n: usize, total_options: usize) -> String {
+        match self.kind {
+            TaskKind::MultipleChoice => final_lines(self.hits, n, total_options),
+            TaskKind::HellaSwag => String::new(),
+            TaskKind::Winogrande => winogrande_final(self.hits, n).unwrap_or_default(),
+        }
+    }
+}
 
 /// The two progress lines and the table header that precede the first task.
 /// `n_file` tasks were read; `n_scored` are scored; a subset run skips the
 /// first line, as llama-perplexity reads tasks at their offsets then.
-pub(crate) fn preamble(n_file: usize, n_scored: usize, subset: bool) -> String {
+fn preamble(n_file: usize, n_scored: usize, subset: bool) -> String {
     let dots = |n: usize| ".".repeat(n / (n / 100).max(1));
     let mut out = String::new();
     if !subset {
@@ -21,27 +78,27 @@ pub(crate) fn preamble(n_file: usize, n_scored: usize, subset: bool) -> String {
 }
 
 /// The running accuracy after `done` tasks, `hits` of them right.
-pub(crate) fn running_line(done: usize, hits: usize) -> String {
+fn running_line(done: usize, hits: usize) -> String {
     format!("{done}\t{:.8}\n", 100.0 * hits as f64 / done as f64)
 }
 
 /// What follows the last running line on stdout.
-pub(crate) const EPILOGUE: &str = "\n\n";
+pub const EPILOGUE: &str = "\n\n";
 
 /// The `Final result` and `Random chance` lines llama-perplexity logs, computed
 /// in float as it does.
-pub(crate) fn final_lines(hits: usize, n: usize, total_options: usize) -> String {
+fn final_lines(hits: usize, n: usize, total_options: usize) -> String {
     let k = n as f32 - 1.0;
     let line = |label: &str, p: f32| format!("{label}: {:.4} +/- {:.4}\n", 100.0 * p, 100.0 * (p * (1.0 - p) / k).sqrt());
     line("Final result", hits as f32 / n as f32) + &line("Random chance", n as f32 / total_options as f32)
 }
 
 /// HellaSwag's table header (its stdout starts with an empty line).
-pub(crate) const HELLASWAG_PREAMBLE: &str = "\ntask\tacc_norm\t95% confidence interval\n";
+const HELLASWAG_PREAMBLE: &str = "\ntask\tacc_norm\t95% confidence interval\n";
 
 /// HellaSwag's running line: the accuracy after `done` tasks and its 95 %
 /// Wilson score interval, as llama-perplexity computes them.
-pub(crate) fn hellaswag_line(done: usize, hits: usize) -> String {
+fn hellaswag_line(done: usize, hits: usize) -> String {
     let p = mcscore_metrics::Proportion { successes: hits, n: done };
     let (low, high) = p.wilson_percent();
     format!("{done}\t{:3.8}%\t[{:3.4}%, {:3.4}%]\n", hits as f64 / done as f64 * 100.0, low, high)
@@ -59,13 +116,13 @@ fn winogrande_choice(record: &TaskRecord) -> usize {
 }
 
 /// Whether llama-perplexity's Winogrande rule picks the gold option.
-pub(crate) fn winogrande_hit(record: &TaskRecord) -> bool {
+fn winogrande_hit(record: &TaskRecord) -> bool {
     record.gold == Some(winogrande_choice(record) - 1)
 }
 
 /// Winogrande's running line: the accuracy after `done` tasks, the two
 /// options' mean log-probabilities, the choice and the answer.
-pub(crate) fn winogrande_line(done: usize, hits: usize, record: &TaskRecord) -> String {
+fn winogrande_line(done: usize, hits: usize, record: &TaskRecord) -> String {
     let mean = |k: usize| record.options[k].logprob_sum / f64::from(record.options[k].tokens);
     format!(
         "{done}\t{:.4}\t{:10.6}  {:10.6}  {}  {}\n",
@@ -79,7 +136,7 @@ pub(crate) fn winogrande_line(done: usize, hits: usize, record: &TaskRecord) -> 
 
 /// Winogrande's final line, computed in float as llama-perplexity does; it
 /// prints none below 100 tasks.
-pub(crate) fn winogrande_final(hits: usize, n: usize) -> Option<String> {
+fn winogrande_final(hits: usize, n: usize) -> Option<String> {
     if n < 100 {
         return None;
     }
@@ -146,7 +203,7 @@ mod tests {
     }
 
     fn committed(name: &str) -> String {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/llama-perplexity").join(name);
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcscore-cli/tests/data/llama-perplexity").join(name);
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }
 

@@ -1,0 +1,140 @@
+//! What `score`, `merge` and `sweep` print of a run for people: progress,
+//! llama-perplexity's lines (computed by `mcscore_eval::llama`), the
+//! accuracy table, and notes on which tasks were scored.
+
+use std::io::Write;
+
+use mcscore_eval::llama::{LlamaOutput, EPILOGUE};
+use mcscore_eval::log::{accuracy, normalisations, TaskRecord};
+use mcscore_eval::{Phase, Progress, Selection, TaskKind};
+use mcscore_format::Baselines;
+use mcscore_metrics::Normalisation;
+
+use crate::progress::{Meter, ProgressMode};
+
+/// Says on stderr when a subset request (`flag`) selects every task.
+pub(crate) fn note_selection(selection: Selection, n_tasks: usize, flag: &str) {
+    match selection {
+        Selection::AllForZero => eprintln!("mcscore: {flag} 0: scoring all {n_tasks} tasks, as llama-perplexity does"),
+        Selection::AllForMore { asked } => eprintln!("mcscore: {flag} {asked}: the file has {n_tasks} tasks; scoring all of them"),
+        Selection::First(limit) if limit > n_tasks => {
+            eprintln!("mcscore: --limit {limit}: the file has {n_tasks} tasks; scoring all of them")
+        }
+        Selection::All | Selection::Subset(_) | Selection::First(_) => {}
+    }
+}
+
+/// A job's progress on stderr (a bar or lines per phase, `--progress`) and,
+/// for `--output llama`, llama-perplexity's running lines on stdout. `score`
+/// and `sweep` share it.
+pub(crate) struct Shown {
+    mode: ProgressMode,
+    meter: Option<Meter>,
+    /// llama-perplexity's running lines, where printed.
+    llama: Option<LlamaOutput>,
+}
+
+impl Shown {
+    /// Progress alone, shown as `mode` says.
+    pub(crate) fn progress(mode: ProgressMode) -> Shown {
+        Shown { mode, meter: None, llama: None }
+    }
+
+    /// llama-perplexity's lines of `kind` on stdout, where `llama` (they
+    /// replace progress), else progress shown as `mode` says.
+    pub(crate) fn new(mode: ProgressMode, llama: Option<TaskKind>) -> Shown {
+        match llama {
+            Some(kind) => Shown { mode: ProgressMode::None, meter: None, llama: Some(LlamaOutput::new(kind)) },
+            None => Shown::progress(mode),
+        }
+    }
+
+    /// Prints llama-perplexity's lines before the first task (see
+    /// [`LlamaOutput::preamble`]), where they are printed.
+    pub(crate) fn llama_preamble(&self, n_file: usize, n_scored: usize, subset: bool) -> anyhow::Result<()> {
+        self.llama.as_ref().map_or(Ok(()), |llama| out!("{}", llama.preamble(n_file, n_scored, subset)))
+    }
+
+    /// Prints `record`'s running line, the `done`th of the run, where
+    /// llama-perplexity's lines are printed.
+    pub(crate) fn llama_line(&mut self, record: &TaskRecord, done: usize) -> anyhow::Result<()> {
+        self.llama.as_mut().map_or(Ok(()), |llama| out!("{}", llama.line(record, done)))
+    }
+
+    /// What llama-perplexity prints after the last of `n` tasks: the end of
+    /// its stdout, then its final lines on stderr.
+    pub(crate) fn llama_end(&self, n: usize, total_options: usize) -> anyhow::Result<()> {
+        let Some(llama) = &self.llama else { return Ok(()) };
+        out!("{}", EPILOGUE)?;
+        std::io::stdout().flush().map_err(crate::stdout_error)?;
+        eprint!("{}", llama.final_lines(n, total_options));
+        Ok(())
+    }
+}
+
+impl Progress for Shown {
+    fn start(&mut self, phase: Phase, total: usize, done: usize) {
+        let (what, unit) = match phase {
+            Phase::Unconditional => ("--pmi: options after \"Answer:\"", "tasks"),
+            Phase::Prompts => ("sweep", "prompts"),
+            Phase::Scoring => ("scoring", "tasks"),
+        };
+        self.meter = Some(Meter::new(self.mode, what, unit, Some(total), done));
+    }
+
+    fn tick(&mut self, _phase: Phase) {
+        if let Some(meter) = &mut self.meter {
+            meter.inc();
+        }
+    }
+
+    fn tokens(&mut self, n: usize) {
+        if let Some(meter) = &mut self.meter {
+            meter.tokens(n);
+        }
+    }
+
+    fn scored(&mut self, record: &TaskRecord, done: usize) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        self.tick(Phase::Scoring);
+        self.llama_line(record, done)?;
+        Ok(())
+    }
+
+    fn finish(&mut self, _phase: Phase) {
+        if let Some(meter) = self.meter.take() {
+            meter.finish();
+        }
+    }
+}
+
+/// The accuracy table of a run of `kind`, against chance and the majority class.
+pub(crate) fn print_accuracies(records: &[TaskRecord], kind: TaskKind, baselines: &Baselines) -> anyhow::Result<()> {
+    outln!("  {:<16}{:>9}  {:>7}", "", "accuracy", "± s.e.")?;
+    for &norm in normalisations(records) {
+        let a = accuracy(records, norm);
+        // Winogrande's number breaks ties towards the second option, acc_norm towards the first.
+        let note = if norm == Normalisation::AccNorm && kind != TaskKind::Winogrande { "  (llama-perplexity's number)" } else { "" };
+        outln!("  {:<16}{:>8.2}%  {:>7.2}{note}", norm.name(), a.percent(), a.stderr_percent())?;
+    }
+    outln!("  {:<16}{:>8.2}%", "chance", baselines.chance)?;
+    outln!("  {:<16}{:>8.2}%  (always answer position {})", "majority_class", baselines.majority_class, baselines.majority_position)?;
+    Ok(())
+}
+
+/// How a run used its chat template, in a line (`score` and `sweep`).
+pub(crate) fn chat_line(chat: &mcscore_eval::chat::ChatHeader) -> String {
+    let bos = match chat.bos.as_str() {
+        "none" => "no BOS (the model takes none)".to_owned(),
+        from => format!("BOS from the {from}"),
+    };
+    format!(
+        "inside chat template {} ({}, sha256 {}): {bos}, thinking {}, generation prompt {:?}, then the option{}{}",
+        chat.template,
+        chat.renderer,
+        chat.sha256.get(..12).unwrap_or(&chat.sha256),
+        chat.thinking,
+        chat.generation_prompt,
+        chat.system.as_ref().map_or(String::new(), |s| format!("; system {s:?}")),
+        chat.shots_as_turns.map_or(String::new(), |k| format!("; {k} shots as turns")),
+    )
+}
