@@ -248,12 +248,14 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
             outln!("{}: verified: {} tasks match {}", path.display(), entry.tasks, entry.source.repo)?;
         } else {
             failed += 1;
-            outln!("{}: {} MISMATCH{}", path.display(), mismatches.len(), if mismatches.len() == 1 { "" } else { "ES" })?;
-            for m in mismatches.iter().take(50) {
+            let count = Mismatch::count(&mismatches);
+            outln!("{}: {count} MISMATCH{}", path.display(), if count == 1 { "" } else { "ES" })?;
+            let shown: Vec<&Mismatch> = mismatches.iter().filter(|m| !matches!(m, Mismatch::Unlisted { .. })).take(50).collect();
+            for m in &shown {
                 outln!("  {m}")?;
             }
-            if mismatches.len() > 50 {
-                outln!("  ... and {} more", mismatches.len() - 50)?;
+            if count > shown.len() {
+                outln!("  ... and {} more", count - shown.len())?;
             }
         }
     }

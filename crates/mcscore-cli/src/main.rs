@@ -165,11 +165,7 @@ fn describe(error: &anyhow::Error) -> String {
     with_causes(error.as_ref())
 }
 
-/// A library error with its causes, as [`describe`] writes them, for a
-/// message that adds to it (a flag hint) without losing the chain.
-pub(crate) fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
-    mcscore_eval::with_causes(error)
-}
+pub(crate) use mcscore_eval::with_causes;
 
 /// Stops `cancel`'s job at its next fill boundary on Ctrl-C.
 pub(crate) fn cancel_on_ctrl_c() -> anyhow::Result<mcscore_eval::Cancel> {

@@ -18,7 +18,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use mcscore_engine::{ContextSize, Engine};
+use mcscore_engine::{ContextSize, Engine, SessionLimits};
 use mcscore_eval::completions::{ApiError, CompletionRequest, Completions, Limits, ModelInfo};
 use mcscore_eval::queue::{Outcome, Queue, Refused, Work};
 use serde_json::Value;
@@ -541,7 +541,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<crate::Outcome> {
         Some(model) => model.clone(),
         None => defaults::model()?,
     };
-    let settings = args.compute.settings(ContextSize::PerSequence(args.ctx_size), Some(args.parallel))?;
+    let settings = args.compute.settings(ContextSize::PerSequence(args.ctx_size), None)?;
     let alias = args.alias.clone().unwrap_or_else(|| {
         let name = model_path.file_name().unwrap_or_default().to_string_lossy().into_owned();
         name.strip_suffix(".gguf").map_or(name.clone(), str::to_owned)
@@ -559,7 +559,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<crate::Outcome> {
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_secs());
     let max_prompt = args.ctx_size as usize;
-    let queue = Queue::start(engine.clone(), settings, max_prompt, args.queue as usize, args.queue_tokens as usize)
+    let session = SessionLimits { max_prompt, branches: args.parallel };
+    let queue = Queue::start(engine.clone(), settings, session, args.queue as usize, args.queue_tokens as usize)
         .map_err(|e| anyhow::anyhow!("{}; lower -c", crate::with_causes(&e)))?;
     let limits = Limits { prompts: args.max_prompts as usize, tokens: args.max_request_tokens as usize, ..Limits::default() };
     let completions = Completions::new(engine, ModelInfo { id: alias.clone(), created }, max_prompt, limits);

@@ -315,7 +315,7 @@ fn emit(report: &SweepReport, args: &Args) -> anyhow::Result<Outcome> {
     let mut failures = [printed, plotted, saved].into_iter().filter_map(Result::err);
     let first = failures.next();
     for later in failures {
-        eprintln!("mcscore: error: {later:#}");
+        eprintln!("mcscore: error: {}", crate::with_causes(later.as_ref()));
     }
     match first {
         Some(error) => Err(error),

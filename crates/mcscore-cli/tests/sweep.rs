@@ -292,4 +292,11 @@ fn sweep_shards_merge_into_the_unsplit_report() {
     let other = run(&["sweep", &file, "--tasks", "12", "--formats", "upper.dot.newline", "--circular", "--merge-shards", &path("s0.json")]);
     assert!(stderr(&other).contains("a shard of another sweep: its formats differ"), "{}", stderr(&other));
     assert_eq!((missing.status.code(), other.status.code()), (Some(1), Some(1)));
+    // Each shard says its format; a newer one is refused, not misread.
+    let mut newer = shard("s1.json");
+    assert_eq!(newer["version"], 1);
+    newer["version"] = 2.into();
+    std::fs::write(dir.path().join("newer.json"), newer.to_string()).unwrap();
+    let refused = run(&[&args[..], &["--merge-shards", &path("s0.json"), &path("newer.json")]].concat());
+    assert!(refused.status.code() == Some(1) && stderr(&refused).contains("written by a newer mcscore"), "{}", stderr(&refused));
 }

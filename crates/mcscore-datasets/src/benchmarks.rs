@@ -5,8 +5,8 @@
 use mcscore_format::IdSet;
 use serde_json::Value;
 
-use crate::render::{Item, Scaffold};
-use crate::shots::{Draw, Shots};
+use crate::item::Item;
+use crate::render::Scaffold;
 
 /// Where a benchmark split comes from on the Hugging Face hub.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +23,26 @@ pub struct HubSource {
     /// revision. Where not (no copy of the repository was reachable here), a
     /// download names the path it tried and says so.
     pub paths_confirmed: bool,
+}
+
+/// Where a benchmark's shots come from.
+#[derive(Debug, Clone, Copy)]
+pub struct Shots {
+    /// The registered benchmark split the examples are drawn from.
+    pub from: &'static str,
+    pub draw: Draw,
+}
+
+/// How the examples of a task are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Draw {
+    /// The first K examples of the task's own group (the `field` of the source
+    /// rows: MMLU's subject) in source order, after `header` with the group's
+    /// name (`_` read as a space) in place of `{}`.
+    PerGroup { field: &'static str, header: &'static str },
+    /// K examples drawn once from the split (mt19937-64 seeded with the shot
+    /// seed, a partial Fisher–Yates shuffle), the same for every task.
+    Seeded,
 }
 
 /// One buildable task file.
@@ -823,5 +843,12 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), BENCHMARKS.len());
+    }
+
+    #[test]
+    fn every_shot_split_is_registered() {
+        for b in BENCHMARKS.iter().filter_map(|b| b.shots.map(|s| (b.name, s.from))) {
+            assert!(find(b.1).is_some(), "{}: shots from {}", b.0, b.1);
+        }
     }
 }

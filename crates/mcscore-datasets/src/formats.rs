@@ -6,7 +6,7 @@
 
 use mcscore_format::{IdSet, Task};
 
-use crate::render::Item;
+use crate::item::Item;
 
 /// How an option's ID is joined to its text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -3,14 +3,16 @@
 //! (a label-scrambling bug passes every structural check and just scores at
 //! chance).
 //!
-//! Flow: source files → [`read_records`] (Parquet, Arrow, JSON Lines, JSON,
-//! CSV/TSV → JSON rows) → the benchmark's converter → [`Item`] → its
-//! [`Scaffold`] → `mcscore_format::TaskWriter` (atomic; Winogrande: its CSV)
-//! → [`manifest::Entry`].
+//! Flow, one row and one task at a time: source files → [`for_each_record`]
+//! (Parquet, Arrow, JSON Lines, JSON, CSV/TSV → JSON rows) → the benchmark's
+//! converter → [`Item`] → its [`Scaffold`] → `mcscore_format::TaskWriter`
+//! (atomic, its count known at the end; Winogrande: its CSV) →
+//! [`manifest::Entry`]. `verify` runs the same stream against the file.
 
 pub mod benchmarks;
 pub mod formats;
 pub mod hub;
+mod item;
 pub mod manifest;
 mod render;
 pub mod shots;
@@ -23,8 +25,9 @@ use std::collections::BTreeMap;
 use mcscore_format::{sha256_file, sha256_hex, winogrande_line, write_atomic, Baselines, Summary, Task, TaskFile, TaskWriter};
 
 pub use benchmarks::{find, Benchmark, ConvertError, BENCHMARKS};
+pub use item::Item;
 pub use manifest::{Entry, GroupRuns, Manifest, Provenance, ShotsRecord, SourceFile};
-pub use render::{Item, Scaffold};
+pub use render::Scaffold;
 use shots::Preambles;
 pub use shots::{shot_name, ShotError};
 pub use source::{for_each_record, read_records, SourceFormat};
@@ -157,7 +160,7 @@ pub fn source_sha256(path: &Path) -> Result<String, DatasetError> {
             hasher.update(file.file_name().unwrap_or_default().as_encoded_bytes());
             std::io::copy(&mut std::fs::File::open(&file).map_err(error)?, &mut hasher).map_err(error)?;
         }
-        return Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect());
+        return Ok(mcscore_format::hex(&hasher.finalize()));
     }
     sha256_file(path).map_err(error)
 }
@@ -340,6 +343,21 @@ pub enum Mismatch {
     SourceCount { recorded: usize, read: usize },
     #[error("the task groups differ from the source's: the manifest records {recorded}, the source gives {found}")]
     Groups { recorded: String, found: String },
+    /// Differences past the first [`MAX_LISTED`], counted, not kept: a file
+    /// wrong everywhere does not fill memory with them.
+    #[error("{count} more task difference(s), not listed")]
+    Unlisted { count: usize },
+}
+
+/// The task differences a verification keeps; the rest are counted.
+pub const MAX_LISTED: usize = 1000;
+
+impl Mismatch {
+    /// The differences `mismatches` stand for: one each, or an
+    /// [`Mismatch::Unlisted`]'s count.
+    pub fn count(mismatches: &[Mismatch]) -> usize {
+        mismatches.iter().map(|m| if let Mismatch::Unlisted { count } = m { *count } else { 1 }).sum()
+    }
 }
 
 /// Re-derives every task of a file (`tasks`, read from it) from `sources` and
@@ -364,7 +382,7 @@ fn compare(
     progress: &mut dyn FnMut(usize),
 ) -> Result<(Vec<Mismatch>, Option<GroupRuns>), DatasetError> {
     let scaffold = benchmark.scaffold;
-    let (mut mismatches, mut read) = (Vec::new(), 0);
+    let (mut mismatches, mut read, mut unlisted) = (Vec::new(), 0, 0);
     let (expected, groups) = render_each(
         benchmark,
         sources,
@@ -373,27 +391,40 @@ fn compare(
             let index = read;
             let Some(task) = tasks.next() else { return Ok(()) };
             read += 1;
+            let mut differs = |mismatch: Mismatch| {
+                if mismatches.len() < MAX_LISTED {
+                    mismatches.push(mismatch);
+                } else {
+                    unlisted += 1;
+                }
+            };
             if task.question != question {
-                mismatches.push(Mismatch::Question { task: index });
+                differs(Mismatch::Question { task: index });
             }
             if task.options() != options.iter().map(String::as_str).collect::<Vec<_>>() {
                 let found: Vec<String> = task.options().iter().map(|o| o.to_string()).collect();
                 if scaffold == Scaffold::Letter {
-                    mismatches.push(Mismatch::LetterOptions { task: index, found });
+                    differs(Mismatch::LetterOptions { task: index, found });
                 } else {
-                    mismatches.push(Mismatch::Options { task: index, expected: options, found });
+                    differs(Mismatch::Options { task: index, expected: options, found });
                 }
             }
             if task.gold() != Some(gold) {
-                mismatches.push(Mismatch::Gold { task: index, expected: gold, found: task.gold() });
+                differs(Mismatch::Gold { task: index, expected: gold, found: task.gold() });
             }
+            // Tasks of the file compared, against the file's count.
+            progress(read);
             Ok(())
         },
-        progress,
+        &mut |_| {},
     )?;
     let found = read + tasks.count();
+    progress(found);
     if expected != found {
         mismatches.insert(0, Mismatch::TaskCount { expected, found });
+    }
+    if unlisted > 0 {
+        mismatches.push(Mismatch::Unlisted { count: unlisted });
     }
     Ok((mismatches, groups))
 }

@@ -2,16 +2,7 @@
 //! question; options are bare continuations. Source text is never altered.
 
 use crate::formats::PromptFormat;
-
-/// A benchmark item before it is rendered: what the source says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Item {
-    /// Passage shown before the question (BoolQ).
-    pub passage: Option<String>,
-    pub stem: String,
-    pub options: Vec<String>,
-    pub gold: usize,
-}
+use crate::item::Item;
 
 /// How a benchmark is prompted (its published protocol, not a preference).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,29 +8,10 @@ use std::rc::Rc;
 
 use rand_mt::Mt64;
 
-use crate::benchmarks::{find, Benchmark};
-use crate::render::{Item, Scaffold};
+use crate::benchmarks::{find, Benchmark, Draw};
+use crate::item::Item;
+use crate::render::Scaffold;
 use crate::{for_each_item, load_items, DatasetError, Row, Source};
-
-/// Where a benchmark's shots come from.
-#[derive(Debug, Clone, Copy)]
-pub struct Shots {
-    /// The registered benchmark split the examples are drawn from.
-    pub from: &'static str,
-    pub draw: Draw,
-}
-
-/// How the examples of a task are chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Draw {
-    /// The first K examples of the task's own group (the `field` of the source
-    /// rows: MMLU's subject) in source order, after `header` with the group's
-    /// name (`_` read as a space) in place of `{}`.
-    PerGroup { field: &'static str, header: &'static str },
-    /// K examples drawn once from the split (mt19937-64 seeded with the shot
-    /// seed, a partial Fisher–Yates shuffle), the same for every task.
-    Seeded,
-}
 
 /// The shot seed when none is given (lm-evaluation-harness's few-shot seed).
 pub const DEFAULT_SEED: u64 = 1234;
@@ -117,7 +98,7 @@ impl Preambles {
         if k == 0 {
             return Err(ShotError::Zero { name }.into());
         }
-        let split = find(shots.from).ok_or_else(|| ShotError::NoSplit { name: name.clone(), with: shots.from.to_owned() })?;
+        let split = find(shots.from).expect("a benchmark's shot split is a registered benchmark (benchmarks.rs's tests check it)");
         let scaffold = benchmark.scaffold;
         let (draw, seed) = match shots.draw {
             Draw::PerGroup { field, header } => {

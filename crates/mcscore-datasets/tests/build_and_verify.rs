@@ -67,6 +67,16 @@ fn winogrande_csv_is_llama_cpps_and_verifies() {
     tasks[5] = Task::new(tasks[5].question, tasks[5].options().to_vec(), 1 - tasks[5].gold().unwrap());
     let found = verify_tasks(find(name).unwrap(), tasks.iter().cloned(), &local_source(name), &mut |_| {}).unwrap();
     assert!(matches!(found[..], [Mismatch::Gold { task: 5, .. }]), "{found:?}");
+
+    // Every task moved one place: each differs, the first MAX_LISTED are
+    // kept, the rest counted; progress ends at the file's task count.
+    tasks.rotate_left(1);
+    let mut last = 0;
+    let found = verify_tasks(find(name).unwrap(), tasks.iter().cloned(), &local_source(name), &mut |done| last = done).unwrap();
+    assert_eq!(found.len(), mcscore_datasets::MAX_LISTED + 1);
+    assert!(matches!(found.last(), Some(Mismatch::Unlisted { .. })), "{:?}", found.last());
+    assert!(Mismatch::count(&found) >= 1267, "{}", Mismatch::count(&found));
+    assert_eq!(last, 1267);
 }
 
 /// Row counts and a first task checked by hand against each source.

@@ -29,7 +29,7 @@ pub use mcscore_metrics::OptionScore;
 pub use memory::{available_memory, peak_resident, Buffer, BufferUse, MemoryReport, Mmap, Resident};
 pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings, BATCH_RULE, MICRO_BATCH};
 pub use prepare::PreparedTask;
-pub use prompts::{PromptRequest, RowScores, Session};
+pub use prompts::{PromptRequest, RowScores, Session, SessionLimits};
 pub use quantize::{quantize, QuantType};
 pub use score::{Completion, Run, ScoreTimes, TaskScores, TokenCounts};
 pub use subset::{hellaswag_order, select_tasks};

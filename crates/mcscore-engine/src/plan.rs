@@ -33,8 +33,10 @@ pub enum FlashAttention {
 pub struct Settings {
     #[serde(skip)]
     pub context: ContextSize,
-    /// `-np`: with `-c`, the context is `np × c`. Unlike llama-perplexity it
-    /// does not cap sequences per decode: those follow from the data.
+    /// `-np` of `score`: with `-c`, the longest task is `np × c` tokens.
+    /// Unlike llama-perplexity it does not cap sequences per decode: those
+    /// follow from the data. (`serve --parallel` is another thing: a
+    /// session's [`crate::SessionLimits::branches`].)
     pub parallel: Option<u32>,
     /// `-b`: the tokens one KV-cache fill decodes at most (at least
     /// [`MICRO_BATCH`]). Every fill is decoded in micro-batches of
@@ -133,7 +135,7 @@ impl Settings {
 #[derive(Debug, Clone)]
 pub struct Plan {
     /// Ranges into the prepared tasks, one per KV-cache fill.
-    pub batches: Vec<std::ops::Range<usize>>,
+    pub fills: Vec<std::ops::Range<usize>>,
     /// Per fill: the tokens it takes from the previous fill's KV cache (the
     /// start of the chain both share); 0 when it starts from an empty cache.
     pub reused: Vec<usize>,
@@ -158,9 +160,9 @@ const MIN_REUSED: usize = 8;
 /// Per fill, the tokens it takes from the previous fill's cache. A cached
 /// cell holds what any batch would have computed (the batch rule), so a fill
 /// may reuse the last one's however many fills in a row do.
-fn reuse(tasks: &[PreparedTask], batches: &[std::ops::Range<usize>]) -> Vec<usize> {
+fn reuse(tasks: &[PreparedTask], fills: &[std::ops::Range<usize>]) -> Vec<usize> {
     let mut cached: Vec<LlamaToken> = Vec::new();
-    batches
+    fills
         .iter()
         .map(|range| {
             let tree = FillTree::new(&tasks[range.clone()]);
@@ -211,7 +213,7 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     // in the cache), so fills are kept to the budget; a longer task goes
     // alone.
     let budget = budget.min(limit);
-    let mut batches = Vec::new();
+    let mut fills = Vec::new();
     let (mut start, mut n_seq_max) = (0, 0);
     // The KV cells the largest fill uses: its prefix tree, kept tokens included.
     let mut cells = 0;
@@ -220,7 +222,7 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
         let before = trie.len();
         trie.insert(task);
         if i > start && (trie.len() > budget || trie.leaves() > max_leaves) {
-            batches.push(start..i);
+            fills.push(start..i);
             cells = cells.max(before);
             start = i;
             trie = Trie::default();
@@ -229,7 +231,7 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
         n_seq_max = n_seq_max.max(trie.leaves() + EXTRA_SEQUENCES);
     }
     if start < tasks.len() {
-        batches.push(start..tasks.len());
+        fills.push(start..tasks.len());
         cells = cells.max(trie.len());
     }
     // A fill's last micro-batch is padded to a whole one. A context larger
@@ -239,9 +241,9 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     if n_ctx > u32::MAX as usize {
         return Err(EngineError::ContextOverflow { n_ctx: n_ctx as u64 });
     }
-    let reused = reuse(tasks, &batches);
+    let reused = reuse(tasks, &fills);
     let n_seq_max = n_seq_max.max(EXTRA_SEQUENCES) as u32;
-    Ok(Plan { batches, reused, n_ctx: n_ctx as u64, n_batch: MICRO_BATCH.max(n_seq_max), n_ubatch: MICRO_BATCH, n_seq_max })
+    Ok(Plan { fills, reused, n_ctx: n_ctx as u64, n_batch: MICRO_BATCH.max(n_seq_max), n_ubatch: MICRO_BATCH, n_seq_max })
 }
 
 #[cfg(test)]
@@ -258,7 +260,7 @@ mod tests {
             prefix: std::iter::once(LlamaToken(1)).chain(std::iter::repeat_n(own, prefix - 1)).collect(),
             continuations: options.iter().enumerate().map(|(k, &n)| vec![LlamaToken(2 + k as i32); n]).collect(),
             scored: options.iter().map(|&n| 0..n).collect(),
-            correct: vec![false; options.len()],
+            labels: vec![false; options.len()],
             option_chars: vec![1; options.len()],
             option_bytes: vec![1; options.len()],
         }
@@ -318,7 +320,7 @@ mod tests {
     fn fills_hold_the_budget_and_a_long_task_goes_alone() {
         let tasks: Vec<_> = (0..10).map(|i| task(i, 100, &[1, 1, 1, 1])).chain([task(10, 1500, &[1, 1])]).collect();
         let plan = plan(&tasks, &settings(ContextSize::Auto, None)).unwrap();
-        assert_eq!(plan.batches, vec![0..5, 5..10, 10..11]);
+        assert_eq!(plan.fills, vec![0..5, 5..10, 10..11]);
         // Single-token options end where their prefix does: one leaf per task,
         // plus the sequence that carries the shared BOS to the next fill and
         // the padding's.
@@ -362,7 +364,7 @@ mod tests {
     fn wide_tasks_do_not_need_a_wide_np() {
         let tasks = [task(0, 10, &[1; 6]), task(1, 10, &[1; 6])];
         let plan = plan(&tasks, &settings(ContextSize::PerSequence(512), Some(4))).unwrap();
-        assert_eq!(plan.batches, vec![0..2]);
+        assert_eq!(plan.fills, vec![0..2]);
         assert_eq!(plan.n_seq_max, 4);
     }
 
@@ -391,14 +393,14 @@ mod tests {
     fn a_shared_stem_counts_once_toward_the_fill() {
         let plan = plan(&stem_tasks(48), &settings(ContextSize::Auto, None)).unwrap();
         // 300 + 21 × 10 = 510 tokens fit 512; unshared, one fill would hold one task.
-        assert_eq!(plan.batches[0], 0..21);
+        assert_eq!(plan.fills[0], 0..21);
     }
 
     #[test]
     fn a_long_shared_chain_is_reused_by_every_fill() {
         // Cached cells hold what any batch computes, so reuse has no limit.
         let plan = plan(&stem_tasks(250), &settings(ContextSize::Auto, None)).unwrap();
-        assert_eq!(plan.batches.len(), 12);
+        assert_eq!(plan.fills.len(), 12);
         assert_eq!(plan.reused, [vec![0], vec![300; 11]].concat());
     }
 
@@ -407,7 +409,7 @@ mod tests {
         // Only BOS is shared: cheaper to decode again than to copy.
         let tasks: Vec<_> = (0..40).map(|i| task(i, 60, &[1, 1, 1, 1])).collect();
         let shared = plan(&tasks, &settings(ContextSize::PerSequence(512), Some(16))).unwrap();
-        assert!(shared.batches.len() > 1);
+        assert!(shared.fills.len() > 1);
         assert!(shared.reused.iter().all(|&r| r == 0), "{:?}", shared.reused);
     }
 }

@@ -22,7 +22,7 @@ pub struct PreparedTask {
     /// (all of them, but for Winogrande's sentence after the blank).
     pub(crate) scored: Vec<Range<usize>>,
     /// Per option: whether its label is 1 (llama.cpp's notion of correct).
-    pub correct: Vec<bool>,
+    pub labels: Vec<bool>,
     pub option_chars: Vec<u32>,
     pub option_bytes: Vec<u32>,
 }
@@ -87,7 +87,7 @@ pub(crate) fn split_common_prefix(index: usize, task: &Task<'_>, sequences: Vec<
         prefix,
         scored: continuations.iter().map(|c| 0..c.len()).collect(),
         continuations,
-        correct: (0..task.options().len()).map(|k| task.is_correct(k)).collect(),
+        labels: (0..task.options().len()).map(|k| task.is_correct(k)).collect(),
         option_chars: task.options().iter().map(|o| o.chars().count() as u32).collect(),
         option_bytes: task.options().iter().map(|o| o.len() as u32).collect(),
     })
@@ -147,7 +147,7 @@ fn prepare_blank(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<Pr
         prefix: sequences[0][..common].to_vec(),
         continuations: sequences.iter().map(|s| s[common..].to_vec()).collect(),
         scored,
-        correct: (0..2).map(|k| task.is_correct(k)).collect(),
+        labels: (0..2).map(|k| task.is_correct(k)).collect(),
         option_chars: vec![suffix_chars; 2],
         option_bytes: vec![second.len() as u32; 2],
     })

@@ -57,14 +57,24 @@ pub struct Session<'e> {
     branches: usize,
 }
 
+/// What a [`Session`] holds at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// Tokens of the longest prompt.
+    pub max_prompt: usize,
+    /// Prompts that may branch apart within one fill (`serve --parallel`),
+    /// at most 255.
+    pub branches: u32,
+}
+
 impl Engine {
-    /// A session for prompts of at most `max_prompt` tokens; `settings.parallel`
-    /// caps the prompts that branch apart within one fill (default 64).
-    /// Prompts are decoded under the batch rule (see [`crate::MICRO_BATCH`]),
-    /// so a prompt's scores do not depend on the requests beside it.
-    pub fn session(&self, settings: &Settings, max_prompt: usize) -> Result<Session<'_>, EngineError> {
-        let max_prompt = max_prompt.max(1);
-        let branches = settings.parallel.unwrap_or(64).clamp(1, (MAX_SEQUENCES - 1) as u32);
+    /// A session for prompts within `limits`, decoding with `settings`
+    /// (threads, fills of `-b` tokens, GPU layers). Prompts are decoded under
+    /// the batch rule (see [`crate::MICRO_BATCH`]), so a prompt's scores do
+    /// not depend on the requests beside it.
+    pub fn session(&self, settings: &Settings, limits: SessionLimits) -> Result<Session<'_>, EngineError> {
+        let max_prompt = limits.max_prompt.max(1);
+        let branches = limits.branches.clamp(1, (MAX_SEQUENCES - 1) as u32);
         let fill_budget = settings.fill_budget();
         let n_ctx = round_up(max_prompt.max(fill_budget) + MICRO_BATCH as usize - 1, 256);
         if n_ctx > u32::MAX as usize {
@@ -72,7 +82,7 @@ impl Engine {
         }
         // One more sequence id for the padding.
         let plan = Plan {
-            batches: Vec::new(),
+            fills: Vec::new(),
             reused: Vec::new(),
             n_ctx: n_ctx as u64,
             n_batch: MICRO_BATCH.max(branches + 1),

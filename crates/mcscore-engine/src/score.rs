@@ -27,7 +27,7 @@ pub struct TaskScores {
     pub task: usize,
     pub options: Vec<OptionScore>,
     /// Per option: whether its label is 1.
-    pub correct: Vec<bool>,
+    pub labels: Vec<bool>,
 }
 
 /// How a run ended when it did not fail.
@@ -134,7 +134,7 @@ impl Engine {
         settings: &Settings,
         mut sink: impl FnMut(TaskScores) -> ControlFlow<()>,
     ) -> Result<Run, EngineError> {
-        if plan.batches.is_empty() {
+        if plan.fills.is_empty() {
             // Nothing to score (a resumed run that was complete): no context.
             return Ok(Run {
                 completion: Completion::Finished,
@@ -161,7 +161,7 @@ impl Engine {
         let anchor = 1;
         let pad_seq = plan.n_seq_max as i32 - 1;
 
-        for (fill, (range, &planned_reuse)) in plan.batches.iter().zip(&plan.reused).enumerate() {
+        for (fill, (range, &planned_reuse)) in plan.fills.iter().zip(&plan.reused).enumerate() {
             let fill_started = Instant::now();
             times.fills += 1;
             let group = &tasks[range.clone()];
@@ -232,7 +232,7 @@ impl Engine {
                     })
                     .collect();
                 scored += 1;
-                if sink(TaskScores { task: task.index, options, correct: task.correct.clone() }).is_break() {
+                if sink(TaskScores { task: task.index, options, labels: task.labels.clone() }).is_break() {
                     times.consumer += consumer_started.elapsed().as_secs_f64();
                     let completion = Completion::Interrupted { scored };
                     return Ok(Run { completion, tokens, times, context_buffers, resident: Resident::now() });

@@ -216,7 +216,7 @@ pub(crate) mod tests {
             prefix: prefix.iter().map(|&t| LlamaToken(t)).collect(),
             continuations: options.iter().map(|o| o.iter().map(|&t| LlamaToken(t)).collect()).collect(),
             scored: options.iter().map(|o| 0..o.len()).collect(),
-            correct: vec![false; options.len()],
+            labels: vec![false; options.len()],
             option_chars: vec![1; options.len()],
             option_bytes: vec![1; options.len()],
         }

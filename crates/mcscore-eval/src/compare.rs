@@ -289,6 +289,7 @@ pub struct Pairing {
 
 /// A comparison of runs of one task file against a base run.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Comparison {
     pub file: String,
     pub file_sha256: String,

@@ -27,6 +27,7 @@ pub fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
 
 /// Why a job could not run or finish.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EvalError {
     #[error(transparent)]
     Format(#[from] mcscore_format::Error),

@@ -101,7 +101,7 @@ pub(crate) fn score_fills(
 ) -> Result<Fills, EvalError> {
     let Scoring { engine, tasks, plan, settings, path } = scoring;
     // Tasks done when each fill ends.
-    let mut fill_ends = plan.batches.iter().map(|b| b.end).peekable();
+    let mut fill_ends = plan.fills.iter().map(|b| b.end).peekable();
     let mut done = 0;
     let mut failure = None;
     let run = engine

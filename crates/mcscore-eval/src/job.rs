@@ -305,6 +305,7 @@ pub struct Timings {
 
 /// What a run produced.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ScoreOutcome {
     pub header: Header,
     /// Every task of the run so far, in run order (kept ones first).
@@ -756,7 +757,7 @@ impl Running<'_> {
                     option.uncond_logprob_sum = Some(sum);
                 }
             }
-            let record = TaskRecord::new(scores.task, scores.options, scores.correct);
+            let record = TaskRecord::new(scores.task, scores.options, scores.labels);
             if let Some(log) = log.as_mut() {
                 log.record(&record)?;
             }
@@ -771,7 +772,7 @@ impl Running<'_> {
         self.timings.scoring += run.times;
         self.tokens += run.tokens;
         run.note_memory(&mut self.memory);
-        self.fills += plan.batches.len();
+        self.fills += plan.fills.len();
         self.cancelled = run.end == FillsEnd::Cancelled;
         if !self.cancelled && self.records.len() != end {
             return Err(EvalError::Incomplete { path: path.to_owned(), scored: self.records.len(), announced: end });
@@ -820,7 +821,7 @@ impl Running<'_> {
 
     fn outcome(self, end: End) -> ScoreOutcome {
         // The fills of the whole run, resumed or not.
-        let planned_fills = self.plan.batches.len();
+        let planned_fills = self.plan.fills.len();
         ScoreOutcome {
             header: self.header,
             records: self.records,

@@ -3,8 +3,9 @@
 //! ([`ScoreJob`]), the sample log it writes ([`log`]), the report built from
 //! logs ([`report`]), paired comparisons of runs of the same tasks
 //! ([`compare`]) and sequential ones that stop once decided
-//! ([`until_decided`]), the prompt-format sweep ([`sweep`]), what
-//! `mcscore view`'s page shows ([`view`]), the option-ID
+//! ([`until_decided`]), the prompt-format sweep ([`sweep`]),
+//! llama-perplexity's output ([`llama`]), the results JSON ([`results`]),
+//! what `mcscore view`'s page shows ([`view`]), the option-ID
 //! tokenisation audit ([`tokens`]), and what `mcscore serve` answers: the
 //! OpenAI completions API with prompt log-probabilities ([`completions`])
 //! over a bounded queue that packs concurrent requests into fills ([`queue`]). Front ends parse, print and plot; every
@@ -34,7 +35,8 @@
 //! let comparison = compare(&outcomes[0], &outcomes[1..], None, &CompareOptions::default())?;
 //! println!("{}", comparison.others[0].conclusion);
 //!
-//! let built = report::build(&[PathBuf::from("gemma-3-270m-q4_k_m.gguf.jsonl")], &report::ReportOptions::default(), None)?;
+//! // From the runs in memory, or from their logs (`report::build`).
+//! let built = report::of_runs(&outcomes, &report::ReportOptions::default(), None)?;
 //! println!("ECE {:.4}", built.models[0].calibration.ece);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -21,11 +21,6 @@ impl LlamaOutput {
         LlamaOutput { kind, hits: 0 }
     }
 
-    /// Tasks counted right by the mode's rule so far.
-    pub fn hits(&self) -> usize {
-        self.hits
-    }
-
     /// What it prints on stdout before the first task: `n_scored` of
     /// `n_file` tasks, `subset` when they were picked.
     pub fn preamble(&self, n_file: usize, n_scored: usize, subset: bool) -> String {

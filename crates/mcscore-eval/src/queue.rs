@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use mcscore_engine::{Engine, EngineError, PromptRequest, RowScores, Settings};
+use mcscore_engine::{Engine, EngineError, PromptRequest, RowScores, SessionLimits, Settings};
 
 /// Prompt tokens one pass of the worker gathers from the queue at most (a
 /// request bigger than this goes alone).
@@ -63,13 +63,13 @@ pub struct Queue {
 }
 
 impl Queue {
-    /// Creates the engine session (on the worker thread, which keeps it) and
-    /// starts the worker. `capacity`: requests that may wait at once;
-    /// `token_capacity`: their prompt tokens, in all.
+    /// Creates the engine session within `limits` (on the worker thread,
+    /// which keeps it) and starts the worker. `capacity`: requests that may
+    /// wait at once; `token_capacity`: their prompt tokens, in all.
     pub fn start(
         engine: Arc<Engine>,
         settings: Settings,
-        max_prompt: usize,
+        limits: SessionLimits,
         capacity: usize,
         token_capacity: usize,
     ) -> Result<Queue, EngineError> {
@@ -82,7 +82,7 @@ impl Queue {
         let worker = std::thread::Builder::new()
             .name("mcscore-scorer".into())
             .spawn(move || {
-                let mut session = match engine.session(&settings, max_prompt) {
+                let mut session = match engine.session(&settings, limits) {
                     Ok(session) => {
                         let _ = ready_tx.send(Ok(()));
                         session

@@ -16,7 +16,7 @@ use std::str::FromStr;
 
 use mcscore_format::sha256_hex;
 
-use crate::log::{read, Header, ShardHeader, TaskRecord};
+use crate::log::{read, Header, RunIdentity, ShardHeader, TaskRecord};
 use crate::EvalError;
 
 /// The partition rule's name, recorded in shard logs (a later rule gets a new name).
@@ -175,7 +175,8 @@ pub fn merge(paths: &[PathBuf]) -> Result<Merged, EvalError> {
             return Err(EvalError::ShardIncomplete { path: path.clone(), shard: shard.index, why });
         }
         if let Some((first, first_header, ..)) = shards.first() {
-            if let Some((field, log, now)) = as_run(first_header).mismatch(&as_run(&contents.header)) {
+            if let Some(m) = RunIdentity::of_run(first_header).mismatch(&RunIdentity::of_run(&contents.header)) {
+                let (field, log, now) = (m.field, m.was, m.now);
                 return Err(EvalError::OtherRun { path: path.clone(), shard: shard.index, field, first: first.clone(), log, now });
             }
         }
@@ -228,18 +229,6 @@ pub(crate) fn check_all_present(count: usize, indices: impl Iterator<Item = usiz
         }
     }
     Err(EvalError::ShardsMissing { missing, absent: count - present.len(), count })
-}
-
-/// A shard log's header as its run's: what differs from shard to shard of one
-/// run (its task count and index) set aside, so that [`Header::mismatch`]
-/// names the first field that tells two runs apart.
-fn as_run(header: &Header) -> Header {
-    let mut header = header.clone();
-    header.tasks = 0;
-    if let Some(shard) = header.shard.as_mut() {
-        shard.index = 0;
-    }
-    header
 }
 
 #[cfg(test)]

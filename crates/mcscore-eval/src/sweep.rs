@@ -165,6 +165,7 @@ impl Sweep {
         let Some((prompts, scores)) = self.score_prompts(model, settings, Some(shard), progress, cancel)? else { return Ok(None) };
         let items_sha256 = items_sha256(&self.items.items);
         Ok(Some(SweepShard {
+            version: SWEEP_SHARD_VERSION,
             model: model.display().to_string(),
             items_sha256: items_sha256.clone(),
             formats: self.names.clone(),
@@ -257,6 +258,13 @@ impl Sweep {
             let text = std::fs::read_to_string(path).map_err(EvalError::io(path))?;
             let shard: SweepShard =
                 serde_json::from_str(&text).map_err(|source| EvalError::NotASweepShard { path: path.clone(), source })?;
+            if shard.version > SWEEP_SHARD_VERSION {
+                let why = format!(
+                    "a sweep shard of format {} (this mcscore reads up to {SWEEP_SHARD_VERSION}): written by a newer mcscore",
+                    shard.version
+                );
+                return Err(EvalError::BadSweep { path: path.clone(), why });
+            }
             let differs = [
                 ("items", shard.items_sha256 != items_sha256),
                 ("formats", shard.formats != self.names),
@@ -404,11 +412,22 @@ impl Sweep {
     }
 }
 
+/// The format of a saved sweep shard, written as `version`; a shard saved
+/// before it was written is version 1.
+pub const SWEEP_SHARD_VERSION: u32 = 1;
+
+fn first_shard_version() -> u32 {
+    1
+}
+
 /// A shard of a sweep's scores as saved (`sweep --shard K/N --save-json`):
 /// the log-probabilities of a contiguous run of prompts (whole items), and
 /// what identifies the sweep they belong to.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct SweepShard {
+    /// [`SWEEP_SHARD_VERSION`] when written.
+    #[serde(default = "first_shard_version")]
+    pub version: u32,
     pub model: String,
     pub items_sha256: String,
     pub formats: Vec<String>,
@@ -450,9 +469,15 @@ pub fn merge_saved(paths: &[PathBuf]) -> Result<SweepReport, EvalError> {
         let text = std::fs::read_to_string(path).map_err(EvalError::io(path))?;
         // Saved in the results JSON's fractions (`schema_version` 2), or in
         // points by mcscores before it; the library computes in points.
-        let report: SweepReport = serde_json::from_str(&text)
-            .map(crate::results::in_points)
-            .and_then(serde_json::from_value)
+        let json: serde_json::Value = serde_json::from_str(&text).map_err(|source| EvalError::NotASweep { path: path.clone(), source })?;
+        if let Some(version) =
+            json.get("schema_version").and_then(serde_json::Value::as_u64).filter(|&v| v > u64::from(crate::results::SCHEMA_VERSION))
+        {
+            let why =
+                format!("results schema {version} (this mcscore reads up to {}): saved by a newer mcscore", crate::results::SCHEMA_VERSION);
+            return Err(EvalError::BadSweep { path: path.clone(), why });
+        }
+        let report: SweepReport = serde_json::from_value(crate::results::in_points(json))
             .map_err(|source| EvalError::NotASweep { path: path.clone(), source })?;
         let bad = |why: String| EvalError::BadSweep { path: path.clone(), why };
         if report.formats.is_empty() || report.models.is_empty() {

@@ -186,6 +186,7 @@ pub struct OtherOutcome {
 
 /// What a sequential comparison found.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct UntilDecided {
     pub file: String,
     pub file_sha256: String,

@@ -1,12 +1,13 @@
 //! The library embedded, without the binary: one process loads two real
 //! models (the bundled gemma-3-270m Q4_K_M and a Q8_0 made from it with
-//! llama.cpp's quantizer), lends each engine to jobs, compares the runs in
-//! memory, and runs a sequential comparison of both.
+//! llama.cpp's quantizer), lends each engine to jobs, compares and reports
+//! the runs in memory, and runs a sequential comparison of both.
 
 use std::path::{Path, PathBuf};
 
 use mcscore_engine::{quantize, Engine, Mmap, QuantType};
 use mcscore_eval::compare::{compare, CompareOptions, Run};
+use mcscore_eval::report::{self, ReportOptions};
 use mcscore_eval::until_decided::{until_decided, UntilDecidedSpec};
 use mcscore_eval::{Cancel, End, EvalError, NoProgress, ScoreJob, ScoreOutcome, ScoreSpec};
 use mcscore_metrics::sequential::Decision;
@@ -68,6 +69,14 @@ fn two_models_in_one_process_score_compare_and_decide_without_the_binary() {
             + pairing.flips.wrong_to_other_wrong,
         12
     );
+    // A report of the runs in memory, no log written: both models ranked on
+    // the same 12 tasks, each accuracy what the job measured.
+    let runs = [as_run("q4_k_m", &first), as_run("q8_0", &other)];
+    let report = report::of_runs(&runs, &ReportOptions { resamples: 50, ..ReportOptions::default() }, None).unwrap();
+    assert_eq!(report.models.len(), 2);
+    let acc_norm = |outcome: &ScoreOutcome| outcome.accuracy(mcscore_metrics::Normalisation::AccNorm).fraction();
+    let reported = |m: usize| report.models[m].normalisations.get("acc_norm").unwrap().mean;
+    assert!((reported(0) - acc_norm(&first)).abs() < 1e-6 && (reported(1) - acc_norm(&other)).abs() < 1e-6);
     drop((base, q8));
 
     // The sequential comparison loads both models itself, once each.

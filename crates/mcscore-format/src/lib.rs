@@ -22,7 +22,7 @@ pub use fault::{Fault, Field};
 pub use file::TaskFile;
 pub use lenient::{llama_cpp_rejects, llama_cpp_task_count, read_lenient};
 pub use parse::validate;
-pub use summary::{sha256_file, sha256_hex, BaselineCounter, Baselines, Summary};
+pub use summary::{hex, sha256_file, sha256_hex, BaselineCounter, Baselines, Summary};
 pub use task::{Choices, IdSet, Mode, Task};
 pub use text::{read_hellaswag, read_winogrande, winogrande_line, TextFault, HELLASWAG_ENDINGS, WINOGRANDE_HEADER};
 pub use writer::{

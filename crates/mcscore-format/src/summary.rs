@@ -141,6 +141,7 @@ pub fn sha256_file(path: &std::path::Path) -> std::io::Result<String> {
     Ok(hex(&hasher.finalize()))
 }
 
-fn hex(digest: &[u8]) -> String {
+/// Lower-case hex of a digest.
+pub fn hex(digest: &[u8]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -92,16 +92,20 @@ impl TaskWriter {
         let io = |source| Error::Io { path: path.clone(), source };
         let mut body = out.into_inner().map_err(|e| io(e.into_error()))?;
         let n_tasks = offsets.len();
-        let mut tmp = match announced {
+        let tmp = match announced {
             Some(announced) if announced != n_tasks => return Err(Error::CountMismatch { path, announced, written: n_tasks }),
             Some(_) if u32::try_from(position).is_err() => return Err(Error::TooLarge { path }),
-            Some(_) => body,
+            Some(_) => {
+                body.as_file_mut().seek(SeekFrom::Start(0)).map_err(io)?;
+                write_table(body.as_file_mut(), &offsets).map_err(io)?;
+                body
+            }
             None => {
                 if n_tasks == 0 {
                     return Err(Error::Invalid { path, faults: vec![crate::Fault::NoTasks] });
                 }
                 // The offsets were counted from the body's start; the table
-                // goes before it.
+                // goes before it, into a second file the body is copied behind.
                 let table_end = u32::try_from(n_tasks)
                     .ok()
                     .and_then(|n| n.checked_mul(4))
@@ -114,24 +118,30 @@ impl TaskWriter {
                     return Err(Error::TooLarge { path });
                 }
                 let mut whole = temp_file_beside(&path).map_err(io)?;
-                whole.write_all(&vec![0u8; table_end as usize]).map_err(io)?;
+                write_table(whole.as_file_mut(), &offsets).map_err(io)?;
                 body.as_file_mut().seek(SeekFrom::Start(0)).map_err(io)?;
                 std::io::copy(body.as_file_mut(), whole.as_file_mut()).map_err(io)?;
                 whole
             }
         };
-        let mut header = Vec::with_capacity(4 + 4 * offsets.len());
-        header.extend_from_slice(&(n_tasks as u32).to_le_bytes());
-        for offset in &offsets {
-            header.extend_from_slice(&offset.to_le_bytes());
-        }
-        let file = tmp.as_file_mut();
-        file.seek(SeekFrom::Start(0)).map_err(io)?;
-        file.write_all(&header).map_err(io)?;
         commit_temp(tmp, &path, Existing::Replace).map(drop)
     }
 }
 
+/// Writes the task count and `offsets` (the file's first bytes) to `file`
+/// at its position, through a small buffer.
+fn write_table(file: &mut std::fs::File, offsets: &[u32]) -> std::io::Result<()> {
+    let mut out = BufWriter::new(file);
+    out.write_all(&(offsets.len() as u32).to_le_bytes())?;
+    for offset in offsets {
+        out.write_all(&offset.to_le_bytes())?;
+    }
+    out.flush()
+}
+
+/// A temporary file in `path`'s folder (so a rename onto `path` is atomic),
+/// named `.mcscore-partial-*` and readable as a normal file would be (0644
+/// less the umask) once renamed; it is deleted if dropped before `persist`.
 pub(crate) fn temp_file_beside(path: &Path) -> std::io::Result<NamedTempFile> {
     let mut builder = tempfile::Builder::new();
     builder.prefix(".mcscore-partial-");

@@ -342,33 +342,109 @@ impl Header {
         }
     }
 
-    /// The first field that identifies a run and differs, with both values.
-    pub fn mismatch(&self, now: &Header) -> Option<(&'static str, String, String)> {
+    /// What makes this log part of its run (see [`RunIdentity`]).
+    pub fn identity(&self) -> RunIdentity {
+        RunIdentity::of(self)
+    }
+}
+
+/// The inputs a run read, by content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Input {
+    pub sha256: String,
+    pub bytes: u64,
+}
+
+/// What makes logs parts of one run: the inputs by content, what was scored
+/// and how, the chat template, the log format and mcscore's version, and the
+/// shard. `--resume` and shard merges check it through one
+/// [`RunIdentity::mismatch`], which names the first field that differs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunIdentity {
+    /// [`chat_identity`]: the template and its guards, or "none".
+    pub chat_template: String,
+    /// The log format ([`LOG_VERSION`]).
+    pub version: u32,
+    pub model: Input,
+    pub file: Input,
+    /// Tasks announced (for a shard: its own).
+    pub tasks: usize,
+    /// The subset, or the first tasks (`limit`), scored.
+    pub selection: Option<usize>,
+    pub limit: Option<usize>,
+    /// The mode and the settings that change a score, as the log records them.
+    pub settings: String,
+    /// A sequential comparison's order and stopping rule, or "none".
+    pub sequential: String,
+    pub mcscore: String,
+    pub shard: Option<ShardHeader>,
+}
+
+/// The first field of two [`RunIdentity`]s that differs, with both values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    pub field: &'static str,
+    pub was: String,
+    pub now: String,
+}
+
+impl RunIdentity {
+    pub fn of(header: &Header) -> RunIdentity {
+        RunIdentity {
+            chat_template: chat_identity(header.chat.as_ref()),
+            version: header.version,
+            model: Input { sha256: header.model_sha256.clone(), bytes: header.model_bytes },
+            file: Input { sha256: header.file_sha256.clone(), bytes: header.file_bytes },
+            tasks: header.tasks,
+            selection: header.selection,
+            limit: header.limit,
+            settings: header.settings.clone(),
+            sequential: describe_sequential(header),
+            mcscore: header.mcscore.clone(),
+            shard: header.shard.clone(),
+        }
+    }
+
+    /// The identity of the whole run a shard log is part of: what differs
+    /// from shard to shard of one run (its task count and index) set aside.
+    pub fn of_run(header: &Header) -> RunIdentity {
+        let mut identity = RunIdentity::of(header);
+        identity.tasks = 0;
+        if let Some(shard) = identity.shard.as_mut() {
+            shard.index = 0;
+        }
+        identity
+    }
+
+    /// The first field that differs from `now`'s, with both values; the chat
+    /// template before the version, which a template raises.
+    pub fn mismatch(&self, now: &RunIdentity) -> Option<Mismatch> {
         let fields = [
-            // Before the version, which a chat template raises to 3.
-            ("chat template", chat_identity(self.chat.as_ref()), chat_identity(now.chat.as_ref())),
+            ("chat template", self.chat_template.clone(), now.chat_template.clone()),
             ("version", self.version.to_string(), now.version.to_string()),
-            ("model_sha256", self.model_sha256.clone(), now.model_sha256.clone()),
-            ("model_bytes", self.model_bytes.to_string(), now.model_bytes.to_string()),
-            ("file_sha256", self.file_sha256.clone(), now.file_sha256.clone()),
-            ("file_bytes", self.file_bytes.to_string(), now.file_bytes.to_string()),
+            ("model_sha256", self.model.sha256.clone(), now.model.sha256.clone()),
+            ("model_bytes", self.model.bytes.to_string(), now.model.bytes.to_string()),
+            ("file_sha256", self.file.sha256.clone(), now.file.sha256.clone()),
+            ("file_bytes", self.file.bytes.to_string(), now.file.bytes.to_string()),
             ("tasks", self.tasks.to_string(), now.tasks.to_string()),
             ("selection", format!("{:?}", self.selection), format!("{:?}", now.selection)),
             ("limit", format!("{:?}", self.limit), format!("{:?}", now.limit)),
             ("settings", self.settings.clone(), now.settings.clone()),
-            ("sequential comparison", describe_sequential(self), describe_sequential(now)),
+            ("sequential comparison", self.sequential.clone(), now.sequential.clone()),
             ("mcscore", self.mcscore.clone(), now.mcscore.clone()),
         ];
         // A shard's fields, or "none" for each in the log of a whole run.
-        let shard = |h: &Header| match &h.shard {
+        let shard = |identity: &RunIdentity| match &identity.shard {
             Some(s) => [s.index.to_string(), s.count.to_string(), s.rule.clone(), s.run_tasks.to_string(), s.run_sha256.clone()],
             None => std::array::from_fn(|_| "none".to_owned()),
         };
         let shard_names = ["shard index", "shard count", "partition rule", "run tasks", "run task list (run_sha256)"];
         fields
             .into_iter()
-            .chain(shard_names.into_iter().zip(shard(self)).zip(shard(now)).map(|((name, log), now)| (name, log, now)))
-            .find(|(_, log, now)| log != now)
+            .chain(shard_names.into_iter().zip(shard(self)).zip(shard(now)).map(|((name, was), now)| (name, was, now)))
+            .find(|(_, was, now)| was != now)
+            .map(|(field, was, now)| Mismatch { field, was, now })
     }
 }
 
@@ -592,8 +668,8 @@ impl SampleLog {
         let mut bytes = Vec::new();
         (&file).read_to_end(&mut bytes).map_err(LogError::io(path))?;
         let contents = parse(&bytes, path)?;
-        if let Some((field, log, now)) = contents.header.mismatch(header) {
-            return Err(LogError::ResumeMismatch { path: path.to_owned(), field, log, now });
+        if let Some(Mismatch { field, was, now }) = contents.header.identity().mismatch(&header.identity()) {
+            return Err(LogError::ResumeMismatch { path: path.to_owned(), field, log: was, now });
         }
         if contents.is_complete() {
             let stopped = contents.footer.and_then(|f| f.stopped);
@@ -931,7 +1007,7 @@ mod tests {
         // A resume checks the comparison's rule.
         let mut other = header(true);
         other.sequential.as_mut().unwrap().margin = 2.0;
-        assert_eq!(header(true).mismatch(&other).map(|m| m.0), Some("sequential comparison"));
-        assert_eq!(header(false).mismatch(&header(false)), None);
+        assert_eq!(header(true).identity().mismatch(&other.identity()).map(|m| m.field), Some("sequential comparison"));
+        assert_eq!(header(false).identity().mismatch(&header(false).identity()), None);
     }
 }
