@@ -20,6 +20,20 @@ pub(crate) enum ProgressMode {
     None,
 }
 
+impl ProgressMode {
+    /// Whether progress shows as plain lines (`Some(true)`), a bar
+    /// (`Some(false)`) or not at all (`None`): `auto` asks whether stderr
+    /// is a terminal.
+    pub(crate) fn lines(self) -> Option<bool> {
+        match self {
+            ProgressMode::Auto => Some(!std::io::stderr().is_terminal()),
+            ProgressMode::Lines => Some(true),
+            ProgressMode::Bar => Some(false),
+            ProgressMode::None => None,
+        }
+    }
+}
+
 /// Seconds between two progress lines at most.
 const LINE_EVERY: Duration = Duration::from_secs(30);
 
@@ -51,12 +65,7 @@ pub(crate) struct Lines {
 impl Meter {
     /// A meter over `total` units (where known), `done` of them done already.
     pub(crate) fn new(mode: ProgressMode, what: &str, unit: &'static str, total: Option<usize>, done: usize) -> Meter {
-        let lines = match mode {
-            ProgressMode::Auto => !std::io::stderr().is_terminal(),
-            ProgressMode::Lines => true,
-            ProgressMode::Bar => false,
-            ProgressMode::None => return Meter::Hidden,
-        };
+        let Some(lines) = mode.lines() else { return Meter::Hidden };
         if lines {
             let now = Instant::now();
             let next_tenth = total.map_or(usize::MAX, |total| tenths(done, total) + 1);

@@ -3,7 +3,6 @@
 //! (`mcscore_eval::until_decided`), this prints them.
 
 use std::fmt::Write as _;
-use std::io::IsTerminal;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -45,12 +44,7 @@ impl Progress for Looking {
 
 impl Looking {
     fn new(mode: ProgressMode) -> Looking {
-        let lines = match mode {
-            ProgressMode::Auto => !std::io::stderr().is_terminal(),
-            ProgressMode::Lines => true,
-            ProgressMode::Bar => false,
-            ProgressMode::None => return Looking { bar: None, meter: None },
-        };
+        let Some(lines) = mode.lines() else { return Looking { bar: None, meter: None } };
         if lines {
             return Looking { bar: None, meter: Some(Meter::new(ProgressMode::Lines, "comparing: scored", "tasks", None, 0)) };
         }

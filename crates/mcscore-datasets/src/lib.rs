@@ -169,15 +169,13 @@ pub fn source_sha256(path: &Path) -> Result<String, DatasetError> {
 pub(crate) type Rendered = (String, Vec<String>, usize);
 
 /// Renders every task of `benchmark` in its scaffold, in source order, after
-/// its k-shot preamble where `preambles` are given, into `each`; returns the
-/// task count and groups. One task is held at a time; `progress` hears the
-/// count of tasks handed over after each.
+/// its k-shot preamble where `preambles` are given, into `each` with its
+/// index; returns the task count and groups. One task is held at a time.
 fn render_each(
     benchmark: &Benchmark,
     sources: &[Source],
     mut preambles: Option<&mut Preambles>,
-    each: &mut dyn FnMut(Rendered) -> Result<(), DatasetError>,
-    progress: &mut dyn FnMut(usize),
+    each: &mut dyn FnMut(usize, Rendered) -> Result<(), DatasetError>,
 ) -> Result<(usize, Option<GroupRuns>), DatasetError> {
     let mut groups = benchmark.group.map(|field| (field, GroupRuns::of(field, &[])));
     let mut tasks = 0;
@@ -189,9 +187,8 @@ fn render_each(
         if let Some(preambles) = preambles.as_deref_mut() {
             question = format!("{}{question}", preambles.of(tasks, &row)?);
         }
-        each((question, options, item.gold))?;
+        each(tasks, (question, options, item.gold))?;
         tasks += 1;
-        progress(tasks);
         Ok(())
     })?;
     let mut groups = groups.map(|(_, groups)| groups);
@@ -271,32 +268,24 @@ fn write_entry(
         // 40,398 tasks), and the format has no offset table to stream behind.
         let mut csv = String::new();
         let mut golds = Baselines::counter();
-        (tasks, groups) = render_each(
-            benchmark,
-            sources,
-            preambles,
-            &mut |(sentence, options, gold)| {
-                csv.push_str(
-                    &winogrande_line(golds.count(), &sentence, [&options[0], &options[1]], gold + 1)
-                        .expect("the converter admits only CSV-safe rows"),
-                );
-                golds.add(options.len(), Some(gold));
-                Ok(())
-            },
-            progress,
-        )?;
+        (tasks, groups) = render_each(benchmark, sources, preambles, &mut |index, (sentence, options, gold)| {
+            csv.push_str(
+                &winogrande_line(index, &sentence, [&options[0], &options[1]], gold + 1).expect("the converter admits only CSV-safe rows"),
+            );
+            golds.add(options.len(), Some(gold));
+            progress(index + 1);
+            Ok(())
+        })?;
         write_atomic(path, csv.as_bytes())?;
         (sha256, bytes, option_counts, mode, baselines, min_parallel) =
             (sha256_hex(csv.as_bytes()), csv.len() as u64, BTreeMap::from([(2, tasks)]), benchmark.scaffold.mode(), golds.baselines(), 2);
     } else {
         let mut writer = TaskWriter::uncounted(path)?;
-        (tasks, groups) = render_each(
-            benchmark,
-            sources,
-            preambles,
-            &mut |(question, options, gold)| Ok(writer.write(&Task::new(&question, options.iter().map(String::as_str).collect(), gold))?),
-            progress,
-        )?;
+        (tasks, groups) = render_each(benchmark, sources, preambles, &mut |index, (question, options, gold)| {
+            writer.write(&Task::new(&question, options.iter().map(String::as_str).collect(), gold))?;
+            progress(index + 1);
+            Ok(())
+        })?;
         writer.finish()?;
         let s = Summary::of(&TaskFile::open(path)?);
         (sha256, bytes, option_counts, mode, min_parallel) = (s.sha256, s.bytes, s.option_counts, s.mode, s.min_parallel);
@@ -383,41 +372,34 @@ fn compare(
 ) -> Result<(Vec<Mismatch>, Option<GroupRuns>), DatasetError> {
     let scaffold = benchmark.scaffold;
     let (mut mismatches, mut read, mut unlisted) = (Vec::new(), 0, 0);
-    let (expected, groups) = render_each(
-        benchmark,
-        sources,
-        preambles,
-        &mut |(question, options, gold)| {
-            let index = read;
-            let Some(task) = tasks.next() else { return Ok(()) };
-            read += 1;
-            let mut differs = |mismatch: Mismatch| {
-                if mismatches.len() < MAX_LISTED {
-                    mismatches.push(mismatch);
-                } else {
-                    unlisted += 1;
-                }
-            };
-            if task.question != question {
-                differs(Mismatch::Question { task: index });
+    let (expected, groups) = render_each(benchmark, sources, preambles, &mut |index, (question, options, gold)| {
+        let Some(task) = tasks.next() else { return Ok(()) };
+        read += 1;
+        let mut differs = |mismatch: Mismatch| {
+            if mismatches.len() < MAX_LISTED {
+                mismatches.push(mismatch);
+            } else {
+                unlisted += 1;
             }
-            if task.options() != options.iter().map(String::as_str).collect::<Vec<_>>() {
-                let found: Vec<String> = task.options().iter().map(|o| o.to_string()).collect();
-                if scaffold == Scaffold::Letter {
-                    differs(Mismatch::LetterOptions { task: index, found });
-                } else {
-                    differs(Mismatch::Options { task: index, expected: options, found });
-                }
+        };
+        if task.question != question {
+            differs(Mismatch::Question { task: index });
+        }
+        if task.options() != options.iter().map(String::as_str).collect::<Vec<_>>() {
+            let found: Vec<String> = task.options().iter().map(|o| o.to_string()).collect();
+            if scaffold == Scaffold::Letter {
+                differs(Mismatch::LetterOptions { task: index, found });
+            } else {
+                differs(Mismatch::Options { task: index, expected: options, found });
             }
-            if task.gold() != Some(gold) {
-                differs(Mismatch::Gold { task: index, expected: gold, found: task.gold() });
-            }
-            // Tasks of the file compared, against the file's count.
-            progress(read);
-            Ok(())
-        },
-        &mut |_| {},
-    )?;
+        }
+        if task.gold() != Some(gold) {
+            differs(Mismatch::Gold { task: index, expected: gold, found: task.gold() });
+        }
+        // Tasks of the file compared, against the file's count.
+        progress(read);
+        Ok(())
+    })?;
     let found = read + tasks.count();
     progress(found);
     if expected != found {

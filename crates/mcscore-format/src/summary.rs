@@ -104,7 +104,9 @@ impl Summary {
         let mut option_counts = BTreeMap::new();
         let mut letter = true;
         let (mut longest_task, mut longest_task_bytes) = (0, 0);
+        let mut counter = Baselines::counter();
         for (index, task) in file.tasks().enumerate() {
+            counter.add(task.options().len(), task.gold());
             *option_counts.entry(task.options().len()).or_insert(0) += 1;
             letter &= Mode::of_task(&task) == Mode::Letter;
             let bytes = file.task_len(index);
@@ -112,7 +114,7 @@ impl Summary {
                 (longest_task, longest_task_bytes) = (index, bytes);
             }
         }
-        let baselines = Baselines::from_tasks(file.tasks().map(|t| (t.options().len(), t.gold())));
+        let baselines = counter.baselines();
         Summary {
             tasks: file.len(),
             bytes: file.bytes().len() as u64,

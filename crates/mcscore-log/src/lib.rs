@@ -341,11 +341,6 @@ impl Header {
             TaskKind::MultipleChoice
         }
     }
-
-    /// What makes this log part of its run (see [`RunIdentity`]).
-    pub fn identity(&self) -> RunIdentity {
-        RunIdentity::of(self)
-    }
 }
 
 /// The inputs a run read, by content.
@@ -668,7 +663,7 @@ impl SampleLog {
         let mut bytes = Vec::new();
         (&file).read_to_end(&mut bytes).map_err(LogError::io(path))?;
         let contents = parse(&bytes, path)?;
-        if let Some(Mismatch { field, was, now }) = contents.header.identity().mismatch(&header.identity()) {
+        if let Some(Mismatch { field, was, now }) = RunIdentity::of(&contents.header).mismatch(&RunIdentity::of(header)) {
             return Err(LogError::ResumeMismatch { path: path.to_owned(), field, log: was, now });
         }
         if contents.is_complete() {
@@ -1007,7 +1002,7 @@ mod tests {
         // A resume checks the comparison's rule.
         let mut other = header(true);
         other.sequential.as_mut().unwrap().margin = 2.0;
-        assert_eq!(header(true).identity().mismatch(&other.identity()).map(|m| m.field), Some("sequential comparison"));
-        assert_eq!(header(false).identity().mismatch(&header(false).identity()), None);
+        assert_eq!(RunIdentity::of(&header(true)).mismatch(&RunIdentity::of(&other)).map(|m| m.field), Some("sequential comparison"));
+        assert_eq!(RunIdentity::of(&header(false)).mismatch(&RunIdentity::of(&header(false))), None);
     }
 }
