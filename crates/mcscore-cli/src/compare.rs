@@ -9,6 +9,7 @@ use mcscore_metrics::paired::PairedDifference;
 
 use crate::normalisation::NormArg;
 use crate::progress::ProgressMode;
+use crate::run_text::p_value;
 use crate::text::printable;
 use crate::Outcome;
 
@@ -201,15 +202,6 @@ pub(crate) fn groups_from(groups: Option<&Path>, manifest: Option<&Path>, sha256
         },
         (None, None) => None,
     })
-}
-
-/// A p-value as people read it: fixed down to 0.001, then scientific.
-pub(crate) fn p_value(p: f64) -> String {
-    if p >= 0.001 {
-        format!("{p:.3}")
-    } else {
-        format!("{p:.1e}")
-    }
 }
 
 /// The interval the verdict rests on: the cluster bootstrap's where enough

@@ -1,8 +1,7 @@
 //! The llama.cpp flags every scoring command shares (-c, -np, -b, -ub, -t,
 //! -tb, -ngl, -fa), with llama.cpp's names and defaults.
 
-use mcscore_engine::{ContextSize, EngineError, FlashAttention, Mmap, Settings};
-use mcscore_eval::EvalError;
+use mcscore_engine::{ContextSize, FlashAttention, Mmap, Settings};
 
 use crate::UsageError;
 
@@ -169,17 +168,4 @@ fn parse_context(text: &str) -> Result<ContextSize, String> {
         Ok(n) if n > 0 => Ok(ContextSize::PerSequence(n)),
         _ => Err(format!("expected a positive number of tokens or `auto`, got {text:?}")),
     }
-}
-
-/// A job's error, with the flags that change the outcome where there are
-/// some: the library names no flags, the command line does.
-pub(crate) fn with_flag_hint(error: EvalError) -> anyhow::Error {
-    let hint = match error.engine_error() {
-        Some(EngineError::ContextOverflow { .. } | EngineError::ContextTooLarge { .. }) => {
-            "; lower -c or -np, or pass -c auto to size the context to the longest task (it is at least one fill: lower -b too)"
-        }
-        Some(EngineError::TaskTooLong { .. }) => "; raise -c, or pass -c auto to size the context to the longest task",
-        _ => "",
-    };
-    anyhow::anyhow!("{}{hint}", crate::with_causes(&error))
 }

@@ -51,6 +51,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
                 "mcscore: error: {}: --task {index} is out of range: the file has {} tasks (0..={})",
                 path.display(),
                 file.len(),
+                // TaskFile::open refused a file of no tasks (NoTasks)
                 file.len() - 1
             );
             outcome = Outcome::InvalidInput;

@@ -22,6 +22,7 @@ mod compare;
 mod datasets;
 mod defaults;
 mod engine_args;
+mod flag_hints;
 mod inspect;
 mod llama_args;
 mod llama_perplexity;
@@ -116,6 +117,7 @@ fn main() -> ExitCode {
         };
     }
     let cli = Cli::parse_from(llama_args::rewrite(args));
+    let asked = flag_hints::Asked::of(&cli.command);
     let result = match cli.command {
         Command::Score(args) => score::run(args),
         Command::Merge(args) => merge::run(args),
@@ -141,7 +143,7 @@ fn main() -> ExitCode {
         Ok(Outcome::InvalidInput) => ExitCode::from(1),
         Ok(Outcome::Interrupted) => ExitCode::from(130),
         Err(error) => {
-            eprintln!("mcscore: error: {}", describe(&error));
+            eprintln!("mcscore: error: {}", flag_hints::describe(asked, &error));
             ExitCode::from(if error.is::<UsageError>() { 2 } else { 1 })
         }
     }
@@ -159,11 +161,6 @@ impl std::fmt::Display for UsageError {
 }
 
 impl std::error::Error for UsageError {}
-
-/// An error and its causes on one line (`mcscore_eval::with_causes`).
-fn describe(error: &anyhow::Error) -> String {
-    with_causes(error.as_ref())
-}
 
 pub(crate) use mcscore_eval::with_causes;
 

@@ -240,6 +240,7 @@ fn format_bars(
         .margin(16)
         .x_label_area_size(170)
         .y_label_area_size(50)
+        // a sweep has a format at least: parse_formats and merge_saved refuse none
         .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..top)?;
     chart
         .configure_mesh()
@@ -285,6 +286,7 @@ fn rank_bars(svg: &mut String, models: &[String], ranks: &[Vec<usize>], n_format
         .x_label_area_size(40)
         .y_label_area_size(50)
         // An integer range's end is a key point too: 0..m-1 makes m segments.
+        // drawn only with a comparison, which a sweep makes of two models or more
         .build_cartesian_2d((0..m - 1).into_segmented(), 0f64..n_formats as f64 * 1.3)?;
     chart
         .configure_mesh()
@@ -550,6 +552,7 @@ fn accuracies(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyhow
         .margin(16)
         .x_label_area_size(40)
         .y_label_area_size(50)
+        // n >= 1: BASE is always a run
         .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..top.clamp(1.0, 100.0))?;
     chart
         .configure_mesh()

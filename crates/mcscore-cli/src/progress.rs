@@ -158,6 +158,7 @@ impl Lines {
         };
         let percent = if total == 0 { 100.0 } else { 100.0 * done as f64 / total as f64 };
         let eta = if rate > 0.0 && done < total {
+            // done < total and rate >= 1/elapsed: positive, finite, at most (total - done) × elapsed seconds
             format!(", eta {}", clock(Duration::from_secs_f64((total - done) as f64 / rate)))
         } else {
             String::new()

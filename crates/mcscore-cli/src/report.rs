@@ -4,7 +4,6 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use mcscore_eval::report::{self, Report, ReportOptions};
-use mcscore_eval::EvalError;
 use mcscore_metrics::calibration::ECE_BINS;
 
 use crate::normalisation::NormArg;
@@ -100,10 +99,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let runs = report::read_runs(&args.logs)?;
     let sha256 = runs.first().map_or("", |r| r.header.file_sha256.as_str());
     let groups = crate::compare::groups_from(args.groups.as_deref(), args.manifest.as_deref(), sha256)?;
-    let report = report::of_runs(&runs, &options, groups.as_ref()).map_err(|e| match e {
-        EvalError::OtherTasks { .. } => anyhow::Error::from(e).context("use the same --multiple-choice-tasks"),
-        e => e.into(),
-    })?;
+    let report = report::of_runs(&runs, &options, groups.as_ref())?;
     // Printed before the plots are written, so a plot that cannot be written
     // (a full disk) loses nothing else.
     if args.json {
@@ -167,6 +163,7 @@ fn text(report: &Report) -> String {
         out,
         "{}: {} tasks, p = softmax of {}, 95 % bootstrap intervals ({} resamples, seed {})",
         printable(&report.file),
+        // of_runs refuses no logs and reports a model per run
         report.models[0].tasks,
         report.normalisation,
         report.resamples,

@@ -1,6 +1,6 @@
-//! What `score`, `merge` and `sweep` print of a run for people: progress,
+//! What the commands share of their printing for people: progress,
 //! llama-perplexity's lines (computed by `mcscore_eval::llama`), the
-//! accuracy table, and notes on which tasks were scored.
+//! accuracy table, notes on which tasks were scored, and p-values.
 
 use std::io::Write;
 
@@ -137,4 +137,13 @@ pub(crate) fn chat_line(chat: &mcscore_eval::chat::ChatHeader) -> String {
         chat.system.as_ref().map_or(String::new(), |s| format!("; system {s:?}")),
         chat.shots_as_turns.map_or(String::new(), |k| format!("; {k} shots as turns")),
     )
+}
+
+/// A p-value as people read it: fixed down to 0.001, then scientific.
+pub(crate) fn p_value(p: f64) -> String {
+    if p >= 0.001 {
+        format!("{p:.3}")
+    } else {
+        format!("{p:.1e}")
+    }
 }

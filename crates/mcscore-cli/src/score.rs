@@ -3,13 +3,13 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use mcscore_eval::shard::{Shard, ShardEnvError};
+use mcscore_eval::shard::Shard;
 use mcscore_eval::{End, EvalError, ScoreJob, ScoreSpec, Selection, TaskKind};
 
 use mcscore_metrics::Normalisation;
 
 use crate::chat_args::ChatArgs;
-use crate::engine_args::{self, EngineArgs};
+use crate::engine_args::EngineArgs;
 use crate::progress::ProgressMode;
 use crate::run_text::{chat_line, note_selection, print_accuracies, Shown};
 use crate::{defaults, output, Outcome};
@@ -261,14 +261,7 @@ fn shard_from(text: &str, shards: Option<usize>, env: &dyn Fn(&str) -> Option<St
         }
         return Ok(shard);
     }
-    Shard::from_env(shards, env).map_err(|e| {
-        let hint = match e {
-            ShardEnvError::NoKubernetesCount => ": give the number of shards with --shards N",
-            ShardEnvError::OtherCount { .. } => " (--shards)",
-            _ => "",
-        };
-        crate::UsageError(format!("--shard auto: {e}{hint}"))
-    })
+    Shard::from_env(shards, env).map_err(|e| crate::UsageError(format!("--shard auto: {e}{}", crate::flag_hints::shard_env_hint(&e))))
 }
 
 /// The message of an invalid file: its first faults, and what to do; with
@@ -323,10 +316,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     spec.chat = args.chat.spec(&path)?;
     let job = ScoreJob::prepare(spec).map_err(|e| match e {
         e @ EvalError::Format(mcscore_format::Error::Invalid { .. }) => invalid_file(e, args.lenient),
-        EvalError::Log(mcscore_eval::LogError::Exists { path }) => {
-            anyhow::anyhow!("{}: --log-samples file exists; pass --resume to continue it, or remove it to start again", path.display())
-        }
-        e => engine_args::with_flag_hint(e),
+        e => e.into(),
     })?;
     let faults = job.lenient_faults();
     if !faults.is_empty() {

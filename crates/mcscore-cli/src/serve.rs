@@ -560,8 +560,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<crate::Outcome> {
         .map_or(0, |d| d.as_secs());
     let max_prompt = args.ctx_size as usize;
     let session = SessionLimits { max_prompt, branches: args.parallel };
-    let queue = Queue::start(engine.clone(), settings, session, args.queue as usize, args.queue_tokens as usize)
-        .map_err(|e| anyhow::anyhow!("{}; lower -c", crate::with_causes(&e)))?;
+    let queue = Queue::start(engine.clone(), settings, session, args.queue as usize, args.queue_tokens as usize)?;
     let limits = Limits { prompts: args.max_prompts as usize, tokens: args.max_request_tokens as usize, ..Limits::default() };
     let completions = Completions::new(engine, ModelInfo { id: alias.clone(), created }, max_prompt, limits);
     let api_key = args.api_key.as_deref().map(|key| mcscore_format::sha256_hex(key.as_bytes()));

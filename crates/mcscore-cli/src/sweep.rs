@@ -10,12 +10,11 @@ use mcscore_datasets::find;
 use mcscore_datasets::formats::PromptFormat;
 use mcscore_eval::shard::Shard;
 use mcscore_eval::sweep::{load_items, merge_saved, save, ItemSource, Sweep, SweepReport, SweepSpec};
-use mcscore_eval::EvalError;
 use mcscore_format::{AtomicFile, Existing};
 
 use crate::cancel_on_ctrl_c;
 use crate::datasets::SourceArgs;
-use crate::engine_args::{self, EngineArgs};
+use crate::engine_args::EngineArgs;
 use crate::output::{self, Target};
 use crate::progress::ProgressMode;
 use crate::run_text::{chat_line, note_selection, Shown};
@@ -220,13 +219,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     note_selection(selection, items.items.len(), "--tasks");
     let chat = args.chat.spec_without_shots("sweep: its prompts are rendered from items and hold no shots")?;
     let spec = SweepSpec { formats, circular: args.circular, instruction: args.instruction, pride: args.pride, chat };
-    let sweep = Sweep::new(items, spec).map_err(|e| match e {
-        EvalError::PrideTooFewTasks { label } => {
-            anyhow::anyhow!("{label}: --pride needs at least two tasks: one to estimate the prior, one to debias")
-        }
-        e @ EvalError::PrideMixedOptions { .. } => anyhow::anyhow!("--pride: {e}"),
-        e => e.into(),
-    })?;
+    let sweep = Sweep::new(items, spec)?;
     args.engine.refuse_removed()?;
     if let Some(dir) = &args.write_tasks {
         let protected: Vec<&Path> = inputs(&args).into_iter().chain(source_paths.iter().map(PathBuf::as_path)).collect();
@@ -268,10 +261,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if let Some(shard) = args.shard {
         let [model] = &models[..] else { bail!("--shard scores one model; {} were given", models.len()) };
         let cancel = cancel_on_ctrl_c()?;
-        let Some(scores) = sweep
-            .score_shard(model, &settings, shard, &mut Shown::progress(args.progress), &cancel)
-            .map_err(engine_args::with_flag_hint)?
-        else {
+        let Some(scores) = sweep.score_shard(model, &settings, shard, &mut Shown::progress(args.progress), &cancel)? else {
             eprintln!("mcscore: interrupted while scoring {}; nothing was written", model.display());
             return Ok(Outcome::Interrupted);
         };
@@ -286,7 +276,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut sweeps = Vec::new();
     for model in &models {
         let mut bar = Shown::progress(args.progress);
-        let Some(scores) = sweep.score(model, &settings, &mut bar, &cancel).map_err(engine_args::with_flag_hint)? else {
+        let Some(scores) = sweep.score(model, &settings, &mut bar, &cancel)? else {
             eprintln!("mcscore: interrupted while scoring {}; nothing was written", model.display());
             return Ok(Outcome::Interrupted);
         };
@@ -341,7 +331,11 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
             writeln!(out, "  {}", chat_line(chat)).map_err(crate::stdout_error)?;
         }
         let positions = m.formats.first().map_or(0, |f| f.picks.len());
-        let letters: String = (0..positions).map(|i| char::from(b'A' + i as u8).to_string()).collect::<Vec<_>>().join("/");
+        // A to Z, then numbers: a saved sweep may have any number of positions.
+        let letters: String = (0..positions)
+            .map(|i| u8::try_from(i).ok().filter(|&i| i < 26).map_or_else(|| (i + 1).to_string(), |i| char::from(b'A' + i).to_string()))
+            .collect::<Vec<_>>()
+            .join("/");
         // Each percentage with its 95 % Wilson interval where the sweep has it.
         let with_interval = |value: f64, interval: Option<(f64, f64)>| match interval {
             Some((low, high)) => format!("{value:.2} [{low:.1}, {high:.1}]"),
@@ -393,7 +387,7 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
             writeln!(out, "  {:<24}{:<28}{:>20}{:>20}", "format", "prior", "acc % before→after", "RStd before→after")
                 .map_err(crate::stdout_error)?;
             for f in &m.formats {
-                let p = f.pride.as_ref().expect("every format has PriDe");
+                let p = f.pride.as_ref().expect("every format has PriDe: merge_saved and the sweep check it");
                 let prior: Vec<String> = p.prior.iter().map(|x| format!("{x:.2}")).collect();
                 writeln!(
                     out,

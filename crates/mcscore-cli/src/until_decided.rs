@@ -8,11 +8,13 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use mcscore_eval::log::TaskRecord;
 use mcscore_eval::until_decided::{self, Look, ModelPart, UntilDecided, UntilDecidedSpec};
+use mcscore_eval::SequentialError;
 use mcscore_eval::{EvalError, Progress};
 use mcscore_metrics::sequential::Decision;
 
-use crate::compare::{p_value, Args};
+use crate::compare::Args;
 use crate::progress::{Meter, ProgressMode};
+use crate::run_text::p_value;
 use crate::text::printable;
 use crate::{Outcome, UsageError};
 
@@ -161,8 +163,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         until_decided::until_decided(&spec, groups.as_ref(), &mut Shared(&looking), &mut |look| looking.borrow().look(look), &cancel);
     looking.into_inner().finish();
     let result = result.map_err(|e| match e {
-        EvalError::BadSequential(why) => UsageError(why).into(),
-        e => crate::engine_args::with_flag_hint(e),
+        EvalError::Sequential(SequentialError::BadSequential(why)) => UsageError(why).into(),
+        e => anyhow::Error::from(e),
     })?;
     if args.json {
         crate::print_json(&mcscore_eval::results::in_fractions(&result)?)?;

@@ -109,15 +109,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     spec.report =
         ReportOptions { normalisation: args.normalisation.into(), resamples: args.resamples, seed: args.seed, ..ReportOptions::default() };
     spec.sweep = sweep;
-    let page = view::build(spec).map_err(|e| match e {
-        e @ (mcscore_eval::EvalError::NoTaskFile { .. }
-        | mcscore_eval::EvalError::OtherTaskFile { .. }
-        | mcscore_eval::EvalError::TaskNotInFile { .. }
-        | mcscore_eval::EvalError::OtherOptions { .. }) => {
-            anyhow::Error::from(e).context("pass the task file the logs scored with --tasks FILE")
-        }
-        e => e.into(),
-    })?;
+    let page = view::build(spec)?;
     let html = html(&page)?;
     let existing = if args.force { mcscore_format::Existing::Replace } else { mcscore_format::Existing::Refuse };
     let mut file = mcscore_format::AtomicFile::with(&args.output, existing)?;

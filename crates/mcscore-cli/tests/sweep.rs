@@ -188,7 +188,11 @@ fn sweep_refuses_what_it_cannot_render() {
 
     let out = run(&["sweep", &letter_file, "--tasks", "1", "--pride", "0.5", "--write-tasks", "/nonexistent"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("--pride needs at least two tasks"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("PriDe needs at least two tasks: one to estimate the prior, one to debias; give at least 2 tasks (--tasks), or sweep without --pride"),
+        "{}",
+        stderr(&out)
+    );
 
     let out = run(&["sweep", "--benchmark", "boolq-validation", "--sources", &sources(), "--write-tasks", "/nonexistent"]);
     assert_eq!(out.status.code(), Some(1));
@@ -299,4 +303,16 @@ fn sweep_shards_merge_into_the_unsplit_report() {
     std::fs::write(dir.path().join("newer.json"), newer.to_string()).unwrap();
     let refused = run(&[&args[..], &["--merge-shards", &path("s0.json"), &path("newer.json")]].concat());
     assert!(refused.status.code() == Some(1) && stderr(&refused).contains("written by a newer mcscore"), "{}", stderr(&refused));
+    // A hostile shard is refused, not indexed: an index past its count, a row
+    // of the wrong width, a run of another model.
+    let refuse = |edit: &dyn Fn(&mut serde_json::Value), says: &str| {
+        let mut edited = shard("s1.json");
+        edit(&mut edited);
+        std::fs::write(dir.path().join("edited.json"), edited.to_string()).unwrap();
+        let out = run(&[&args[..], &["--merge-shards", &path("s0.json"), &path("edited.json")]].concat());
+        assert!(out.status.code() == Some(1) && stderr(&out).contains(says), "{says}: {}", stderr(&out));
+    };
+    refuse(&|s| s["shard"]["index"] = 5.into(), "shard index 5 of 2 shards");
+    refuse(&|s| s["log_probs"][3].as_array_mut().unwrap().push((-1.0).into()), "5 log-probabilities (finite and at most 0 each) for 4 IDs");
+    refuse(&|s| s["model"] = "other.gguf".into(), "its model differs");
 }

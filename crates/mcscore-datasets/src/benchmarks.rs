@@ -100,6 +100,9 @@ pub enum ConvertError {
     #[error("{field} {value:?} cannot be written to a Winogrande CSV (a quote, a line break, or a comma in an option)")]
     NotCsv { field: &'static str, value: String },
 
+    #[error("{options} options; the letter scaffold names at most {most} (A to Z)")]
+    TooManyOptions { options: usize, most: usize },
+
     #[error("mc1_targets must have exactly one label 1, found {found}")]
     GoldCount { found: usize },
 }
@@ -359,7 +362,7 @@ const MEDCONCEPTSQA_REV: Option<&str> = Some("98c30d83762e51a397c9a7b0eeee6722e7
 /// MMLU's subjects by category, as lm-evaluation-harness groups them
 /// (`mmlu_stem`, `mmlu_humanities`, `mmlu_social_sciences`, `mmlu_other`;
 /// tests/groups.rs checks this table against its task files).
-pub const MMLU_CATEGORIES: &[(&str, &str)] = &[
+pub(crate) const MMLU_CATEGORIES: &[(&str, &str)] = &[
     ("abstract_algebra", "stem"),
     ("anatomy", "stem"),
     ("astronomy", "stem"),

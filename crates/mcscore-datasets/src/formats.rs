@@ -101,7 +101,7 @@ impl PromptFormat {
         format!("{ids}.{delimiter}.{separator}")
     }
 
-    fn ids(&self, k: usize) -> Option<Vec<String>> {
+    pub(crate) fn ids(&self, k: usize) -> Option<Vec<String>> {
         (0..k).map(|i| self.ids.id(i)).collect()
     }
 
@@ -114,6 +114,7 @@ impl PromptFormat {
         let k = item.options.len();
         let ids = self.ids(k)?;
         let rotation = rotation % k.max(1);
+        // k >= 1: a converted item, or one parsed back from a task, has a gold among its options
         let options: Vec<&String> = (0..k).map(|i| &item.options[(i + rotation) % k]).collect();
         let gold = (item.gold + k - rotation) % k;
         let mut question = String::from("Question: ");

@@ -132,11 +132,8 @@ pub(crate) fn for_each_item(
     for source in sources {
         let mut row = 0;
         for_each_record(&source.path, &mut |record| {
-            let item = (benchmark.convert)(&record).map_err(|source_error| DatasetError::Row {
-                name: benchmark.name.to_owned(),
-                file: source.path.clone(),
-                row,
-                source: Box::new(source_error),
+            let item = (benchmark.convert)(&record).and_then(|item| benchmark.scaffold.check(item)).map_err(|source_error| {
+                DatasetError::Row { name: benchmark.name.to_owned(), file: source.path.clone(), row, source: Box::new(source_error) }
             })?;
             each(item, Row { record: &record, file: &source.path, row })?;
             row += 1;
@@ -270,6 +267,7 @@ fn write_entry(
         let mut golds = Baselines::counter();
         (tasks, groups) = render_each(benchmark, sources, preambles, &mut |index, (sentence, options, gold)| {
             csv.push_str(
+                // only Winogrande uses the blank scaffold, and its converter yields exactly 2 options
                 &winogrande_line(index, &sentence, [&options[0], &options[1]], gold + 1).expect("the converter admits only CSV-safe rows"),
             );
             golds.add(options.len(), Some(gold));

@@ -1,6 +1,7 @@
 //! The prompt scaffolds (docs/datasets.md). The scaffold lives in the
 //! question; options are bare continuations. Source text is never altered.
 
+use crate::benchmarks::ConvertError;
 use crate::formats::PromptFormat;
 use crate::item::Item;
 
@@ -26,13 +27,26 @@ impl Scaffold {
         }
     }
 
+    /// `item` if this scaffold can render it: the letter scaffold names at
+    /// most 26 options (A to Z).
+    pub(crate) fn check(self, item: Item) -> Result<Item, ConvertError> {
+        match self {
+            Scaffold::Letter if PromptFormat::SCAFFOLD.ids(item.options.len()).is_none() => {
+                Err(ConvertError::TooManyOptions { options: item.options.len(), most: 26 })
+            }
+            _ => Ok(item),
+        }
+    }
+
     /// The question string and option strings of the task file. The letter
     /// scaffold is the sweep's `upper.dot.newline` format in source order:
     /// one renderer for both.
     pub fn render(self, item: &Item) -> (String, Vec<String>) {
         match self {
             Scaffold::Letter => {
-                let (question, ids, _) = PromptFormat::SCAFFOLD.render(item, 0, false).expect("at most 26 options");
+                let (question, ids, _) = PromptFormat::SCAFFOLD
+                    .render(item, 0, false)
+                    .expect("at most 26 options: Scaffold::check refused more when the item was read");
                 (question, ids)
             }
             Scaffold::Text => (format!("Question: \"{}\" Answer:", item.stem), item.options.clone()),
@@ -70,5 +84,14 @@ mod tests {
             gold: 1,
         };
         assert_eq!(Scaffold::Passage.render(&boolq).0, "Ethanol is a fuel.\nQuestion: \"is ethanol a fuel?\" Answer:");
+    }
+
+    #[test]
+    fn the_letter_scaffold_refuses_more_than_26_options() {
+        let item = |k: usize| Item { passage: None, stem: "q".into(), options: (0..k).map(|i| i.to_string()).collect(), gold: 0 };
+        assert!(Scaffold::Letter.check(item(26)).is_ok());
+        let refused = Scaffold::Letter.check(item(27)).unwrap_err();
+        assert_eq!(refused.to_string(), "27 options; the letter scaffold names at most 26 (A to Z)");
+        assert!(Scaffold::Text.check(item(27)).is_ok(), "text options are continuations, not letters");
     }
 }

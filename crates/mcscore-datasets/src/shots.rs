@@ -14,7 +14,7 @@ use crate::render::Scaffold;
 use crate::{for_each_item, load_items, DatasetError, Row, Source};
 
 /// The shot seed when none is given (lm-evaluation-harness's few-shot seed).
-pub const DEFAULT_SEED: u64 = 1234;
+pub(crate) const DEFAULT_SEED: u64 = 1234;
 
 /// Why a k-shot file cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -41,6 +41,7 @@ pub fn shot_name(benchmark: &str, k: usize) -> String {
 /// A solved example: the scaffolded question and its gold continuation.
 fn solved(scaffold: Scaffold, item: &Item) -> String {
     let (question, options) = scaffold.render(item);
+    // render gives one option per item option, and the converters refuse a gold past them
     format!("{question} {}\n\n", options[item.gold])
 }
 
@@ -49,6 +50,7 @@ fn seeded_draw(seed: u64, n: usize, k: usize) -> Vec<usize> {
     let mut rng = Mt64::new(seed);
     let mut order: Vec<usize> = (0..n).collect();
     for i in 0..k {
+        // i < k <= n (the caller refuses fewer examples than shots), so n - i >= 1
         let j = i + (rng.next_u64() % (n - i) as u64) as usize;
         order.swap(i, j);
     }

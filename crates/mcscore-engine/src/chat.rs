@@ -10,6 +10,7 @@ use mcscore_format::Task;
 use rayon::prelude::*;
 
 use crate::prepare::{split_common_prefix, PreparedTask};
+use crate::LlamaCause;
 use crate::{Engine, EngineError};
 
 /// Where a chat prompt's one BOS came from.
@@ -62,7 +63,8 @@ impl Engine {
         let Ok(template) = self.model.chat_template(None) else { return Ok(None) };
         let text = template.to_string().map_err(|e| EngineError::ChatTemplate {
             name: format!("{} (its tokenizer.chat_template)", self.path.display()),
-            message: format!("not UTF-8: {e}"),
+            message: "not UTF-8".into(),
+            source: Some(Box::new(e)),
         })?;
         Ok(Some(text).filter(|t| !t.is_empty()))
     }
@@ -71,23 +73,29 @@ impl Engine {
     /// `name` (one of [`builtin_templates`]), opening the assistant's turn
     /// with `add_assistant`.
     pub fn apply_builtin_template(&self, name: &str, messages: &[(&str, &str)], add_assistant: bool) -> Result<String, EngineError> {
-        let fail = |message: String| EngineError::ChatTemplate { name: name.to_owned(), message };
+        let fail = |message: &str, source: Option<LlamaCause>| EngineError::ChatTemplate {
+            name: name.to_owned(),
+            message: message.to_owned(),
+            source,
+        };
         if !builtin_templates().iter().any(|n| n == name) {
-            return Err(fail("not one of llama.cpp's built-in templates".into()));
+            return Err(fail("not one of llama.cpp's built-in templates", None));
         }
-        for (_, content) in messages {
-            crate::check_text_length(None, content.len())?;
-        }
-        let template = LlamaChatTemplate::new(name).map_err(|e| fail(e.to_string()))?;
+        // llama.cpp renders into a buffer of twice the messages' bytes, which
+        // llama-cpp-2 requires to fit an i32: bound their sum, not each.
+        crate::check_text_length(None, messages.iter().map(|(role, content)| role.len() + content.len()).sum())?;
+        let template = LlamaChatTemplate::new(name).map_err(|e| fail("llama.cpp refused its name", Some(Box::new(e))))?;
         let messages: Vec<LlamaChatMessage> = messages
             .iter()
             .map(|(role, content)| LlamaChatMessage::new((*role).to_owned(), (*content).to_owned()))
             .collect::<Result<_, _>>()
-            .map_err(|e| fail(format!("{e} (a NUL byte in a message)")))?;
+            .map_err(|e| fail("a NUL byte in a message", Some(Box::new(e))))?;
         if messages.is_empty() {
-            return Err(fail("no messages".into()));
+            return Err(fail("no messages", None));
         }
-        self.model.apply_chat_template(&template, &messages, add_assistant).map_err(|e| fail(e.to_string()))
+        self.model
+            .apply_chat_template(&template, &messages, add_assistant)
+            .map_err(|e| fail("llama.cpp could not apply it", Some(Box::new(e))))
     }
 
     /// The text of the model's BOS and EOS tokens (`None` where it has

@@ -26,7 +26,7 @@ use mcscore_format::Task;
 
 pub use chat::{builtin_templates, BosSource};
 pub use mcscore_metrics::OptionScore;
-pub use memory::{available_memory, peak_resident, Buffer, BufferUse, MemoryReport, Mmap, Resident};
+pub use memory::{available_memory, Buffer, BufferUse, MemoryReport, Mmap, Resident};
 pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings, BATCH_RULE, MICRO_BATCH};
 pub use prepare::PreparedTask;
 pub use prompts::{PromptRequest, RowScores, Session, SessionLimits};
@@ -38,17 +38,39 @@ pub use subset::{hellaswag_order, select_tasks};
 /// the file) or the file concerned.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    #[error("llama.cpp backend failed to initialise: {0}")]
-    Backend(String),
+    #[error("llama.cpp's backend failed to initialise")]
+    Backend {
+        #[source]
+        source: std::sync::Arc<llama_cpp_2::LlamaCppError>,
+    },
 
+    /// A path that is no model file, found before llama.cpp reads it.
     #[error("{}: the model does not load: {message}", path.display())]
     ModelLoad { path: PathBuf, message: String },
+
+    #[error("{}: the model does not load (set MCSCORE_LLAMA_LOG=1 to see llama.cpp's log)", path.display())]
+    ModelRefused {
+        path: PathBuf,
+        #[source]
+        source: llama_cpp_2::LlamaModelLoadError,
+    },
 
     #[error("{}: quantizing to {quant}: {message}", input.display())]
     Quantize { input: PathBuf, quant: &'static str, message: String },
 
-    #[error("llama.cpp could not create a context: {0}")]
-    Context(String),
+    #[error("llama.cpp could not create a context")]
+    Context {
+        #[source]
+        source: llama_cpp_2::LlamaContextLoadError,
+    },
+
+    /// The thread that owns a server's context.
+    #[error("the scoring thread {what}")]
+    ScoringThread {
+        what: &'static str,
+        #[source]
+        source: Option<std::io::Error>,
+    },
 
     #[error("a context of {n_ctx} tokens is beyond llama.cpp's limit of {} tokens", u32::MAX)]
     ContextOverflow { n_ctx: u64 },
@@ -86,8 +108,14 @@ pub enum EngineError {
     #[error("task {task}: option {option} ({text:?}) merges with the text after the blank into shared tokens, so the sentence after the blank cannot be scored on its own (llama-perplexity reads the wrong logits here)")]
     BlankBoundary { task: usize, option: usize, text: String },
 
-    #[error("decode failed in the batch starting at task {task}: {message}")]
-    Decode { task: usize, message: String },
+    /// llama.cpp refused a step of a fill: `what` says which.
+    #[error("{what} failed in the fill starting at task {task}")]
+    Decode {
+        task: usize,
+        what: &'static str,
+        #[source]
+        source: LlamaCause,
+    },
 
     #[error("task {task}: option {option} got a non-finite log-probability ({value})")]
     NonFinite { task: usize, option: usize, value: f64 },
@@ -101,14 +129,24 @@ pub enum EngineError {
     #[error("{}a text of {bytes} bytes; mcscore tokenises at most {} bytes (4 MiB) per text, more than any context holds", task.map_or(String::new(), |t| format!("task {t}: ")), MAX_TEXT_BYTES)]
     TextTooLong { task: Option<usize>, bytes: usize },
 
-    #[error("decode failed: {message}")]
-    DecodePrompts { message: String },
+    #[error("{what} failed")]
+    DecodePrompts {
+        what: &'static str,
+        #[source]
+        source: LlamaCause,
+    },
 
     #[error("prompt {prompt}: token {position} got a non-finite log-probability ({value})")]
     NonFinitePrompt { prompt: usize, position: usize, value: f64 },
 
     #[error("chat template {name}: {message}")]
-    ChatTemplate { name: String, message: String },
+    ChatTemplate {
+        name: String,
+        message: String,
+        /// llama.cpp's error, where it refused the template.
+        #[source]
+        source: Option<LlamaCause>,
+    },
 
     #[error("task {task}: {message}; a chat prompt has exactly one BOS")]
     ChatBos { task: usize, message: String },
@@ -141,6 +179,10 @@ impl EngineError {
     }
 }
 
+/// One of llama-cpp-2's errors (decode, batch, KV cache, chat template),
+/// kept as the cause.
+pub type LlamaCause = Box<dyn std::error::Error + Send + Sync>;
+
 const GIB: f64 = (1u64 << 30) as f64;
 
 /// The longest text (in UTF-8 bytes) handed to the tokenizer: 4 MiB, about a
@@ -168,15 +210,15 @@ fn too_long_message(tasks: &[(usize, usize)], n_ctx: usize) -> String {
 
 /// llama.cpp's backend may be initialised once per process.
 fn backend() -> Result<&'static LlamaBackend, EngineError> {
-    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    static BACKEND: OnceLock<Result<LlamaBackend, std::sync::Arc<llama_cpp_2::LlamaCppError>>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
-            let backend = LlamaBackend::init().map_err(|e| e.to_string())?;
+            let backend = LlamaBackend::init()?;
             memory::install_log();
             Ok(backend)
         })
         .as_ref()
-        .map_err(|e| EngineError::Backend(e.clone()))
+        .map_err(|source| EngineError::Backend { source: source.clone() })
 }
 
 /// A loaded model, ready to score.
@@ -251,7 +293,7 @@ impl Engine {
         let model = {
             let _mappings = memory::mappings_lock();
             let model = LlamaModel::load_from_file(backend, path, &params)
-                .map_err(|e| load_error(format!("{e} (set MCSCORE_LLAMA_LOG=1 to see llama.cpp's log)")))?;
+                .map_err(|source| EngineError::ModelRefused { path: path.to_owned(), source })?;
             // The last tensor's pages, read after the last progress call.
             if let Some(release) = &release {
                 release.release();
@@ -271,7 +313,7 @@ impl Engine {
             mmap: self.mmap,
             pages_released: self.pages_released,
             buffers: self.weights.iter().chain(context).cloned().collect(),
-            peak: peak_resident(),
+            peak: memory::peak_resident(),
             largest_sample: sample,
         }
     }
@@ -314,7 +356,11 @@ impl Engine {
         let head = u64::from(model.n_embd().max(1) as u32) / u64::from(model.n_head().max(1));
         let length =
             |key: &str| model.meta_val_str(&format!("{arch}.attention.{key}")).ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(head);
-        u64::from(model.n_layer()) * u64::from(model.n_head_kv()) * (length("key_length") + length("value_length")) * 2
+        // Saturating: absurd metadata must give a huge estimate, not wrap to a small one.
+        u64::from(model.n_layer())
+            .saturating_mul(u64::from(model.n_head_kv()))
+            .saturating_mul(length("key_length").saturating_add(length("value_length")))
+            .saturating_mul(2)
     }
 
     /// Refuses a plan whose context llama.cpp cannot index, or whose KV cache

@@ -304,7 +304,7 @@ impl MemoryReport {
 }
 
 /// The process's peak resident memory so far (`VmHWM`), in bytes.
-pub fn peak_resident() -> Option<u64> {
+pub(crate) fn peak_resident() -> Option<u64> {
     kib_field(&std::fs::read_to_string("/proc/self/status").ok()?, "VmHWM:")
 }
 

@@ -119,6 +119,7 @@ impl Settings {
         match self.context {
             ContextSize::PerSequence(c) => {
                 let np = self.parallel.unwrap_or(4).max(4) as usize;
+                // two u32s: the product, rounded up, fits a 64-bit usize
                 Some(round_up(np * c as usize, 256))
             }
             ContextSize::Auto => None,

@@ -31,6 +31,7 @@ impl PreparedTask {
     /// Tokens one evaluation of this task decodes: the prefix, then each
     /// option's tokens but its last, which predicts nothing that is scored.
     pub fn required_tokens(&self) -> usize {
+        // every continuation is non-empty: an option with nothing after the prefix was refused (PrefixOption)
         self.prefix.len() + self.continuations.iter().map(|c| c.len() - 1).sum::<usize>()
     }
 
@@ -72,6 +73,7 @@ fn prepare_one(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<Prep
 /// share become the prefix, decoded once; each option scores the rest.
 pub(crate) fn split_common_prefix(index: usize, task: &Task<'_>, sequences: Vec<Vec<LlamaToken>>) -> Result<PreparedTask, EngineError> {
     let shortest = sequences.iter().map(Vec::len).min().unwrap_or(0);
+    // i < shortest, the length of every sequence
     let common = (0..shortest).take_while(|&i| sequences.iter().all(|s| s[i] == sequences[0][i])).count();
     if let Some(option) = sequences.iter().position(|s| s.len() == common) {
         // llama-perplexity reads past the end of this option's tokens here.
@@ -88,6 +90,7 @@ pub(crate) fn split_common_prefix(index: usize, task: &Task<'_>, sequences: Vec<
         scored: continuations.iter().map(|c| 0..c.len()).collect(),
         continuations,
         labels: (0..task.options().len()).map(|k| task.is_correct(k)).collect(),
+        // every caller checked the texts against MAX_TEXT_BYTES (4 MiB), far below u32::MAX
         option_chars: task.options().iter().map(|o| o.chars().count() as u32).collect(),
         option_bytes: task.options().iter().map(|o| o.len() as u32).collect(),
     })
@@ -119,6 +122,7 @@ fn prepare_blank(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<Pr
     let sequences: Vec<Vec<LlamaToken>> = options.iter().map(|o| tokenize(format!("{first}{o}{second}"))).collect();
     let bases: Vec<usize> = options.iter().map(|o| tokenize(format!("{first}{o}")).len()).collect();
     let shortest = sequences.iter().map(Vec::len).min().unwrap_or(0);
+    // two options (checked above), and i < shortest, the length of both
     let common = (0..shortest).take_while(|&i| sequences[0][i] == sequences[1][i]).count();
     if let Some(option) = sequences.iter().position(|s| s.len() == common) {
         return Err(EngineError::PrefixOption { task: index, option, text: options[option].to_owned() });
@@ -126,6 +130,7 @@ fn prepare_blank(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<Pr
     if common == 0 {
         return Err(EngineError::NoCommonPrefix { task: index });
     }
+    // no sequence is common long (PrefixOption above), so each is longer
     let skip_option = sequences.iter().all(|s| s.len() - common > MIN_TRAILING_TOKENS);
     let mut scored = Vec::with_capacity(2);
     for (option, (sequence, &base)) in sequences.iter().zip(&bases).enumerate() {
@@ -138,9 +143,11 @@ fn prepare_blank(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<Pr
             // there is no token boundary where the blank ends.
             return Err(EngineError::BlankBoundary { task: index, option, text: options[option].to_owned() });
         }
+        // common <= start < sequence.len() (both checked above), and end >= start
         let end = if sequence.len() - start > 1 { sequence.len() - 1 } else { sequence.len() };
         scored.push(start - common..end - common);
     }
+    // second is part of the question, checked against MAX_TEXT_BYTES (4 MiB) with its len below
     let suffix_chars = second.chars().count() as u32;
     Ok(PreparedTask {
         index,

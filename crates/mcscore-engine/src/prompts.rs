@@ -16,6 +16,7 @@ use mcscore_metrics::LogSoftmax;
 use crate::plan::{round_up, Plan, Settings, MAX_SEQUENCES, MICRO_BATCH};
 use crate::score::{decode_fill, fill_entries};
 use crate::trie::Trie;
+use crate::LlamaCause;
 use crate::{Engine, EngineError, ScoreTimes};
 
 /// One prompt to score.
@@ -191,6 +192,7 @@ impl Session<'_> {
         let mut top_of_node = vec![0usize; trie.len()];
         let mut has_row = vec![false; trie.len()];
         for (prompt, path) in prompts[fill.clone()].iter().zip(&paths) {
+            // check refused rows past the prompt's tokens, and path has a node per token
             for &node in &path[prompt.rows.clone()] {
                 has_row[node as usize] = true;
                 top_of_node[node as usize] = top_of_node[node as usize].max(prompt.top.max(1));
@@ -205,6 +207,7 @@ impl Session<'_> {
         let mut wanted: Vec<Wanted> = Vec::new();
         for (offset, (prompt, path)) in prompts[fill.clone()].iter().zip(&paths).enumerate() {
             for position in prompt.rows.clone() {
+                // position < rows.end <= path.len() (check), and fill_entries gives every node an entry
                 wanted.push(Wanted { entry: entry_of[path[position] as usize], prompt: fill.start + offset, position });
             }
         }
@@ -212,7 +215,8 @@ impl Session<'_> {
         wanted.sort_by_key(|w| w.entry);
 
         let mut next_wanted = 0;
-        let fail = |message: String| EngineError::DecodePrompts { message };
+        let fail = |what: &'static str, source: LlamaCause| EngineError::DecodePrompts { what, source };
+        // n_seq_max is branches + 1, and branches >= 1
         let pad_seq = self.plan.n_seq_max as i32 - 1;
         let (ctx, batch) = (&mut self.ctx, &mut self.batch);
         decode_fill(ctx, batch, &entries, pad_seq, &mut times, &fail, |ctx, decoded| {
@@ -222,6 +226,7 @@ impl Session<'_> {
             // One log-softmax and one top-k per node, however many prompts read it.
             let mut nodes: Vec<usize> = mine.iter().map(|w| w.entry).collect();
             nodes.dedup();
+            // each wanted entry has logits set (has_row), so it was an output; earlier chunks took those before decoded.start
             let logits: Vec<&[f32]> = nodes.iter().map(|&entry| ctx.get_logits_ith((entry - decoded.start) as i32)).collect();
             let rows: Vec<NodeRow> = nodes
                 .par_iter()
@@ -233,11 +238,14 @@ impl Session<'_> {
                 })
                 .collect();
             for w in mine {
+                // rows holds one per entry of mine, sorted, so w.entry is found
                 let (_, parts, top) = &rows[rows.partition_point(|r| r.0 < w.entry)];
                 let prompt = &prompts[w.prompt];
                 let next = match prompt.tokens.get(w.position + 1) {
                     Some(&token) => {
+                        // the same row as read above: an output of this micro-batch
                         let logits = ctx.get_logits_ith((w.entry - decoded.start) as i32);
+                        // check refused tokens at or past n_vocab, the row's length
                         let value = parts.at(logits, token as usize);
                         if !value.is_finite() {
                             return Err(EngineError::NonFinitePrompt { prompt: w.prompt, position: w.position + 1, value });
@@ -253,6 +261,7 @@ impl Session<'_> {
                     // A row of NaN logits has no likeliest token.
                     return Err(EngineError::NonFinitePrompt { prompt: w.prompt, position: w.position + 1, value: f64::NAN });
                 }
+                // min(top.len()) keeps the slice in range
                 results[w.prompt].push(RowScores { next, top: top[..prompt.top.max(1).min(top.len())].to_vec() });
             }
             Ok(())

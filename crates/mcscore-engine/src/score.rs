@@ -18,6 +18,7 @@ use crate::memory::{Buffer, Resident};
 use crate::plan::{FlashAttention, Plan, Settings, MICRO_BATCH, MIN_OUTPUTS};
 use crate::prepare::PreparedTask;
 use crate::trie::{FillTree, Layout, Trie};
+use crate::LlamaCause;
 use crate::{Engine, EngineError};
 
 /// Scores of every option of one task.
@@ -159,6 +160,7 @@ impl Engine {
         // (BOS, a few-shot preamble, a question stem) to the next fill; the
         // last id holds the padding.
         let anchor = 1;
+        // plan() makes n_seq_max >= EXTRA_SEQUENCES (2)
         let pad_seq = plan.n_seq_max as i32 - 1;
 
         for (fill, (range, &planned_reuse)) in plan.fills.iter().zip(&plan.reused).enumerate() {
@@ -172,9 +174,11 @@ impl Engine {
             if reused == 0 {
                 ctx.clear_kv_cache();
             } else {
+                // plan() never makes an empty fill
                 let kv_error = |e: llama_cpp_2::context::kv_cache::KvCacheConversionError| EngineError::Decode {
                     task: group[0].index,
-                    message: format!("reusing cached tokens: {e}"),
+                    what: "reusing cached tokens",
+                    source: Box::new(e),
                 };
                 ctx.llama_kv_cache_seq_keep(0);
                 ctx.kv_cache_seq_rm(0, Some(reused as u32), None).map_err(kv_error)?;
@@ -200,11 +204,13 @@ impl Engine {
             let mut sums: Vec<Vec<f64>> = group.iter().map(|t| vec![0.0; t.n_options()]).collect();
             let mut next_row = 0;
             times.batching += fill_started.elapsed().as_secs_f64();
-            let fail = |message: String| EngineError::Decode { task: group[0].index, message };
+            // plan() never makes an empty fill
+            let fail = |what: &'static str, source: LlamaCause| EngineError::Decode { task: group[0].index, what, source };
             tokens.padding += decode_fill(&mut ctx, &mut batch, &entries, pad_seq, &mut times, &fail, |ctx, decoded| {
                 // Rows are in entry order, so this chunk's rows are contiguous.
                 let end = rows[next_row..].iter().position(|r| r.entry >= decoded.end).map_or(rows.len(), |p| next_row + p);
                 let mine = &rows[next_row..end];
+                // each row's entry has logits set (has_row), so it was an output; earlier chunks took the rows before decoded.start
                 let logits: Vec<&[f32]> = mine.iter().map(|r| ctx.get_logits_ith((r.entry - decoded.start) as i32)).collect();
                 let values: Vec<f64> =
                     logits.par_iter().zip(mine.par_iter()).map(|(l, r)| log_softmax_at(l, r.target.0 as usize)).collect();
@@ -261,7 +267,7 @@ impl Engine {
             })
             .with_n_threads(settings.threads)
             .with_n_threads_batch(settings.threads_batch);
-        self.model.new_context(self.backend, params).map_err(|e| EngineError::Context(e.to_string()))
+        self.model.new_context(self.backend, params).map_err(|source| EngineError::Context { source })
     }
 }
 
@@ -342,7 +348,7 @@ pub(crate) fn decode_fill<'m>(
     entries: &[Entry],
     pad_seq: i32,
     times: &mut ScoreTimes,
-    fail: &dyn Fn(String) -> EngineError,
+    fail: &dyn Fn(&'static str, LlamaCause) -> EngineError,
     mut read: impl FnMut(&LlamaContext<'m>, Range<usize>) -> Result<(), EngineError>,
 ) -> Result<usize, EngineError> {
     let size = MICRO_BATCH as usize;
@@ -354,14 +360,14 @@ pub(crate) fn decode_fill<'m>(
         for (e, &output) in part.iter().zip(&outputs) {
             seqs.clear();
             seqs.extend(e.seqs.clone());
-            batch.add(e.token, e.pos, &seqs, output).map_err(|err| fail(err.to_string()))?;
+            batch.add(e.token, e.pos, &seqs, output).map_err(|err| fail("adding a token to the batch", Box::new(err)))?;
         }
         for (k, &output) in outputs[part.len()..].iter().enumerate() {
-            batch.add(LlamaToken(0), k as i32, &[pad_seq], output).map_err(|err| fail(err.to_string()))?;
+            batch.add(LlamaToken(0), k as i32, &[pad_seq], output).map_err(|err| fail("adding a token to the batch", Box::new(err)))?;
         }
         let decode_started = Instant::now();
         times.batching += (decode_started - batch_started).as_secs_f64();
-        ctx.decode(batch).map_err(|err| fail(err.to_string()))?;
+        ctx.decode(batch).map_err(|err| fail("decode", Box::new(err)))?;
         let logits_started = Instant::now();
         times.decode += (logits_started - decode_started).as_secs_f64();
         times.decodes += 1;

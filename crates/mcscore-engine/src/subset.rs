@@ -20,6 +20,7 @@ pub fn select_tasks(n_tasks: usize, n: usize) -> Vec<usize> {
         let j = (scale * rng.next_u32() as f32 * aux.len() as f32) as usize;
         // A draw that rounds up to 2^32 would index one past the end in
         // llama.cpp (undefined behaviour); take the last element instead.
+        // n < n_tasks, so at least two tasks remain at every draw
         let j = j.min(aux.len() - 1);
         picks.push(aux.swap_remove(j));
     }
@@ -41,6 +42,7 @@ fn uniform_below(rng: &mut Mt, range: usize) -> usize {
     let range = u32::try_from(range).expect("HellaSwag files hold far fewer than 2^32 tasks");
     let mut product = u64::from(rng.next_u32()) * u64::from(range);
     if (product as u32) < range {
+        // range >= 1: hellaswag_order draws only while tasks remain
         let threshold = range.wrapping_neg() % range;
         while (product as u32) < threshold {
             product = u64::from(rng.next_u32()) * u64::from(range);

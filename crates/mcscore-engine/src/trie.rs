@@ -62,6 +62,7 @@ impl Trie {
         if let Some(&node) = self.lookup.get(&(parent, token.0)) {
             return node;
         }
+        // a decoded fill's tree fits n_ctx (checked <= u32::MAX); a planning tree one huge task past -b could wrap: a miscount, no panic
         let node = self.tokens.len() as u32;
         let depth = if parent == NO_PARENT {
             self.leaves += 1;
@@ -83,7 +84,7 @@ impl Trie {
     }
 
     /// Adds a token sequence and returns its nodes, one per token.
-    pub fn insert_sequence(&mut self, tokens: &[LlamaToken]) -> Vec<u32> {
+    pub(crate) fn insert_sequence(&mut self, tokens: &[LlamaToken]) -> Vec<u32> {
         let mut last = NO_PARENT;
         tokens
             .iter()
@@ -108,6 +109,7 @@ impl Trie {
                 let mut scoring = Vec::with_capacity(cont.len());
                 let mut at = last;
                 scoring.push(at);
+                // every continuation is non-empty: prepare refused an option with nothing after the prefix
                 for &token in &cont[..cont.len() - 1] {
                     at = self.child(at, token);
                     scoring.push(at);
@@ -185,6 +187,7 @@ impl FillTree {
         let mut has_row = vec![false; trie.len()];
         for (task, options) in group.iter().zip(&scoring) {
             for (scored, nodes) in task.scored.iter().zip(options) {
+                // insert gave one node per continuation token, and scored lies within the continuation
                 for &node in &nodes[scored.clone()] {
                     has_row[node as usize] = true;
                 }
@@ -194,13 +197,13 @@ impl FillTree {
     }
 
     /// The tokens every task of the fill shares, from the first.
-    pub fn chain_tokens(&self) -> Vec<LlamaToken> {
+    pub(crate) fn chain_tokens(&self) -> Vec<LlamaToken> {
         self.layout.chain.iter().map(|&n| self.trie.token(n)).collect()
     }
 
     /// How many of the chain's tokens a cache may provide: those before the
     /// first whose logits row this fill reads (a cached cell has no row).
-    pub fn cacheable(&self) -> usize {
+    pub(crate) fn cacheable(&self) -> usize {
         self.layout.chain.iter().position(|&n| self.has_row[n as usize]).unwrap_or(self.layout.chain.len())
     }
 }

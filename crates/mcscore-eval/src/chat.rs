@@ -20,6 +20,7 @@ use mcscore_format::{sha256_hex, Task};
 pub use mcscore_log::ChatHeader;
 use serde::Serialize;
 
+use crate::ChatError;
 use crate::EvalError;
 
 /// Which chat template a run scores inside (`--chat-template`).
@@ -136,11 +137,11 @@ impl Template {
         let (bos_token, eos_token) = (bos.unwrap_or_default(), eos.unwrap_or_default());
         let jinja = |label: String, origin: &'static str, text: String| -> Result<Template, EvalError> {
             if text.len() as u64 > MAX_TEMPLATE_BYTES {
-                return Err(EvalError::Template {
+                return Err(EvalError::Chat(ChatError::Template {
                     template: label,
                     line: None,
                     message: format!("{} bytes; at most {MAX_TEMPLATE_BYTES} (1 MiB)", text.len()),
-                });
+                }));
             }
             Ok(Template {
                 sha256: sha256_hex(text.as_bytes()),
@@ -157,20 +158,22 @@ impl Template {
                 let text = engine
                     .chat_template()
                     .map_err(EvalError::engine(engine.path()))?
-                    .ok_or_else(|| EvalError::NoChatTemplate { model: engine.path().to_owned() })?;
+                    .ok_or_else(|| EvalError::Chat(ChatError::NoChatTemplate { model: engine.path().to_owned() }))?;
                 jinja(format!("{} (its tokenizer.chat_template)", engine.path().display()), "gguf", text)?
             }
             TemplateChoice::File(path) => {
                 let size = std::fs::metadata(path).map_err(EvalError::io(path))?.len();
                 if size > MAX_TEMPLATE_BYTES {
                     let message = format!("{size} bytes; at most {MAX_TEMPLATE_BYTES} (1 MiB)");
-                    return Err(EvalError::Template { template: path.display().to_string(), line: None, message });
+                    return Err(EvalError::Chat(ChatError::Template { template: path.display().to_string(), line: None, message }));
                 }
                 let bytes = mcscore_format::read_input(path)?;
-                let text = String::from_utf8(bytes).map_err(|e| EvalError::Template {
-                    template: path.display().to_string(),
-                    line: None,
-                    message: format!("not UTF-8: {e}"),
+                let text = String::from_utf8(bytes).map_err(|e| {
+                    EvalError::Chat(ChatError::Template {
+                        template: path.display().to_string(),
+                        line: None,
+                        message: format!("not UTF-8: {e}"),
+                    })
                 })?;
                 jinja(path.display().to_string(), "file", text)?
             }
@@ -205,17 +208,13 @@ impl Template {
                 let rendered = template.render(context).map_err(|e| template_error(&self.label, &e))?;
                 if rendered.len() > MAX_TEXT_BYTES {
                     let message = format!("a prompt of {} bytes; at most {MAX_TEXT_BYTES} (4 MiB)", rendered.len());
-                    return Err(EvalError::Template { template: self.label.clone(), line: None, message });
+                    return Err(EvalError::Chat(ChatError::Template { template: self.label.clone(), line: None, message }));
                 }
                 Ok(rendered)
             }
             Renderer::Builtin(name) => {
                 let messages: Vec<(&str, &str)> = messages.iter().map(|m| (m.role, m.content)).collect();
-                engine.apply_builtin_template(name, &messages, add_generation_prompt).map_err(|e| EvalError::Template {
-                    template: self.label.clone(),
-                    line: None,
-                    message: e.to_string(),
-                })
+                engine.apply_builtin_template(name, &messages, add_generation_prompt).map_err(|e| EvalError::Chat(ChatError::Builtin(e)))
             }
         }
     }
@@ -242,7 +241,7 @@ fn template_error(label: &str, error: &minijinja::Error) -> EvalError {
         Some(detail) => format!("{}: {detail}", error.kind()),
         None => error.kind().to_string(),
     };
-    EvalError::Template { template: label.to_owned(), line: error.line(), message }
+    EvalError::Chat(ChatError::Template { template: label.to_owned(), line: error.line(), message })
 }
 
 /// Splits a k-shot question into its `shots` solved examples, each a
@@ -296,7 +295,7 @@ fn render_tasks(
     file: &Path,
     tasks: &[(usize, Task<'_>)],
 ) -> Result<Rendered, EvalError> {
-    let fail = |message: String| EvalError::Template { template: template.label.clone(), line: None, message };
+    let fail = |message: String| EvalError::Chat(ChatError::Template { template: template.label.clone(), line: None, message });
     if let Some(system) = &spec.system {
         if engine.has_special_text(system).map_err(EvalError::engine(file))? {
             return Err(fail("the system text holds the text of a special token, which the prompt would read as that token".into()));
@@ -391,8 +390,8 @@ fn conversation<'a>(spec: &'a ChatSpec, file: &Path, index: usize, question: &'a
     }
     let asked = match spec.shots {
         Some(shots) => {
-            let (examples, asked) =
-                split_shots(question, shots).ok_or_else(|| EvalError::ShotsNotSplit { path: file.to_owned(), task: index, shots })?;
+            let (examples, asked) = split_shots(question, shots)
+                .ok_or_else(|| EvalError::Chat(ChatError::ShotsNotSplit { path: file.to_owned(), task: index, shots }))?;
             for (user, assistant) in examples {
                 messages.push(Message { role: "user", content: user });
                 messages.push(Message { role: "assistant", content: assistant });
@@ -458,7 +457,9 @@ mod tests {
             .render(())
             .unwrap_err();
         assert!(template_error("t", &err).to_string().contains("no system"));
-        let EvalError::Template { line, .. } = environment("bad.jinja", "line one\n{% if %}".into()).unwrap_err() else { panic!() };
+        let EvalError::Chat(ChatError::Template { line, .. }) = environment("bad.jinja", "line one\n{% if %}".into()).unwrap_err() else {
+            panic!()
+        };
         assert_eq!(line, Some(2));
     }
 }

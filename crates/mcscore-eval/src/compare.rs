@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::log::{self, Header, TaskRecord};
 use crate::EvalError;
+use crate::LogsError;
 
 /// How a comparison is computed.
 #[derive(Debug, Clone, Copy)]
@@ -57,6 +58,20 @@ pub struct Run {
 }
 
 impl Run {
+    /// Checks every record against itself and the header as the log reader
+    /// does (`check_record`): a run built in memory is held to what a file is.
+    pub fn check(&self) -> Result<(), EvalError> {
+        for (i, record) in self.records.iter().enumerate() {
+            // A log's line 1 is its header; task records follow.
+            log::check_record(&self.header, record).map_err(|fault| crate::log::LogError::Line {
+                path: self.source.clone(),
+                line: i + 2,
+                fault,
+            })?;
+        }
+        Ok(())
+    }
+
     /// Reads a complete sample log (an unfinished one is refused: its tasks
     /// would not pair with a finished run's).
     pub fn read(path: &Path) -> Result<Run, EvalError> {
@@ -74,6 +89,7 @@ impl Run {
 
 /// The group (an MMLU subject, a passage) of each task of a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Groups {
     /// Where the groups come from, as the output says it.
     pub source: String,
@@ -101,27 +117,27 @@ impl Groups {
     }
 
     /// These groups with a category for each (a group the map misses has none).
-    pub fn with_categories(mut self, categories: std::collections::BTreeMap<String, String>) -> Groups {
+    pub(crate) fn with_categories(mut self, categories: std::collections::BTreeMap<String, String>) -> Groups {
         self.categories = Some(categories);
         self
     }
 
     /// The category of group `name`, where the groups have categories.
-    pub fn category_of(&self, name: &str) -> Option<&str> {
+    pub(crate) fn category_of(&self, name: &str) -> Option<&str> {
         self.categories.as_ref()?.get(name).map(String::as_str)
     }
 
     /// Refuses groups that do not reach every task of `records` (read from `log`).
     pub(crate) fn check_reach(&self, records: &[crate::log::TaskRecord], log: &Path) -> Result<(), EvalError> {
         match records.iter().map(|r| r.task).max() {
-            Some(last) if last >= self.tasks() => Err(EvalError::BadGroups {
+            Some(last) if last >= self.tasks() => Err(EvalError::Logs(LogsError::BadGroups {
                 path: PathBuf::from(&self.source),
                 why: format!(
                     "groups for {} tasks, but {} holds task {last}: give one group per task of the task file",
                     self.tasks(),
                     log.display()
                 ),
-            }),
+            })),
             _ => Ok(()),
         }
     }
@@ -132,7 +148,7 @@ impl Groups {
     /// `file_tasks`, where known (a manifest entry of the task file), must
     /// be the number of lines.
     pub fn read(path: &Path, file_tasks: Option<usize>) -> Result<Groups, EvalError> {
-        let bad = |why: String| EvalError::BadGroups { path: path.to_owned(), why };
+        let bad = |why: String| EvalError::Logs(LogsError::BadGroups { path: path.to_owned(), why });
         let bytes = mcscore_format::read_input(path)?;
         let text = std::str::from_utf8(&bytes).map_err(|e| bad(format!("not UTF-8 at byte {}", e.valid_up_to())))?;
         let lines: Vec<&str> = text.lines().collect();
@@ -154,15 +170,26 @@ impl Groups {
 
     /// The groups `manifest` records for the task file whose sha256 is
     /// `file_sha256`; `None` when no entry of it has groups.
+    /// The runs must add up to the entry's task count (the manifest may be
+    /// another program's).
     pub fn from_manifest(manifest: &Path, file_sha256: &str) -> Result<Option<Groups>, EvalError> {
-        Ok(manifest_entry(manifest, file_sha256)?.and_then(|e| {
-            e.groups.as_ref().map(|g| {
-                let groups = Groups::from_runs(format!("{}: {}'s {}", manifest.display(), e.name, g.field), &g.runs);
-                match &g.categories {
-                    Some(categories) => groups.with_categories(categories.clone()),
-                    None => groups,
-                }
-            })
+        let Some(e) = manifest_entry(manifest, file_sha256)? else { return Ok(None) };
+        let Some(g) = e.groups.as_ref() else { return Ok(None) };
+        let total = g.runs.iter().try_fold(0usize, |sum, (_, count)| sum.checked_add(*count));
+        if total != Some(e.tasks) {
+            let why = format!(
+                "{}'s {} groups cover {} tasks, but the entry has {}: rebuild the manifest",
+                e.name,
+                g.field,
+                total.map_or_else(|| "more than 2^64".to_owned(), |t| t.to_string()),
+                e.tasks
+            );
+            return Err(EvalError::Logs(LogsError::BadGroups { path: manifest.to_owned(), why }));
+        }
+        let groups = Groups::from_runs(format!("{}: {}'s {}", manifest.display(), e.name, g.field), &g.runs);
+        Ok(Some(match &g.categories {
+            Some(categories) => groups.with_categories(categories.clone()),
+            None => groups,
         }))
     }
 
@@ -188,6 +215,7 @@ impl Groups {
 
 /// A statistic with its interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Interval {
     pub estimate: f64,
     pub low: f64,
@@ -196,6 +224,7 @@ pub struct Interval {
 
 /// What the output says of one run.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct RunInfo {
     pub label: String,
     pub log: String,
@@ -212,6 +241,7 @@ pub struct RunInfo {
 
 /// One group's change.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct GroupShift {
     pub name: String,
     pub tasks: usize,
@@ -237,6 +267,7 @@ pub const MIN_GROUPS_FOR_CLUSTERS: usize = 10;
 
 /// Statistics that respect the groups.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Clustered {
     pub groups: usize,
     /// The difference judged by the cluster bootstrap; `None` below
@@ -248,6 +279,7 @@ pub struct Clustered {
 
 /// OTHER against BASE.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Pairing {
     pub other: RunInfo,
     /// Tasks compared: BASE's, or fewer where both runs are of one
@@ -386,11 +418,11 @@ struct Scored {
 
 fn scored(run: &Run, norm: Normalisation) -> Result<Scored, EvalError> {
     if norm == Normalisation::AccPmi && !log::normalisations(&run.records).contains(&Normalisation::AccPmi) {
-        return Err(EvalError::NoPmi { path: run.source.clone() });
+        return Err(EvalError::Logs(LogsError::NoPmi { path: run.source.clone() }));
     }
     let mut s = Scored { picks: Vec::new(), ln_p: Vec::new(), gold: Vec::new() };
     for r in &run.records {
-        let gold = r.gold.ok_or_else(|| EvalError::NoGold { path: run.source.clone(), task: r.task })?;
+        let gold = r.gold.ok_or_else(|| EvalError::Logs(LogsError::NoGold { path: run.source.clone(), task: r.task }))?;
         s.picks.push(Pick { right: r.correct.get(norm), option: r.pred.get(norm) });
         s.ln_p.push(log_softmax(&r.options.iter().map(|o| norm.score(o)).collect::<Vec<_>>()));
         s.gold.push(gold);
@@ -420,12 +452,21 @@ fn mean(values: &[f64]) -> f64 {
 /// task list (anything else is refused, naming the first field that differs).
 pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &CompareOptions) -> Result<Comparison, EvalError> {
     if base.records.is_empty() {
-        return Err(EvalError::NothingToCompare { path: base.source.clone() });
+        return Err(EvalError::Logs(LogsError::NothingToCompare { path: base.source.clone() }));
+    }
+    for run in std::iter::once(base).chain(others) {
+        run.check()?;
     }
     let pairs: Vec<(Cow<'_, Run>, Cow<'_, Run>)> = others.iter().map(|run| common_prefix(base, run)).collect();
     for (base, run) in &pairs {
         if let Some((field, base_value, value)) = unpaired(base, run) {
-            return Err(EvalError::NotPaired { path: run.source.clone(), base: base.source.clone(), field, base_value, value });
+            return Err(EvalError::Logs(LogsError::NotPaired {
+                path: run.source.clone(),
+                base: base.source.clone(),
+                field,
+                base_value,
+                value,
+            }));
         }
     }
     if let Some(groups) = groups {
@@ -450,9 +491,11 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
             .collect();
         let (mut kls, mut jss, mut gold) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
         for i in 0..n {
+            // unpaired refused other task lists: both runs hold n tasks
             let (p, q) = (&base_scored.ln_p[i], &other.ln_p[i]);
             kls.push(kl(p, q));
             jss.push(js(p, q));
+            // gold is the index of a label, one per option (check_record, TaskRecord::new); unpaired refused other option counts
             let g = base_scored.gold[i];
             gold.push(q[g] - p[g]);
         }
@@ -565,9 +608,10 @@ fn clustered(
     let mut members: Vec<(usize, Vec<usize>)> = Vec::new();
     let mut group_of = Vec::with_capacity(points.len());
     for (i, r) in base_run.records.iter().enumerate() {
-        let g = groups
-            .group(r.task)
-            .ok_or_else(|| EvalError::BadGroups { path: PathBuf::from(&groups.source), why: format!("no group for task {}", r.task) })?;
+        let g = groups.group(r.task).ok_or_else(|| {
+            EvalError::Logs(LogsError::BadGroups { path: PathBuf::from(&groups.source), why: format!("no group for task {}", r.task) })
+        })?;
+        // group() returns an index into names, and dense has a slot per name (members one per slot set)
         if dense[g] == usize::MAX {
             dense[g] = members.len();
             members.push((g, Vec::new()));
@@ -588,6 +632,7 @@ fn clustered(
             .iter()
             .zip(&sums)
             .filter(|((_, tasks), _)| tasks.len() < n)
+            // the filter above kept groups of fewer than n tasks
             .map(|((_, tasks), sum)| (total - sum) / (n - tasks.len()) as f64)
             .collect();
         let (b, c) = (points.iter().filter(|&&d| d < 0.0).count() as u64, points.iter().filter(|&&d| d > 0.0).count() as u64);
@@ -701,18 +746,43 @@ pub(crate) mod tests {
         assert_eq!(k.groups, 2);
         assert_eq!(k.shifts.iter().map(|s| s.tasks).sum::<usize>(), 4);
         let short = Groups::from_runs("short", &[("a".into(), 3)]);
-        assert!(matches!(compare(&base, &[other], Some(&short), &CompareOptions::default()), Err(EvalError::BadGroups { .. })));
+        assert!(matches!(
+            compare(&base, &[other], Some(&short), &CompareOptions::default()),
+            Err(EvalError::Logs(LogsError::BadGroups { .. }))
+        ));
+    }
+
+    #[test]
+    fn manifest_groups_must_cover_the_entrys_tasks() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifest.json");
+        let real: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(repo).unwrap()).unwrap();
+        let mut entry = real["datasets"].as_array().unwrap().iter().find(|e| e["name"] == "mmlu-dev").unwrap().clone();
+        let sha = entry["sha256"].as_str().unwrap().to_owned();
+        let dir = std::env::temp_dir().join(format!("mcscore-groups-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let manifest = dir.join("manifest.json");
+        let mut write = |runs: serde_json::Value| {
+            entry["groups"]["runs"] = runs;
+            std::fs::write(&manifest, serde_json::json!({ "datasets": [entry.clone()] }).to_string()).unwrap();
+        };
+        write(serde_json::json!([["a", 280], ["b", 5]]));
+        assert_eq!(Groups::from_manifest(&manifest, &sha).unwrap().unwrap().tasks(), 285);
+        for runs in [serde_json::json!([["a", 3]]), serde_json::json!([["a", u64::MAX], ["b", 2]])] {
+            write(runs.clone());
+            assert!(matches!(Groups::from_manifest(&manifest, &sha), Err(EvalError::Logs(LogsError::BadGroups { .. }))), "{runs}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn an_empty_run_and_another_file_are_refused() {
         let empty = run("base", &[]);
-        assert!(matches!(compare(&empty, &[], None, &CompareOptions::default()), Err(EvalError::NothingToCompare { .. })));
+        assert!(matches!(compare(&empty, &[], None, &CompareOptions::default()), Err(EvalError::Logs(LogsError::NothingToCompare { .. }))));
         let base = run("base", &[0, 0, 1, 2]);
         let mut other = run("other", &[0, 1, 0, 1]);
         other.header.file_sha256 = "cd".into();
         match compare(&base, &[other], None, &CompareOptions::default()) {
-            Err(EvalError::NotPaired { field, .. }) => assert_eq!(field, "task file"),
+            Err(EvalError::Logs(LogsError::NotPaired { field, .. })) => assert_eq!(field, "task file"),
             other => panic!("{other:?}"),
         }
     }

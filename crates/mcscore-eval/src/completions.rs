@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// The most top log-probabilities a row reports (`logprobs`).
-pub const MAX_TOP_LOGPROBS: usize = 20;
+pub(crate) const MAX_TOP_LOGPROBS: usize = 20;
 
 /// What one request may ask for, so that no request (a few MB of JSON can
 /// name a million one-token prompts) makes the server hold more than a
@@ -73,6 +73,7 @@ enum Prompt {
 
 /// A checked completion request.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct CompletionRequest {
     prompts: Vec<Prompt>,
     echo: bool,
@@ -238,6 +239,7 @@ fn parse_prompts(value: &Value) -> Result<Vec<Prompt>, ApiError> {
     let prompts = match value {
         Value::String(s) => vec![Prompt::Text(s.clone())],
         Value::Array(items) if items.is_empty() => return Err(bad("prompt is an empty list".into())),
+        // an empty list returned above
         Value::Array(items) => match &items[0] {
             Value::String(_) => items
                 .iter()
@@ -271,6 +273,7 @@ pub struct ModelInfo {
 
 /// The served model's tokenizer and the completions built on it: shared by
 /// every request handler (tokenising is cheap and thread-safe).
+#[non_exhaustive]
 pub struct Completions {
     engine: Arc<Engine>,
     pub model: ModelInfo,
@@ -280,6 +283,7 @@ pub struct Completions {
 
 /// A prompt ready for the engine, with what its answer needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PreparedPrompt {
     pub request: PromptRequest,
     /// Whether the model's BOS was put before the prompt (and is not echoed).
@@ -290,6 +294,7 @@ pub struct PreparedPrompt {
 
 /// A checked request, tokenised.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct CompletionJob {
     pub prompts: Vec<PreparedPrompt>,
     echo: bool,
@@ -307,6 +312,7 @@ impl CompletionJob {
 
 /// One completion choice.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Choice {
     pub text: String,
     pub index: usize,
@@ -317,6 +323,7 @@ pub struct Choice {
 /// OpenAI's legacy `logprobs` object: one entry per echoed prompt token,
 /// then per generated token.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Logprobs {
     pub tokens: Vec<String>,
     pub token_logprobs: Vec<Option<f64>>,
@@ -342,6 +349,7 @@ impl Serialize for TopLogprobs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Usage {
     pub prompt_tokens: usize,
     pub completion_tokens: usize,
@@ -350,6 +358,7 @@ pub struct Usage {
 
 /// The body of a completion answer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct CompletionResponse {
     pub id: String,
     pub object: &'static str,
@@ -388,7 +397,7 @@ impl Completions {
                     if let Some((at, &id)) = tokens.iter().enumerate().find(|(_, &t)| t >= n_vocab) {
                         return Err(ApiError::invalid(
                             "prompt",
-                            format!("prompt {i}: token {at} is {id}, outside the vocabulary (ids 0 to {})", n_vocab - 1),
+                            format!("prompt {i}: token {at} is {id}, outside the vocabulary (ids 0 to {})", n_vocab.saturating_sub(1)),
                         ));
                     }
                     (tokens, None)
@@ -397,6 +406,7 @@ impl Completions {
             if tokens.is_empty() {
                 return Err(ApiError::invalid("prompt", format!("prompt {i} is empty; there is nothing to score")));
             }
+            // an empty prompt returned above
             let implicit_bos = bos.is_some_and(|b| tokens[0] != b);
             if let Some(b) = bos.filter(|_| implicit_bos) {
                 tokens.insert(0, b);
@@ -433,6 +443,7 @@ impl Completions {
                     ),
                 ));
             }
+            // n >= 1: an empty prompt returned above
             let first = if request.echo { 0 } else { n - 1 };
             let rows = first..if request.max_tokens == 1 { n } else { n - 1 };
             let rows = rows.start.min(rows.end)..rows.end;
@@ -480,6 +491,7 @@ impl Completions {
             let mut finish_reason = "length";
             if job.max_tokens == 1 {
                 let row = rows.last().expect("a generating prompt reads its last row");
+                // the engine refuses a row with no likeliest token (NonFinitePrompt)
                 let (token, logprob) = row.top[0];
                 let piece = String::from_utf8_lossy(&self.engine.piece(token)).into_owned();
                 completion_tokens += 1;
@@ -552,7 +564,7 @@ impl Completions {
             .enumerate()
             .map(|(i, v)| {
                 v.as_u64().and_then(|t| u32::try_from(t).ok()).filter(|&t| t < n_vocab).ok_or_else(|| {
-                    ApiError::invalid("tokens", format!("token {i} is {v}; ids are whole numbers from 0 to {}", n_vocab - 1))
+                    ApiError::invalid("tokens", format!("token {i} is {v}; ids are whole numbers from 0 to {}", n_vocab.saturating_sub(1)))
                 })
             })
             .collect::<Result<_, _>>()?;

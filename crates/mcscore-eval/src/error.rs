@@ -1,8 +1,11 @@
-//! What can go wrong in a job, as one typed error that keeps its cause.
-//! Messages name files, tasks and lines, never a command-line flag: a front
-//! end adds the flag that changes the outcome. A message leaves its cause
-//! out (the cause is its `source()`): [`with_causes`] writes the whole chain
-//! once, `path: what: why`.
+//! What can go wrong in a job: [`EvalError`], with the faults of each area
+//! (shards, sweeps, studies, logs side by side, sequential comparisons, chat
+//! templates, a job's spec) in an enum of their own behind it; every error
+//! keeps its cause. Messages name files, tasks and lines; a front end adds
+//! the flag that changes the outcome (a few name a flag themselves: the
+//! command that writes an input they expect, or a refused setting of a
+//! sequential comparison). A message leaves its cause out (the cause is its
+//! `source()`): [`with_causes`] writes the whole chain once, `path: what: why`.
 
 use std::path::PathBuf;
 
@@ -71,8 +74,63 @@ pub enum EvalError {
         source: Box<EngineError>,
     },
 
-    #[error("{}: acc_pmi is not defined for Winogrande, whose options fill a blank rather than follow a context", path.display())]
-    PmiWinogrande { path: PathBuf },
+    #[error(transparent)]
+    Shard(#[from] ShardError),
+
+    #[error(transparent)]
+    Sweep(#[from] SweepError),
+
+    #[error(transparent)]
+    Study(#[from] StudyError),
+
+    #[error(transparent)]
+    Logs(#[from] LogsError),
+
+    #[error(transparent)]
+    Sequential(#[from] SequentialError),
+
+    #[error(transparent)]
+    Chat(#[from] ChatError),
+
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+
+    /// A log whose header matches the run but whose task lines are not its tasks.
+    #[error("{}: cannot resume: task line {} is task {logged}, but the run's task there is {} (the log was edited, or written by another mcscore)", path.display(), position + 1, run.map_or("none (the run has fewer tasks)".to_owned(), |t| t.to_string()))]
+    ResumeOtherTasks { path: PathBuf, position: usize, logged: usize, run: Option<usize> },
+
+    /// An output whose path is one of the job's inputs (by inode).
+    #[error("{}: writing it would replace {}, one of the inputs; choose another folder", path.display(), input.display())]
+    WouldReplaceInput { path: PathBuf, input: PathBuf },
+
+    #[error("{}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A run that scored fewer tasks than it announced.
+    #[error("{}: scored {scored} tasks but {announced} were announced", path.display())]
+    Incomplete { path: PathBuf, scored: usize, announced: usize },
+
+    #[error("a report needs at least one sample log")]
+    NoLogs,
+
+    #[error("{}: the model's token pieces do not spell the prompt back; cannot audit", path.display())]
+    Unauditable { path: PathBuf },
+
+    /// A progress or output callback of the front end failed.
+    #[error(transparent)]
+    Consumer(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Shard logs that do not tile one run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShardError {
+    #[error("shard {index} of {count}: a shard's index is below its count, and the count at least 1")]
+    NoSuchShard { index: usize, count: usize },
 
     #[error("{shards} shards for {tasks} tasks: at most one shard per task")]
     TooManyShards { shards: usize, tasks: usize },
@@ -87,34 +145,6 @@ pub enum EvalError {
     #[error("{}: shard {shard} is of another run than {}: its {field} differs\n  {}: {log}\n  this log: {now}", path.display(), first.display(), first.display())]
     OtherRun { path: PathBuf, shard: usize, field: &'static str, first: PathBuf, log: String, now: String },
 
-    #[error("{}: not a saved sweep shard (`sweep --shard K/N --save-json` writes them)", path.display())]
-    NotASweepShard {
-        path: PathBuf,
-        #[source]
-        source: serde_json::Error,
-    },
-
-    #[error("{}: a shard of another sweep: its {what} differ from this sweep's (give the flags the shards were run with)", path.display())]
-    ShardOfOtherSweep { path: PathBuf, what: &'static str },
-
-    #[error("{}: not a study file", path.display())]
-    NotAStudy {
-        path: PathBuf,
-        #[source]
-        source: serde_json::Error,
-    },
-
-    #[error("{}: {what}", path.display())]
-    BadStudy { path: PathBuf, what: String },
-
-    /// A log whose header matches the run but whose task lines are not its tasks.
-    #[error("{}: cannot resume: task line {} is task {logged}, but the run's task there is {} (the log was edited, or written by another mcscore)", path.display(), position + 1, run.map_or("none (the run has fewer tasks)".to_owned(), |t| t.to_string()))]
-    ResumeOtherTasks { path: PathBuf, position: usize, logged: usize, run: Option<usize> },
-
-    /// An output whose path is one of the job's inputs (by inode).
-    #[error("{}: writing it would replace {}, one of the inputs; choose another folder", path.display(), input.display())]
-    WouldReplaceInput { path: PathBuf, input: PathBuf },
-
     #[error("shard {shard} is given twice: {} and {}", first.display(), second.display())]
     ShardTwice { shard: usize, first: PathBuf, second: PathBuf },
 
@@ -126,98 +156,30 @@ pub enum EvalError {
 
     #[error("the shards hold {merged} tasks, not the run's {run} in its order: the logs do not tile one run")]
     ShardsOtherTasks { merged: usize, run: usize },
+}
 
-    #[error("{}", path.display())]
-    Io {
+/// A sweep that cannot render, merge or compare.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SweepError {
+    #[error("{}: not a saved sweep shard (`sweep --shard K/N --save-json` writes them)", path.display())]
+    NotASweepShard {
         path: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: serde_json::Error,
     },
 
-    #[error("{}: scored {scored} tasks but {announced} were announced", path.display())]
-    Incomplete { path: PathBuf, scored: usize, announced: usize },
-
-    /// `scored` and `first_scored` read "FILE (sha256 HASH)".
-    #[error("{}: scored {scored}, but {} scored {first_scored}: a report compares runs on the same dataset", path.display(), first.display())]
-    OtherDataset { path: PathBuf, scored: String, first: PathBuf, first_scored: String },
-
-    #[error("{}: scored other tasks (or another order) than {}; score the same subset", path.display(), first.display())]
-    OtherTasks { path: PathBuf, first: PathBuf },
-
-    /// Two logs that `compare` cannot pair task by task.
-    #[error("{}: not the same tasks as {}: its {field} differs\n  {}: {base_value}\n  this log: {value}", path.display(), base.display(), base.display())]
-    NotPaired { path: PathBuf, base: PathBuf, field: &'static str, base_value: String, value: String },
-
-    #[error("{}: the log holds no tasks, so there is nothing to compare", path.display())]
-    NothingToCompare { path: PathBuf },
-
-    /// A groups file that does not give each task of the file one group.
-    #[error("{}: {why}", path.display())]
-    BadGroups { path: PathBuf, why: String },
-
-    #[error("{}: a job was lent the engine of {}; lend a job the engine of its own model", model.display(), engine.display())]
-    LentEngine { model: PathBuf, engine: PathBuf },
-
-    #[error("{}: a job with its own task order takes no subset, shard or acc_pmi pass", path.display())]
-    OrderedWith { path: PathBuf },
-
-    #[error("{}: a limit (the first N tasks) and a subset (llama-perplexity's pick of N) cannot be combined", path.display())]
-    LimitWithSubset { path: PathBuf },
-
-    #[error("{}: a limit of 0 tasks scores nothing; give at least 1", path.display())]
-    ZeroLimit { path: PathBuf },
-
-    #[error("{}: not an order of the file's tasks: {why}", path.display())]
-    NotAnOrder { path: PathBuf, why: String },
-
-    #[error("{}: a run stopped by Ctrl-C cannot be ended as decided; finish it, and resume it later", path.display())]
-    StopCancelled { path: PathBuf },
-
-    /// A sequential comparison asked for something it cannot do.
-    #[error("{0}")]
-    BadSequential(String),
-
-    /// The models of a sequential comparison, held at once, would not fit.
-    #[error("{}: with the {before} model(s) before it, the comparison needs about {:.1} GiB ({what}), but {:.1} GiB of memory is available; compare fewer models at once", model.display(), *needed as f64 / GIB, *available as f64 / GIB)]
-    ModelsDoNotFit { model: PathBuf, before: usize, what: &'static str, needed: u64, available: u64 },
-
-    /// A sequential comparison's log that its stopping rule does not explain.
-    #[error("{}: {why}", path.display())]
-    SequentialLog { path: PathBuf, why: String },
-
-    #[error("a report needs at least one sample log")]
-    NoLogs,
-
-    /// Two runs of one model with the same scores on every task: one run
-    /// given twice, which a report would rank against itself.
-    #[error("{}: the same run as {} (model sha256 {model_sha256}, every task's scores the same): give each run once", again.display(), first.display())]
-    RepeatedRun { again: PathBuf, first: PathBuf, model_sha256: String },
-
-    /// The task file a log names is not where it names it.
-    #[error("{}: the task file {} is not there; give the path of the task file the log scored", log.display(), path.display())]
-    NoTaskFile { path: PathBuf, log: PathBuf },
-
-    #[error("{}: task {task} is not in {}, which has {tasks} tasks: not the task file the log scored", log.display(), path.display())]
-    TaskNotInFile { path: PathBuf, task: usize, tasks: usize, log: PathBuf },
-
-    #[error("{}: task {task} has {logged} options, but {options} in {}: not the task file the log scored", log.display(), path.display())]
-    OtherOptions { path: PathBuf, task: usize, options: usize, log: PathBuf, logged: usize },
-
-    /// A task file that is not the one a log scored.
-    #[error("{}: not the task file {} scored: its sha256 is {sha256}, the log's {logged}", path.display(), log.display())]
-    OtherTaskFile { path: PathBuf, sha256: String, log: PathBuf, logged: String },
-
-    #[error("{}: task {task} has no gold option (a lenient run)", path.display())]
-    NoGold { path: PathBuf, task: usize },
-
-    #[error("{}: the acc_pmi normalisation needs a log of `mcscore score --pmi`", path.display())]
-    NoPmi { path: PathBuf },
+    #[error("{}: a shard of another sweep: its {what} differ from this sweep's (give the flags the shards were run with)", path.display())]
+    ShardOfOtherSweep { path: PathBuf, what: &'static str },
 
     #[error("{label}: task {task} is not in the letter scaffold (\"Question: …\\nA. …\\nAnswer:\" with options A, B, …); a sweep re-renders items, so it needs that exact layout (or a benchmark's source)")]
     NotLetterScaffold { label: String, task: usize },
 
     #[error("{name}: item {row} comes with a passage, which the letter formats have no place for; a sweep takes question-and-options benchmarks")]
     PassageItem { name: String, row: usize },
+
+    #[error("{label}: no prompt formats to sweep")]
+    NoFormats { label: String },
 
     #[error("{label}: no tasks to sweep")]
     NoItems { label: String },
@@ -244,16 +206,111 @@ pub enum EvalError {
 
     #[error("{}: swept other {what} than {}; only sweeps of the same items and formats compare", path.display(), first.display())]
     OtherSweep { path: PathBuf, what: &'static str, first: PathBuf },
+}
 
-    #[error("{}: the model's token pieces do not spell the prompt back; cannot audit", path.display())]
-    Unauditable { path: PathBuf },
+/// A study file that cannot be planned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StudyError {
+    #[error("{}: not a study file", path.display())]
+    NotAStudy {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
 
+    #[error("{}: {what}", path.display())]
+    BadStudy { path: PathBuf, what: String },
+}
+
+/// Sample logs that a report or comparison cannot put side by side: other
+/// tasks or files, a task file that is not theirs, groups that do not cover
+/// their tasks, a normalisation they did not log.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LogsError {
+    /// `scored` and `first_scored` read "FILE (sha256 HASH)".
+    #[error("{}: scored {scored}, but {} scored {first_scored}: a report compares runs on the same dataset", path.display(), first.display())]
+    OtherDataset { path: PathBuf, scored: String, first: PathBuf, first_scored: String },
+
+    #[error("{}: scored other tasks (or another order) than {}; score the same subset", path.display(), first.display())]
+    OtherTasks { path: PathBuf, first: PathBuf },
+
+    /// Two logs that `compare` cannot pair task by task.
+    #[error("{}: not the same tasks as {}: its {field} differs\n  {}: {base_value}\n  this log: {value}", path.display(), base.display(), base.display())]
+    NotPaired { path: PathBuf, base: PathBuf, field: &'static str, base_value: String, value: String },
+
+    #[error("{}: the log holds no tasks, so there is nothing to compare", path.display())]
+    NothingToCompare { path: PathBuf },
+
+    /// A groups file that does not give each task of the file one group.
+    #[error("{}: {why}", path.display())]
+    BadGroups { path: PathBuf, why: String },
+
+    /// Two runs of one model with the same scores on every task: one run
+    /// given twice, which a report would rank against itself.
+    #[error("{}: the same run as {} (model sha256 {model_sha256}, every task's scores the same): give each run once", again.display(), first.display())]
+    RepeatedRun { again: PathBuf, first: PathBuf, model_sha256: String },
+
+    /// The task file a log names is not where it names it.
+    #[error("{}: the task file {} is not there; give the path of the task file the log scored", log.display(), path.display())]
+    NoTaskFile { path: PathBuf, log: PathBuf },
+
+    #[error("{}: task {task} is not in {}, which has {tasks} tasks: not the task file the log scored", log.display(), path.display())]
+    TaskNotInFile { path: PathBuf, task: usize, tasks: usize, log: PathBuf },
+
+    #[error("{}: task {task} has {logged} options, but {options} in {}: not the task file the log scored", log.display(), path.display())]
+    OtherOptions { path: PathBuf, task: usize, options: usize, log: PathBuf, logged: usize },
+
+    /// A task file that is not the one a log scored.
+    #[error("{}: not the task file {} scored: its sha256 is {sha256}, the log's {logged}", path.display(), log.display())]
+    OtherTaskFile { path: PathBuf, sha256: String, log: PathBuf, logged: String },
+
+    #[error("{}: task {task} has no gold option (a lenient run)", path.display())]
+    NoGold { path: PathBuf, task: usize },
+
+    #[error("{}: the acc_pmi normalisation needs a log of `mcscore score --pmi`", path.display())]
+    NoPmi { path: PathBuf },
+}
+
+/// A sequential comparison (`until_decided`) that cannot start or stop.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SequentialError {
+    #[error("{}: not an order of the file's tasks: {why}", path.display())]
+    NotAnOrder { path: PathBuf, why: String },
+
+    #[error("{}: a run stopped by Ctrl-C cannot be ended as decided; finish it, and resume it later", path.display())]
+    StopCancelled { path: PathBuf },
+
+    /// A sequential comparison asked for something it cannot do.
+    #[error("{0}")]
+    BadSequential(String),
+
+    /// The models of a sequential comparison, held at once, would not fit.
+    #[error("{}: with the {before} model(s) before it, the comparison needs about {:.1} GiB ({what}), but {:.1} GiB of memory is available; compare fewer models at once", model.display(), *needed as f64 / GIB, *available as f64 / GIB)]
+    ModelsDoNotFit { model: PathBuf, before: usize, what: &'static str, needed: u64, available: u64 },
+
+    /// A sequential comparison's log that its stopping rule does not explain.
+    #[error("{}: {why}", path.display())]
+    SequentialLog { path: PathBuf, why: String },
+}
+
+/// A chat template that cannot wrap the tasks.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChatError {
     #[error("{}: the GGUF carries no chat template (tokenizer.chat_template); name one of llama.cpp's built-in templates or a Jinja file instead", model.display())]
     NoChatTemplate { model: PathBuf },
 
     /// A chat template that does not parse or render, or fails a guard.
     #[error("chat template {template}{}: {message}", line.map_or(String::new(), |l| format!(", line {l}")))]
     Template { template: String, line: Option<usize>, message: String },
+
+    /// llama.cpp could not render with one of its built-in templates (the
+    /// engine's error names the template and keeps llama.cpp's cause).
+    #[error(transparent)]
+    Builtin(EngineError),
 
     #[error("{}: task {task}: its question does not split into {shots} solved examples (each ending \"Answer: X\" and a blank line) and a question ending \"Answer:\"", path.display())]
     ShotsNotSplit { path: PathBuf, task: usize, shots: usize },
@@ -263,10 +320,26 @@ pub enum EvalError {
 
     #[error("{}: a chat template applies to multiple-choice and HellaSwag files; Winogrande's options fill a blank inside the sentence, so there is no question to put in the user's turn", path.display())]
     ChatWinogrande { path: PathBuf },
+}
 
-    /// A progress or output callback of the front end failed.
-    #[error(transparent)]
-    Consumer(Box<dyn std::error::Error + Send + Sync>),
+/// A score job asked for something that cannot run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    #[error("{}: acc_pmi is not defined for Winogrande, whose options fill a blank rather than follow a context", path.display())]
+    PmiWinogrande { path: PathBuf },
+
+    #[error("{}: a job was lent the engine of {}; lend a job the engine of its own model", model.display(), engine.display())]
+    LentEngine { model: PathBuf, engine: PathBuf },
+
+    #[error("{}: a job with its own task order takes no subset, shard or acc_pmi pass", path.display())]
+    OrderedWith { path: PathBuf },
+
+    #[error("{}: a limit (the first N tasks) and a subset (llama-perplexity's pick of N) cannot be combined", path.display())]
+    LimitWithSubset { path: PathBuf },
+
+    #[error("{}: a limit of 0 tasks scores nothing; give at least 1", path.display())]
+    ZeroLimit { path: PathBuf },
 }
 
 impl EvalError {

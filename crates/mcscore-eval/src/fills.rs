@@ -47,7 +47,7 @@ pub(crate) struct Fills {
 
 impl Fills {
     /// Adds what these fills saw to `seen`.
-    pub fn note_memory(&self, seen: &mut MemorySeen) {
+    pub(crate) fn note_memory(&self, seen: &mut MemorySeen) {
         seen.sample(self.resident);
         let bytes = |buffers: &[Buffer]| buffers.iter().map(|b| b.bytes).sum::<u64>();
         if bytes(&self.context_buffers) > bytes(&seen.context) {

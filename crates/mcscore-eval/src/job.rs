@@ -17,6 +17,7 @@ use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, MemorySeen, Scoring
 use crate::log::ShardHeader;
 use crate::log::{normalisations, Header, Opened, SampleLog, Stop, TaskKind, TaskRecord};
 use crate::shard::{partition, run_sha256, Shard};
+use crate::{ChatError, SequentialError, SpecError};
 use crate::{EvalError, Phase, Progress};
 
 /// The context of the unconditional pass of acc_pmi (lm-evaluation-harness, OLMES).
@@ -100,6 +101,7 @@ impl ScoreSpec {
 
 /// Tasks in an order of the caller's choosing, and what the log records of it.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Ordered {
     /// Task indices into the file, each at most once.
     pub order: Vec<usize>,
@@ -243,6 +245,7 @@ impl std::ops::Deref for Lent<'_> {
 
 /// A job ready to score: inputs read and checked, tasks tokenised and
 /// planned, the log opened (and its kept lines read back).
+#[non_exhaustive]
 pub struct ScoreJob<'e> {
     spec: ScoreSpec,
     engine: Lent<'e>,
@@ -281,6 +284,7 @@ pub enum End {
 
 /// Where a run's time went, in seconds, phase by phase (`score --timings`).
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+#[non_exhaustive]
 pub struct Timings {
     /// Reading and validating the task file.
     pub read: f64,
@@ -359,7 +363,7 @@ impl<'e> ScoreJob<'e> {
     /// `spec.model` must be the path the engine was loaded from.
     pub fn with_engine(engine: &'e Engine, spec: ScoreSpec) -> Result<ScoreJob<'e>, EvalError> {
         if engine.path() != spec.model {
-            return Err(EvalError::LentEngine { model: spec.model.clone(), engine: engine.path().to_owned() });
+            return Err(EvalError::Spec(SpecError::LentEngine { model: spec.model.clone(), engine: engine.path().to_owned() }));
         }
         ScoreJob::prepare_on(spec, |_| Ok(Lent::Borrowed(engine)))
     }
@@ -368,16 +372,19 @@ impl<'e> ScoreJob<'e> {
         let started = Instant::now();
         let path = spec.file.as_path();
         if spec.pmi && spec.kind == TaskKind::Winogrande {
-            return Err(EvalError::PmiWinogrande { path: path.to_owned() });
+            return Err(EvalError::Spec(SpecError::PmiWinogrande { path: path.to_owned() }));
         }
         if spec.ordered.is_some() && (spec.subset.is_some() || spec.limit.is_some() || spec.shard.is_some() || spec.pmi) {
-            return Err(EvalError::OrderedWith { path: path.to_owned() });
+            return Err(EvalError::Spec(SpecError::OrderedWith { path: path.to_owned() }));
         }
         if spec.limit.is_some() && spec.subset.is_some() {
-            return Err(EvalError::LimitWithSubset { path: path.to_owned() });
+            return Err(EvalError::Spec(SpecError::LimitWithSubset { path: path.to_owned() }));
         }
         if spec.limit == Some(0) {
-            return Err(EvalError::ZeroLimit { path: path.to_owned() });
+            return Err(EvalError::Spec(SpecError::ZeroLimit { path: path.to_owned() }));
+        }
+        if let Some(shard) = spec.shard {
+            shard.check()?;
         }
         let input = Input::open(path, spec.kind, spec.lenient)?;
         let all_tasks = input.tasks(path)?;
@@ -390,7 +397,8 @@ impl<'e> ScoreJob<'e> {
         timings.read = started.elapsed().as_secs_f64();
         let (selection, order) = match &spec.ordered {
             Some(ordered) => {
-                check_order(&ordered.order, all_tasks.len()).map_err(|why| EvalError::NotAnOrder { path: path.to_owned(), why })?;
+                check_order(&ordered.order, all_tasks.len())
+                    .map_err(|why| EvalError::Sequential(SequentialError::NotAnOrder { path: path.to_owned(), why }))?;
                 (Selection::All, ordered.order.clone())
             }
             None => match spec.limit {
@@ -424,15 +432,16 @@ impl<'e> ScoreJob<'e> {
         // A chat header records the run's first prompt: every shard renders it,
         // prepared before the shard's tasks and dropped after.
         let extra = usize::from(range.start > 0 && !spec.chat.is_none());
+        // extra is 1 only where range.start > 0, so order is not empty; partition's ranges lie within order
         let mut selected: Vec<(usize, Task<'_>)> = order[..extra].iter().chain(&order[range]).map(|&i| (i, task(i))).collect();
         let shard = shard.map(|(header, _)| header);
         let settings = &spec.settings;
 
         if !spec.chat.is_none() && spec.kind == TaskKind::Winogrande {
-            return Err(EvalError::ChatWinogrande { path: path.to_owned() });
+            return Err(EvalError::Chat(ChatError::ChatWinogrande { path: path.to_owned() }));
         }
         if spec.chat.is_none() && (spec.chat.system.is_some() || spec.chat.shots.is_some()) {
-            return Err(EvalError::ChatWithoutTemplate { path: path.to_owned() });
+            return Err(EvalError::Chat(ChatError::ChatWithoutTemplate { path: path.to_owned() }));
         }
         let engine = load(&spec)?;
         phase(&mut timings.load);
@@ -624,6 +633,7 @@ impl<'e> ScoreJob<'e> {
         let unconditional_sums: Vec<Vec<f64>> = match unconditional.filter(|_| !already_complete) {
             Some((bare, bare_plan)) => {
                 // Only the tasks left need their unconditional sums.
+                // one bare task per prepared one, and the resume check refused more kept records than those
                 let bare = &bare[resumed..];
                 let bare_plan =
                     if resumed == 0 { bare_plan } else { mcscore_engine::plan(bare, settings).map_err(EvalError::engine(path))? };
@@ -674,6 +684,7 @@ impl<'e> ScoreJob<'e> {
 }
 
 /// A run in progress: scored up to some task of its order, its log open.
+#[non_exhaustive]
 pub struct Running<'e> {
     spec: ScoreSpec,
     engine: Lent<'e>,
@@ -738,6 +749,7 @@ impl Running<'_> {
         }
         let path = self.spec.file.as_path();
         let settings = &self.spec.settings;
+        // from < end <= prepared.len(), both checked above
         let part = &self.prepared[from..end];
         let plan = if from == 0 && end == self.prepared.len() {
             self.plan.clone()
@@ -752,6 +764,7 @@ impl Running<'_> {
                 FillEvent::Task(scores) => scores,
                 FillEvent::FillDone => return Ok(log.as_mut().map_or(Ok(()), SampleLog::flush)?),
             };
+            // records began as the `resumed` kept ones and only grow
             if let Some(bare) = sums.get(records.len() - resumed) {
                 for (option, &sum) in scores.options.iter_mut().zip(bare) {
                     option.uncond_logprob_sum = Some(sum);
@@ -761,6 +774,7 @@ impl Running<'_> {
             if let Some(log) = log.as_mut() {
                 log.record(&record)?;
             }
+            // from was records.len() when this part began, and records only grow
             progress.tokens(part.get(records.len() - from).map_or(0, PreparedTask::required_tokens));
             records.push(record);
             progress.scored(records.last().expect("just pushed"), records.len()).map_err(EvalError::Consumer)
@@ -810,7 +824,7 @@ impl Running<'_> {
             return self.finish();
         }
         if self.cancelled {
-            return Err(EvalError::StopCancelled { path: self.spec.file.clone() });
+            return Err(EvalError::Sequential(SequentialError::StopCancelled { path: self.spec.file.clone() }));
         }
         self.engine.check_unchanged().map_err(EvalError::engine(&self.spec.model))?;
         if let Some(log) = self.log.take() {

@@ -59,7 +59,7 @@ pub mod tokens;
 pub mod until_decided;
 pub mod view;
 
-pub use error::{with_causes, EvalError};
+pub use error::{with_causes, ChatError, EvalError, LogsError, SequentialError, ShardError, SpecError, StudyError, SweepError};
 pub use fills::Cancel;
 pub use hashes::sha256_cached;
 pub use job::{

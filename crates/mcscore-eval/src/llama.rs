@@ -11,6 +11,7 @@ use crate::log::{TaskKind, TaskRecord};
 /// first task, one per task (counting the tasks its rule calls right), and
 /// the end.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct LlamaOutput {
     kind: TaskKind,
     hits: usize,
@@ -102,6 +103,7 @@ fn hellaswag_line(done: usize, hits: usize) -> String {
 /// Winogrande's choice: 1 where the first option's mean log-probability is
 /// strictly higher, else 2 (so a tie goes to the second, unlike acc_norm).
 fn winogrande_choice(record: &TaskRecord) -> usize {
+    // a Winogrande record has exactly 2 options: prepare_blanks and check_record refuse others
     let mean = |k: usize| record.options[k].logprob_sum / f64::from(record.options[k].tokens);
     if mean(0) > mean(1) {
         1
@@ -118,6 +120,7 @@ fn winogrande_hit(record: &TaskRecord) -> bool {
 /// Winogrande's running line: the accuracy after `done` tasks, the two
 /// options' mean log-probabilities, the choice and the answer.
 fn winogrande_line(done: usize, hits: usize, record: &TaskRecord) -> String {
+    // a Winogrande record has exactly 2 options: prepare_blanks and check_record refuse others
     let mean = |k: usize| record.options[k].logprob_sum / f64::from(record.options[k].tokens);
     format!(
         "{done}\t{:.4}\t{:10.6}  {:10.6}  {}  {}\n",

@@ -52,6 +52,7 @@ pub enum Refused {
 }
 
 /// The bounded queue and its worker.
+#[non_exhaustive]
 pub struct Queue {
     sender: SyncSender<Work>,
     worker: JoinHandle<()>,
@@ -94,11 +95,11 @@ impl Queue {
                 };
                 work(&mut session, receiver, &counter, &taken);
             })
-            .map_err(|e| EngineError::Context(format!("could not start the scoring thread: {e}")))?;
+            .map_err(|e| EngineError::ScoringThread { what: "could not start", source: Some(e) })?;
         match ready_rx.recv() {
             Ok(Ok(())) => Ok(Queue { sender, worker, capacity: capacity.max(1), token_capacity, queued_tokens, skipped }),
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(EngineError::Context("the scoring thread stopped while creating its context".into())),
+            Err(_) => Err(EngineError::ScoringThread { what: "stopped while creating its context", source: None }),
         }
     }
 

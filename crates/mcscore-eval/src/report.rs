@@ -12,6 +12,7 @@ use mcscore_metrics::{ranks_desc, Normalisation, Ties};
 use serde::Serialize;
 
 use crate::results::{group_accuracies, ByName, GroupAccuracies};
+use crate::LogsError;
 
 use crate::compare::{Groups, Run};
 use crate::log;
@@ -38,6 +39,7 @@ impl Default for ReportOptions {
 
 /// One model's (one log's) figures.
 #[derive(Debug, Serialize)]
+#[non_exhaustive]
 pub struct ModelReport {
     pub label: String,
     pub log: String,
@@ -57,6 +59,7 @@ pub struct ModelReport {
 
 /// One scheme's ranking of the models.
 #[derive(Debug, Serialize)]
+#[non_exhaustive]
 pub struct Ranking {
     pub scheme: String,
     /// Rank of each model (1 = best, ties sharing the mean rank), in model order.
@@ -98,6 +101,7 @@ fn defined(x: f64) -> Option<f64> {
 
 /// A report over one or more logs of the same tasks.
 #[derive(Debug, Serialize)]
+#[non_exhaustive]
 pub struct Report {
     /// The results JSON's version (`results::SCHEMA_VERSION`).
     pub schema_version: u32,
@@ -116,15 +120,15 @@ fn check_same_tasks(runs: &[Run]) -> Result<(), EvalError> {
     for run in &runs[1..] {
         let header = &run.header;
         if header.file_sha256 != first.header.file_sha256 {
-            return Err(EvalError::OtherDataset {
+            return Err(EvalError::Logs(LogsError::OtherDataset {
                 path: run.source.clone(),
                 scored: format!("{} (sha256 {})", header.file, header.file_sha256),
                 first: first.source.clone(),
                 first_scored: format!("{} (sha256 {})", first.header.file, first.header.file_sha256),
-            });
+            }));
         }
         if !run.records.iter().map(|r| r.task).eq(first.records.iter().map(|r| r.task)) {
-            return Err(EvalError::OtherTasks { path: run.source.clone(), first: first.source.clone() });
+            return Err(EvalError::Logs(LogsError::OtherTasks { path: run.source.clone(), first: first.source.clone() }));
         }
     }
     Ok(())
@@ -135,11 +139,11 @@ fn check_same_tasks(runs: &[Run]) -> Result<(), EvalError> {
 fn check_not_repeated(runs: &[Run]) -> Result<(), EvalError> {
     for (i, run) in runs.iter().enumerate() {
         if let Some(earlier) = runs[..i].iter().find(|o| o.header.model_sha256 == run.header.model_sha256 && o.records == run.records) {
-            return Err(EvalError::RepeatedRun {
+            return Err(EvalError::Logs(LogsError::RepeatedRun {
                 again: run.source.clone(),
                 first: earlier.source.clone(),
                 model_sha256: run.header.model_sha256.clone(),
-            });
+            }));
         }
     }
     Ok(())
@@ -200,6 +204,9 @@ pub fn of_runs(runs: &[Run], options: &ReportOptions, groups: Option<&Groups>) -
     if runs.is_empty() {
         return Err(EvalError::NoLogs);
     }
+    for run in runs {
+        run.check()?;
+    }
     check_same_tasks(runs)?;
     let norm = options.normalisation;
     let n = runs[0].records.len();
@@ -221,14 +228,14 @@ pub fn of_runs(runs: &[Run], options: &ReportOptions, groups: Option<&Groups>) -
     let mut models = Vec::new();
     for (run, label) in runs.iter().zip(&labels) {
         if norm == Normalisation::AccPmi && !log::normalisations(&run.records).contains(&Normalisation::AccPmi) {
-            return Err(EvalError::NoPmi { path: run.source.clone() });
+            return Err(EvalError::Logs(LogsError::NoPmi { path: run.source.clone() }));
         }
         let probs: Vec<TaskProbs> = run
             .records
             .iter()
             .map(|r| {
                 let scores: Vec<f64> = r.options.iter().map(|o| norm.score(o)).collect();
-                let key = r.gold.ok_or_else(|| EvalError::NoGold { path: run.source.clone(), task: r.task })?;
+                let key = r.gold.ok_or_else(|| EvalError::Logs(LogsError::NoGold { path: run.source.clone(), task: r.task }))?;
                 Ok(TaskProbs::from_scores(&scores, key))
             })
             .collect::<Result<_, EvalError>>()?;
@@ -255,6 +262,7 @@ pub fn of_runs(runs: &[Run], options: &ReportOptions, groups: Option<&Groups>) -
             schemes,
             behaviour: Behaviour::of(&probs, options.tau, options.epsilon),
             calibration: Calibration::of(&probs, ECE_BINS),
+            // acc_pmi of a log without it was refused above (NoPmi)
             groups: groups.map(|g| group_accuracies(&run.records, g, norm, &run.source)).transpose()?,
         });
     }

@@ -198,7 +198,7 @@ pub fn in_fractions(value: &impl Serialize) -> Result<serde_json::Value, serde_j
 /// A value of the results JSON (`schema_version` 2) back in accuracy points,
 /// as the library computes: what [`in_fractions`] did, undone; a value
 /// without `schema_version` (saved before it) is in points already.
-pub fn in_points(mut json: serde_json::Value) -> serde_json::Value {
+pub(crate) fn in_points(mut json: serde_json::Value) -> serde_json::Value {
     if json.get("schema_version").is_some() {
         scale_points(&mut json, &|x| x * 100.0);
     }
@@ -267,6 +267,7 @@ impl<T: Serialize> Serialize for ByName<T> {
 
 /// One normalisation's accuracy over a run.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[non_exhaustive]
 pub struct Accuracy {
     /// Right picks ÷ tasks.
     pub accuracy: f64,
@@ -291,6 +292,7 @@ pub fn accuracies(records: &[TaskRecord]) -> ByName<Accuracy> {
 
 /// What a run must beat, as fractions.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[non_exhaustive]
 pub struct Baselines {
     /// The mean over tasks of 1 ÷ options: a uniform guess's accuracy.
     pub chance: f64,
@@ -314,6 +316,7 @@ pub fn baselines(records: &[TaskRecord]) -> Baselines {
 /// 95 % Wilson interval (a subject of MMLU has 5 to 300 tasks: its interval
 /// is the point).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[non_exhaustive]
 pub struct GroupAccuracy {
     pub name: String,
     /// The group's category (MMLU's stem, humanities, …), where recorded.
@@ -328,6 +331,7 @@ pub struct GroupAccuracy {
 
 /// A run's accuracy per group and per category.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[non_exhaustive]
 pub struct GroupAccuracies {
     /// Where the groups come from (the manifest entry or the groups file).
     pub source: String,
@@ -358,6 +362,7 @@ pub fn group_accuracies(records: &[TaskRecord], groups: &Groups, norm: Normalisa
     for record in records {
         let name = groups.name_of(record.task).unwrap_or_default();
         let category = groups.category_of(name);
+        // callers ask acc_pmi only of logs that hold it (report refuses NoPmi; score asks acc_norm)
         let right = record.correct.get(norm);
         tally(&mut by_group, name, category, right);
         if let Some(category) = category {
@@ -388,6 +393,7 @@ fn chance(counts: impl Iterator<Item = usize> + Clone) -> f64 {
     }
     let exact = (|| {
         let lcm = counts.clone().try_fold(1u128, |l, k| (l / gcd(l, k as u128)).checked_mul(k as u128))?;
+        // every count is at least 1: baselines passes options.len().max(1)
         let (sum, n) = counts.clone().try_fold((0u128, 0u128), |(s, n), k| Some((s.checked_add(lcm / k as u128)?, n + 1)))?;
         Some(sum as f64 / (lcm.checked_mul(n.max(1))?) as f64)
     })();

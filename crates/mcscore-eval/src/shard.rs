@@ -18,6 +18,7 @@ use mcscore_format::sha256_hex;
 
 use crate::log::{read, Header, RunIdentity, ShardHeader, TaskRecord};
 use crate::EvalError;
+use crate::ShardError;
 
 /// The partition rule's name, recorded in shard logs (a later rule gets a new name).
 pub const RULE: &str = "contiguous-by-bytes";
@@ -68,6 +69,15 @@ pub enum ShardEnvError {
 }
 
 impl Shard {
+    /// Refuses a shard no run has: the index at or past the count, or no
+    /// shards (a caller may build one by its fields).
+    pub fn check(self) -> Result<Shard, ShardError> {
+        if self.count == 0 || self.index >= self.count {
+            return Err(ShardError::NoSuchShard { index: self.index, count: self.count });
+        }
+        Ok(self)
+    }
+
     /// The shard a scheduler's array task scores, read from its environment
     /// (`env`, e.g. `|name| std::env::var(name).ok()`): a Slurm array job's
     /// `SLURM_ARRAY_TASK_ID − SLURM_ARRAY_TASK_MIN` of
@@ -117,7 +127,7 @@ pub fn run_sha256(tasks: impl IntoIterator<Item = usize>) -> String {
 pub fn partition(costs: &[usize], count: usize) -> Result<Vec<Range<usize>>, EvalError> {
     let n = costs.len();
     if count > n {
-        return Err(EvalError::TooManyShards { shards: count, tasks: n });
+        return Err(EvalError::Shard(ShardError::TooManyShards { shards: count, tasks: n }));
     }
     let total: u128 = costs.iter().map(|&t| t as u128).sum();
     let mut before = Vec::with_capacity(n);
@@ -130,6 +140,7 @@ pub fn partition(costs: &[usize], count: usize) -> Result<Vec<Range<usize>>, Eva
     for k in 1..count {
         let wanted = before.partition_point(|&b| b * (count as u128) < (k as u128) * total);
         // At least one task per shard, and one left for each shard after it.
+        // 1 <= k < count <= n (checked above): starts holds k entries, and n - (count - k) does not underflow
         let start = wanted.max(starts[k - 1] + 1).min(n - (count - k));
         starts.push(start);
     }
@@ -139,6 +150,7 @@ pub fn partition(costs: &[usize], count: usize) -> Result<Vec<Range<usize>>, Eva
 
 /// Shard logs merged: the header and records of one run over every task.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Merged {
     pub header: Header,
     pub records: Vec<TaskRecord>,
@@ -170,18 +182,25 @@ pub fn merge(paths: &[PathBuf]) -> Result<Merged, EvalError> {
     let mut shards: Vec<(PathBuf, Header, ShardHeader, Vec<TaskRecord>)> = Vec::new();
     for path in paths {
         let contents = read(path)?;
-        let shard = contents.header.shard.clone().ok_or_else(|| EvalError::NotAShard { path: path.clone() })?;
+        let shard = contents.header.shard.clone().ok_or_else(|| EvalError::Shard(ShardError::NotAShard { path: path.clone() }))?;
         if let Some(why) = contents.unfinished() {
-            return Err(EvalError::ShardIncomplete { path: path.clone(), shard: shard.index, why });
+            return Err(EvalError::Shard(ShardError::ShardIncomplete { path: path.clone(), shard: shard.index, why }));
         }
         if let Some((first, first_header, ..)) = shards.first() {
             if let Some(m) = RunIdentity::of_run(first_header).mismatch(&RunIdentity::of_run(&contents.header)) {
                 let (field, log, now) = (m.field, m.was, m.now);
-                return Err(EvalError::OtherRun { path: path.clone(), shard: shard.index, field, first: first.clone(), log, now });
+                return Err(EvalError::Shard(ShardError::OtherRun {
+                    path: path.clone(),
+                    shard: shard.index,
+                    field,
+                    first: first.clone(),
+                    log,
+                    now,
+                }));
             }
         }
         if let Some((other, ..)) = shards.iter().find(|s| s.2.index == shard.index) {
-            return Err(EvalError::ShardTwice { shard: shard.index, first: other.clone(), second: path.clone() });
+            return Err(EvalError::Shard(ShardError::ShardTwice { shard: shard.index, first: other.clone(), second: path.clone() }));
         }
         shards.push((path.clone(), contents.header, shard, contents.records));
     }
@@ -195,13 +214,17 @@ pub fn merge(paths: &[PathBuf]) -> Result<Merged, EvalError> {
     for (path, _, _, records) in &shards {
         for record in records {
             if let Some(first) = seen.insert(record.task, path) {
-                return Err(EvalError::TaskInTwoShards { task: record.task, first: first.to_owned(), second: path.clone() });
+                return Err(EvalError::Shard(ShardError::TaskInTwoShards {
+                    task: record.task,
+                    first: first.to_owned(),
+                    second: path.clone(),
+                }));
             }
         }
     }
     let records: Vec<TaskRecord> = shards.into_iter().flat_map(|s| s.3).collect();
     if records.len() != run.run_tasks || run_sha256(records.iter().map(|r| r.task)) != run.run_sha256 {
-        return Err(EvalError::ShardsOtherTasks { merged: records.len(), run: run.run_tasks });
+        return Err(EvalError::Shard(ShardError::ShardsOtherTasks { merged: records.len(), run: run.run_tasks }));
     }
     header.shard = None;
     header.tasks = records.len();
@@ -222,18 +245,28 @@ pub(crate) fn check_all_present(count: usize, indices: impl Iterator<Item = usiz
     let mut missing = Vec::new();
     let mut next = 0;
     for &index in present.iter().chain(std::iter::once(&count)) {
+        // missing stops at LISTED: take caps it, and the loop breaks there
         missing.extend((next..index).take(LISTED - missing.len()));
         next = index + 1;
         if missing.len() == LISTED {
             break;
         }
     }
-    Err(EvalError::ShardsMissing { missing, absent: count - present.len(), count })
+    // present holds distinct indices below count (both callers check each index)
+    Err(EvalError::Shard(ShardError::ShardsMissing { missing, absent: count - present.len(), count }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shard_built_by_its_fields_is_checked() {
+        assert_eq!(Shard { index: 1, count: 2 }.check().ok(), Some(Shard { index: 1, count: 2 }));
+        for (index, count) in [(2, 2), (1, 0), (0, 0)] {
+            assert!(matches!(Shard { index, count }.check(), Err(ShardError::NoSuchShard { .. })), "{index}/{count}");
+        }
+    }
 
     fn auto(vars: &[(&str, &str)], count: Option<usize>) -> Result<Shard, ShardEnvError> {
         Shard::from_env(count, &|name: &str| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
@@ -277,7 +310,7 @@ mod tests {
         assert_eq!(partition(&[1, 1, 1, 100], 3).unwrap(), vec![0..2, 2..3, 3..4]);
         assert_eq!(partition(&[5, 5, 5], 3).unwrap(), vec![0..1, 1..2, 2..3]);
         assert_eq!(partition(&[7], 1).unwrap(), vec![0..1]);
-        assert!(matches!(partition(&[1, 2], 3), Err(EvalError::TooManyShards { shards: 3, tasks: 2 })));
+        assert!(matches!(partition(&[1, 2], 3), Err(EvalError::Shard(ShardError::TooManyShards { shards: 3, tasks: 2 }))));
         let tokens: Vec<usize> = (0..1000).map(|i| 20 + (i * 37) % 200).collect();
         let ranges = partition(&tokens, 7).unwrap();
         let sums: Vec<usize> = ranges.iter().map(|r| tokens[r.clone()].iter().sum()).collect();

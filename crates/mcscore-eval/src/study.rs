@@ -16,10 +16,12 @@ use serde::Deserialize;
 use crate::log::write_complete;
 use crate::shard::{merge, Merged};
 use crate::EvalError;
+use crate::StudyError;
 
 /// A study file (JSON).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Study {
     /// GGUF models, as the jobs see them.
     pub models: Vec<String>,
@@ -68,6 +70,7 @@ struct Resources {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SlurmOptions {
     pub partition: Option<String>,
     /// Default: the largest `-t` of the settings, else `DEFAULT_CPUS`.
@@ -87,6 +90,7 @@ pub struct SlurmOptions {
 /// default: a placeholder would only fail on the cluster.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct KubernetesOptions {
     /// The Job's name, a DNS label; default `mcscore-study`.
     pub name: Option<String>,
@@ -157,8 +161,8 @@ const PLANNED_FLAGS: [&str; 6] = ["--shard", "--shards", "--log-samples", "--res
 /// At most this many shards per run, and array tasks in all: far above what
 /// a scheduler takes (Slurm's default MaxArraySize is 1,001), and small
 /// enough that nothing a plan builds grows past memory.
-pub const MAX_SHARDS: usize = 100_000;
-pub const MAX_ARRAY_TASKS: usize = 1_000_000;
+pub(crate) const MAX_SHARDS: usize = 100_000;
+pub(crate) const MAX_ARRAY_TASKS: usize = 1_000_000;
 
 /// Plain words YAML 1.1 (kubectl's parser) reads as booleans or null: a
 /// serializer that follows YAML 1.2 writes them unquoted.
@@ -201,9 +205,10 @@ impl Study {
     /// Reads and checks a study file; `needs_of` reads one settings entry's
     /// flags as `mcscore score` would, or says why it would refuse them.
     pub fn load(path: &Path, needs_of: impl Fn(&[String]) -> Result<Needs, String>) -> Result<Study, EvalError> {
-        let bad = |what: String| EvalError::BadStudy { path: path.to_owned(), what };
+        let bad = |what: String| EvalError::Study(StudyError::BadStudy { path: path.to_owned(), what });
         let bytes = mcscore_format::read_input(path)?;
-        let mut study: Study = serde_json::from_slice(&bytes).map_err(|source| EvalError::NotAStudy { path: path.to_owned(), source })?;
+        let mut study: Study =
+            serde_json::from_slice(&bytes).map_err(|source| EvalError::Study(StudyError::NotAStudy { path: path.to_owned(), source }))?;
         study.check().map_err(bad)?;
         for (name, flags) in &study.settings {
             let needs = needs_of(flags)
@@ -222,10 +227,15 @@ impl Study {
         if study.shards == 0 || study.shards > MAX_SHARDS {
             return Err(format!("shards is {}; give 1 to {MAX_SHARDS}", study.shards));
         }
-        let runs = study.models.len() * study.files.len() * study.settings.len();
-        match runs.checked_mul(study.shards) {
+        let (m, f, s) = (study.models.len(), study.files.len(), study.settings.len());
+        match m.checked_mul(f).and_then(|r| r.checked_mul(s)).and_then(|r| r.checked_mul(study.shards)) {
             Some(tasks) if tasks <= MAX_ARRAY_TASKS => {}
-            _ => return Err(format!("{runs} runs × {} shards is more than {MAX_ARRAY_TASKS} array tasks", study.shards)),
+            _ => {
+                return Err(format!(
+                    "{m} models × {f} files × {s} settings × {} shards is more than {MAX_ARRAY_TASKS} array tasks",
+                    study.shards
+                ))
+            }
         }
         if study.out.is_empty() {
             return Err("out is empty; give the folder the logs go to".into());
@@ -453,7 +463,9 @@ impl Study {
     /// succeeded. `study` is the study file's absolute path here, which the
     /// merge job uses unless `slurm.study` says how the jobs see it.
     pub fn slurm_script(&self, study: &Path) -> Result<String, EvalError> {
-        let bad = |what: String| EvalError::BadStudy { path: study.to_owned(), what };
+        let bad = |what: String| EvalError::Study(StudyError::BadStudy { path: study.to_owned(), what });
+        // A study built or edited in memory is checked as a loaded one is.
+        self.check().map_err(bad)?;
         let o = &self.slurm;
         let resources = self.resources(("slurm.cpus_per_task", o.cpus_per_task), ("slurm.gpus_per_task", o.gpus_per_task)).map_err(bad)?;
         let study_text = match &o.study {
@@ -467,7 +479,7 @@ impl Study {
         let mut s = String::from("#!/usr/bin/env bash\n");
         s.push_str("#SBATCH --job-name=mcscore-study\n");
         let limit = o.max_running.map_or(String::new(), |m| format!("%{m}"));
-        s.push_str(&format!("#SBATCH --array=0-{}{limit}\n", self.tasks() - 1));
+        s.push_str(&format!("#SBATCH --array=0-{}{limit}\n", self.tasks() - 1)); // check() above: at least one task
         s.push_str(&format!("#SBATCH --output={}\n", sbatch_word(&log_pattern("%A_%a.out"))));
         // Options the merge job shares: where it may run and for how long.
         let shared = [("partition", o.partition.clone()), ("mem", o.mem.clone()), ("time", o.time.clone())];
@@ -516,7 +528,8 @@ impl Study {
     /// shard of every run, on a shared volume that holds every path. Written
     /// by a YAML serializer, so no study value can add a key.
     pub fn kubernetes_manifest(&self, path: &Path) -> Result<String, EvalError> {
-        let bad = |what: String| EvalError::BadStudy { path: path.to_owned(), what };
+        let bad = |what: String| EvalError::Study(StudyError::BadStudy { path: path.to_owned(), what });
+        self.check().map_err(bad)?;
         let k = &self.kubernetes;
         let (image, claim, mount) = k.required().map_err(bad)?;
         self.check_mounted(mount).map_err(bad)?;
@@ -561,7 +574,8 @@ impl Study {
                 },
             },
         };
-        serde_norway::to_string(&job).map_err(|e| EvalError::BadStudy { path: path.to_owned(), what: format!("writing the manifest: {e}") })
+        serde_norway::to_string(&job)
+            .map_err(|e| EvalError::Study(StudyError::BadStudy { path: path.to_owned(), what: format!("writing the manifest: {e}") }))
     }
 
     /// Merges every run whose shards are all complete into its merged log
@@ -610,6 +624,7 @@ impl Study {
 
 /// One run of `Study::merge_all`.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct RunMerge {
     pub run: Run,
     /// Array indices of the run's shards whose logs are missing or unfinished.

@@ -23,8 +23,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, Scoring};
 use crate::job::{select, Selection};
-use crate::log::{ShardHeader, TaskKind};
+use crate::log::{Mismatch, ShardHeader, TaskKind};
 use crate::shard::{check_all_present, partition, Shard};
+use crate::{ShardError, SweepError};
 
 /// How a sweep's items are split into shards, recorded in each saved shard:
 /// contiguous items balanced by the tokens of all their prompts (a sweep
@@ -33,6 +34,7 @@ const SHARD_RULE: &str = "contiguous-by-tokens";
 use crate::{EvalError, Phase, Progress};
 
 /// One prompt: an item rendered in a format under a rotation.
+#[non_exhaustive]
 pub struct Prompt {
     /// Position of the item among the swept items.
     pub item: usize,
@@ -68,20 +70,22 @@ pub fn load_items(source: ItemSource<'_>, subset: Option<usize>) -> Result<(Item
             let items = file
                 .tasks()
                 .enumerate()
-                .map(|(task, t)| parse_letter_task(&t).ok_or_else(|| EvalError::NotLetterScaffold { label: label.clone(), task }))
+                .map(|(task, t)| {
+                    parse_letter_task(&t).ok_or_else(|| EvalError::Sweep(SweepError::NotLetterScaffold { label: label.clone(), task }))
+                })
                 .collect::<Result<_, _>>()?;
             (label, items)
         }
         ItemSource::Benchmark { benchmark, sources } => {
             let items = mcscore_datasets::load_items(benchmark, sources)?;
             if let Some(row) = items.iter().position(|i| i.passage.is_some()) {
-                return Err(EvalError::PassageItem { name: benchmark.name.to_owned(), row });
+                return Err(EvalError::Sweep(SweepError::PassageItem { name: benchmark.name.to_owned(), row }));
             }
             (benchmark.name.to_owned(), items)
         }
     };
     if all.is_empty() {
-        return Err(EvalError::NoItems { label });
+        return Err(EvalError::Sweep(SweepError::NoItems { label }));
     }
     let (selection, indices) = select(TaskKind::MultipleChoice, subset, all.len());
     let items = indices.iter().map(|&i| all[i].clone()).collect();
@@ -103,6 +107,7 @@ pub struct SweepSpec {
 }
 
 /// A sweep ready to score: its items, formats and rendered prompts.
+#[non_exhaustive]
 pub struct Sweep {
     pub items: Items,
     pub spec: SweepSpec,
@@ -116,20 +121,23 @@ pub struct Sweep {
 impl Sweep {
     /// Renders every prompt; refuses a PriDe split that cannot work.
     pub fn new(items: Items, spec: SweepSpec) -> Result<Sweep, EvalError> {
+        if spec.formats.is_empty() {
+            return Err(SweepError::NoFormats { label: items.label }.into());
+        }
         let n = items.items.len();
         if spec.pride.is_some() {
             if n < 2 {
-                return Err(EvalError::PrideTooFewTasks { label: items.label });
+                return Err(EvalError::Sweep(SweepError::PrideTooFewTasks { label: items.label }));
             }
             let k = items.items[0].options.len();
             if let Some(p) = items.items.iter().position(|i| i.options.len() != k) {
-                return Err(EvalError::PrideMixedOptions {
+                return Err(EvalError::Sweep(SweepError::PrideMixedOptions {
                     label: items.label.clone(),
                     task: items.indices[p],
                     options: items.items[p].options.len(),
                     first: items.indices[0],
                     first_options: k,
-                });
+                }));
             }
         }
         let calibration = spec.pride.map(|alpha| calibration_items(n, alpha)).unwrap_or_default();
@@ -162,6 +170,7 @@ impl Sweep {
         progress: &mut dyn Progress,
         cancel: &Cancel,
     ) -> Result<Option<SweepShard>, EvalError> {
+        let shard = shard.check()?;
         let Some((prompts, scores)) = self.score_prompts(model, settings, Some(shard), progress, cancel)? else { return Ok(None) };
         let items_sha256 = items_sha256(&self.items.items);
         Ok(Some(SweepShard {
@@ -248,55 +257,60 @@ impl Sweep {
         Ok(Some((prompts, Scores { log_probs, tokens: run.tokens, seconds: started.elapsed().as_secs_f64(), chat })))
     }
 
+    /// The sweep this one renders: what a shard must match to merge into it.
+    pub fn identity(&self) -> SweepIdentity {
+        SweepIdentity {
+            items_sha256: items_sha256(&self.items.items),
+            formats: self.names.clone(),
+            circular: self.spec.circular,
+            instruction: self.spec.instruction,
+            pride_alpha: self.spec.pride,
+            chat_template: Some(self.spec.chat.template.name().unwrap_or_else(|| "none".to_owned())),
+        }
+    }
+
     /// The scores of one model from the saved shards of a sweep of these
     /// items, formats and rotations (`sweep --shard K/N --save-json`), checked
     /// to tile every prompt once; with the model they were scored with.
     pub fn merge_shards(&self, paths: &[PathBuf]) -> Result<(PathBuf, Scores), EvalError> {
-        let items_sha256 = items_sha256(&self.items.items);
         let mut shards: Vec<(PathBuf, SweepShard)> = Vec::new();
+        let identity = self.identity();
         for path in paths {
             let text = std::fs::read_to_string(path).map_err(EvalError::io(path))?;
-            let shard: SweepShard =
-                serde_json::from_str(&text).map_err(|source| EvalError::NotASweepShard { path: path.clone(), source })?;
+            let shard: SweepShard = serde_json::from_str(&text)
+                .map_err(|source| EvalError::Sweep(SweepError::NotASweepShard { path: path.clone(), source }))?;
             if shard.version > SWEEP_SHARD_VERSION {
                 let why = format!(
                     "a sweep shard of format {} (this mcscore reads up to {SWEEP_SHARD_VERSION}): written by a newer mcscore",
                     shard.version
                 );
-                return Err(EvalError::BadSweep { path: path.clone(), why });
+                return Err(EvalError::Sweep(SweepError::BadSweep { path: path.clone(), why }));
             }
-            let differs = [
-                ("items", shard.items_sha256 != items_sha256),
-                ("formats", shard.formats != self.names),
-                ("rotations (circular)", shard.circular != self.spec.circular),
-                ("instruction line", shard.instruction != self.spec.instruction),
-                ("PriDe share", shard.pride_alpha != self.spec.pride),
-                ("chat template", shard.chat.as_ref().map(|c| c.template.as_str()) != self.spec.chat.template.name().as_deref()),
-            ];
-            if let Some((what, _)) = differs.iter().find(|(_, d)| *d) {
-                return Err(EvalError::ShardOfOtherSweep { path: path.clone(), what });
+            if shard.shard.index >= shard.shard.count {
+                let why = format!("shard index {} of {} shards; an index is below the count", shard.shard.index, shard.shard.count);
+                return Err(EvalError::Sweep(SweepError::BadSweep { path: path.clone(), why }));
+            }
+            if let Some(m) = identity.mismatch(&shard.sweep_identity()) {
+                return Err(EvalError::Sweep(SweepError::ShardOfOtherSweep { path: path.clone(), what: m.field }));
             }
             if let Some((first, f)) = shards.first() {
-                let fields = [
-                    ("model", f.model.clone(), shard.model.clone()),
-                    ("settings", f.settings.to_string(), shard.settings.to_string()),
-                    ("chat template", crate::log::chat_identity(f.chat.as_ref()), crate::log::chat_identity(shard.chat.as_ref())),
-                    ("shard count", f.shard.count.to_string(), shard.shard.count.to_string()),
-                    ("partition rule", f.shard.rule.clone(), shard.shard.rule.clone()),
-                ];
-                if let Some((field, log, now)) = fields.into_iter().find(|(_, a, b)| a != b) {
-                    return Err(EvalError::OtherRun {
+                if let Some(m) = f.run_identity().mismatch(&shard.run_identity()) {
+                    return Err(EvalError::Shard(ShardError::OtherRun {
                         path: path.clone(),
                         shard: shard.shard.index,
-                        field,
+                        field: m.field,
                         first: first.clone(),
-                        log,
-                        now,
-                    });
+                        log: m.was,
+                        now: m.now,
+                    }));
                 }
             }
             if let Some((other, _)) = shards.iter().find(|(_, s)| s.shard.index == shard.shard.index) {
-                return Err(EvalError::ShardTwice { shard: shard.shard.index, first: other.clone(), second: path.clone() });
+                return Err(EvalError::Shard(ShardError::ShardTwice {
+                    shard: shard.shard.index,
+                    first: other.clone(),
+                    second: path.clone(),
+                }));
             }
             shards.push((path.clone(), shard));
         }
@@ -306,17 +320,27 @@ impl Sweep {
         let model = PathBuf::from(&shards[0].1.model);
         let chat = shards[0].1.chat.clone();
         let mut scores = Scores { log_probs: Vec::with_capacity(self.prompts.len()), tokens: TokenCounts::default(), seconds: 0.0, chat };
-        for (_, shard) in shards {
+        for (path, shard) in shards {
             if shard.first_prompt != scores.log_probs.len() {
-                return Err(EvalError::ShardsOtherTasks { merged: scores.log_probs.len(), run: self.prompts.len() });
+                return Err(EvalError::Shard(ShardError::ShardsOtherTasks { merged: scores.log_probs.len(), run: self.prompts.len() }));
+            }
+            // Each prompt's row holds one finite log-probability per ID: the
+            // analysis indexes by them.
+            for (j, row) in shard.log_probs.iter().enumerate() {
+                let prompt = shard.first_prompt + j;
+                let ids = self.prompts.get(prompt).map_or(0, |p| p.ids.len());
+                if row.len() != ids || row.iter().any(|l| !l.is_finite() || *l > 0.0) {
+                    let why = format!("prompt {prompt}: {} log-probabilities (finite and at most 0 each) for {ids} IDs", row.len());
+                    return Err(EvalError::Sweep(SweepError::BadSweep { path, why }));
+                }
             }
             scores.log_probs.extend(shard.log_probs);
-            scores.tokens.decoded += shard.tokens_decoded;
-            scores.tokens.unshared += shard.tokens_unshared;
+            scores.tokens.decoded = scores.tokens.decoded.saturating_add(shard.tokens_decoded);
+            scores.tokens.unshared = scores.tokens.unshared.saturating_add(shard.tokens_unshared);
             scores.seconds += shard.seconds;
         }
         if scores.log_probs.len() != self.prompts.len() {
-            return Err(EvalError::ShardsOtherTasks { merged: scores.log_probs.len(), run: self.prompts.len() });
+            return Err(EvalError::Shard(ShardError::ShardsOtherTasks { merged: scores.log_probs.len(), run: self.prompts.len() }));
         }
         Ok((model, scores))
     }
@@ -424,6 +448,7 @@ fn first_shard_version() -> u32 {
 /// the log-probabilities of a contiguous run of prompts (whole items), and
 /// what identifies the sweep they belong to.
 #[derive(Debug, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SweepShard {
     /// [`SWEEP_SHARD_VERSION`] when written.
     #[serde(default = "first_shard_version")]
@@ -456,6 +481,109 @@ pub struct Scores {
     pub chat: Option<crate::chat::ChatHeader>,
 }
 
+/// What makes two sweeps the same sweep: the items, the formats, the
+/// rotations, the instruction line and the PriDe share (and for a shard the
+/// chat template). Saved sweeps compare, and shards merge, only when it
+/// matches. Checked through [`SweepIdentity::mismatch`],
+/// as a score run's through [`crate::log::RunIdentity`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SweepIdentity {
+    pub items_sha256: String,
+    pub formats: Vec<String>,
+    pub circular: bool,
+    pub instruction: bool,
+    /// PriDe's calibration share, if the sweep debiases.
+    pub pride_alpha: Option<f64>,
+    /// The chat template's name ("none" without one), where it is part of
+    /// the identity: a shard's, not a saved sweep's, whose models may each
+    /// take their own template.
+    pub chat_template: Option<String>,
+}
+
+impl SweepIdentity {
+    /// The first field that differs from `now`'s, with both values; a field
+    /// one side does not know is not compared.
+    pub fn mismatch(&self, now: &SweepIdentity) -> Option<Mismatch> {
+        let mut fields = vec![
+            ("items (items_sha256)", self.items_sha256.clone(), now.items_sha256.clone()),
+            ("formats", self.formats.join(","), now.formats.join(",")),
+            ("rotations (circular)", self.circular.to_string(), now.circular.to_string()),
+            ("instruction line", self.instruction.to_string(), now.instruction.to_string()),
+            ("PriDe share", format!("{:?}", self.pride_alpha), format!("{:?}", now.pride_alpha)),
+        ];
+        if let (Some(was), Some(is)) = (&self.chat_template, &now.chat_template) {
+            fields.push(("chat template", was.clone(), is.clone()));
+        }
+        Mismatch::first(fields)
+    }
+}
+
+/// The run a sweep shard belongs to: the shards of one run differ only in
+/// their index and prompts. Checked through [`SweepRunIdentity::mismatch`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SweepRunIdentity {
+    pub model: String,
+    pub settings: String,
+    /// [`crate::log::chat_identity`]: the template and its guards, or "none".
+    pub chat_template: String,
+    pub shard_count: usize,
+    pub partition_rule: String,
+}
+
+impl SweepRunIdentity {
+    /// The first field that differs from `now`'s, with both values.
+    pub fn mismatch(&self, now: &SweepRunIdentity) -> Option<Mismatch> {
+        Mismatch::first([
+            ("model", self.model.clone(), now.model.clone()),
+            ("settings", self.settings.clone(), now.settings.clone()),
+            ("chat template", self.chat_template.clone(), now.chat_template.clone()),
+            ("shard count", self.shard_count.to_string(), now.shard_count.to_string()),
+            ("partition rule", self.partition_rule.clone(), now.partition_rule.clone()),
+        ])
+    }
+}
+
+impl SweepShard {
+    /// The sweep this shard is part of.
+    pub fn sweep_identity(&self) -> SweepIdentity {
+        SweepIdentity {
+            items_sha256: self.items_sha256.clone(),
+            formats: self.formats.clone(),
+            circular: self.circular,
+            instruction: self.instruction,
+            pride_alpha: self.pride_alpha,
+            chat_template: Some(self.chat.as_ref().map_or_else(|| "none".to_owned(), |c| c.template.clone())),
+        }
+    }
+
+    /// The run this shard is part of.
+    pub fn run_identity(&self) -> SweepRunIdentity {
+        SweepRunIdentity {
+            model: self.model.clone(),
+            settings: self.settings.to_string(),
+            chat_template: crate::log::chat_identity(self.chat.as_ref()),
+            shard_count: self.shard.count,
+            partition_rule: self.shard.rule.clone(),
+        }
+    }
+}
+
+impl SweepReport {
+    /// The sweep these results are of, whatever the models.
+    pub fn identity(&self) -> SweepIdentity {
+        SweepIdentity {
+            items_sha256: self.items_sha256.clone(),
+            formats: self.formats.clone(),
+            circular: self.circular,
+            instruction: self.instruction,
+            pride_alpha: self.pride_alpha,
+            chat_template: None,
+        }
+    }
+}
+
 fn items_sha256(items: &[Item]) -> String {
     let key: Vec<(&str, &[String], usize)> = items.iter().map(|i| (i.stem.as_str(), &i.options[..], i.gold)).collect();
     sha256_hex(&serde_json::to_vec(&key).expect("strings serialise"))
@@ -469,17 +597,18 @@ pub fn merge_saved(paths: &[PathBuf]) -> Result<SweepReport, EvalError> {
         let text = std::fs::read_to_string(path).map_err(EvalError::io(path))?;
         // Saved in the results JSON's fractions (`schema_version` 2), or in
         // points by mcscores before it; the library computes in points.
-        let json: serde_json::Value = serde_json::from_str(&text).map_err(|source| EvalError::NotASweep { path: path.clone(), source })?;
+        let json: serde_json::Value =
+            serde_json::from_str(&text).map_err(|source| EvalError::Sweep(SweepError::NotASweep { path: path.clone(), source }))?;
         if let Some(version) =
             json.get("schema_version").and_then(serde_json::Value::as_u64).filter(|&v| v > u64::from(crate::results::SCHEMA_VERSION))
         {
             let why =
                 format!("results schema {version} (this mcscore reads up to {}): saved by a newer mcscore", crate::results::SCHEMA_VERSION);
-            return Err(EvalError::BadSweep { path: path.clone(), why });
+            return Err(EvalError::Sweep(SweepError::BadSweep { path: path.clone(), why }));
         }
         let report: SweepReport = serde_json::from_value(crate::results::in_points(json))
-            .map_err(|source| EvalError::NotASweep { path: path.clone(), source })?;
-        let bad = |why: String| EvalError::BadSweep { path: path.clone(), why };
+            .map_err(|source| EvalError::Sweep(SweepError::NotASweep { path: path.clone(), source }))?;
+        let bad = |why: String| EvalError::Sweep(SweepError::BadSweep { path: path.clone(), why });
         if report.formats.is_empty() || report.models.is_empty() {
             return Err(bad(format!(
                 "{} formats and {} models; a sweep has at least one of each",
@@ -490,18 +619,20 @@ pub fn merge_saved(paths: &[PathBuf]) -> Result<SweepReport, EvalError> {
         if let Some(m) = report.models.iter().find(|m| m.formats.len() != report.formats.len()) {
             return Err(bad(format!("{} has results for {} formats, the sweep {}", m.model, m.formats.len(), report.formats.len())));
         }
+        let pride = report.pride_alpha.is_some();
+        if let Some((m, f)) = report.models.iter().find_map(|m| Some((m, m.formats.iter().find(|f| f.pride.is_some() != pride)?))) {
+            let has = if pride { "has no" } else { "has" };
+            return Err(bad(format!(
+                "{}'s format {} {has} PriDe results, the sweep's pride_alpha is {:?}",
+                m.model, f.format, report.pride_alpha
+            )));
+        }
         let Some(first) = merged.as_mut() else {
             merged = Some(report);
             continue;
         };
-        let differs = [
-            ("items (items_sha256)", first.items_sha256 != report.items_sha256),
-            ("formats", first.formats != report.formats),
-            ("rotations (circular)", first.circular != report.circular),
-            ("instruction line", first.instruction != report.instruction),
-        ];
-        if let Some((what, _)) = differs.iter().find(|(_, d)| *d) {
-            return Err(EvalError::OtherSweep { path: path.clone(), what, first: paths[0].clone() });
+        if let Some(m) = first.identity().mismatch(&report.identity()) {
+            return Err(EvalError::Sweep(SweepError::OtherSweep { path: path.clone(), what: m.field, first: paths[0].clone() }));
         }
         first.models.extend(report.models);
     }
@@ -526,7 +657,7 @@ fn calibration_items(n: usize, alpha: f64) -> HashSet<usize> {
     for i in (1..n).rev() {
         order.swap(i, rng.below(i + 1));
     }
-    // At least one task calibrates and one is debiased.
+    // At least one task calibrates and one is debiased. n >= 2: Sweep::new refuses PriDe on fewer.
     let take = ((alpha * n as f64).ceil() as usize).clamp(1, n - 1);
     order.into_iter().take(take).collect()
 }
@@ -543,11 +674,13 @@ fn render(
     for (p, item) in items.items.iter().enumerate() {
         for rotation in 0..rotations_of(p) {
             for (f, format) in formats.iter().enumerate() {
-                let (question, ids, gold) = format.render(item, rotation, instruction).ok_or_else(|| EvalError::NoIds {
-                    label: items.label.clone(),
-                    task: items.indices[p],
-                    options: item.options.len(),
-                    format: format.name(),
+                let (question, ids, gold) = format.render(item, rotation, instruction).ok_or_else(|| {
+                    EvalError::Sweep(SweepError::NoIds {
+                        label: items.label.clone(),
+                        task: items.indices[p],
+                        options: item.options.len(),
+                        format: format.name(),
+                    })
                 })?;
                 prompts.push(Prompt { item: p, format: f, rotation, question, ids, gold });
             }
@@ -584,6 +717,7 @@ impl Scored<'_> {
 }
 
 #[derive(Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Spread {
     pub mean: f64,
     pub std: f64,
@@ -608,6 +742,7 @@ fn spread(values: &[f64], names: &[String]) -> Spread {
 }
 
 #[derive(Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Pride {
     /// The position prior, per ID position.
     pub prior: Vec<f64>,
@@ -627,6 +762,7 @@ pub struct Pride {
 }
 
 #[derive(Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct FormatResult {
     pub format: String,
     /// Percent correct with the options in source order.
@@ -655,6 +791,7 @@ pub struct FormatResult {
 }
 
 #[derive(Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ModelSweep {
     pub model: String,
     pub prompts: usize,
@@ -671,6 +808,7 @@ pub struct ModelSweep {
 }
 
 #[derive(Serialize)]
+#[non_exhaustive]
 pub struct Comparison {
     /// What models are ranked by.
     pub ranked_by: &'static str,
@@ -686,6 +824,7 @@ pub struct Comparison {
 }
 
 #[derive(Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SweepReport {
     pub file: String,
     pub tasks: usize,
@@ -876,7 +1015,7 @@ mod tests {
         ] {
             let path = write(name, value);
             match merge_saved(&[path]) {
-                Err(EvalError::BadSweep { why: message, .. }) => assert!(message.contains(why), "{message}"),
+                Err(EvalError::Sweep(SweepError::BadSweep { why: message, .. })) => assert!(message.contains(why), "{message}"),
                 other => panic!("{name}: {:?}", other.map(|r| r.models.len())),
             }
         }

@@ -14,6 +14,7 @@ use crate::EvalError;
 
 /// One option-ID × delimiter pair, audited.
 #[derive(Debug, Serialize)]
+#[non_exhaustive]
 pub struct Pair {
     pub format: String,
     /// Tokens covering each option's label (e.g. `(A)`), per option.

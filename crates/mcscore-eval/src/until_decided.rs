@@ -18,6 +18,7 @@ use crate::compare::{self, CompareOptions, Groups, Pairing, Run};
 use crate::job::{End, Ordered, Running, ScoreJob, ScoreOutcome, ScoreSpec};
 use crate::log::{Sequential, Stop};
 use crate::shard::run_sha256;
+use crate::SequentialError;
 use crate::{Cancel, EvalError, Progress};
 
 /// How the order is drawn: a Fisher–Yates shuffle of the file's task indices
@@ -26,7 +27,7 @@ use crate::{Cancel, EvalError, Progress};
 pub const ORDER_RULE: &str = "fisher-yates/splitmix64";
 
 /// The file's `n` task indices in the order [`ORDER_RULE`] draws from `seed`.
-pub fn shuffled_order(n: usize, seed: u64) -> Vec<usize> {
+pub(crate) fn shuffled_order(n: usize, seed: u64) -> Vec<usize> {
     let mut order: Vec<usize> = (0..n).collect();
     let mut rng = SplitMix64::new(seed);
     for i in (1..n).rev() {
@@ -99,7 +100,7 @@ impl UntilDecidedSpec {
     }
 
     fn check(&self) -> Result<(), EvalError> {
-        let bad = |why: String| Err(EvalError::BadSequential(why));
+        let bad = |why: String| Err(EvalError::Sequential(SequentialError::BadSequential(why)));
         let CompareOptions { margin, alpha, .. } = self.options;
         if self.options.normalisation == mcscore_metrics::Normalisation::AccPmi {
             return bad(
@@ -128,6 +129,7 @@ impl UntilDecidedSpec {
 
 /// One OTHER's state at a look.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct OtherLook {
     pub label: String,
     /// The confidence sequence, in points: (low, high).
@@ -139,6 +141,7 @@ pub struct OtherLook {
 
 /// What a look at the sequences shows (the front end's progress line).
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Look {
     /// Tasks of the order scored by every model still needed.
     pub tasks: usize,
@@ -149,6 +152,7 @@ pub struct Look {
 
 /// One model's part, as the output names it.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ModelPart {
     pub label: String,
     pub model: String,
@@ -162,6 +166,7 @@ pub struct ModelPart {
 
 /// One OTHER's answer.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct OtherOutcome {
     pub part: ModelPart,
     pub decision: Decision,
@@ -239,13 +244,13 @@ fn load_engines(spec: &UntilDecidedSpec) -> Result<Loaded, EvalError> {
         // would only evict each other's pages.
         weights = weights.saturating_add(std::fs::metadata(model).map_or(0, |m| m.len()));
         if let Some(available) = available.filter(|&a| weights > a) {
-            return Err(EvalError::ModelsDoNotFit {
+            return Err(EvalError::Sequential(SequentialError::ModelsDoNotFit {
                 model: model.clone(),
                 before: engines.len(),
                 what: "their weights",
                 needed: weights,
                 available,
-            });
+            }));
         }
         engines.push(Engine::load(model, spec.settings.n_gpu_layers, spec.settings.mmap).map_err(EvalError::Load)?);
         canonical.push(real);
@@ -264,13 +269,13 @@ fn check_memory_together(engines: &[Engine], jobs: &[(usize, ScoreJob<'_>)], ava
     if let Some((e, job)) = largest {
         let needed = weights.saturating_add(engines[*e].kv_bytes(job.plan()));
         if needed > available {
-            return Err(EvalError::ModelsDoNotFit {
+            return Err(EvalError::Sequential(SequentialError::ModelsDoNotFit {
                 model: engines[*e].path().to_owned(),
                 before: engines.len() - 1,
                 what: "every model's weights and the largest context, this model's",
                 needed,
                 available,
-            });
+            }));
         }
     }
     Ok(())
@@ -365,13 +370,13 @@ pub fn until_decided(
             }
             if job.records().len() < end {
                 let path = log_paths.as_ref().map_or_else(|| models[m].clone(), |p| p[m].clone());
-                return Err(EvalError::SequentialLog {
+                return Err(EvalError::Sequential(SequentialError::SequentialLog {
                     path,
                     why: format!(
                         "the log is complete after {} tasks of the order, but the stopping rule had not decided there (the log was edited, or written by another mcscore)",
                         job.records().len()
                     ),
-                });
+                }));
             }
         }
         if interrupted {
@@ -383,6 +388,7 @@ pub fn until_decided(
                 continue;
             }
             let other = jobs[o + 1].as_ref().expect("undecided").records();
+            // both jobs scored this chunk, so hold end records (checked above); check() refused acc_pmi
             for t in at..end {
                 sequences[o].push(base[t].correct.get(norm), other[t].correct.get(norm));
             }
@@ -411,14 +417,14 @@ pub fn until_decided(
                 let outcome = job.stop(stop)?;
                 let logged_other = matches!(outcome.end, End::Stopped(s) if s != stop) || outcome.records.len() != used;
                 if logged_other {
-                    return Err(EvalError::SequentialLog {
+                    return Err(EvalError::Sequential(SequentialError::SequentialLog {
                         path: log_paths.as_ref().map_or_else(|| models[o + 1].clone(), |p| p[o + 1].clone()),
                         why: format!(
                             "the log ended {:?} after {} tasks, but the stopping rule decides {decision:?} after {used} (the log was edited, or written by another mcscore)",
                             outcome.end,
                             outcome.records.len()
                         ),
-                    });
+                    }));
                 }
                 outcomes[o + 1] = Some(outcome);
             }

@@ -15,6 +15,7 @@ use crate::compare::{self, CompareOptions, Comparison, Groups, Run};
 use crate::log;
 use crate::report::{self, Report, ReportOptions};
 use crate::sweep::SweepReport;
+use crate::LogsError;
 use crate::{EvalError, Input};
 
 /// What a page is built from.
@@ -41,10 +42,11 @@ impl<'a> PageSpec<'a> {
 
 /// Probabilities and margins are in units of 1/10,000 (integers keep a
 /// 14,042-task page small).
-pub const PROBABILITY_SCALE: f64 = 10_000.0;
+pub(crate) const PROBABILITY_SCALE: f64 = 10_000.0;
 
 /// Everything one page shows.
 #[derive(Serialize)]
+#[non_exhaustive]
 pub struct Page {
     pub mcscore: &'static str,
     /// The normalisation of the comparison, the margins and the default view.
@@ -71,6 +73,7 @@ pub struct Page {
 
 /// The tasks, in BASE's order: columns of equal length.
 #[derive(Debug, Default, Serialize)]
+#[non_exhaustive]
 pub struct TaskTable {
     /// The task's index in its file.
     pub index: Vec<usize>,
@@ -91,6 +94,7 @@ pub struct TaskTable {
 /// One run's values per task: arrays over the first `tasks` rows of the
 /// task table (a sequential comparison's run may stop before BASE's).
 #[derive(Debug, Serialize)]
+#[non_exhaustive]
 pub struct PageRun {
     pub label: String,
     pub log: String,
@@ -168,9 +172,11 @@ pub fn build(spec: PageSpec<'_>) -> Result<Page, EvalError> {
 
     let labels: Vec<String> = match &comparison {
         Some(c) => std::iter::once(c.base.label.clone()).chain(c.others.iter().map(|p| p.other.label.clone())).collect(),
+        // one run: same_tasks held, so reports is the one report of it
         None => page.reports[0].models.iter().map(|m| m.label.clone()).collect(),
     };
     for (r, (run, label)) in runs.iter().zip(labels).enumerate() {
+        // compare pairs every run after BASE, in order
         let pairing = comparison.as_ref().and_then(|c| r.checked_sub(1).map(|o| &c.others[o]));
         page.runs.push(page_run(run, label, norms, norm, pairing, base.records.len()));
     }
@@ -216,6 +222,7 @@ fn page_run(
         .map(|p| {
             let mut sorted = p.clone();
             sorted.sort_by(|a, b| b.total_cmp(a));
+            // every task has at least 2 options (check_record; the engine scores no fewer)
             scaled(sorted[0] - sorted.get(1).copied().unwrap_or(0.0))
         })
         .collect();
@@ -241,31 +248,38 @@ fn task_table(base: &Run, path: Option<&Path>, groups: Option<&Groups>) -> Resul
     let header = &base.header;
     let path: PathBuf = path.map_or_else(|| PathBuf::from(&header.file), Path::to_owned);
     if !path.exists() {
-        return Err(EvalError::NoTaskFile { path, log: base.source.clone() });
+        return Err(EvalError::Logs(LogsError::NoTaskFile { path, log: base.source.clone() }));
     }
     let input = Input::open(&path, header.kind(), true)?;
     let sha256 = sha256_hex(input.bytes());
     if sha256 != header.file_sha256 {
-        return Err(EvalError::OtherTaskFile { path, sha256, log: base.source.clone(), logged: header.file_sha256.clone() });
+        return Err(EvalError::Logs(LogsError::OtherTaskFile {
+            path,
+            sha256,
+            log: base.source.clone(),
+            logged: header.file_sha256.clone(),
+        }));
     }
     let tasks = input.tasks(&path)?;
     let mut table = TaskTable { groups_source: groups.map(|g| g.source.clone()), ..TaskTable::default() };
     let mut group_index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for record in &base.records {
-        let task = tasks.get(record.task).ok_or_else(|| EvalError::TaskNotInFile {
-            path: path.clone(),
-            task: record.task,
-            tasks: tasks.len(),
-            log: base.source.clone(),
+        let task = tasks.get(record.task).ok_or_else(|| {
+            EvalError::Logs(LogsError::TaskNotInFile {
+                path: path.clone(),
+                task: record.task,
+                tasks: tasks.len(),
+                log: base.source.clone(),
+            })
         })?;
         if task.options().len() != record.options.len() {
-            return Err(EvalError::OtherOptions {
+            return Err(EvalError::Logs(LogsError::OtherOptions {
                 path: path.clone(),
                 task: record.task,
                 options: task.options().len(),
                 log: base.source.clone(),
                 logged: record.options.len(),
-            });
+            }));
         }
         table.index.push(record.task);
         table.question.push(task.question.to_owned());
@@ -346,8 +360,8 @@ mod tests {
         mcscore_format::write_tasks(&other, std::iter::once(mcscore_format::Task::new("q", vec!["a", "b"], 0))).unwrap();
         let mut spec = PageSpec::new(&runs);
         spec.tasks = Some(&other);
-        assert!(matches!(build(spec), Err(EvalError::OtherTaskFile { .. })));
+        assert!(matches!(build(spec), Err(EvalError::Logs(LogsError::OtherTaskFile { .. }))));
         runs[0].header.file = dir.path().join("gone.bin").display().to_string();
-        assert!(matches!(build(PageSpec::new(&runs)), Err(EvalError::NoTaskFile { .. })));
+        assert!(matches!(build(PageSpec::new(&runs)), Err(EvalError::Logs(LogsError::NoTaskFile { .. }))));
     }
 }

@@ -10,6 +10,7 @@ use mcscore_eval::compare::{compare, CompareOptions, Run};
 use mcscore_eval::report::{self, ReportOptions};
 use mcscore_eval::until_decided::{until_decided, UntilDecidedSpec};
 use mcscore_eval::{Cancel, End, EvalError, NoProgress, ScoreJob, ScoreOutcome, ScoreSpec};
+use mcscore_eval::{SequentialError, SpecError};
 use mcscore_metrics::sequential::Decision;
 
 /// The bundled model (`scripts/fetch-model`), or $MCSCORE_MODEL.
@@ -56,7 +57,7 @@ fn two_models_in_one_process_score_compare_and_decide_without_the_binary() {
     q8_spec.model = q8_model.clone();
     let other = run(&q8, &q8_spec);
     // A job lent the engine of another model is refused.
-    assert!(matches!(ScoreJob::with_engine(&q8, spec.clone()), Err(EvalError::LentEngine { .. })));
+    assert!(matches!(ScoreJob::with_engine(&q8, spec.clone()), Err(EvalError::Spec(SpecError::LentEngine { .. }))));
 
     let comparison = compare(&as_run("q4_k_m", &first), &[as_run("q8_0", &other)], None, &CompareOptions::default()).unwrap();
     let pairing = &comparison.others[0];
@@ -95,8 +96,14 @@ fn two_models_in_one_process_score_compare_and_decide_without_the_binary() {
     // One OTHER at least; a margin above 0.
     let mut bad = sequential.clone();
     bad.others.clear();
-    assert!(matches!(until_decided(&bad, None, &mut NoProgress, &mut |_| {}, &Cancel::new()), Err(EvalError::BadSequential(_))));
+    assert!(matches!(
+        until_decided(&bad, None, &mut NoProgress, &mut |_| {}, &Cancel::new()),
+        Err(EvalError::Sequential(SequentialError::BadSequential(_)))
+    ));
     let mut bad = sequential;
     bad.options.margin = f64::NAN;
-    assert!(matches!(until_decided(&bad, None, &mut NoProgress, &mut |_| {}, &Cancel::new()), Err(EvalError::BadSequential(_))));
+    assert!(matches!(
+        until_decided(&bad, None, &mut NoProgress, &mut |_| {}, &Cancel::new()),
+        Err(EvalError::Sequential(SequentialError::BadSequential(_)))
+    ));
 }

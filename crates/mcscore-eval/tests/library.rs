@@ -10,6 +10,7 @@ use mcscore_engine::TokenCounts;
 use mcscore_eval::log::{self, Header, Opened, SampleLog, TaskRecord, LOG_VERSION};
 use mcscore_eval::report::{self, ReportOptions};
 use mcscore_eval::sweep::{Items, Scores, Sweep, SweepSpec};
+use mcscore_eval::LogsError;
 use mcscore_eval::{EvalError, LogError, LogFault};
 use mcscore_format::IdSet;
 use mcscore_metrics::{Normalisation, OptionScore};
@@ -156,7 +157,7 @@ fn a_report_is_built_from_logs_alone() {
     // Logs of other tasks are refused.
     let c = dir.path().join("c.jsonl");
     write_log(&c, &header(3, "c.gguf"), &[record(2, &[-1.0, -3.0], 0), record(1, &[-1.0, -3.0], 1), record(0, &[-1.0, -3.0], 1)], true);
-    assert!(matches!(report::build(&[a, c], &ReportOptions::default(), None), Err(EvalError::OtherTasks { .. })));
+    assert!(matches!(report::build(&[a, c], &ReportOptions::default(), None), Err(EvalError::Logs(LogsError::OtherTasks { .. }))));
 }
 
 /// Two 4-option items in two formats, every rotation, scored by a model that
@@ -217,5 +218,5 @@ fn the_acc_pmi_report_needs_pmi_logs() {
     let a = dir.path().join("a.jsonl");
     write_log(&a, &header(1, "a.gguf"), &[record(0, &[-1.0, -3.0], 0)], true);
     let options = ReportOptions { normalisation: Normalisation::AccPmi, ..ReportOptions::default() };
-    assert!(matches!(report::build(&[a], &options, None), Err(EvalError::NoPmi { .. })));
+    assert!(matches!(report::build(&[a], &options, None), Err(EvalError::Logs(LogsError::NoPmi { .. }))));
 }

@@ -49,13 +49,13 @@ pub enum Fault {
     #[error("task {task}: offset {offset} (stored at byte {at}) is past the end of the {len}-byte file")]
     OffsetOutOfBounds { task: usize, at: u64, offset: u64, len: u64 },
 
-    #[error("task {task}: offset {offset} (stored at byte {at}) goes backwards from task {}'s offset {previous}", task - 1)]
+    #[error("task {task}: offset {offset} (stored at byte {at}) goes backwards from task {}'s offset {previous}", task.saturating_sub(1))]
     OffsetBackwards { task: usize, at: u64, offset: u64, previous: u64 },
 
-    #[error("task {task}: offset {offset} leaves a gap of {} bytes after task {} ends at byte {previous_end}", offset - previous_end, task - 1)]
+    #[error("task {task}: offset {offset} leaves a gap of {} bytes after task {} ends at byte {previous_end}", offset.saturating_sub(*previous_end), task.saturating_sub(1))]
     Gap { task: usize, offset: u64, previous_end: u64 },
 
-    #[error("task {task}: offset {offset} overlaps task {}, which ends at byte {previous_end}", task - 1)]
+    #[error("task {task}: offset {offset} overlaps task {}, which ends at byte {previous_end}", task.saturating_sub(1))]
     Overlap { task: usize, offset: u64, previous_end: u64 },
 
     #[error("task {task}: the 4-byte {field} at byte {at} runs past the end of the file ({len} bytes)")]

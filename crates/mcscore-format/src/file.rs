@@ -91,6 +91,7 @@ impl TaskFile {
 
     /// The byte offset where task `index` starts.
     pub fn offset(&self, index: usize) -> u64 {
+        // a caller's bug, as for slice indexing: callers here pass index < len(), inside the validated table
         assert!(index < self.n_tasks, "task {index} of {}", self.n_tasks);
         stored_offset(self.bytes(), index)
     }
@@ -98,6 +99,7 @@ impl TaskFile {
     /// The bytes task `index` takes in the file.
     pub fn task_len(&self, index: usize) -> u64 {
         let end = if index + 1 < self.n_tasks { self.offset(index + 1) } else { self.bytes().len() as u64 };
+        // validate refused OffsetBackwards and OffsetOutOfBounds: offsets rise and stay below len
         end - self.offset(index)
     }
 

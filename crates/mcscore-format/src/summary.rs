@@ -80,6 +80,7 @@ impl BaselineCounter {
             if self.gold_positions.len() <= gold {
                 self.gold_positions.resize(gold + 1, 0);
             }
+            // resized above to hold gold
             self.gold_positions[gold] += 1;
         }
     }

@@ -9,7 +9,7 @@ pub struct Choices<'a> {
 
 impl<'a> Choices<'a> {
     /// Options with exactly one gold answer, as every valid mc1 has.
-    pub fn with_gold(options: Vec<&'a str>, gold: usize) -> Self {
+    pub(crate) fn with_gold(options: Vec<&'a str>, gold: usize) -> Self {
         let labels = (0..options.len()).map(|k| i32::from(k == gold)).collect();
         Choices { options, labels }
     }
@@ -56,10 +56,12 @@ impl<'a> Task<'a> {
         use byteorder::{WriteBytesExt, LE};
         // Writes to a Vec cannot fail.
         fn string(out: &mut Vec<u8>, s: &str) {
+            // wraps past 4 GiB, but TaskWriter never commits that: the file would pass 4 GiB, which finish refuses
             out.write_u32::<LE>(s.len() as u32).expect("write to Vec");
             out.extend_from_slice(s.as_bytes());
         }
         fn choices(out: &mut Vec<u8>, c: &Choices<'_>) {
+            // wraps past u32::MAX options, but TaskWriter never commits that: the file would pass 4 GiB
             out.write_u32::<LE>(c.options.len() as u32).expect("write to Vec");
             for option in &c.options {
                 string(out, option);

@@ -63,10 +63,12 @@ pub fn read_hellaswag<'a>(bytes: &'a [u8], path: &Path) -> Result<Vec<Task<'a>>,
     }
     let mut tasks = Vec::with_capacity(lines.len() / HELLASWAG_LINES);
     for block in lines.chunks(HELLASWAG_LINES) {
+        // chunks never yields an empty slice
         let (number, offset, _) = block[0];
         if block.len() < HELLASWAG_LINES {
             return Err(fault(path, number, offset, TextFault::HellaswagIncomplete { lines: block.len() }));
         }
+        // a short block returned above, so every index and block[2..] below is in range
         let (label_number, label_offset, label) = block[1];
         let gold = match label {
             "0" | "1" | "2" | "3" => label.parse::<usize>().expect("a digit"),
@@ -151,6 +153,7 @@ fn split_fields(line: &str) -> Result<Fields<'_>, (usize, TextFault)> {
     let mut column = 0;
     loop {
         let quoted = fields.len() == 1 && rest.starts_with('"');
+        // quotes and commas are ASCII, so every slice below is at a char boundary (a quoted rest opens with one)
         let (field, next) = if quoted {
             let close = rest[1..].find('"').ok_or((column, TextFault::OpenQuote))? + 1;
             let after = &rest[close + 1..];

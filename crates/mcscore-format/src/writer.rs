@@ -132,6 +132,7 @@ impl TaskWriter {
 /// at its position, through a small buffer.
 fn write_table(file: &mut std::fs::File, offsets: &[u32]) -> std::io::Result<()> {
     let mut out = BufWriter::new(file);
+    // both callers checked that 4 + 4 * n_tasks fits a u32
     out.write_all(&(offsets.len() as u32).to_le_bytes())?;
     for offset in offsets {
         out.write_all(&offset.to_le_bytes())?;

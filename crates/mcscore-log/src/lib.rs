@@ -376,12 +376,20 @@ pub struct RunIdentity {
     pub shard: Option<ShardHeader>,
 }
 
-/// The first field of two [`RunIdentity`]s that differs, with both values.
+/// The first field of two identities (a run's, a sweep's) that differs,
+/// with both values.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mismatch {
     pub field: &'static str,
     pub was: String,
     pub now: String,
+}
+
+impl Mismatch {
+    /// The first of `fields` (name, value then, value now) whose values differ.
+    pub fn first(fields: impl IntoIterator<Item = (&'static str, String, String)>) -> Option<Mismatch> {
+        fields.into_iter().find(|(_, was, now)| was != now).map(|(field, was, now)| Mismatch { field, was, now })
+    }
 }
 
 impl RunIdentity {
@@ -435,11 +443,9 @@ impl RunIdentity {
             None => std::array::from_fn(|_| "none".to_owned()),
         };
         let shard_names = ["shard index", "shard count", "partition rule", "run tasks", "run task list (run_sha256)"];
-        fields
-            .into_iter()
-            .chain(shard_names.into_iter().zip(shard(self)).zip(shard(now)).map(|((name, was), now)| (name, was, now)))
-            .find(|(_, was, now)| was != now)
-            .map(|(field, was, now)| Mismatch { field, was, now })
+        Mismatch::first(
+            fields.into_iter().chain(shard_names.into_iter().zip(shard(self)).zip(shard(now)).map(|((name, was), now)| (name, was, now))),
+        )
     }
 }
 
@@ -481,7 +487,7 @@ pub struct PerNormalisation<T> {
 }
 
 impl<T: Copy> PerNormalisation<T> {
-    pub fn from_fn(with_pmi: bool, f: impl Fn(Normalisation) -> T) -> Self {
+    pub(crate) fn from_fn(with_pmi: bool, f: impl Fn(Normalisation) -> T) -> Self {
         PerNormalisation {
             acc: f(Normalisation::Acc),
             acc_norm: f(Normalisation::AccNorm),
@@ -535,6 +541,7 @@ impl TaskRecord {
     pub fn new(task: usize, options: Vec<OptionScore>, labels: Vec<bool>) -> TaskRecord {
         let with_pmi = options.iter().all(|o| o.uncond_logprob_sum.is_some());
         let pred = PerNormalisation::from_fn(with_pmi, |n| n.predict(&options));
+        // pred holds acc_pmi exactly when with_pmi asks for it; a pick is an option's index, and callers give a label per option
         let correct = PerNormalisation::from_fn(with_pmi, |n| labels[pred.get(n)]);
         TaskRecord { task, gold: labels.iter().position(|&l| l), options, labels, pred, correct }
     }
@@ -675,6 +682,7 @@ impl SampleLog {
         records.truncate(kept);
         // Everything after the kept lines (later tasks, a torn line, the
         // footer) goes; the kept bytes are not rewritten.
+        // parse records a line end for the header and each task line, and kept <= records.len()
         file.set_len(line_ends[kept]).and_then(|()| file.sync_all()).map_err(LogError::io(path))?;
         let mut out = BufWriter::new(file);
         out.seek(SeekFrom::End(0)).map_err(LogError::io(path))?;
@@ -890,6 +898,7 @@ pub fn check_record(header: &Header, record: &TaskRecord) -> Result<(), LogFault
         let pick = norm.predict(&record.options);
         // acc_pmi is present in both, or in neither (checked above).
         let (logged, right) = (record.pred.get(norm), record.correct.get(norm));
+        // predict picks one of the k >= 2 options, and there are k labels (both checked above)
         if logged != pick || right != record.labels[pick] {
             return Err(fault(format!(
                 "{} is logged as option {logged} ({}), but the option scores pick option {pick} ({}): the line was edited or damaged",

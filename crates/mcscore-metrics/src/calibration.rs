@@ -38,6 +38,7 @@ impl Calibration {
         let mut sums = vec![(0usize, 0.0f64, 0.0f64); n_bins];
         for t in tasks {
             let c = t.p_max();
+            // callers pass ECE_BINS (15)
             let b = ((c * n_bins as f64) as usize).min(n_bins - 1);
             sums[b].0 += 1;
             sums[b].1 += c;

@@ -9,6 +9,7 @@ use crate::softmax;
 /// of the mean over rotations (each option visits every position, so what
 /// remains is the preference for the position itself).
 pub fn task_prior(rotations: &[Vec<f64>]) -> Vec<f64> {
+    // sweep renders every rotation of a calibration item, and merge_shards checks each row's width against its IDs
     let k = rotations[0].len();
     let mean: Vec<f64> = (0..k).map(|i| rotations.iter().map(|r| r[i]).sum::<f64>() / rotations.len() as f64).collect();
     softmax(&mean)
@@ -16,6 +17,7 @@ pub fn task_prior(rotations: &[Vec<f64>]) -> Vec<f64> {
 
 /// The prior PriDe applies: the mean of the calibration tasks' priors.
 pub fn prior(task_priors: &[Vec<f64>]) -> Vec<f64> {
+    // sweep passes one prior per calibration item (at least one), each k long
     let k = task_priors[0].len();
     (0..k).map(|i| task_priors.iter().map(|p| p[i]).sum::<f64>() / task_priors.len() as f64).collect()
 }

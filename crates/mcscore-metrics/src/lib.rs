@@ -140,7 +140,7 @@ impl LogSoftmax {
     /// first (among equal logits the lower index first), in the same single
     /// read of the row. No indices for a row with no log-softmax.
     pub fn with_top(logits: &[f32], k: usize) -> (LogSoftmax, Vec<usize>) {
-        let mut top: Vec<usize> = Vec::with_capacity(k + 1);
+        let mut top: Vec<usize> = Vec::with_capacity(k.min(logits.len()) + 1);
         let mut threshold = f32::NEG_INFINITY;
         let mut blocks: Vec<(f32, f32)> = Vec::with_capacity(logits.len() / BLOCK + 1);
         for (b, block) in logits.chunks(BLOCK).enumerate() {
@@ -201,6 +201,7 @@ impl LogSoftmax {
 
     /// `log softmax(logits)[index]`, for the row this was made from.
     pub fn at(self, logits: &[f32], index: usize) -> f64 {
+        // callers pass a token of the row's vocabulary (the tokenizer's, or checked < n_vocab) or a top index
         f64::from(logits[index] - self.max) - self.log_sum
     }
 }

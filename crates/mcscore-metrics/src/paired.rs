@@ -382,13 +382,13 @@ fn skew_ratio(deviations: impl Iterator<Item = f64>) -> f64 {
 }
 
 /// Φ(x), the standard normal distribution function.
-pub fn normal_cdf(x: f64) -> f64 {
+pub(crate) fn normal_cdf(x: f64) -> f64 {
     0.5 * libm::erfc(-x / std::f64::consts::SQRT_2)
 }
 
 /// Φ⁻¹(p) for 0 < p < 1: Acklam's rational approximation (relative error
 /// 1.2e−9), refined by one Halley step on `erfc` to full precision.
-pub fn normal_quantile(p: f64) -> f64 {
+pub(crate) fn normal_quantile(p: f64) -> f64 {
     if p <= 0.0 {
         return f64::NEG_INFINITY;
     }
@@ -440,6 +440,7 @@ impl ClusterBootstrap<'_> {
         let m = columns.len();
         let mut sums = vec![0.0f64; self.groups * m];
         let mut sizes = vec![0usize; self.groups];
+        // compare numbers groups densely below groups, and its one column has a value per entry of group_of
         for (task, &g) in self.group_of.iter().enumerate() {
             sizes[g] += 1;
             for (j, c) in columns.iter().enumerate() {

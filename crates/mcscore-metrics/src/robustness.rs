@@ -16,6 +16,7 @@ pub fn rank_distribution(accuracy: &[Vec<f64>]) -> Vec<Vec<usize>> {
     let formats = accuracy.first().map_or(0, Vec::len);
     let mut counts = vec![vec![0; models]; models];
     for f in 0..formats {
+        // every model's row has the same formats (sweep's models; merge_saved checks saved ones)
         let column: Vec<f64> = accuracy.iter().map(|m| m[f]).collect();
         for (m, rank) in ranks(&column).into_iter().enumerate() {
             counts[m][rank - 1] += 1;
@@ -67,7 +68,7 @@ pub fn reversal_rate(accuracy: &[Vec<f64>]) -> f64 {
     let (mut flips, mut total) = (0usize, 0usize);
     for a in 0..accuracy.len() {
         for b in a + 1..accuracy.len() {
-            // +1 where a is ahead, -1 where b is, 0 on a tie.
+            // +1 where a is ahead, -1 where b is, 0 on a tie. Rows have the same formats (sweep; merge_saved checks saved ones).
             let lead: Vec<i8> = (0..formats)
                 .map(|f| match accuracy[a][f].partial_cmp(&accuracy[b][f]) {
                     Some(std::cmp::Ordering::Greater) => 1,
@@ -94,6 +95,7 @@ pub fn reversal_rate(accuracy: &[Vec<f64>]) -> f64 {
 /// a pair where either format ties every model).
 pub fn kendall_between_formats(accuracy: &[Vec<f64>]) -> Vec<f64> {
     let formats = accuracy.first().map_or(0, Vec::len);
+    // every model's row has the same formats (sweep's models; merge_saved checks saved ones)
     let column = |f: usize| -> Vec<f64> { accuracy.iter().map(|m| m[f]).collect() };
     let mut taus = Vec::new();
     for f in 0..formats {

@@ -27,12 +27,14 @@ impl TaskProbs {
     }
 
     pub fn p_max(&self) -> f64 {
+        // report builds these from records it checked (Run::check): at least 2 options, so pick indexes p
         self.p[self.pick()]
     }
 
     /// 1-based rank of the key when options are tried in descending p
     /// (ties in option order).
-    pub fn key_rank(&self) -> usize {
+    pub(crate) fn key_rank(&self) -> usize {
+        // the key is a checked record's gold, below its options (Run::check)
         1 + (0..self.k()).filter(|&i| self.p[i] > self.p[self.key] || (self.p[i] == self.p[self.key] && i < self.key)).count()
     }
 }
@@ -124,12 +126,13 @@ impl Scheme {
 /// Distractors eliminated (p < ε) and whether the key was.
 pub fn eliminated(t: &TaskProbs, epsilon: Option<f64>) -> (usize, bool) {
     let epsilon = epsilon.unwrap_or(1.0 / t.k() as f64);
+    // the key is a checked record's gold, below its options (Run::check)
     let out = |i: usize| t.p[i] < epsilon;
     ((0..t.k()).filter(|&i| i != t.key && out(i)).count(), out(t.key))
 }
 
 /// CBM's confidence level: 1 below 2/3, 2 below 0.8, else 3.
-pub fn confidence_level(p_max: f64) -> u8 {
+pub(crate) fn confidence_level(p_max: f64) -> u8 {
     if p_max < 2.0 / 3.0 {
         1
     } else if p_max < 0.8 {

@@ -53,6 +53,7 @@ impl Bootstrap {
         let m = columns.len();
         // Row-major f32 copy: a task's values for all columns share one cache
         // line, and random draws are bound by cache misses. Sums stay f64.
+        // every column holds n values, one per task: report's runs have the same tasks, compare's are paired
         let rows: Vec<f32> = (0..self.n).flat_map(|i| columns.iter().map(move |c| c[i] as f32)).collect();
         (0..self.resamples)
             .into_par_iter()

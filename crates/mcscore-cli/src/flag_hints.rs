@@ -1,0 +1,113 @@
+//! The flags that change an outcome, by error, in one table: the library's
+//! messages name files, tasks and lines; the command line adds its flags.
+
+use mcscore_engine::EngineError;
+use mcscore_eval::{EvalError, LogError, LogsError, SweepError};
+
+/// The command that failed, where one error calls for another flag in each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asked {
+    Score,
+    Sweep,
+    Report,
+    View,
+    Serve,
+    Other,
+}
+
+impl Asked {
+    pub(crate) fn of(command: &crate::Command) -> Asked {
+        match command {
+            crate::Command::Score(_) => Asked::Score,
+            crate::Command::Sweep(_) => Asked::Sweep,
+            crate::Command::Report(_) => Asked::Report,
+            crate::Command::View(_) => Asked::View,
+            crate::Command::Serve(_) => Asked::Serve,
+            _ => Asked::Other,
+        }
+    }
+}
+
+/// The flag advice for `error` from `command`, if a flag changes it.
+pub(crate) fn flag_hint(command: Asked, error: &EvalError) -> Option<&'static str> {
+    if let Some(engine) = error.engine_error() {
+        return engine_hint(command, engine);
+    }
+    Some(match (command, error) {
+        (Asked::Score, EvalError::Log(LogError::Exists { .. })) => "--resume continues it",
+        (Asked::Report, EvalError::Logs(LogsError::OtherTasks { .. })) => "use the same --multiple-choice-tasks",
+        (
+            Asked::View,
+            EvalError::Logs(
+                LogsError::NoTaskFile { .. }
+                | LogsError::OtherTaskFile { .. }
+                | LogsError::TaskNotInFile { .. }
+                | LogsError::OtherOptions { .. },
+            ),
+        ) => "pass the task file the logs scored with --tasks FILE",
+        (Asked::Sweep, EvalError::Sweep(SweepError::PrideTooFewTasks { .. })) => {
+            "give at least 2 tasks (--tasks), or sweep without --pride"
+        }
+        (Asked::Sweep, EvalError::Sweep(SweepError::PrideMixedOptions { .. })) => {
+            "sweep tasks of one number of options, or sweep without --pride"
+        }
+        _ => return None,
+    })
+}
+
+/// The flag advice for an engine's `error` from `command`.
+fn engine_hint(command: Asked, error: &EngineError) -> Option<&'static str> {
+    match (command, error) {
+        (Asked::Serve, EngineError::ContextOverflow { .. } | EngineError::ContextTooLarge { .. } | EngineError::Context { .. }) => {
+            Some("lower -c")
+        }
+        (_, EngineError::ContextOverflow { .. } | EngineError::ContextTooLarge { .. }) => {
+            Some("lower -c or -np, or pass -c auto to size the context to the longest task (it is at least one fill: lower -b too)")
+        }
+        (_, EngineError::TaskTooLong { .. }) => Some("raise -c, or pass -c auto to size the context to the longest task"),
+        _ => None,
+    }
+}
+
+/// `error` with its causes on one line, and the flags that change it where
+/// a flag does (a job's error, or the engine's met outside a job): how every
+/// failed command is reported.
+pub(crate) fn describe(command: Asked, error: &anyhow::Error) -> String {
+    let message = crate::with_causes(error.as_ref());
+    let hint = match error.downcast_ref::<EvalError>() {
+        Some(e) => flag_hint(command, e),
+        None => error.downcast_ref::<EngineError>().and_then(|e| engine_hint(command, e)),
+    };
+    match hint {
+        Some(hint) => format!("{message}; {hint}"),
+        None => message,
+    }
+}
+
+/// The flag advice for a `--shard auto` that found no shard to take.
+pub(crate) fn shard_env_hint(error: &mcscore_eval::shard::ShardEnvError) -> &'static str {
+    use mcscore_eval::shard::ShardEnvError;
+    match error {
+        ShardEnvError::NoKubernetesCount => ": give the number of shards with --shards N",
+        ShardEnvError::OtherCount { .. } => " (--shards)",
+        _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hint_follows_the_error_and_the_command_whether_or_not_a_job_wraps_it() {
+        let too_large = || EngineError::ContextTooLarge { n_ctx: 1 << 20, per_token: 1 << 10, needed: 1 << 30, available: 1 << 29 };
+        let bare = anyhow::Error::from(too_large());
+        assert!(describe(Asked::Serve, &bare).ends_with("is available; lower -c"), "{}", describe(Asked::Serve, &bare));
+        let in_a_job = anyhow::Error::from(EvalError::Load(too_large())).context("scoring");
+        assert!(describe(Asked::Score, &in_a_job).ends_with(
+            "; lower -c or -np, or pass -c auto to size the context to the longest task (it is at least one fill: lower -b too)"
+        ));
+        let other = anyhow::Error::from(EngineError::OneOption { task: 3 });
+        assert_eq!(describe(Asked::Serve, &other), "task 3: one option; a task needs at least 2 options to be scored");
+    }
+}
