@@ -93,16 +93,24 @@ fn winogrande_agrees_with_llama_perplexity_and_scores_the_last_line() {
     );
 }
 
+/// HellaSwag tasks scored against the reference's 200: llama-perplexity
+/// draws tasks one at a time, so its first 100 are the first 100 of its 200
+/// (half the reference keeps CI lean).
+const HELLASWAG_TASKS: usize = 100;
+
 #[test]
 fn hellaswag_agrees_with_llama_perplexity() {
     let dir = tempdir();
     let file = hellaswag_file(dir.path());
-    let (stdout, _, tasks) = score(dir.path(), &["-f", path_str(&file), "--hellaswag", "--hellaswag-tasks", "200"]);
+    let count = HELLASWAG_TASKS.to_string();
+    let (stdout, _, tasks) = score(dir.path(), &["-f", path_str(&file), "--hellaswag", "--hellaswag-tasks", &count]);
     let reference_stdout = read(&data("hellaswag-200.llama-perplexity.stdout"));
-    let reference = task_lines(&reference_stdout);
-    assert_eq!((tasks.len(), reference.len()), (200, 200));
+    let mut reference = task_lines(&reference_stdout);
+    assert_eq!(reference.len(), 200);
+    reference.truncate(HELLASWAG_TASKS);
+    assert_eq!(tasks.len(), HELLASWAG_TASKS);
     assert!(stdout.starts_with("\ntask\tacc_norm\t95% confidence interval\n1\t") && stdout.ends_with("]\n\n\n"), "frame");
-    assert_eq!(stdout.lines().count(), reference_stdout.lines().count());
+    assert_eq!(stdout.lines().count(), reference_stdout.lines().count() - (200 - HELLASWAG_TASKS));
 
     // llama-perplexity prints hits alone: read each task's from the running accuracy.
     let hits = |lines: &[Vec<String>]| -> Vec<bool> {
@@ -133,7 +141,8 @@ fn hellaswag_agrees_with_llama_perplexity() {
             near_ties += 1;
         }
     }
-    assert!(compared >= 150, "only {compared} of 200 tasks have a clear margin");
+    // 75 of the first 100 here; other CPUs' kernels move a few margins.
+    assert!(compared >= HELLASWAG_TASKS * 7 / 10, "only {compared} of {HELLASWAG_TASKS} tasks have a clear margin");
     eprintln!("hellaswag: {compared} clear-margin hits agree, {near_ties} near ties not compared");
     // The first tasks drawn are llama-perplexity's (libstdc++'s uniform_int_distribution over mt19937(1)).
     let order: Vec<u64> = tasks.iter().take(5).map(|t| t["task"].as_u64().unwrap()).collect();
