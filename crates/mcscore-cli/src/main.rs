@@ -164,7 +164,7 @@ impl std::error::Error for UsageError {}
 
 pub(crate) use mcscore_eval::with_causes;
 
-/// Stops `cancel`'s job at its next fill boundary on Ctrl-C.
+/// Stops `cancel`'s job before its next micro-batch on Ctrl-C.
 pub(crate) fn cancel_on_ctrl_c() -> anyhow::Result<mcscore_eval::Cancel> {
     let cancel = mcscore_eval::Cancel::new();
     let handle = cancel.clone();

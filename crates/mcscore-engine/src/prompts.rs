@@ -219,7 +219,8 @@ impl Session<'_> {
         // n_seq_max is branches + 1, and branches >= 1
         let pad_seq = self.plan.n_seq_max as i32 - 1;
         let (ctx, batch) = (&mut self.ctx, &mut self.batch);
-        decode_fill(ctx, batch, &entries, pad_seq, &mut times, &fail, |ctx, decoded| {
+        // A request is answered whole: nothing interrupts its fill.
+        decode_fill(ctx, batch, &entries, pad_seq, &mut times, &fail, &|| false, |ctx, decoded| {
             let end = wanted[next_wanted..].iter().position(|w| w.entry >= decoded.end).map_or(wanted.len(), |p| next_wanted + p);
             let mine = &wanted[next_wanted..end];
             next_wanted = end;

@@ -35,7 +35,8 @@ pub struct TaskScores {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Completion {
     Finished,
-    /// The consumer asked to stop (Ctrl-C) after the given number of tasks.
+    /// The consumer or `interrupted` (Ctrl-C) stopped the run after the given
+    /// number of tasks.
     Interrupted {
         scored: usize,
     },
@@ -123,16 +124,23 @@ struct Row {
 }
 
 impl Engine {
-    /// Scores `tasks` batch by batch as `plan` says, handing each task's scores
-    /// to `sink` in order. `sink` may stop the run between batches. Tokens
+    /// Scores `tasks` fill by fill as `plan` says, handing each task's scores
+    /// to `sink` in order. `sink` may stop the run between tasks. Tokens
     /// that tasks share are decoded once: within a fill through a prefix tree,
     /// and across fills by keeping the tokens the last fill's tasks all shared,
     /// as far as the plan's `reused` says.
+    ///
+    /// `interrupted` is asked before every micro-batch; once it says so, the
+    /// fill being decoded is dropped (none of its tasks reach `sink`) and the
+    /// run ends [`Completion::Interrupted`]. Ctrl-C is then answered within a
+    /// micro-batch, not a fill (seconds on a sweep's), and a resumed run
+    /// scores the dropped tasks to the same numbers (the batch rule).
     pub fn score(
         &self,
         tasks: &[PreparedTask],
         plan: &Plan,
         settings: &Settings,
+        interrupted: &dyn Fn() -> bool,
         mut sink: impl FnMut(TaskScores) -> ControlFlow<()>,
     ) -> Result<Run, EngineError> {
         if plan.fills.is_empty() {
@@ -198,15 +206,13 @@ impl Engine {
                 }
             }
             rows.sort_by_key(|r| r.entry);
-            tokens.decoded += entries.len();
-            tokens.unshared += group.iter().map(PreparedTask::required_tokens).sum::<usize>();
 
             let mut sums: Vec<Vec<f64>> = group.iter().map(|t| vec![0.0; t.n_options()]).collect();
             let mut next_row = 0;
             times.batching += fill_started.elapsed().as_secs_f64();
             // plan() never makes an empty fill
             let fail = |what: &'static str, source: LlamaCause| EngineError::Decode { task: group[0].index, what, source };
-            tokens.padding += decode_fill(&mut ctx, &mut batch, &entries, pad_seq, &mut times, &fail, |ctx, decoded| {
+            let decoded = decode_fill(&mut ctx, &mut batch, &entries, pad_seq, &mut times, &fail, interrupted, |ctx, decoded| {
                 // Rows are in entry order, so this chunk's rows are contiguous.
                 let end = rows[next_row..].iter().position(|r| r.entry >= decoded.end).map_or(rows.len(), |p| next_row + p);
                 let mine = &rows[next_row..end];
@@ -223,6 +229,13 @@ impl Engine {
                 next_row = end;
                 Ok(())
             })?;
+            let Some(padding) = decoded else {
+                let completion = Completion::Interrupted { scored };
+                return Ok(Run { completion, tokens, times, context_buffers, resident: Resident::now() });
+            };
+            tokens.decoded += entries.len();
+            tokens.padding += padding;
+            tokens.unshared += group.iter().map(PreparedTask::required_tokens).sum::<usize>();
             let consumer_started = Instant::now();
 
             for (task, sums) in group.iter().zip(sums) {
@@ -341,7 +354,9 @@ pub(crate) fn rows_to_read(own: impl Iterator<Item = bool>) -> Vec<bool> {
 /// on nothing but its sequence. After each micro-batch, `read` gets the
 /// context and the entries just decoded, to read their logits rows (its
 /// time counts as logits) before the next one replaces them. Returns the
-/// padding tokens decoded.
+/// padding tokens decoded, or `None` if `interrupted` said so before a
+/// micro-batch (the fill is then unfinished).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn decode_fill<'m>(
     ctx: &mut LlamaContext<'m>,
     batch: &mut LlamaBatch,
@@ -349,11 +364,15 @@ pub(crate) fn decode_fill<'m>(
     pad_seq: i32,
     times: &mut ScoreTimes,
     fail: &dyn Fn(&'static str, LlamaCause) -> EngineError,
+    interrupted: &dyn Fn() -> bool,
     mut read: impl FnMut(&LlamaContext<'m>, Range<usize>) -> Result<(), EngineError>,
-) -> Result<usize, EngineError> {
+) -> Result<Option<usize>, EngineError> {
     let size = MICRO_BATCH as usize;
     let mut seqs: Vec<i32> = Vec::new();
     for (c, part) in entries.chunks(size).enumerate() {
+        if interrupted() {
+            return Ok(None);
+        }
         let batch_started = Instant::now();
         batch.clear();
         let outputs = rows_to_read(part.iter().map(|e| e.logits));
@@ -375,7 +394,7 @@ pub(crate) fn decode_fill<'m>(
         read(ctx, base..base + part.len())?;
         times.logits += logits_started.elapsed().as_secs_f64();
     }
-    Ok(entries.len().next_multiple_of(size) - entries.len())
+    Ok(Some(entries.len().next_multiple_of(size) - entries.len()))
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use mcscore_engine::{plan, ContextSize, Engine, FlashAttention, Mmap, Settings, TaskScores};
+use mcscore_engine::{plan, Completion, ContextSize, Engine, FlashAttention, Mmap, Settings, TaskScores};
 use mcscore_format::{Task, TaskFile};
 
 const TOLERANCE: f64 = 0.9;
@@ -57,7 +57,7 @@ fn score(engine: &Engine, tasks: &[(usize, Task<'_>)], settings: &Settings) -> (
     let plan = plan(&prepared, settings).unwrap();
     let mut scores = Vec::new();
     let run = engine
-        .score(&prepared, &plan, settings, |s| {
+        .score(&prepared, &plan, settings, &|| false, |s| {
             scores.push(s);
             ControlFlow::Continue(())
         })
@@ -139,5 +139,54 @@ fn shared_text_is_decoded_once_with_the_scores_of_each_task_alone() {
             assert_eq!(x.tokens, y.tokens);
             assert_eq!(x.logprob_sum.to_bits(), y.logprob_sum.to_bits(), "task {}: {x:?} vs {y:?}", a.task);
         }
+    }
+}
+
+/// An interrupt asked for in the middle of a fill drops that fill: the run
+/// ends after the fills before it, whose tasks reached the sink with the
+/// numbers of an uninterrupted run, and no task of the dropped fill did.
+#[test]
+fn an_interrupt_drops_the_fill_being_decoded() {
+    let engine = Engine::load(&model(), 0, Mmap::Auto).unwrap();
+    let file = TaskFile::open(reference("mc_text5.bin")).unwrap();
+    let tasks: Vec<(usize, Task<'_>)> = file.tasks().enumerate().take(TASKS).collect();
+    // Fills of 128 tokens: a fill that is not the last holds over 60, so
+    // two micro-batches or more.
+    let settings = Settings { n_batch: 128, ..settings() };
+    let (whole, _) = score(&engine, &tasks, &settings);
+    let prepared = engine.prepare(&tasks).unwrap();
+    let plan = plan(&prepared, &settings).unwrap();
+    assert!(plan.fills.len() >= 3, "{} fills", plan.fills.len());
+    // Asked before each micro-batch: yes from the first fill's micro-batches
+    // plus one, which is inside the second fill.
+    let first_fill = plan.fills[0].len();
+    let asked = std::cell::Cell::new(0);
+    let mut scores = Vec::new();
+    let stop_at = std::cell::Cell::new(None);
+    let run = engine
+        .score(
+            &prepared,
+            &plan,
+            &settings,
+            &|| {
+                asked.set(asked.get() + 1);
+                stop_at.get().is_some_and(|n| asked.get() > n)
+            },
+            |s| {
+                scores.push(s);
+                if scores.len() == first_fill {
+                    // The first fill is done: interrupt the second after its first micro-batch.
+                    stop_at.set(Some(asked.get() + 1));
+                }
+                ControlFlow::Continue(())
+            },
+        )
+        .unwrap();
+    assert_eq!(run.completion, Completion::Interrupted { scored: first_fill });
+    assert_eq!(scores.len(), first_fill, "no task of the dropped fill reached the sink");
+    for (a, b) in scores.iter().zip(&whole) {
+        assert_eq!(a.task, b.task);
+        let bits = |s: &TaskScores| s.options.iter().map(|o| o.logprob_sum.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(a), bits(b), "task {}", a.task);
     }
 }

@@ -1,5 +1,6 @@
-//! The one cancellation rule of every job: a run stops between fills, after
-//! the fill's results were handed over (and made durable), never inside one.
+//! The one cancellation rule of every job: a run stops before its next
+//! micro-batch; what was handed over (and made durable) ends at a fill, and
+//! the fill being decoded is dropped, to be scored again on resume.
 
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -11,7 +12,7 @@ use mcscore_engine::{Buffer, Completion, Engine, Plan, PreparedTask, Resident, S
 use crate::EvalError;
 
 /// A flag a front end sets (from a Ctrl-C handler, a closed connection) to
-/// stop a job at the next fill boundary. Clones share the flag.
+/// stop a job before its next micro-batch. Clones share the flag.
 #[derive(Debug, Clone, Default)]
 pub struct Cancel(Arc<AtomicBool>);
 
@@ -92,8 +93,10 @@ pub(crate) enum FillEvent {
 }
 
 /// Scores the plan's fills in order, handing each task's scores to `on`,
-/// then [`FillEvent::FillDone`] after a fill's last task; stops there if
-/// `cancel` is set. The first error of `on` ends the run and is returned.
+/// then [`FillEvent::FillDone`] after a fill's last task. Once `cancel` is
+/// set it stops before the next micro-batch, dropping the fill being decoded
+/// (so what `on` made durable ends at a fill). The first error of `on` ends
+/// the run and is returned.
 pub(crate) fn score_fills(
     scoring: Scoring<'_>,
     cancel: &Cancel,
@@ -105,19 +108,21 @@ pub(crate) fn score_fills(
     let mut done = 0;
     let mut failure = None;
     let run = engine
-        .score(tasks, plan, settings, |scores| {
+        .score(tasks, plan, settings, &|| cancel.is_cancelled(), |scores| {
             let step = on(FillEvent::Task(scores)).and_then(|()| {
                 done += 1;
-                if fill_ends.next_if_eq(&done).is_none() {
-                    return Ok(ControlFlow::Continue(()));
+                if fill_ends.next_if_eq(&done).is_some() {
+                    on(FillEvent::FillDone)?;
                 }
-                on(FillEvent::FillDone)?;
-                Ok(if cancel.is_cancelled() { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+                Ok(())
             });
-            step.unwrap_or_else(|e| {
-                failure = Some(e);
-                ControlFlow::Break(())
-            })
+            match step {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => {
+                    failure = Some(e);
+                    ControlFlow::Break(())
+                }
+            }
         })
         .map_err(EvalError::engine(path))?;
     if let Some(e) = failure {

@@ -1,6 +1,6 @@
 //! A scoring job: a task file (strict or lenient), a subset, the optional
 //! unconditional pass for acc_pmi, a sample log that can be resumed, and
-//! cancellation between fills. [`ScoreJob::prepare`] does everything that can
+//! cancellation (see `fills`). [`ScoreJob::prepare`] does everything that can
 //! fail before the first decode; [`ScoreJob::run`] scores.
 
 use std::path::{Path, PathBuf};
@@ -273,7 +273,7 @@ pub struct ScoreJob<'e> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum End {
     Finished,
-    /// Cancelled between fills; the log (if any) is marked incomplete.
+    /// Cancelled; the log (if any) ends at a fill and is marked incomplete.
     Interrupted,
     /// The log already held the complete run; nothing was scored or written.
     AlreadyComplete,

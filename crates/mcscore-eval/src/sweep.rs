@@ -148,7 +148,7 @@ impl Sweep {
     }
 
     /// Scores every prompt with `model`: the log-probability of each ID, or
-    /// `None` when cancelled (between fills).
+    /// `None` when cancelled.
     pub fn score(
         &self,
         model: &Path,
