@@ -595,7 +595,8 @@ impl<'e> ScoreJob<'e> {
     }
 
     /// Scores what the log does not hold yet, reporting each task to
-    /// `progress`, and stops between fills once `cancel` is set.
+    /// `progress`, and stops before the next micro-batch once `cancel` is set
+    /// (the log then ends at a fill).
     pub fn run(self, progress: &mut dyn Progress, cancel: &Cancel) -> Result<ScoreOutcome, EvalError> {
         let mut running = self.start(progress)?;
         progress.start(Phase::Scoring, running.prepared.len(), running.resumed);
@@ -740,7 +741,7 @@ impl Running<'_> {
     /// Scores the run's tasks up to position `end` of its order (no further
     /// than its last), packed afresh: under the batch rule they score as they
     /// would in one uninterrupted run's fills. Returns `false` when `cancel`
-    /// stopped it between fills; the run can then only be finished.
+    /// stopped it (at a fill, as [`ScoreJob::run`]); the run can then only be finished.
     pub fn score_to(&mut self, end: usize, progress: &mut dyn Progress, cancel: &Cancel) -> Result<bool, EvalError> {
         let end = end.min(self.prepared.len());
         let from = self.records.len();
