@@ -101,3 +101,43 @@ fn a_resume_inside_a_preamble_gives_the_uninterrupted_runs_numbers() {
     assert!(json["tokens_evaluated"].as_u64() < full_json["tokens_evaluated"].as_u64(), "the logged tasks are not scored again: {json}");
     assert_eq!(std::fs::read_to_string(&log).unwrap(), complete, "the resumed log is the uninterrupted run's, byte for byte");
 }
+
+#[test]
+fn ctrl_c_in_the_unconditional_pass_stops_it() {
+    use std::io::BufRead;
+    // ARC-Easy's options are long enough that small fills (-b 64) spread
+    // the pass over seconds (about 3 for 30 tasks here).
+    let (model, file) = (model(), repo("datasets/arc-easy-validation.bin"));
+    let dir = tempdir();
+    let log = dir.path().join("pmi.jsonl");
+    let args = |resume: bool| {
+        let mut args = vec!["score", "-m", &model, &file, "--limit", "30", "-b", "64", "-t", "2", "--pmi", "--log-samples", path_str(&log)];
+        if resume {
+            args.push("--resume");
+        }
+        args
+    };
+    let mut child = mcscore().args(args(false)).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    // stderr is not a terminal: a progress line at each tenth of the pass.
+    let mut errors = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("mcscore: --pmi: options after") {
+        line.clear();
+        assert!(errors.read_line(&mut line).unwrap() > 0, "the unconditional pass showed no progress");
+    }
+    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut errors, &mut rest).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(130), "{rest}");
+    assert!(rest.contains("--resume"), "{rest}");
+    assert!(!rest.contains("30/30 tasks"), "the pass ran to its end: {line}{rest}");
+    assert_eq!(log_footer(&log)["complete"], false);
+    assert!(log_tasks(&log).is_empty());
+
+    let resumed = run(&args(true));
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    let tasks = log_tasks(&log);
+    assert_eq!(tasks.len(), 30);
+    assert!(tasks.iter().all(|t| t["pred"]["acc_pmi"].is_u64()), "{}", tasks[0]);
+}

@@ -598,7 +598,7 @@ impl<'e> ScoreJob<'e> {
     /// `progress`, and stops before the next micro-batch once `cancel` is set
     /// (the log then ends at a fill).
     pub fn run(self, progress: &mut dyn Progress, cancel: &Cancel) -> Result<ScoreOutcome, EvalError> {
-        let mut running = self.start(progress)?;
+        let mut running = self.start(progress, cancel)?;
         progress.start(Phase::Scoring, running.prepared.len(), running.resumed);
         running.score_to(running.prepared.len(), progress, cancel)?;
         progress.finish(Phase::Scoring);
@@ -607,8 +607,10 @@ impl<'e> ScoreJob<'e> {
 
     /// Starts the run (acc_pmi's unconditional pass, if asked for), to be
     /// scored in parts with [`Running::score_to`]: what a sequential
-    /// comparison does, looking at the results between parts.
-    pub fn start(self, progress: &mut dyn Progress) -> Result<Running<'e>, EvalError> {
+    /// comparison does, looking at the results between parts. Once `cancel`
+    /// stops the unconditional pass, nothing is scored: the run can only be
+    /// finished, incomplete (its sums are not logged; a resume computes them again).
+    pub fn start(self, progress: &mut dyn Progress, cancel: &Cancel) -> Result<Running<'e>, EvalError> {
         let ScoreJob {
             spec,
             engine,
@@ -631,6 +633,7 @@ impl<'e> ScoreJob<'e> {
         let settings = &spec.settings;
         let resumed = kept.len();
         let unconditional_started = Instant::now();
+        let mut cancelled = false;
         let unconditional_sums: Vec<Vec<f64>> = match unconditional.filter(|_| !already_complete) {
             Some((bare, bare_plan)) => {
                 // Only the tasks left need their unconditional sums.
@@ -640,18 +643,18 @@ impl<'e> ScoreJob<'e> {
                     if resumed == 0 { bare_plan } else { mcscore_engine::plan(bare, settings).map_err(EvalError::engine(path))? };
                 progress.start(Phase::Unconditional, bare.len(), 0);
                 let mut sums: Vec<Vec<f64>> = Vec::with_capacity(bare.len());
-                let never = Cancel::new();
                 let scoring = Scoring { engine: &engine, tasks: bare, plan: &bare_plan, settings, path };
-                score_fills(scoring, &never, |event| {
+                let run = score_fills(scoring, cancel, |event| {
                     if let FillEvent::Task(scores) = event {
                         sums.push(scores.options.iter().map(|o| o.logprob_sum).collect());
                         progress.tick(Phase::Unconditional);
                     }
                     Ok(())
-                })?
-                .note_memory(&mut memory);
+                })?;
+                run.note_memory(&mut memory);
                 progress.finish(Phase::Unconditional);
-                if sums.len() != bare.len() {
+                cancelled = run.end == FillsEnd::Cancelled;
+                if !cancelled && sums.len() != bare.len() {
                     return Err(EvalError::Incomplete { path: path.to_owned(), scored: sums.len(), announced: bare.len() });
                 }
                 sums
@@ -671,7 +674,7 @@ impl<'e> ScoreJob<'e> {
             already_complete,
             stopped,
             unconditional_sums,
-            cancelled: false,
+            cancelled,
             fills: 0,
             tokens: TokenCounts::default(),
             baselines,

@@ -351,7 +351,7 @@ pub fn until_decided(
     check_memory_together(&engines, &prepared, available)?;
     let mut jobs: Vec<Option<Running<'_>>> = Vec::with_capacity(models.len());
     for (_, job) in prepared {
-        jobs.push(Some(job.start(progress)?));
+        jobs.push(Some(job.start(progress, cancel)?));
     }
 
     let mut sequences: Vec<ConfidenceSequence> = (0..k).map(|_| ConfidenceSequence::new(alpha_each)).collect();
