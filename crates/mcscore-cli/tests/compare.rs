@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use common::{model, path_str, python_stats, repo, run, stderr, stdout};
+use common::{interrupt, model, path_str, python_stats, repo, run, stderr, stdout};
 use serde_json::Value;
 
 /// Runs the independent implementation (tests/python/compare_reference.py).
@@ -325,7 +325,7 @@ fn until_decided_finds_q2_k_worse_early_and_a_resume_after_ctrl_c_continues_it()
         line.clear();
     }
     assert!(line.contains("50/570 tasks: gemma-3-270m-Q2_K ["), "no first look: {line}");
-    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    interrupt(&child);
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut errors, &mut rest).unwrap();
     assert_eq!(child.wait().unwrap().code(), Some(130), "{rest}");

@@ -32,8 +32,7 @@ fn interrupted_run_resumes_to_the_same_numbers() {
         assert!(child.try_wait().unwrap().is_none(), "finished before it could be interrupted");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    assert!(status.success());
+    interrupt(&child);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(stderr(&out).contains("--resume"), "{}", stderr(&out));
@@ -125,8 +124,7 @@ fn ctrl_c_in_the_unconditional_pass_stops_it() {
         line.clear();
         assert!(errors.read_line(&mut line).unwrap() > 0, "the unconditional pass showed no progress");
     }
-    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    assert!(status.success());
+    interrupt(&child);
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut errors, &mut rest).unwrap();
     assert_eq!(child.wait().unwrap().code(), Some(130), "{rest}");

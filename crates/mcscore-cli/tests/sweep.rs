@@ -217,8 +217,7 @@ fn ctrl_c_stops_a_sweep_and_writes_nothing() {
         .unwrap();
     // Long enough to be scoring (model loaded), far from the end of 9,600 prompts.
     std::thread::sleep(std::time::Duration::from_secs(4));
-    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    assert!(status.success());
+    interrupt(&child);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));

@@ -633,8 +633,7 @@ impl<'e> ScoreJob<'e> {
         let settings = &spec.settings;
         let resumed = kept.len();
         let unconditional_started = Instant::now();
-        let mut cancelled = false;
-        let unconditional_sums: Vec<Vec<f64>> = match unconditional.filter(|_| !already_complete) {
+        let (unconditional_sums, cancelled): (Vec<Vec<f64>>, bool) = match unconditional.filter(|_| !already_complete) {
             Some((bare, bare_plan)) => {
                 // Only the tasks left need their unconditional sums.
                 // one bare task per prepared one, and the resume check refused more kept records than those
@@ -653,13 +652,13 @@ impl<'e> ScoreJob<'e> {
                 })?;
                 run.note_memory(&mut memory);
                 progress.finish(Phase::Unconditional);
-                cancelled = run.end == FillsEnd::Cancelled;
+                let cancelled = run.end == FillsEnd::Cancelled;
                 if !cancelled && sums.len() != bare.len() {
                     return Err(EvalError::Incomplete { path: path.to_owned(), scored: sums.len(), announced: bare.len() });
                 }
-                sums
+                (sums, cancelled)
             }
-            None => Vec::new(),
+            None => (Vec::new(), false),
         };
         timings.unconditional = unconditional_started.elapsed().as_secs_f64();
         Ok(Running {

@@ -9,6 +9,12 @@ use std::process::{Command, Output};
 
 pub mod server;
 
+/// Sends SIGINT (what Ctrl-C sends) to a running mcscore.
+pub fn interrupt(child: &std::process::Child) {
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success(), "kill -INT {}", child.id());
+}
+
 pub fn mcscore() -> Command {
     Command::new(env!("CARGO_BIN_EXE_mcscore"))
 }
