@@ -108,3 +108,28 @@ fn existing_log_is_not_overwritten() {
     assert_fails(&["score", "-m", &model(), "-bf", &file, "--log-samples", path_str(&log)], 1, &["log.jsonl", "--resume"]);
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "precious\n");
 }
+
+/// Tasks longer than the model's training context are scored (as
+/// llama-perplexity scores them), with a warning naming how many and the
+/// longest: llama.cpp warns of such a context too, but mcscore hides its log.
+#[test]
+fn tasks_past_the_training_context_are_named() {
+    let dir = tempdir();
+    let shape = ["--dim", "64", "--layers", "1", "--heads", "2", "--kv-heads", "1", "--ff", "128", "--type", "f16"];
+    let short = random_model(dir.path(), "short", &[&shape[..], &["--context-length", "16"]].concat());
+    let file = reference("mc_text5.bin");
+    let out = run(&["score", "-m", path_str(&short), "-bf", &file, "--multiple-choice-tasks", "10", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let beyond = &json["beyond_training"];
+    assert_eq!((beyond["trained"].as_u64(), beyond["tasks"].as_u64()), (Some(16), Some(2)), "{json}");
+    let warning = format!(
+        "2 task(s) run past the model's training context of 16 tokens (the longest, task {}, decodes {})",
+        beyond["longest_task"], beyond["longest_tokens"]
+    );
+    assert!(stderr(&out).contains(&warning), "{warning} not in {}", stderr(&out));
+    // The bundled model's 32,768 tokens hold every task.
+    let out = run(&["score", "-m", &model(), "-bf", &file, "--multiple-choice-tasks", "10", "--json"]);
+    assert!(out.status.success() && !stderr(&out).contains("training context"), "{}", stderr(&out));
+    assert!(serde_json::from_str::<serde_json::Value>(&stdout(&out)).unwrap()["beyond_training"].is_null());
+}

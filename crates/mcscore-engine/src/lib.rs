@@ -328,6 +328,13 @@ impl Engine {
         self.stamp.0
     }
 
+    /// The context the model was trained on (its GGUF's `ARCH.context_length`),
+    /// where the metadata gives one: positions past it are extrapolated.
+    pub fn training_context(&self) -> Option<usize> {
+        let arch = self.model.meta_val_str("general.architecture").ok()?;
+        self.model.meta_val_str(&format!("{arch}.context_length")).ok()?.parse().ok()
+    }
+
     /// Bytes of KV cache `plan`'s context takes (see [`Engine::kv_bytes_per_token`]).
     pub fn kv_bytes(&self, plan: &Plan) -> u64 {
         plan.n_ctx.saturating_mul(self.kv_bytes_per_token())

@@ -35,6 +35,12 @@ impl PreparedTask {
         self.prefix.len() + self.continuations.iter().map(|c| c.len() - 1).sum::<usize>()
     }
 
+    /// Tokens its longest sequence decodes: the prefix, then an option's
+    /// tokens but its last. Its positions run from 0 to one less.
+    pub fn longest_sequence(&self) -> usize {
+        self.prefix.len() + self.continuations.iter().map(|c| c.len() - 1).max().unwrap_or(0)
+    }
+
     pub fn n_options(&self) -> usize {
         self.continuations.len()
     }

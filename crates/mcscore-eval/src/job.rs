@@ -269,6 +269,27 @@ pub struct ScoreJob<'e> {
     memory: MemorySeen,
 }
 
+/// Tasks of a run longer than the model's training context ([`ScoreJob::beyond_training`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct BeyondTraining {
+    /// The model's training context, in tokens.
+    pub trained: usize,
+    /// How many of the run's tasks decode past it.
+    pub tasks: usize,
+    /// The longest of them: its index in the file, and its longest sequence's tokens.
+    pub longest_task: usize,
+    pub longest_tokens: usize,
+}
+
+impl BeyondTraining {
+    fn of(engine: &Engine, tasks: &[PreparedTask]) -> Option<BeyondTraining> {
+        let trained = engine.training_context()?;
+        let beyond = tasks.iter().filter(|t| t.longest_sequence() > trained);
+        let longest = beyond.clone().max_by_key(|t| t.longest_sequence())?;
+        Some(BeyondTraining { trained, tasks: beyond.count(), longest_task: longest.index, longest_tokens: longest.longest_sequence() })
+    }
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum End {
@@ -331,6 +352,8 @@ pub struct ScoreOutcome {
     pub timings: Timings,
     /// Where memory went: llama.cpp's buffers and the process's resident pages.
     pub memory: mcscore_engine::MemoryReport,
+    /// The tasks in `records` longer than the model's training context, if any.
+    pub beyond_training: Option<BeyondTraining>,
 }
 
 impl ScoreOutcome {
@@ -594,6 +617,14 @@ impl<'e> ScoreJob<'e> {
         &self.lenient_faults
     }
 
+    /// The run's tasks that decode positions past the model's training
+    /// context, whose scores rest on positions the model was not trained on
+    /// (llama.cpp warns of a context that large); `None` when every task
+    /// fits or the model does not say.
+    pub fn beyond_training(&self) -> Option<BeyondTraining> {
+        BeyondTraining::of(&self.engine, &self.prepared)
+    }
+
     /// Scores what the log does not hold yet, reporting each task to
     /// `progress`, and stops before the next micro-batch once `cancel` is set
     /// (the log then ends at a fill).
@@ -839,6 +870,8 @@ impl Running<'_> {
     fn outcome(self, end: End) -> ScoreOutcome {
         // The fills of the whole run, resumed or not.
         let planned_fills = self.plan.fills.len();
+        // records are the first tasks of prepared, in run order
+        let beyond_training = BeyondTraining::of(&self.engine, &self.prepared[..self.records.len().min(self.prepared.len())]);
         ScoreOutcome {
             header: self.header,
             records: self.records,
@@ -854,6 +887,7 @@ impl Running<'_> {
             wall_seconds: self.started.elapsed().as_secs_f64(),
             timings: Timings { total: self.started.elapsed().as_secs_f64(), ..self.timings },
             memory: self.engine.memory_report(&self.memory.context, self.memory.largest),
+            beyond_training,
         }
     }
 }

@@ -63,8 +63,8 @@ pub use error::{with_causes, ChatError, EvalError, LogsError, SequentialError, S
 pub use fills::Cancel;
 pub use hashes::sha256_cached;
 pub use job::{
-    select, End, Input, Ordered, Running, ScoreJob, ScoreOutcome, ScoreSpec, Selection, Tasks, Timings, HELLASWAG_DEFAULT_TASKS,
-    UNCONDITIONAL_CONTEXT,
+    select, BeyondTraining, End, Input, Ordered, Running, ScoreJob, ScoreOutcome, ScoreSpec, Selection, Tasks, Timings,
+    HELLASWAG_DEFAULT_TASKS, UNCONDITIONAL_CONTEXT,
 };
 /// The sample log, in its own crate (no engine), re-exported here.
 pub use mcscore_log as log;

@@ -58,6 +58,8 @@ pub struct RunSummary<'a> {
     pub wall_seconds: f64,
     pub timings: Option<&'a crate::Timings>,
     pub memory: Option<&'a mcscore_engine::MemoryReport>,
+    /// Tasks longer than the model's training context; `null` when none are.
+    pub beyond_training: Option<crate::BeyondTraining>,
 }
 
 impl<'a> RunSummary<'a> {
@@ -102,6 +104,7 @@ impl<'a> RunSummary<'a> {
             wall_seconds: outcome.wall_seconds,
             timings: with_timings.then_some(&outcome.timings),
             memory: with_timings.then_some(&outcome.memory),
+            beyond_training: outcome.beyond_training,
         }
     }
 }
