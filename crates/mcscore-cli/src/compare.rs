@@ -143,7 +143,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let base_path = args.base.as_deref().expect("clap requires BASE without --until-decided");
     let base = Run::read(base_path)?;
     let others = args.others.iter().map(|p| Run::read(p)).collect::<Result<Vec<_>, _>>()?;
-    let groups = groups(&args, &base.header.file_sha256)?;
+    let groups = groups(&args, &base.header.file_sha256, base.header.file_tasks())?;
     let comparison = compare::compare(&base, &others, groups.as_ref(), &args.options())?;
     // Printed before the plots are written, so a plot that cannot be written
     // (a full disk) loses nothing else.
@@ -155,7 +155,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         out!("{}", text(&comparison))?;
     }
     if let Some(dir) = &args.plots {
-        let inputs: Vec<&Path> = std::iter::once(base_path).chain(args.others.iter().map(PathBuf::as_path)).collect();
+        let inputs: Vec<&Path> = std::iter::once(base_path)
+            .chain(args.others.iter().map(PathBuf::as_path))
+            .chain(args.groups.as_deref())
+            .chain(args.manifest.as_deref())
+            .collect();
         crate::plots::write(dir, &inputs, &crate::plots::comparison(&comparison)?)?;
     }
     Ok(Outcome::Ok)
@@ -167,20 +171,27 @@ impl Args {
     }
 }
 
-/// The tasks' groups for the task file whose sha256 is `sha256`: from
+/// The tasks' groups for the task file whose sha256 is `sha256` (and whose
+/// task count is `file_tasks`, where a log's header tells it): from
 /// --groups, --manifest, or the default manifest.json where it is one.
-pub(crate) fn groups(args: &Args, sha256: &str) -> anyhow::Result<Option<Groups>> {
-    groups_from(args.groups.as_deref(), args.manifest.as_deref(), sha256)
+pub(crate) fn groups(args: &Args, sha256: &str, file_tasks: Option<usize>) -> anyhow::Result<Option<Groups>> {
+    groups_from(args.groups.as_deref(), args.manifest.as_deref(), sha256, file_tasks)
 }
 
-/// The tasks' groups from a --groups file, a --manifest, or neither.
-pub(crate) fn groups_from(groups: Option<&Path>, manifest: Option<&Path>, sha256: &str) -> anyhow::Result<Option<Groups>> {
+/// The tasks' groups from a --groups file (one line per task of the file,
+/// `file_tasks` of them where known), a --manifest, or neither.
+pub(crate) fn groups_from(
+    groups: Option<&Path>,
+    manifest: Option<&Path>,
+    sha256: &str,
+    file_tasks: Option<usize>,
+) -> anyhow::Result<Option<Groups>> {
     // The default manifest.json may be another program's: then no groups,
     // with a word; a manifest named by --manifest must be one.
     let default = Path::new("manifest.json");
     Ok(match (groups, manifest) {
         (Some(path), _) => {
-            let tasks = if default.is_file() { Groups::manifest_tasks(default, sha256).unwrap_or(None) } else { None };
+            let tasks = file_tasks.or_else(|| default.is_file().then(|| Groups::manifest_tasks(default, sha256).unwrap_or(None)).flatten());
             Some(Groups::read(path, tasks).with_context(|| format!("--groups {}", path.display()))?)
         }
         (None, Some(manifest)) => {
@@ -293,17 +304,21 @@ fn text(c: &Comparison) -> String {
         for (name, s) in [("KL(base‖other)", &p.kl), ("Jensen–Shannon", &p.js)] {
             let _ = writeln!(
                 out,
-                "  {name:<14} mean {:.4}, median {:.4}, p90 {:.4}, p99 {:.4}, max {:.4} nats",
-                s.mean, s.median, s.p90, s.p99, s.max
+                "  {name:<14} mean {}, median {}, p90 {}, p99 {}, max {} nats",
+                nats(s.mean, false),
+                nats(s.median, false),
+                nats(s.p90, false),
+                nats(s.p99, false),
+                nats(s.max, false)
             );
         }
         let g = &p.gold_logprob_change;
         let _ = writeln!(
             out,
-            "  gold option    ln p changes by {:+.4} [{:+.4}, {:+.4}] on average ({})",
-            g.estimate,
-            g.low,
-            g.high,
+            "  gold option    ln p changes by {} [{}, {}] on average ({})",
+            nats(g.estimate, true),
+            nats(g.low, true),
+            nats(g.high, true),
             if g.high < 0.0 {
                 "OTHER is less sure of the answer"
             } else if g.low > 0.0 {
@@ -423,4 +438,15 @@ fn csv(c: &Comparison) -> String {
         );
     }
     out
+}
+
+/// Nats to 4 decimals; from a million on (absurd, but a log may hold such
+/// log-probabilities) in scientific notation rather than in 300 digits.
+pub(crate) fn nats(x: f64, signed: bool) -> String {
+    match (x.abs() < 1e6, signed) {
+        (true, false) => format!("{x:.4}"),
+        (true, true) => format!("{x:+.4}"),
+        (false, false) => format!("{x:.4e}"),
+        (false, true) => format!("{x:+.4e}"),
+    }
 }

@@ -398,7 +398,8 @@ fn kl_histogram(svg: &mut String, base: &str, p: &mcscore_eval::compare::Pairing
     // 1e-6 nats (no visible change) in the first bin.
     const FLOOR: f64 = -6.0;
     let logs: Vec<f64> = p.kl_per_task.iter().map(|&k| if k > 0.0 { k.log10().max(FLOOR) } else { FLOOR }).collect();
-    let top = logs.iter().copied().fold(FLOOR + 1.0, f64::max).ceil();
+    // An infinite KL (a library caller's scores; a log cannot hold them) goes in the last bin.
+    let top = logs.iter().copied().filter(|l| l.is_finite()).fold(FLOOR + 1.0, f64::max).ceil();
     let bins = 40usize;
     let width = (top - FLOOR) / bins as f64;
     let mut counts = vec![0usize; bins];
@@ -410,7 +411,13 @@ fn kl_histogram(svg: &mut String, base: &str, p: &mcscore_eval::compare::Pairing
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            format!("KL({}‖{}) per task: mean {:.4}, p99 {:.4} nats", short(base, 20), short(&p.other.label, 20), p.kl.mean, p.kl.p99),
+            format!(
+                "KL({}‖{}) per task: mean {}, p99 {} nats",
+                short(base, 20),
+                short(&p.other.label, 20),
+                crate::compare::nats(p.kl.mean, false),
+                crate::compare::nats(p.kl.p99, false)
+            ),
             ("sans-serif", 16),
         )
         .margin(16)

@@ -48,8 +48,8 @@ pub(crate) struct Args {
     /// with p < ε (default 1/k).
     #[arg(long, value_name = "EPSILON", value_parser = parse_probability)]
     epsilon: Option<f64>,
-    /// Bootstrap resamples, 1 to 100,000.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    /// Bootstrap resamples, 100 to 100,000 (as compare's: fewer give no 95 % interval worth the name).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(100..=100_000))]
     resamples: u32,
     /// Bootstrap seed.
     #[arg(long, default_value_t = 1)]
@@ -98,7 +98,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     // refuses logs of another file).
     let runs = report::read_runs(&args.logs)?;
     let sha256 = runs.first().map_or("", |r| r.header.file_sha256.as_str());
-    let groups = crate::compare::groups_from(args.groups.as_deref(), args.manifest.as_deref(), sha256)?;
+    let file_tasks = runs.iter().find_map(|r| r.header.file_tasks());
+    let groups = crate::compare::groups_from(args.groups.as_deref(), args.manifest.as_deref(), sha256, file_tasks)?;
     let report = report::of_runs(&runs, &options, groups.as_ref())?;
     // Printed before the plots are written, so a plot that cannot be written
     // (a full disk) loses nothing else.
@@ -110,7 +111,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         out!("{}", text(&report))?;
     }
     if let Some(dir) = &args.plots {
-        let logs: Vec<&std::path::Path> = args.logs.iter().map(PathBuf::as_path).collect();
+        let logs: Vec<&std::path::Path> =
+            args.logs.iter().map(PathBuf::as_path).chain(args.groups.as_deref()).chain(args.manifest.as_deref()).collect();
         crate::plots::write(dir, &logs, &crate::plots::report(&report)?)?;
     }
     Ok(Outcome::Ok)

@@ -393,7 +393,7 @@ fn print_results(
     // that cannot be read or do not fit the file lose nothing of the run: a warning.
     let groups = (!llama)
         .then(|| {
-            crate::compare::groups_from(None, None, &outcome.header.file_sha256).and_then(|groups| {
+            crate::compare::groups_from(None, None, &outcome.header.file_sha256, None).and_then(|groups| {
                 groups
                     .map(|g| mcscore_eval::results::group_accuracies(&outcome.records, &g, Normalisation::AccNorm, path))
                     .transpose()

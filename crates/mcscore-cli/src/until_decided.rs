@@ -156,7 +156,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
     let sha256 = mcscore_format::sha256_file(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-    let groups = crate::compare::groups(&args, &sha256)?;
+    let groups = crate::compare::groups(&args, &sha256, None)?;
     let cancel = crate::cancel_on_ctrl_c()?;
     let looking = std::cell::RefCell::new(Looking::new(args.progress));
     let result =

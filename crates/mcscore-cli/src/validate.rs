@@ -57,11 +57,10 @@ struct FileReport {
 }
 
 fn check(path: &Path) -> anyhow::Result<FileReport> {
-    let read_error = |e: std::io::Error| anyhow::anyhow!("{}: {e}", path.display());
     if path.is_dir() {
         bail!("{}: a directory, not a task file", path.display());
     }
-    let bytes = std::fs::read(path).map_err(read_error)?;
+    let bytes = mcscore_format::read_input(path)?;
     let found = validate(&bytes);
     let mut per_kind: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut faults = Vec::new();

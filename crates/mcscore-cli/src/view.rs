@@ -98,7 +98,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         .collect();
     output::check_file(&Target::new(&args.output, "-o", args.force), &inputs)?;
     let groups = match runs.first() {
-        Some(base) => crate::compare::groups_from(args.groups.as_deref(), args.manifest.as_deref(), &base.header.file_sha256)?,
+        Some(base) => crate::compare::groups_from(
+            args.groups.as_deref(),
+            args.manifest.as_deref(),
+            &base.header.file_sha256,
+            base.header.file_tasks(),
+        )?,
         None => None,
     };
     let sweep = (!args.sweep.is_empty()).then(|| mcscore_eval::sweep::merge_saved(&args.sweep)).transpose()?;

@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{log_tasks, model, path_str, reference, run, stderr, stdout, tempdir};
+use common::{log_tasks, model, path_str, reference, repo, run, stderr, stdout, tempdir};
 use serde_json::Value;
 
 /// A finished log of the first `n` tasks of mc_letter4 (`extra` flags added).
@@ -40,7 +40,7 @@ fn crafted_task_lines_are_refused_by_name_and_never_panic() {
     let log = scored_log(dir.path(), "run.jsonl", 6, &[]);
     let shard = scored_log(dir.path(), "shard.jsonl", 6, &["--shard", "0/1"]);
     type Edit = fn(&mut Value);
-    let cases: [(&str, Edit, &str); 11] = [
+    let cases: [(&str, Edit, &str); 15] = [
         ("gold beyond the options", |t| t["gold"] = 9.into(), "gold is Some(9)"),
         ("no options", |t| t["options"] = Value::Array(vec![]), "0 option(s)"),
         ("one option", |t| t["options"] = Value::Array(vec![t["options"][0].clone()]), "1 option(s)"),
@@ -62,6 +62,26 @@ fn crafted_task_lines_are_refused_by_name_and_never_panic() {
         ),
         ("a 0-token option", |t| t["options"][1]["tokens"] = 0.into(), "option 1 has 0 scored tokens"),
         ("fewer labels than options", |t| t["labels"] = serde_json::json!([true]), "1 labels for 4 options"),
+        ("a log-probability above 0", |t| t["options"][2]["logprob_sum"] = 5.into(), "option 2 has a log-probability of 5, above 0"),
+        ("a log-probability no f32 logits give", |t| t["options"][1]["logprob_sum"] = (-1e300).into(), "which no row of f32 logits gives"),
+        (
+            "an unconditional one",
+            |t| {
+                for option in t["options"].as_array_mut().unwrap() {
+                    option["uncond_logprob_sum"] = (-1e300).into();
+                }
+            },
+            "option 0 has a log-probability of -1e300",
+        ),
+        (
+            "more options than a task file holds",
+            |t| {
+                let option = t["options"][0].clone();
+                t["options"] = Value::Array(vec![option; 101]);
+                t["labels"] = Value::Array((0..101).map(|i| (i == 0).into()).collect());
+            },
+            "101 options; a task file holds at most 100",
+        ),
         (
             "an option of no characters",
             |t| {
@@ -90,14 +110,137 @@ fn crafted_task_lines_are_refused_by_name_and_never_panic() {
     let beyond = edited(&shard, &dir.path().join("beyond.jsonl"), |lines| lines[0]["shard"]["index"] = 5.into());
     let out = run(&["merge", path_str(&beyond)]);
     assert!(stderr(&out).contains("the header's shard is 5 of 1"), "{}", stderr(&out));
+    // A shard whose run's task list is another.
+    let other = edited(&shard, &dir.path().join("other.jsonl"), |lines| lines[0]["shard"]["run_sha256"] = "00".into());
+    let out = run(&["merge", path_str(&other)]);
+    assert!(stderr(&out).contains("they hold 6 tasks, as many as the run, but not its task list"), "{}", stderr(&out));
+    // A run of more tasks than its file has.
+    let beyond = edited(&shard, &dir.path().join("beyond.jsonl"), |lines| lines[0]["shard"]["file_tasks"] = 5.into());
+    let out = run(&["merge", path_str(&beyond)]);
+    assert!(stderr(&out).contains("of a run of 6 tasks of the file's 5"), "{}", stderr(&out));
+    // A header of version 0, or of a run of the first 0 tasks.
+    for (field, value, expected) in [("version", 0, "versions start at 1"), ("limit", 0, "the header's limit is 0")] {
+        let bad = edited(&log, &dir.path().join("header.jsonl"), |lines| lines[0][field] = value.into());
+        let out = run(&["report", path_str(&bad)]);
+        assert_eq!(out.status.code(), Some(1), "{field}: {}", stderr(&out));
+        assert!(stderr(&out).contains(expected) && stderr(&out).contains("line 1"), "{field}: {}", stderr(&out));
+    }
     // A count of 2^62 shards: refused without building a list that long.
     let huge = edited(&shard, &dir.path().join("huge.jsonl"), |lines| {
         lines[0]["shard"]["count"] = (1u64 << 62).into();
         lines[0]["shard"]["run_tasks"] = (1u64 << 62).into();
+        lines[0]["shard"]["file_tasks"] = (1u64 << 62).into();
     });
     let out = run(&["merge", path_str(&huge)]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("4611686018427387903 of the run's 4611686018427387904 shards missing: 1, 2, 3"), "{}", stderr(&out));
+}
+
+/// Log-probabilities near the lowest a row of f32 logits gives (−6.8e38
+/// nats a token) are absurd but possible: a comparison stays finite, and its
+/// text gives them in scientific notation rather than in 39 digits.
+#[test]
+fn extreme_log_probabilities_compare_to_finite_intervals() {
+    let dir = tempdir();
+    let log = scored_log(dir.path(), "run.jsonl", 6, &[]);
+    let lines: Vec<Value> = std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lowest = lines
+        .iter()
+        .filter(|l| l["type"] == "task")
+        .flat_map(|t| t["options"].as_array().unwrap().iter().map(|o| o["logprob_sum"].as_f64().unwrap()))
+        .fold(0.0, f64::min);
+    // The lowest becomes −1.2e39 (one token of one byte may reach −1.36e39); scaling
+    // every option of a task by one positive factor keeps each normalisation's pick.
+    let factor = -1.2e39 / lowest;
+    let scaled = edited(&log, &dir.path().join("scaled.jsonl"), |lines| {
+        for line in lines.iter_mut().filter(|l| l["type"] == "task") {
+            for option in line["options"].as_array_mut().unwrap() {
+                option["logprob_sum"] = (option["logprob_sum"].as_f64().unwrap() * factor).into();
+            }
+        }
+    });
+    let out = run(&["compare", path_str(&log), path_str(&scaled), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    for measure in ["kl_mean", "gold_logprob_change"] {
+        let interval = &json["others"][0][measure];
+        for bound in ["estimate", "low", "high"] {
+            assert!(interval[bound].as_f64().is_some_and(f64::is_finite), "{measure} {bound}: {interval}");
+        }
+    }
+    // Near f32's 3.4e38 (values past it: metrics' `stats::tests`).
+    assert!(json["others"][0]["gold_logprob_change"]["low"].as_f64().unwrap() < -1e38, "{json}");
+    let text = run(&["compare", path_str(&log), path_str(&scaled)]);
+    let text = stdout(&text);
+    assert!(!text.contains("inf") && !text.contains("NaN"), "{text}");
+    assert!(text.contains("e38") && text.lines().all(|l| l.len() < 300), "in scientific notation, not 39 digits: {text}");
+}
+
+/// A groups file gives one group per task of the file: exactly as many lines
+/// where a log's header tells the file's task count, and a Windows editor's
+/// byte-order mark is not part of the first group's name.
+#[test]
+fn groups_files_fit_the_task_file() {
+    let dir = tempdir();
+    let log = scored_log(dir.path(), "run.jsonl", 6, &[]);
+    let groups = dir.path().join("groups.txt");
+    let lines: String = (0..200).map(|i| format!("g{}\n", i / 50)).collect();
+    std::fs::write(&groups, format!("\u{feff}{lines}")).unwrap();
+    let out = run(&["report", path_str(&log), "--groups", path_str(&groups), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("\"g0\"") && !text.contains('\u{feff}') && !text.contains("\\ufeff"), "{text}");
+    // A header of the whole file (no subset) gives the file's task count: 6 here, not 200.
+    let whole = edited(&log, &dir.path().join("whole.jsonl"), |lines| lines[0]["selection"] = Value::Null);
+    let out = run(&["report", path_str(&whole), "--groups", path_str(&groups)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stderr(&out).contains("200 lines, but the task file has 6 tasks"), "{}", stderr(&out));
+}
+
+/// A saved sweep is reported as it was saved, so one whose figures no sweep
+/// gives is refused by name (it printed accuracies of 150 %, picks adding up
+/// to 200 %); so are the same file twice, and what is not a regular file
+/// (`/dev/zero` took 10 GB).
+#[test]
+fn edited_saved_sweeps_are_refused_by_name() {
+    let dir = tempdir();
+    let recorded = repo("docs/results/sweep-mmlu-validation-200.json");
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&recorded).unwrap()).unwrap();
+    type Edit = fn(&mut Value);
+    let cases: [(&str, Edit, &str); 5] = [
+        ("an accuracy of 150 %", |s| s["models"][0]["formats"][1]["accuracy"] = 150.0.into(), "accuracy is 150, not in 0 to 100 %"),
+        (
+            "a rotation's of -5 %",
+            |s| s["models"][0]["formats"][0]["accuracy_by_rotation"][2] = (-5.0).into(),
+            "a rotation's accuracy is -5",
+        ),
+        ("twice the picks", |s| s["models"][0]["formats"][0]["picks"][3] = 1421.into(), "1600 picks over 4 positions"),
+        ("0 tasks", |s| s["tasks"] = 0.into(), "0 tasks"),
+        (
+            "a spread the formats do not give",
+            |s| s["models"][0]["accuracy_across_formats"]["max"] = 99.0.into(),
+            "does not follow from the formats' accuracies",
+        ),
+    ];
+    for (what, edit, expected) in cases {
+        let mut sweep = saved.clone();
+        edit(&mut sweep);
+        let path = dir.path().join("edited.json");
+        std::fs::write(&path, sweep.to_string()).unwrap();
+        let out = run(&["sweep", "--compare", path_str(&path)]);
+        assert_eq!(out.status.code(), Some(1), "{what}: {}", stdout(&out));
+        assert!(stderr(&out).contains("edited.json") && stderr(&out).contains(expected), "{what}: {}", stderr(&out));
+    }
+    let out = run(&["sweep", "--compare", &recorded, &recorded]);
+    assert!(stderr(&out).contains("give each saved sweep once"), "{}", stderr(&out));
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    for path in ["/dev/zero", path_str(&fifo)] {
+        let out = run(&["sweep", "--compare", path]);
+        assert!(stderr(&out).contains("not a regular file"), "{path}: {}", stderr(&out));
+        let out = run(&["validate", path]);
+        assert!(stderr(&out).contains("not a regular file"), "validate {path}: {}", stderr(&out));
+    }
 }
 
 #[test]
@@ -309,8 +452,11 @@ fn values_that_sized_allocations_are_bounded() {
     // The largest value scores, with a batch no wider than the context.
     let out = run(&["score", "-m", &m, &file, "--multiple-choice-tasks", "4", "-b", "16777216", "-ub", "16777216", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let out = run(&["report", "x.jsonl", "--resamples", "4294967295"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    for resamples in ["4294967295", "1"] {
+        let out = run(&["report", "x.jsonl", "--resamples", resamples]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains("100..=100000"), "{}", stderr(&out));
+    }
     // A 100 MB HellaSwag context is refused before the tokenizer sees it.
     let dir = tempdir();
     let huge = dir.path().join("hellaswag.txt");

@@ -104,7 +104,9 @@ impl Manifest {
         if !path.exists() {
             return Ok(Manifest::default());
         }
-        let text = std::fs::read_to_string(path).map_err(|e| DatasetError::Manifest { path: path.to_owned(), source: e.into() })?;
+        let error = |e: std::io::Error| DatasetError::Manifest { path: path.to_owned(), source: e.into() };
+        mcscore_format::check_input_io(path).map_err(error)?;
+        let text = std::fs::read_to_string(path).map_err(error)?;
         serde_json::from_str(&text).map_err(|e| DatasetError::Manifest { path: path.to_owned(), source: e.into() })
     }
 

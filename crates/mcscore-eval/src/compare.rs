@@ -151,7 +151,8 @@ impl Groups {
         let bad = |why: String| EvalError::Logs(LogsError::BadGroups { path: path.to_owned(), why });
         let bytes = mcscore_format::read_input(path)?;
         let text = std::str::from_utf8(&bytes).map_err(|e| bad(format!("not UTF-8 at byte {}", e.valid_up_to())))?;
-        let lines: Vec<&str> = text.lines().collect();
+        // A Windows editor's byte-order mark is not part of the first group's name.
+        let lines: Vec<&str> = text.strip_prefix('\u{feff}').unwrap_or(text).lines().collect();
         if let Some(tasks) = file_tasks.filter(|&t| t != lines.len()) {
             return Err(bad(format!("{} lines, but the task file has {tasks} tasks: give one group per task, in file order", lines.len())));
         }
@@ -452,7 +453,7 @@ fn mean(values: &[f64]) -> f64 {
 /// task list (anything else is refused, naming the first field that differs).
 pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &CompareOptions) -> Result<Comparison, EvalError> {
     if base.records.is_empty() {
-        return Err(EvalError::Logs(LogsError::NothingToCompare { path: base.source.clone() }));
+        return Err(EvalError::Logs(LogsError::NoTasks { path: base.source.clone() }));
     }
     for run in std::iter::once(base).chain(others) {
         run.check()?;
@@ -777,7 +778,7 @@ pub(crate) mod tests {
     #[test]
     fn an_empty_run_and_another_file_are_refused() {
         let empty = run("base", &[]);
-        assert!(matches!(compare(&empty, &[], None, &CompareOptions::default()), Err(EvalError::Logs(LogsError::NothingToCompare { .. }))));
+        assert!(matches!(compare(&empty, &[], None, &CompareOptions::default()), Err(EvalError::Logs(LogsError::NoTasks { .. }))));
         let base = run("base", &[0, 0, 1, 2]);
         let mut other = run("other", &[0, 1, 0, 1]);
         other.header.file_sha256 = "cd".into();

@@ -154,8 +154,8 @@ pub enum ShardError {
     #[error("task {task} is scored by two shards: {} and {}", first.display(), second.display())]
     TaskInTwoShards { task: usize, first: PathBuf, second: PathBuf },
 
-    #[error("the shards hold {merged} tasks, not the run's {run} in its order: the logs do not tile one run")]
-    ShardsOtherTasks { merged: usize, run: usize },
+    #[error("the shards do not tile one run: {why}")]
+    ShardsOtherTasks { why: String },
 }
 
 /// A sweep that cannot render, merge or compare.
@@ -240,8 +240,8 @@ pub enum LogsError {
     #[error("{}: not the same tasks as {}: its {field} differs\n  {}: {base_value}\n  this log: {value}", path.display(), base.display(), base.display())]
     NotPaired { path: PathBuf, base: PathBuf, field: &'static str, base_value: String, value: String },
 
-    #[error("{}: the log holds no tasks, so there is nothing to compare", path.display())]
-    NothingToCompare { path: PathBuf },
+    #[error("{}: the log holds no tasks: there is no accuracy to report or compare", path.display())]
+    NoTasks { path: PathBuf },
 
     /// A groups file that does not give each task of the file one group.
     #[error("{}: {why}", path.display())]

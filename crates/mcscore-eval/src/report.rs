@@ -206,6 +206,9 @@ pub fn of_runs(runs: &[Run], options: &ReportOptions, groups: Option<&Groups>) -
     }
     for run in runs {
         run.check()?;
+        if run.records.is_empty() {
+            return Err(EvalError::Logs(crate::LogsError::NoTasks { path: run.source.clone() }));
+        }
     }
     check_same_tasks(runs)?;
     let norm = options.normalisation;

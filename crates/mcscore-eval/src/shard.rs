@@ -222,9 +222,18 @@ pub fn merge(paths: &[PathBuf]) -> Result<Merged, EvalError> {
             }
         }
     }
+    let held: usize = shards.iter().map(|s| s.3.len()).sum();
+    if held != run.run_tasks {
+        let each: Vec<String> = shards.iter().map(|s| format!("shard {} holds {} ({})", s.2.index, s.3.len(), s.0.display())).collect();
+        let why = format!("they hold {held} tasks, not the run's {}: {}", run.run_tasks, each.join(", "));
+        return Err(EvalError::Shard(ShardError::ShardsOtherTasks { why }));
+    }
     let records: Vec<TaskRecord> = shards.into_iter().flat_map(|s| s.3).collect();
-    if records.len() != run.run_tasks || run_sha256(records.iter().map(|r| r.task)) != run.run_sha256 {
-        return Err(EvalError::Shard(ShardError::ShardsOtherTasks { merged: records.len(), run: run.run_tasks }));
+    if run_sha256(records.iter().map(|r| r.task)) != run.run_sha256 {
+        let why = format!(
+            "they hold {held} tasks, as many as the run, but not its task list (the headers' run_sha256): a task line or header was edited"
+        );
+        return Err(EvalError::Shard(ShardError::ShardsOtherTasks { why }));
     }
     header.shard = None;
     header.tasks = records.len();

@@ -276,8 +276,8 @@ impl Sweep {
         let mut shards: Vec<(PathBuf, SweepShard)> = Vec::new();
         let identity = self.identity();
         for path in paths {
-            let text = std::fs::read_to_string(path).map_err(EvalError::io(path))?;
-            let shard: SweepShard = serde_json::from_str(&text)
+            let bytes = mcscore_format::read_input(path)?;
+            let shard: SweepShard = serde_json::from_slice(&bytes)
                 .map_err(|source| EvalError::Sweep(SweepError::NotASweepShard { path: path.clone(), source }))?;
             if shard.version > SWEEP_SHARD_VERSION {
                 let why = format!(
@@ -322,7 +322,14 @@ impl Sweep {
         let mut scores = Scores { log_probs: Vec::with_capacity(self.prompts.len()), tokens: TokenCounts::default(), seconds: 0.0, chat };
         for (path, shard) in shards {
             if shard.first_prompt != scores.log_probs.len() {
-                return Err(EvalError::Shard(ShardError::ShardsOtherTasks { merged: scores.log_probs.len(), run: self.prompts.len() }));
+                let why = format!(
+                    "shard {} ({}) starts at prompt {}, but the shards before it end at prompt {}",
+                    shard.shard.index,
+                    path.display(),
+                    shard.first_prompt,
+                    scores.log_probs.len()
+                );
+                return Err(EvalError::Shard(ShardError::ShardsOtherTasks { why }));
             }
             // Each prompt's row holds one finite log-probability per ID: the
             // analysis indexes by them.
@@ -340,7 +347,8 @@ impl Sweep {
             scores.seconds += shard.seconds;
         }
         if scores.log_probs.len() != self.prompts.len() {
-            return Err(EvalError::Shard(ShardError::ShardsOtherTasks { merged: scores.log_probs.len(), run: self.prompts.len() }));
+            let why = format!("they hold {} prompts, not the sweep's {}", scores.log_probs.len(), self.prompts.len());
+            return Err(EvalError::Shard(ShardError::ShardsOtherTasks { why }));
         }
         Ok((model, scores))
     }
@@ -593,12 +601,12 @@ fn items_sha256(items: &[Item]) -> String {
 /// compared again.
 pub fn merge_saved(paths: &[PathBuf]) -> Result<SweepReport, EvalError> {
     let mut merged: Option<SweepReport> = None;
-    for path in paths {
-        let text = std::fs::read_to_string(path).map_err(EvalError::io(path))?;
+    for (i, path) in paths.iter().enumerate() {
+        let bytes = mcscore_format::read_input(path)?;
         // Saved in the results JSON's fractions (`schema_version` 2), or in
         // points by mcscores before it; the library computes in points.
         let json: serde_json::Value =
-            serde_json::from_str(&text).map_err(|source| EvalError::Sweep(SweepError::NotASweep { path: path.clone(), source }))?;
+            serde_json::from_slice(&bytes).map_err(|source| EvalError::Sweep(SweepError::NotASweep { path: path.clone(), source }))?;
         if let Some(version) =
             json.get("schema_version").and_then(serde_json::Value::as_u64).filter(|&v| v > u64::from(crate::results::SCHEMA_VERSION))
         {
@@ -627,6 +635,10 @@ pub fn merge_saved(paths: &[PathBuf]) -> Result<SweepReport, EvalError> {
                 m.model, f.format, report.pride_alpha
             )));
         }
+        check_figures(&report).map_err(bad)?;
+        if let Some(earlier) = paths[..i].iter().find(|p| mcscore_format::same_file(p, path)) {
+            return Err(bad(format!("the same file as {}: give each saved sweep once", earlier.display())));
+        }
         let Some(first) = merged.as_mut() else {
             merged = Some(report);
             continue;
@@ -639,6 +651,91 @@ pub fn merge_saved(paths: &[PathBuf]) -> Result<SweepReport, EvalError> {
     let mut report = merged.ok_or(EvalError::NoLogs)?;
     report.comparison = (report.models.len() > 1).then(|| compare(&report.models, report.circular));
     Ok(report)
+}
+
+/// Why the figures of a saved sweep cannot be a sweep's, if they cannot: a
+/// sweep read back is reported as it was saved, so an edited one would print
+/// an accuracy of 150 % or picks that add up to 200 %.
+fn check_figures(report: &SweepReport) -> Result<(), String> {
+    if report.tasks == 0 {
+        return Err("0 tasks".into());
+    }
+    let n = report.tasks as u128;
+    for m in &report.models {
+        for f in &m.formats {
+            let at = |what: &str, value: f64| format!("{}'s format {}: {what} is {value}", m.model, f.format);
+            let points =
+                |what: &str, value: f64| if (0.0..=100.0).contains(&value) { Ok(()) } else { Err(at(what, value) + ", not in 0 to 100 %") };
+            points("accuracy", f.accuracy)?;
+            for &r in &f.accuracy_by_rotation {
+                points("a rotation's accuracy", r)?;
+            }
+            for (what, interval) in [("accuracy_interval", f.accuracy_interval), ("circular_interval", f.circular_interval)] {
+                if let Some((low, high)) = interval {
+                    points(what, low)?;
+                    points(what, high)?;
+                    if low > high {
+                        return Err(at(&format!("{what}'s low end {low} above its high end, which"), high));
+                    }
+                }
+            }
+            f.circular_accuracy.map_or(Ok(()), |c| points("circular_accuracy", c))?;
+            points("rstd", f.rstd)?;
+            if let Some(pia) = f.pia.filter(|p| !(0.0..=1.0).contains(p)) {
+                return Err(at("pia", pia) + ", not a share in 0 to 1");
+            }
+            if let Some(pride) = &f.pride {
+                for (what, value) in [
+                    ("PriDe's accuracy_before", pride.accuracy_before),
+                    ("PriDe's accuracy_after", pride.accuracy_after),
+                    ("PriDe's rstd_before", pride.rstd_before),
+                    ("PriDe's rstd_after", pride.rstd_after),
+                ] {
+                    points(what, value)?;
+                }
+            }
+            // One count per position; every task counted once, or once per rotation with --circular.
+            let k = f.picks.len();
+            let picked: u128 = f.picks.iter().map(|&p| p as u128).sum();
+            let (least, most) = if report.circular { (2 * n, k as u128 * n) } else { (n, n) };
+            if !(2..=mcscore_format::MAX_OPTIONS).contains(&k) || f.accuracy_by_rotation.len() > k || !(least..=most).contains(&picked) {
+                return Err(format!(
+                    "{}'s format {}: {picked} picks over {k} positions (and {} rotations) for {} tasks{}",
+                    m.model,
+                    f.format,
+                    f.accuracy_by_rotation.len(),
+                    report.tasks,
+                    if report.circular { " in every rotation" } else { "" }
+                ));
+            }
+        }
+        let accuracies: Vec<f64> = m.formats.iter().map(|f| f.accuracy).collect();
+        let circular: Option<Vec<f64>> = m.formats.iter().map(|f| f.circular_accuracy).collect();
+        let saved = std::iter::once((&m.accuracy_across_formats, Some(accuracies)))
+            .chain(m.circular_accuracy_across_formats.as_ref().map(|s| (s, circular)));
+        for (spread_saved, values) in saved {
+            let Some(values) = values else {
+                return Err(format!("{}: circular accuracies across formats, but not in every format", m.model));
+            };
+            let again = spread(&values, &report.formats);
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
+            if ![
+                (again.mean, spread_saved.mean),
+                (again.std, spread_saved.std),
+                (again.min, spread_saved.min),
+                (again.max, spread_saved.max),
+            ]
+            .iter()
+            .all(|&(a, b)| close(a, b))
+            {
+                return Err(format!(
+                    "{}: the spread across formats (mean, std, min, max) does not follow from the formats' accuracies",
+                    m.model
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Writes a report (or a shard's scores) as pretty JSON to `path`,

@@ -114,9 +114,10 @@ pub struct PageRun {
     /// less the second largest.
     pub margin: Vec<u16>,
     /// Against BASE (absent for BASE): per task, the flip code and
-    /// KL(BASE‖this run) in nats, over the tasks compared.
+    /// KL(BASE‖this run) in nats, over the tasks compared, to 7 significant
+    /// digits (an f32 would read a finite 1e300 as infinite).
     pub flips: Option<Vec<u8>>,
-    pub kl: Option<Vec<f32>>,
+    pub kl: Option<Vec<f64>>,
 }
 
 /// Builds the page of `spec`.
@@ -238,7 +239,8 @@ fn page_run(
         probabilities: by_norm.iter().map(|tasks| tasks.iter().map(|p| p.iter().map(|&x| scaled(x)).collect()).collect()).collect(),
         margin,
         flips: pairing.map(|p| p.flip_per_task.iter().map(|&f| f as u8).collect()),
-        kl: pairing.map(|p| p.kl_per_task.iter().map(|&k| k as f32).collect()),
+        // Rust parses back every float it formats, NaN and infinities included
+        kl: pairing.map(|p| p.kl_per_task.iter().map(|&k| format!("{k:.6e}").parse().unwrap_or(k)).collect()),
     }
 }
 

@@ -138,7 +138,9 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Lower-case hex sha256 of a file, read in a stream (models are large).
+/// Only a regular file: a FIFO would block, `/dev/zero` never ends.
 pub fn sha256_file(path: &std::path::Path) -> std::io::Result<String> {
+    crate::check_input_io(path)?;
     let mut hasher = Sha256::new();
     std::io::copy(&mut std::fs::File::open(path)?, &mut hasher)?;
     Ok(hex(&hasher.finalize()))

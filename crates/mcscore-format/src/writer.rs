@@ -243,6 +243,17 @@ pub fn check_input(path: &Path) -> Result<(), Error> {
     }
 }
 
+/// [`check_input`] as an I/O error that leaves naming the path to the
+/// caller (whose error type names it once).
+pub fn check_input_io(path: &Path) -> std::io::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(metadata) if !metadata.is_file() && !metadata.is_dir() => {
+            Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{}, not a regular file", file_kind(&metadata))))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Reads an input file whole, refusing what is not a regular file (a FIFO
 /// would block, `/dev/zero` never ends) before reading a byte.
 pub fn read_input(path: &Path) -> Result<Vec<u8>, Error> {

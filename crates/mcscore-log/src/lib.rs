@@ -90,6 +90,12 @@ pub enum LogFault {
     #[error("log format version {found}, newer than the {supported} this mcscore reads: read it with a newer mcscore")]
     NewerVersion { found: u32, supported: u32 },
 
+    #[error("log format version 0: versions start at 1")]
+    VersionZero,
+
+    #[error("the header's limit is 0: a run of the first tasks scores at least one")]
+    ZeroLimit,
+
     #[error("empty sample log (no header line)")]
     Empty,
 
@@ -99,8 +105,10 @@ pub enum LogFault {
     #[error("task {task}: {what}")]
     Record { task: usize, what: String },
 
-    #[error("the header's shard is {index} of {count} (of a run of {run_tasks} tasks): a shard index is below the count, and the count at most the run's tasks")]
-    Shard { index: usize, count: usize, run_tasks: usize },
+    #[error(
+        "the header's shard is {index} of {count} (of a run of {run_tasks} tasks of the file's {file_tasks}): a shard index is below the count, the count at most the run's tasks, and those at most the file's"
+    )]
+    Shard { index: usize, count: usize, run_tasks: usize, file_tasks: usize },
 
     #[error("{lines} task lines, but the header announces {announced} tasks")]
     TooManyTasks { lines: usize, announced: usize },
@@ -339,6 +347,16 @@ impl Header {
             TaskKind::Winogrande
         } else {
             TaskKind::MultipleChoice
+        }
+    }
+
+    /// The task file's task count, where the header tells it: a shard's or
+    /// a sequential comparison's record of it, or a run of the whole file.
+    pub fn file_tasks(&self) -> Option<usize> {
+        match (&self.shard, &self.sequential) {
+            (Some(shard), _) => Some(shard.file_tasks),
+            (None, Some(sequential)) => Some(sequential.file_tasks),
+            (None, None) => (self.selection.is_none() && self.limit.is_none()).then_some(self.tasks),
         }
     }
 }
@@ -827,9 +845,20 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Contents, LogError> {
 
 /// Checks what a header says of the run's shape.
 fn check_header(header: &Header) -> Result<(), LogFault> {
+    if header.version == 0 {
+        return Err(LogFault::VersionZero);
+    }
+    if header.limit == Some(0) {
+        return Err(LogFault::ZeroLimit);
+    }
     if let Some(shard) = &header.shard {
-        if shard.count == 0 || shard.index >= shard.count || shard.count > shard.run_tasks.max(1) {
-            return Err(LogFault::Shard { index: shard.index, count: shard.count, run_tasks: shard.run_tasks });
+        if shard.count == 0 || shard.index >= shard.count || shard.count > shard.run_tasks.max(1) || shard.run_tasks > shard.file_tasks {
+            return Err(LogFault::Shard {
+                index: shard.index,
+                count: shard.count,
+                run_tasks: shard.run_tasks,
+                file_tasks: shard.file_tasks,
+            });
         }
     }
     if let Some(sequential) = &header.sequential {
@@ -852,6 +881,12 @@ fn check_header(header: &Header) -> Result<(), LogFault> {
     Ok(())
 }
 
+/// The lowest log-probability a token has from a row of finite f32 logits:
+/// its logit less the row's largest (at worst −2 × `f32::MAX`), less the log
+/// of a sum of at most 2³² terms of at most 1. Below it a log was edited, and
+/// the figures derived from it (KL, softmax gaps) could overflow.
+pub const MIN_TOKEN_LOGPROB: f64 = -2.0 * f32::MAX as f64 - 23.0;
+
 /// Checks a task line against itself and its header: what a scorer writes
 /// holds together (labels, gold, predictions and right/wrong follow from the
 /// option scores), so a damaged or edited line is refused by name rather than
@@ -861,6 +896,9 @@ pub fn check_record(header: &Header, record: &TaskRecord) -> Result<(), LogFault
     let k = record.options.len();
     if k < 2 {
         return Err(fault(format!("{k} option(s); a scored task has at least 2")));
+    }
+    if k > mcscore_format::MAX_OPTIONS {
+        return Err(fault(format!("{k} options; a task file holds at most {}", mcscore_format::MAX_OPTIONS)));
     }
     if header.kind() == TaskKind::Winogrande && k != 2 {
         return Err(fault(format!("{k} options; a Winogrande task has exactly 2")));
@@ -878,6 +916,20 @@ pub fn check_record(header: &Header, record: &TaskRecord) -> Result<(), LogFault
         }
         if !option.logprob_sum.is_finite() || option.uncond_logprob_sum.is_some_and(|u| !u.is_finite()) {
             return Err(fault(format!("option {i} has a log-probability that is not finite")));
+        }
+        // A log-softmax subtracts the row's maximum and a log of a sum of at least 1.
+        if let Some(above) = [Some(option.logprob_sum), option.uncond_logprob_sum].into_iter().flatten().find(|&l| l > 0.0) {
+            return Err(fault(format!("option {i} has a log-probability of {above}, above 0, which no probability has")));
+        }
+        // The unconditional pass tokenises the option alone: its tokens are not
+        // counted, but none is shorter than a byte.
+        let tokens = f64::from(option.tokens) + f64::from(option.bytes);
+        if let Some(below) =
+            [Some(option.logprob_sum), option.uncond_logprob_sum].into_iter().flatten().find(|&l| l < MIN_TOKEN_LOGPROB * tokens)
+        {
+            return Err(fault(format!(
+                "option {i} has a log-probability of {below:e}, below {MIN_TOKEN_LOGPROB:.1e} nats a token, which no row of f32 logits gives"
+            )));
         }
     }
     let with_pmi = record.options.iter().all(|o| o.uncond_logprob_sum.is_some());

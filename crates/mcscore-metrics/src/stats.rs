@@ -50,11 +50,21 @@ impl Bootstrap {
     /// For each resample, the mean of every column (each `n` long): one pass
     /// over the drawn indices per resample, resamples spread over the cores.
     pub fn resample_means(&self, columns: &[&[f64]]) -> Vec<Vec<f64>> {
-        let m = columns.len();
-        // Row-major f32 copy: a task's values for all columns share one cache
-        // line, and random draws are bound by cache misses. Sums stay f64.
+        // Row-major copy: a task's values for all columns share one cache
+        // line, and random draws are bound by cache misses, so the rows are
+        // f32 wherever every value fits one (a value beyond f32's range, from
+        // absurd but finite log-probabilities, would read as infinite).
         // every column holds n values, one per task: report's runs have the same tasks, compare's are paired
-        let rows: Vec<f32> = (0..self.n).flat_map(|i| columns.iter().map(move |c| c[i] as f32)).collect();
+        let rows = |i: usize| columns.iter().map(move |c| c[i]);
+        if fits_f32(columns) {
+            self.resample(&(0..self.n).flat_map(|i| rows(i).map(|v| v as f32)).collect::<Vec<f32>>(), columns.len())
+        } else {
+            self.resample(&(0..self.n).flat_map(rows).collect::<Vec<f64>>(), columns.len())
+        }
+    }
+
+    /// [`Bootstrap::resample_means`] over `m` columns stored row by row; sums stay f64.
+    fn resample<T: Copy + Into<f64> + Sync>(&self, rows: &[T], m: usize) -> Vec<Vec<f64>> {
         (0..self.resamples)
             .into_par_iter()
             .map(|r| {
@@ -63,7 +73,7 @@ impl Bootstrap {
                 for _ in 0..self.n {
                     let row = &rows[rng.below(self.n) * m..][..m];
                     for (s, &v) in sums.iter_mut().zip(row) {
-                        *s += f64::from(v);
+                        *s += v.into();
                     }
                 }
                 sums.iter().map(|s| s / self.n.max(1) as f64).collect()
@@ -74,6 +84,7 @@ impl Bootstrap {
     /// Mean of every column with its 95 % percentile interval.
     pub fn estimates(&self, columns: &[&[f64]]) -> (Vec<Estimate>, Vec<Vec<f64>>) {
         let draws = self.resample_means(columns);
+        let rounded = fits_f32(columns);
         let estimates = columns
             .iter()
             .enumerate()
@@ -86,13 +97,20 @@ impl Bootstrap {
                     // Rounded, a bound may cross the full-precision mean (a
                     // column of 1/3s): it is kept on its side.
                     let (low, high) = crate::paired::percentile_interval(&means, 0.95);
-                    (f32_digits(low).min(mean), f32_digits(high).max(mean))
+                    let digits = |x: f64| if rounded { f32_digits(x) } else { x };
+                    (digits(low).min(mean), digits(high).max(mean))
                 };
                 Estimate { mean, low, high }
             })
             .collect();
         (estimates, draws)
     }
+}
+
+/// Whether every value of `columns` has an f32 of its magnitude.
+fn fits_f32(columns: &[&[f64]]) -> bool {
+    // NaN compares false, and is NaN as an f32 too.
+    columns.iter().all(|c| c.iter().all(|v| v.is_nan() || v.abs() <= f64::from(f32::MAX)))
 }
 
 /// `x` to the digits its f32 inputs carry: a resampled mean sums the
@@ -160,5 +178,20 @@ mod tests {
         // 0.2 as 0.2, not its f32 0.20000000298023224.
         let fifths = vec![0.2; 5];
         assert_eq!(Bootstrap { n: 5, resamples: 20, seed: 1 }.estimates(&[&fifths]).0[0].high, 0.2);
+    }
+
+    #[test]
+    fn values_beyond_f32_resample_as_themselves() {
+        // Finite, but infinite as f32: a log holding absurd log-probabilities.
+        let huge = vec![-1e300; 6];
+        let bootstrap = Bootstrap { n: 6, resamples: 30, seed: 2 };
+        assert!(bootstrap.resample_means(&[&huge, &[0.5; 6]]).iter().all(|d| d == &[-1e300, 0.5]));
+        let e = bootstrap.estimates(&[&huge]).0[0];
+        assert_eq!((e.low, e.mean, e.high), (-1e300, -1e300, -1e300));
+        // One such value in a column makes its means huge, never infinite.
+        let mixed = [1.0, -3e38, -3e38, 2.0];
+        let draws = Bootstrap { n: 4, resamples: 200, seed: 3 }.resample_means(&[&mixed]);
+        assert!(draws.iter().all(|d| d[0].is_finite()));
+        assert!(draws.iter().any(|d| d[0] < -1e38), "some draw takes the large values more than once");
     }
 }
