@@ -192,13 +192,14 @@ pub(crate) fn groups_from(
     Ok(match (groups, manifest) {
         (Some(path), _) => {
             let tasks = file_tasks.or_else(|| default.is_file().then(|| Groups::manifest_tasks(default, sha256).unwrap_or(None)).flatten());
-            Some(Groups::read(path, tasks).with_context(|| format!("--groups {}", path.display()))?)
+            Some(Groups::read(path, tasks).context("--groups")?)
         }
         (None, Some(manifest)) => {
-            if !manifest.is_file() {
+            // Every error below names the file.
+            if !manifest.exists() {
                 bail!("{}: --manifest: no manifest there", manifest.display());
             }
-            Groups::from_manifest(manifest, sha256).with_context(|| format!("--manifest {}", manifest.display()))?
+            Groups::from_manifest(manifest, sha256).context("--manifest")?
         }
         (None, None) if default.is_file() => match Groups::from_manifest(default, sha256) {
             Ok(groups) => groups,

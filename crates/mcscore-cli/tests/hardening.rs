@@ -118,6 +118,13 @@ fn crafted_task_lines_are_refused_by_name_and_never_panic() {
     let beyond = edited(&shard, &dir.path().join("beyond.jsonl"), |lines| lines[0]["shard"]["file_tasks"] = 5.into());
     let out = run(&["merge", path_str(&beyond)]);
     assert!(stderr(&out).contains("of a run of 6 tasks of the file's 5"), "{}", stderr(&out));
+    // Bytes after the footer, even without a newline (no crash writes there).
+    let mut after = std::fs::read(&log).unwrap();
+    after.extend_from_slice(b"garbage");
+    let path = dir.path().join("after.jsonl");
+    std::fs::write(&path, after).unwrap();
+    let out = run(&["report", path_str(&path)]);
+    assert!(stderr(&out).contains("line 9: a line after the footer"), "{}", stderr(&out));
     // A header of version 0, or of a run of the first 0 tasks.
     for (field, value, expected) in [("version", 0, "versions start at 1"), ("limit", 0, "the header's limit is 0")] {
         let bad = edited(&log, &dir.path().join("header.jsonl"), |lines| lines[0][field] = value.into());
@@ -191,10 +198,20 @@ fn groups_files_fit_the_task_file() {
     let text = stdout(&out);
     assert!(text.contains("\"g0\"") && !text.contains('\u{feff}') && !text.contains("\\ufeff"), "{text}");
     // A header of the whole file (no subset) gives the file's task count: 6 here, not 200.
-    let whole = edited(&log, &dir.path().join("whole.jsonl"), |lines| lines[0]["selection"] = Value::Null);
-    let out = run(&["report", path_str(&whole), "--groups", path_str(&groups)]);
+    let whole = |path: &Path, past: usize| {
+        edited(&log, path, |lines| {
+            lines[0]["selection"] = Value::Null;
+            for (i, line) in lines.iter_mut().filter(|l| l["type"] == "task").enumerate() {
+                line["task"] = (i + past).into();
+            }
+        })
+    };
+    let out = run(&["report", path_str(&whole(&dir.path().join("whole.jsonl"), 0)), "--groups", path_str(&groups)]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(stderr(&out).contains("200 lines, but the task file has 6 tasks"), "{}", stderr(&out));
+    // And a task past it is refused as the log is read.
+    let out = run(&["report", path_str(&whole(&dir.path().join("past.jsonl"), 1))]);
+    assert!(stderr(&out).contains("line 7: task 6: its index is past the task file's 6 tasks"), "{}", stderr(&out));
 }
 
 /// A saved sweep is reported as it was saved, so one whose figures no sweep

@@ -187,6 +187,11 @@ impl Groups {
             );
             return Err(EvalError::Logs(LogsError::BadGroups { path: manifest.to_owned(), why }));
         }
+        // As a --groups file's empty line is: every task needs a group.
+        if let Some(run) = g.runs.iter().position(|(name, _)| name.trim().is_empty()) {
+            let why = format!("{}'s {} group run {run} has no name: every task needs a group", e.name, g.field);
+            return Err(EvalError::Logs(LogsError::BadGroups { path: manifest.to_owned(), why }));
+        }
         let groups = Groups::from_runs(format!("{}: {}'s {}", manifest.display(), e.name, g.field), &g.runs);
         Ok(Some(match &g.categories {
             Some(categories) => groups.with_categories(categories.clone()),

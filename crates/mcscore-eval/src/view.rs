@@ -249,7 +249,8 @@ fn page_run(
 fn task_table(base: &Run, path: Option<&Path>, groups: Option<&Groups>) -> Result<TaskTable, EvalError> {
     let header = &base.header;
     let path: PathBuf = path.map_or_else(|| PathBuf::from(&header.file), Path::to_owned);
-    if !path.exists() {
+    // Only a missing file is "not there"; a link loop or a refused read says so.
+    if std::fs::metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
         return Err(EvalError::Logs(LogsError::NoTaskFile { path, log: base.source.clone() }));
     }
     let input = Input::open(&path, header.kind(), true)?;

@@ -828,6 +828,10 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Contents, LogError> {
             line_ends.push(start as u64);
         }
     }
+    // Nothing is written after a footer, so not even a line cut short by a crash.
+    if footer.is_some() && start < bytes.len() {
+        return Err(LogError::Line { path: path.to_owned(), line: n + 1, fault: LogFault::AfterFooter });
+    }
     let whole = |fault: LogFault| LogError::Whole { path: path.to_owned(), fault };
     let header = header.ok_or_else(|| whole(LogFault::Empty))?;
     if records.len() > header.tasks {
@@ -896,6 +900,9 @@ pub fn check_record(header: &Header, record: &TaskRecord) -> Result<(), LogFault
     let k = record.options.len();
     if k < 2 {
         return Err(fault(format!("{k} option(s); a scored task has at least 2")));
+    }
+    if let Some(file_tasks) = header.file_tasks().filter(|&n| record.task >= n) {
+        return Err(fault(format!("its index is past the task file's {file_tasks} tasks")));
     }
     if k > mcscore_format::MAX_OPTIONS {
         return Err(fault(format!("{k} options; a task file holds at most {}", mcscore_format::MAX_OPTIONS)));
