@@ -329,11 +329,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
     if let Some(beyond) = job.beyond_training() {
-        eprintln!(
-            "mcscore: warning: {} task(s) run past the model's training context of {} tokens (the longest, task {}, decodes {}): \
-             their scores rest on positions the model was not trained on",
-            beyond.tasks, beyond.trained, beyond.longest_task, beyond.longest_tokens
-        );
+        eprintln!("mcscore: warning: {beyond}");
     }
     note_selection(job.selection(), job.file_tasks(), subset_flag);
     if job.already_complete() {

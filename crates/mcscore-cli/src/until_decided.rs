@@ -166,6 +166,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         EvalError::Sequential(SequentialError::BadSequential(why)) => UsageError(why).into(),
         e => anyhow::Error::from(e),
     })?;
+    for part in std::iter::once(&result.base).chain(result.others.iter().map(|o| &o.part)) {
+        if let Some(beyond) = &part.beyond_training {
+            eprintln!("mcscore: warning: {}: {beyond}", part.label);
+        }
+    }
     if args.json {
         crate::print_json(&mcscore_eval::results::in_fractions(&result)?)?;
     } else {

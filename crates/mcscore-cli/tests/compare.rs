@@ -423,16 +423,24 @@ fn until_decided_refuses_bad_input_and_compares_other_vocabularies_task_by_task(
     let text = stdout(&out);
     assert!(text.lines().next().unwrap().contains("undecided at ±1: the order ended (after 30 of 30 tasks)"), "{text}");
 
-    // A model with Llama 3's tokenizer (random weights) against gemma's.
+    // A model with Llama 3's tokenizer (random weights) against gemma's,
+    // trained (it says) on 24 tokens: its part is warned of.
     let llama = f.dir.join("random-llama.gguf");
     let made = Command::new(repo("scripts/make-model"))
-        .args(["--dim", "256", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--ff", "512", "--type", "q8_0", "-o", path_str(&llama)])
+        .args(["--dim", "256", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--ff", "512", "--type", "q8_0"])
+        .args(["--context-length", "24", "-o", path_str(&llama)])
         .output()
         .expect("python3 runs scripts/make-model");
     assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
     let out = run(&["compare", "--until-decided", "-m", &model, "-m", path_str(&llama), "-bf", &file, "--max-tasks", "20"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("tokens differ: the two models tokenise"), "{}", stdout(&out));
+    let warned = stderr(&out);
+    assert!(
+        warned.contains("warning: random-llama: ") && warned.contains("run past the model's training context of 24 tokens"),
+        "{warned}"
+    );
+    assert!(!warned.contains("warning: gemma"), "{warned}");
 }
 
 /// The page of the quant study's logs and a sweep, opened in headless

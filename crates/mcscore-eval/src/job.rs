@@ -281,6 +281,18 @@ pub struct BeyondTraining {
     pub longest_tokens: usize,
 }
 
+impl std::fmt::Display for BeyondTraining {
+    /// The warning front ends print.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} task(s) run past the model's training context of {} tokens (the longest, task {}, decodes {}): \
+             their scores rest on positions the model was not trained on",
+            self.tasks, self.trained, self.longest_task, self.longest_tokens
+        )
+    }
+}
+
 impl BeyondTraining {
     fn of(engine: &Engine, tasks: &[PreparedTask]) -> Option<BeyondTraining> {
         let trained = engine.training_context()?;

@@ -162,6 +162,8 @@ pub struct ModelPart {
     /// Tasks scored by this process, and the seconds it took.
     pub scored: usize,
     pub scoring_seconds: f64,
+    /// Its scored tasks longer than the model's training context, if any.
+    pub beyond_training: Option<crate::BeyondTraining>,
 }
 
 /// One OTHER's answer.
@@ -450,6 +452,7 @@ pub fn until_decided(
         tasks: outcomes[m].records.len(),
         scored: scored(m),
         scoring_seconds: outcomes[m].scoring_seconds,
+        beyond_training: outcomes[m].beyond_training,
     };
     // Every model that scored here; `None` when none did (a finished comparison resumed).
     let whole_order_seconds =
