@@ -248,6 +248,13 @@ fn edited_saved_sweeps_are_refused_by_name() {
         assert_eq!(out.status.code(), Some(1), "{what}: {}", stdout(&out));
         assert!(stderr(&out).contains("edited.json") && stderr(&out).contains(expected), "{what}: {}", stderr(&out));
     }
+    // A Wilson bound of n of n an ulp above 100 % (100.00000000000003) is a sweep's.
+    let mut sweep = saved.clone();
+    sweep["models"][0]["formats"][0]["accuracy_interval"] = serde_json::json!([90.0, 100.00000000000003]);
+    let path = dir.path().join("wilson.json");
+    std::fs::write(&path, sweep.to_string()).unwrap();
+    let out = run(&["sweep", "--compare", path_str(&path)]);
+    assert!(out.status.success(), "{}", stderr(&out));
     let out = run(&["sweep", "--compare", &recorded, &recorded]);
     assert!(stderr(&out).contains("give each saved sweep once"), "{}", stderr(&out));
     let fifo = dir.path().join("fifo");

@@ -332,7 +332,8 @@ impl Engine {
     /// where the metadata gives one: positions past it are extrapolated.
     pub fn training_context(&self) -> Option<usize> {
         let arch = self.model.meta_val_str("general.architecture").ok()?;
-        self.model.meta_val_str(&format!("{arch}.context_length")).ok()?.parse().ok()
+        // Not n_ctx_train(), which panics on a length past i32; 0 says nothing.
+        self.model.meta_val_str(&format!("{arch}.context_length")).ok()?.parse().ok().filter(|&n| n > 0)
     }
 
     /// Bytes of KV cache `plan`'s context takes (see [`Engine::kv_bytes_per_token`]).

@@ -143,10 +143,10 @@ impl Groups {
     }
 
     /// A text file with one line per task of the task file, in file order:
-    /// the task's group. (A log does not record how many tasks its file has;
-    /// [`compare`] refuses groups that miss a task it compares.)
-    /// `file_tasks`, where known (a manifest entry of the task file), must
-    /// be the number of lines.
+    /// the task's group. `file_tasks`, where known (a log's header of the
+    /// whole file, a shard or a sequential comparison, or a manifest entry),
+    /// must be the number of lines; where not, [`compare`] refuses groups
+    /// that miss a task it compares.
     pub fn read(path: &Path, file_tasks: Option<usize>) -> Result<Groups, EvalError> {
         let bad = |why: String| EvalError::Logs(LogsError::BadGroups { path: path.to_owned(), why });
         let bytes = mcscore_format::read_input(path)?;
@@ -189,7 +189,7 @@ impl Groups {
         }
         // As a --groups file's empty line is: every task needs a group.
         if let Some(run) = g.runs.iter().position(|(name, _)| name.trim().is_empty()) {
-            let why = format!("{}'s {} group run {run} has no name: every task needs a group", e.name, g.field);
+            let why = format!("{}'s {} group run {} has no name: every task needs a group", e.name, g.field, run + 1);
             return Err(EvalError::Logs(LogsError::BadGroups { path: manifest.to_owned(), why }));
         }
         let groups = Groups::from_runs(format!("{}: {}'s {}", manifest.display(), e.name, g.field), &g.runs);

@@ -224,8 +224,10 @@ pub fn merge(paths: &[PathBuf]) -> Result<Merged, EvalError> {
     }
     let held: usize = shards.iter().map(|s| s.3.len()).sum();
     if held != run.run_tasks {
-        let each: Vec<String> = shards.iter().map(|s| format!("shard {} holds {} ({})", s.2.index, s.3.len(), s.0.display())).collect();
-        let why = format!("they hold {held} tasks, not the run's {}: {}", run.run_tasks, each.join(", "));
+        let each: Vec<String> =
+            shards.iter().take(20).map(|s| format!("shard {} holds {} ({})", s.2.index, s.3.len(), s.0.display())).collect();
+        let more = if shards.len() > 20 { format!(" and {} more", shards.len() - 20) } else { String::new() };
+        let why = format!("they hold {held} tasks, not the run's {}: {}{more}", run.run_tasks, each.join(", "));
         return Err(EvalError::Shard(ShardError::ShardsOtherTasks { why }));
     }
     let records: Vec<TaskRecord> = shards.into_iter().flat_map(|s| s.3).collect();

@@ -235,22 +235,23 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 /// Refuses an input that is not a regular file before it is opened:
 /// opening a FIFO to read waits for a writer, which may never come.
 pub fn check_input(path: &Path) -> Result<(), Error> {
-    match std::fs::metadata(path) {
-        Ok(metadata) if !metadata.is_file() && !metadata.is_dir() => {
-            Err(Error::NotRegular { path: path.to_owned(), kind: file_kind(&metadata) })
-        }
-        _ => Ok(()),
+    match special_kind(path) {
+        Some(kind) => Err(Error::NotRegular { path: path.to_owned(), kind }),
+        None => Ok(()),
     }
+}
+
+/// What `path` is where it is neither a regular file nor a directory.
+fn special_kind(path: &Path) -> Option<&'static str> {
+    std::fs::metadata(path).ok().filter(|m| !m.is_file() && !m.is_dir()).map(|m| file_kind(&m))
 }
 
 /// [`check_input`] as an I/O error that leaves naming the path to the
 /// caller (whose error type names it once).
 pub fn check_input_io(path: &Path) -> std::io::Result<()> {
-    match std::fs::metadata(path) {
-        Ok(metadata) if !metadata.is_file() && !metadata.is_dir() => {
-            Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{}, not a regular file", file_kind(&metadata))))
-        }
-        _ => Ok(()),
+    match special_kind(path) {
+        Some(kind) => Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{kind}, not a regular file"))),
+        None => Ok(()),
     }
 }
 
