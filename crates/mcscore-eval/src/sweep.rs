@@ -688,7 +688,7 @@ fn check_figures(report: &SweepReport) -> Result<(), String> {
             }
             f.circular_accuracy.map_or(Ok(()), |c| points("circular_accuracy", c))?;
             points("rstd", f.rstd)?;
-            if let Some(pia) = f.pia.filter(|p| !(0.0..=1.0).contains(p)) {
+            if let Some(pia) = f.pia.filter(|p| !(-1e-9..=1.0 + 1e-9).contains(p)) {
                 return Err(at("pia", pia) + ", not a share in 0 to 1");
             }
             if let Some(pride) = &f.pride {
