@@ -155,10 +155,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         out!("{}", text(&comparison))?;
     }
     if let Some(dir) = &args.plots {
+        // The task file the logs name is an input too.
         let inputs: Vec<&Path> = std::iter::once(base_path)
             .chain(args.others.iter().map(PathBuf::as_path))
             .chain(args.groups.as_deref())
             .chain(args.manifest.as_deref())
+            .chain(std::iter::once(Path::new(&base.header.file)))
             .collect();
         crate::plots::write(dir, &inputs, &crate::plots::comparison(&comparison)?)?;
     }

@@ -111,9 +111,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         out!("{}", text(&report))?;
     }
     if let Some(dir) = &args.plots {
-        let logs: Vec<&std::path::Path> =
-            args.logs.iter().map(PathBuf::as_path).chain(args.groups.as_deref()).chain(args.manifest.as_deref()).collect();
-        crate::plots::write(dir, &logs, &crate::plots::report(&report)?)?;
+        // The task file the logs name is an input too.
+        let inputs: Vec<&std::path::Path> = args
+            .logs
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(args.groups.as_deref())
+            .chain(args.manifest.as_deref())
+            .chain(runs.iter().map(|r| std::path::Path::new(&r.header.file)))
+            .collect();
+        crate::plots::write(dir, &inputs, &crate::plots::report(&report)?)?;
     }
     Ok(Outcome::Ok)
 }

@@ -224,7 +224,7 @@ fn edited_saved_sweeps_are_refused_by_name() {
     let recorded = repo("docs/results/sweep-mmlu-validation-200.json");
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(&recorded).unwrap()).unwrap();
     type Edit = fn(&mut Value);
-    let cases: [(&str, Edit, &str); 5] = [
+    let cases: [(&str, Edit, &str); 7] = [
         ("an accuracy of 150 %", |s| s["models"][0]["formats"][1]["accuracy"] = 150.0.into(), "accuracy is 150, not in 0 to 100 %"),
         (
             "a rotation's of -5 %",
@@ -233,6 +233,12 @@ fn edited_saved_sweeps_are_refused_by_name() {
         ),
         ("twice the picks", |s| s["models"][0]["formats"][0]["picks"][3] = 1421.into(), "1600 picks over 4 positions"),
         ("0 tasks", |s| s["tasks"] = 0.into(), "0 tasks"),
+        (
+            "an interval without its accuracy",
+            |s| s["models"][0]["formats"][0]["accuracy_interval"] = serde_json::json!([90.0, 95.0]),
+            "accuracy_interval [90, 95] does not hold its accuracy",
+        ),
+        ("a format twice", |s| s["formats"][1] = s["formats"][0].clone(), "is listed twice"),
         (
             "a spread the formats do not give",
             |s| s["models"][0]["accuracy_across_formats"]["max"] = 99.0.into(),
@@ -248,9 +254,9 @@ fn edited_saved_sweeps_are_refused_by_name() {
         assert_eq!(out.status.code(), Some(1), "{what}: {}", stdout(&out));
         assert!(stderr(&out).contains("edited.json") && stderr(&out).contains(expected), "{what}: {}", stderr(&out));
     }
-    // A Wilson bound of n of n an ulp above 100 % (100.00000000000003) is a sweep's.
+    // A Wilson bound an ulp above 100 % (100.00000000000003, as of n of n) is a sweep's.
     let mut sweep = saved.clone();
-    sweep["models"][0]["formats"][0]["accuracy_interval"] = serde_json::json!([90.0, 100.00000000000003]);
+    sweep["models"][0]["formats"][0]["accuracy_interval"] = serde_json::json!([20.0, 100.00000000000003]);
     let path = dir.path().join("wilson.json");
     std::fs::write(&path, sweep.to_string()).unwrap();
     let out = run(&["sweep", "--compare", path_str(&path)]);

@@ -660,8 +660,18 @@ fn check_figures(report: &SweepReport) -> Result<(), String> {
     if report.tasks == 0 {
         return Err("0 tasks".into());
     }
+    let mut names = HashSet::new();
+    if let Some(twice) = report.formats.iter().find(|f| !names.insert(f.as_str())) {
+        return Err(format!("format {twice} is listed twice"));
+    }
     let n = report.tasks as u128;
     for m in &report.models {
+        if m.prompts == 0 || m.scoring_seconds.is_nan() || m.scoring_seconds < 0.0 {
+            return Err(format!("{}: {} prompts scored in {} s", m.model, m.prompts, m.scoring_seconds));
+        }
+        if let Some((f, name)) = m.formats.iter().zip(&report.formats).find(|(f, name)| f.format != **name) {
+            return Err(format!("{}: results for format {} where the sweep lists {name}", m.model, f.format));
+        }
         for f in &m.formats {
             let at = |what: &str, value: f64| format!("{}'s format {}: {what} is {value}", m.model, f.format);
             // Wilson bounds of 0 or n of n land an ulp outside (100.00000000000003),
@@ -677,12 +687,17 @@ fn check_figures(report: &SweepReport) -> Result<(), String> {
             for &r in &f.accuracy_by_rotation {
                 points("a rotation's accuracy", r)?;
             }
-            for (what, interval) in [("accuracy_interval", f.accuracy_interval), ("circular_interval", f.circular_interval)] {
+            let intervals = [
+                ("accuracy_interval", Some(f.accuracy), f.accuracy_interval),
+                ("circular_interval", f.circular_accuracy, f.circular_interval),
+            ];
+            for (what, estimate, interval) in intervals {
                 if let Some((low, high)) = interval {
                     points(what, low)?;
                     points(what, high)?;
-                    if low > high {
-                        return Err(at(&format!("{what}'s low end {low} above its high end, which"), high));
+                    // A Wilson interval holds its proportion (to rounding).
+                    if low > high || estimate.is_some_and(|e| e < low - 1e-9 || e > high + 1e-9) {
+                        return Err(format!("{}'s format {}: {what} [{low}, {high}] does not hold its accuracy", m.model, f.format));
                     }
                 }
             }
@@ -1097,13 +1112,13 @@ mod tests {
     fn saved_sweeps_without_formats_or_with_other_formats_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let sweep = |formats: &[&str], model_formats: usize| {
-            let result = serde_json::json!({"format": "f", "accuracy": 50.0, "circular_accuracy": null, "picks": [1, 1], "rstd": 0.0, "pia": null, "pride": null});
+            let result = |i: usize| serde_json::json!({"format": formats.get(i).unwrap_or(&"f"), "accuracy": 50.0, "circular_accuracy": null, "picks": [1, 1], "rstd": 0.0, "pia": null, "pride": null});
             let spread = serde_json::json!({"mean": 50.0, "std": 0.0, "min": 50.0, "min_format": "f", "max": 50.0, "max_format": "f"});
             serde_json::json!({
                 "file": "f.bin", "tasks": 2, "selection": null, "formats": formats, "circular": false, "instruction": false,
                 "pride_alpha": null, "items_sha256": "ab", "settings": {},
                 "models": [{"model": "m.gguf", "prompts": 2, "tokens_decoded": 1, "tokens_unshared": 1, "scoring_seconds": 1.0,
-                    "formats": vec![result; model_formats], "accuracy_across_formats": spread, "circular_accuracy_across_formats": null}],
+                    "formats": (0..model_formats).map(result).collect::<Vec<_>>(), "accuracy_across_formats": spread, "circular_accuracy_across_formats": null}],
             })
         };
         let write = |name: &str, value: serde_json::Value| {

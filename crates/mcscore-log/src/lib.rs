@@ -828,8 +828,9 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Contents, LogError> {
             line_ends.push(start as u64);
         }
     }
-    // Nothing is written after a footer, so not even a line cut short by a crash.
-    if footer.is_some() && start < bytes.len() {
+    // Nothing is written after a complete footer, so not even a line cut short
+    // by a crash (an unfinished log's torn tail is dropped: a resume cuts it).
+    if footer.is_some_and(|f| f.complete) && start < bytes.len() {
         return Err(LogError::Line { path: path.to_owned(), line: n + 1, fault: LogFault::AfterFooter });
     }
     let whole = |fault: LogFault| LogError::Whole { path: path.to_owned(), fault };
