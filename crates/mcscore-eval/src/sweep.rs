@@ -673,7 +673,8 @@ fn check_figures(report: &SweepReport) -> Result<(), String> {
             return Err(format!("{}: results for format {} where the sweep lists {name}", m.model, f.format));
         }
         for f in &m.formats {
-            let at = |what: &str, value: f64| format!("{}'s format {}: {what} is {value}", m.model, f.format);
+            let fault = |what: String| format!("{}'s format {}: {what}", m.model, f.format);
+            let at = |what: &str, value: f64| fault(format!("{what} is {value}"));
             // Wilson bounds of 0 or n of n land an ulp outside (100.00000000000003),
             // and a fraction saved and read back as points can too.
             let points = |what: &str, value: f64| {
@@ -697,7 +698,7 @@ fn check_figures(report: &SweepReport) -> Result<(), String> {
                     points(what, high)?;
                     // A Wilson interval holds its proportion (to rounding).
                     if low > high || estimate.is_some_and(|e| e < low - 1e-9 || e > high + 1e-9) {
-                        return Err(format!("{}'s format {}: {what} [{low}, {high}] does not hold its accuracy", m.model, f.format));
+                        return Err(fault(format!("{what} [{low}, {high}] does not hold its accuracy")));
                     }
                 }
             }
@@ -721,14 +722,12 @@ fn check_figures(report: &SweepReport) -> Result<(), String> {
             let picked: u128 = f.picks.iter().map(|&p| p as u128).sum();
             let (least, most) = if report.circular { (2 * n, k as u128 * n) } else { (n, n) };
             if !(2..=mcscore_format::MAX_OPTIONS).contains(&k) || f.accuracy_by_rotation.len() > k || !(least..=most).contains(&picked) {
-                return Err(format!(
-                    "{}'s format {}: {picked} picks over {k} positions (and {} rotations) for {} tasks{}",
-                    m.model,
-                    f.format,
+                return Err(fault(format!(
+                    "{picked} picks over {k} positions (and {} rotations) for {} tasks{}",
                     f.accuracy_by_rotation.len(),
                     report.tasks,
                     if report.circular { " in every rotation" } else { "" }
-                ));
+                )));
             }
         }
         let accuracies: Vec<f64> = m.formats.iter().map(|f| f.accuracy).collect();
