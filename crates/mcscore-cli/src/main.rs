@@ -38,6 +38,7 @@ mod report;
 mod run_text;
 mod score;
 mod serve;
+mod signals;
 mod sweep;
 mod text;
 mod tokens;
@@ -47,6 +48,11 @@ mod view;
 
 use std::process::ExitCode;
 
+/// The system allocator, counting what a chat template's rendering thread
+/// allocates so that no template can take more than a bounded amount.
+#[global_allocator]
+static ALLOCATOR: mcscore_engine::budget::BoundedAlloc = mcscore_engine::budget::BoundedAlloc;
+
 use clap::{Parser, Subcommand};
 
 const EXIT_CODES: &str = "\
@@ -55,7 +61,8 @@ Exit status:
   1  invalid input: a file that is missing, unreadable or invalid, a model that
      does not load, or a run that could not score every announced task
   2  usage error: an unknown flag or a bad flag value
-  130 interrupted by Ctrl-C (the --log-samples file is kept, marked incomplete)";
+  130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM, 129 by SIGHUP: a --log-samples
+      file is kept, marked incomplete; an output being written is removed";
 
 /// Score GGUF models on multiple-choice benchmarks by log-likelihood, and build
 /// and check the llama.cpp task files (.bin) they are scored on.
@@ -88,7 +95,7 @@ enum Command {
 pub(crate) enum Outcome {
     Ok,
     InvalidInput,
-    /// Stopped by Ctrl-C after saving what was done.
+    /// Stopped by a signal after saving what was done.
     Interrupted,
 }
 
@@ -118,6 +125,13 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse_from(llama_args::rewrite(args));
     let asked = flag_hints::Asked::of(&cli.command);
+    // serve drains its requests on SIGINT and SIGTERM itself.
+    if !matches!(cli.command, Command::Serve(_)) {
+        if let Err(error) = signals::install() {
+            eprintln!("mcscore: error: {error}");
+            return ExitCode::from(1);
+        }
+    }
     let result = match cli.command {
         Command::Score(args) => score::run(args),
         Command::Merge(args) => merge::run(args),
@@ -141,7 +155,7 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::InvalidInput) => ExitCode::from(1),
-        Ok(Outcome::Interrupted) => ExitCode::from(130),
+        Ok(Outcome::Interrupted) => ExitCode::from(signals::exit_status()),
         Err(error) => {
             eprintln!("mcscore: error: {}", flag_hints::describe(asked, &error));
             ExitCode::from(if error.is::<UsageError>() { 2 } else { 1 })
@@ -163,14 +177,6 @@ impl std::fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 pub(crate) use mcscore_eval::with_causes;
-
-/// Stops `cancel`'s job before its next micro-batch on Ctrl-C.
-pub(crate) fn cancel_on_ctrl_c() -> anyhow::Result<mcscore_eval::Cancel> {
-    let cancel = mcscore_eval::Cancel::new();
-    let handle = cancel.clone();
-    ctrlc::set_handler(move || handle.cancel()).map_err(|e| anyhow::anyhow!("installing the Ctrl-C handler: {e}"))?;
-    Ok(cancel)
-}
 
 /// What a failed write to standard output says. (A closed pipe never gets
 /// here: SIGPIPE ends the process quietly, as for other Unix tools.)

@@ -15,7 +15,7 @@ use crate::Outcome;
 /// A quantized model is
 /// requantized (`--allow-requantize`); F32 dequantizes it: the same weights
 /// with f32 arithmetic. The output is written under a temporary name and
-/// renamed into place when complete (Ctrl-C removes it); the same input and
+/// renamed into place when complete (a signal removes it); the same input and
 /// type give the same bytes.
 #[derive(clap::Args)]
 #[command(after_help = "Example: mcscore quantize gemma-3-270m-q4_k_m.gguf gemma-3-270m-q2_k.gguf --type Q2_K")]
@@ -54,15 +54,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     check_file(&target, &[&args.input])?;
     let started = Instant::now();
     let file = AtomicFile::with(&args.output, target.existing)?;
-    // llama.cpp cannot be stopped mid-quantization: on Ctrl-C remove the
-    // partial file (it is as large as the model) and exit as interrupted.
-    let partial = file.temp_path().to_owned();
-    ctrlc::set_handler(move || {
-        let _ = std::fs::remove_file(&partial);
-        eprintln!("mcscore: quantize interrupted; nothing written");
-        std::process::exit(130);
-    })
-    .map_err(|e| anyhow::anyhow!("installing the Ctrl-C handler: {e}"))?;
+    // llama.cpp cannot be stopped mid-quantisation: a signal ends the process
+    // and removes the partial file, as large as the model (signals.rs).
     mcscore_engine::quantize(&args.input, file.temp_path(), args.quant, args.threads.map_or(0, usize::from))?;
     file.commit()?;
     let size = |p: &std::path::Path| std::fs::metadata(p).map_or(0.0, |m| m.len() as f64 / 1e6);

@@ -344,7 +344,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     for (i, record) in job.kept().iter().enumerate() {
         shown.llama_line(record, i + 1)?;
     }
-    let cancel = crate::cancel_on_ctrl_c()?;
+    let cancel = crate::signals::cancel_on_signal();
     let outcome = job.run(&mut shown, &cancel).map_err(|e| match e {
         EvalError::Consumer(e) => anyhow::anyhow!("{}", crate::with_causes(&*e)),
         e => e.into(),
@@ -352,7 +352,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if outcome.end == End::Interrupted {
         std::io::stdout().flush().map_err(crate::stdout_error)?;
         eprintln!(
-            "mcscore: interrupted after {} of {} tasks{}",
+            "mcscore: {} after {} of {} tasks{}",
+            crate::signals::interrupted(),
             outcome.records.len(),
             outcome.header.tasks,
             match &args.log_samples {

@@ -12,7 +12,6 @@ use mcscore_eval::shard::Shard;
 use mcscore_eval::sweep::{load_items, merge_saved, save, ItemSource, Sweep, SweepReport, SweepSpec};
 use mcscore_format::{AtomicFile, Existing};
 
-use crate::cancel_on_ctrl_c;
 use crate::datasets::SourceArgs;
 use crate::engine_args::EngineArgs;
 use crate::output::{self, Target};
@@ -260,9 +259,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     if let Some(shard) = args.shard {
         let [model] = &models[..] else { bail!("--shard scores one model; {} were given", models.len()) };
-        let cancel = cancel_on_ctrl_c()?;
+        let cancel = crate::signals::cancel_on_signal();
         let Some(scores) = sweep.score_shard(model, &settings, shard, &mut Shown::progress(args.progress), &cancel)? else {
-            eprintln!("mcscore: interrupted while scoring {}; nothing was written", model.display());
+            eprintln!("mcscore: {} while scoring {}; nothing was written", crate::signals::interrupted(), model.display());
             return Ok(Outcome::Interrupted);
         };
         let path = args.save_json.as_ref().expect("clap requires --save-json with --shard");
@@ -272,12 +271,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     // Written beside its final name and renamed when complete.
     let mut log = args.log_samples.as_deref().map(|path| AtomicFile::with(path, existing(&args))).transpose()?;
-    let cancel = cancel_on_ctrl_c()?;
+    let cancel = crate::signals::cancel_on_signal();
     let mut sweeps = Vec::new();
     for model in &models {
         let mut bar = Shown::progress(args.progress);
         let Some(scores) = sweep.score(model, &settings, &mut bar, &cancel)? else {
-            eprintln!("mcscore: interrupted while scoring {}; nothing was written", model.display());
+            eprintln!("mcscore: {} while scoring {}; nothing was written", crate::signals::interrupted(), model.display());
             return Ok(Outcome::Interrupted);
         };
         if let Some(log) = log.as_mut() {

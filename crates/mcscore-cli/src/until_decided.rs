@@ -157,7 +157,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     let sha256 = mcscore_format::sha256_file(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     let groups = crate::compare::groups(&args, &sha256, None)?;
-    let cancel = crate::cancel_on_ctrl_c()?;
+    let cancel = crate::signals::cancel_on_signal();
     let looking = std::cell::RefCell::new(Looking::new(args.progress));
     let result =
         until_decided::until_decided(&spec, groups.as_ref(), &mut Shared(&looking), &mut |look| looking.borrow().look(look), &cancel);
@@ -178,7 +178,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     if result.interrupted {
         eprintln!(
-            "mcscore: interrupted; {}",
+            "mcscore: {}; {}",
+            crate::signals::interrupted(),
             match &args.log_dir {
                 Some(dir) => format!("the logs in {} are resumable: run the same command with --resume", dir.display()),
                 None => "nothing was kept (give --log-dir DIR to keep logs that a resume continues)".to_owned(),

@@ -41,7 +41,7 @@ fn crafted_task_lines_are_refused_by_name_and_never_panic() {
     let shard = scored_log(dir.path(), "shard.jsonl", 6, &["--shard", "0/1"]);
     type Edit = fn(&mut Value);
     let cases: [(&str, Edit, &str); 15] = [
-        ("gold beyond the options", |t| t["gold"] = 9.into(), "gold is Some(9)"),
+        ("gold beyond the options", |t| t["gold"] = 9.into(), "gold is option 9, but the labels' first 1 is option"),
         ("no options", |t| t["options"] = Value::Array(vec![]), "0 option(s)"),
         ("one option", |t| t["options"] = Value::Array(vec![t["options"][0].clone()]), "1 option(s)"),
         ("acc_pmi predicted, not judged", |t| t["pred"]["acc_pmi"] = 0.into(), "acc_pmi is logged for some"),

@@ -438,7 +438,7 @@ fn directories_are_named_as_directories() {
     let d = path_str(dir.path());
     let file = reference("edge/mc_small8.bin");
     fails_with(&run(&["score", "-m", &model(), "-bf", d]), 1, &["a directory, not a task file"]);
-    fails_with(&run(&["score", "-m", d, "-bf", &file]), 1, &["a directory, not a GGUF file"]);
+    fails_with(&run(&["score", "-m", d, "-bf", &file]), 1, &["the model does not load: a directory, not a regular file"]);
     fails_with(&run(&["score", "-m", &model(), "-bf", &file, "--log-samples", d]), 1, &["--log-samples names a directory"]);
     fails_with(&run(&["validate", d]), 1, &["a directory, not a task file"]);
 }

@@ -175,6 +175,17 @@ thread_local! {
 /// and a context log a dozen.
 const MAX_KEPT: usize = 256;
 
+thread_local! {
+    /// The error lines llama.cpp logged on this thread since the last [`take_errors`]:
+    /// its reason for refusing a model or failing a quantisation, which its
+    /// C API answers only with a null pointer or a status code.
+    static ERRORS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Error lines kept per thread: the latest, each cut to [`MAX_ERROR_CHARS`].
+const MAX_ERRORS: usize = 4;
+const MAX_ERROR_CHARS: usize = 400;
+
 /// Whether llama.cpp's whole log goes to stderr (`MCSCORE_LLAMA_LOG`).
 fn echo_log() -> bool {
     static ECHO: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -183,7 +194,7 @@ fn echo_log() -> bool {
 
 /// llama.cpp's (and ggml's) log callback: keeps the buffer lines, and echoes
 /// everything where `MCSCORE_LLAMA_LOG` is set.
-unsafe extern "C" fn log_callback(_level: llama_cpp_sys_2::ggml_log_level, text: *const c_char, _user: *mut c_void) {
+unsafe extern "C" fn log_callback(level: llama_cpp_sys_2::ggml_log_level, text: *const c_char, _user: *mut c_void) {
     if text.is_null() {
         return;
     }
@@ -192,6 +203,16 @@ unsafe extern "C" fn log_callback(_level: llama_cpp_sys_2::ggml_log_level, text:
     if echo_log() {
         // Never a panic across the C boundary: a closed stderr loses the line.
         let _ = std::io::stderr().write_all(text.as_bytes());
+    }
+    if level == llama_cpp_sys_2::GGML_LOG_LEVEL_ERROR {
+        let line: String = text.trim().chars().take(MAX_ERROR_CHARS).collect();
+        let _ = ERRORS.try_with(|e| {
+            let mut errors = e.borrow_mut();
+            if errors.len() >= MAX_ERRORS {
+                errors.remove(0);
+            }
+            errors.push(line)
+        });
     }
     if let Some(buffer) = parse_buffer_line(&text) {
         // A thread being torn down has no buffers left to keep.
@@ -212,6 +233,13 @@ pub(crate) fn install_log() {
     // SAFETY: the callback is a plain function that lives for the process and
     // takes no user data.
     unsafe { llama_cpp_sys_2::llama_log_set(Some(log_callback), std::ptr::null_mut()) }
+}
+
+/// What llama.cpp's error lines on this thread since the last call say, as
+/// one line ("; " between them); `None` where it logged no error.
+pub(crate) fn take_errors() -> Option<String> {
+    let errors = ERRORS.try_with(|e| std::mem::take(&mut *e.borrow_mut())).unwrap_or_default();
+    (!errors.is_empty()).then(|| errors.join("; "))
 }
 
 /// The buffers logged on this thread since the last call.

@@ -82,32 +82,55 @@ pub fn quantize(input: &Path, output: &Path, quant: QuantType, threads: usize) -
             .map_err(|_| EngineError::ModelLoad { path: p.to_owned(), message: "the path holds a NUL byte".to_owned() })
     };
     let (c_input, c_output) = (c_path(input)?, c_path(output)?);
-    let failed = || EngineError::Quantize {
-        input: input.to_owned(),
-        quant: quant.name(),
-        message: "llama.cpp's quantizer failed (run with MCSCORE_LLAMA_LOG=1 for its log)".to_owned(),
-    };
+    crate::memory::take_errors();
     // The quantizer maps the input and unmaps it tensor by tensor.
-    let code = {
+    let (code, os_error) = {
         let _mappings = crate::memory::mappings_lock();
         quantize_files(&c_input, &c_output, quant.ftype(), i32::try_from(threads).unwrap_or(0))
     };
-    if code != 0 {
-        return Err(failed());
+    if code == 0 {
+        return Ok(());
     }
-    Ok(())
+    // Its log gives what failed ("basic_ios::clear: iostream error" for a
+    // failed write); the OS's errno, why ("No space left on device").
+    let mut message = match crate::memory::take_errors() {
+        Some(reason) => format!("llama.cpp's quantizer failed: {reason}"),
+        None => "llama.cpp's quantizer failed (run with MCSCORE_LLAMA_LOG=1 for its log)".to_owned(),
+    };
+    if let Some(os_error) = os_error {
+        // The output is a temporary name; its folder is the user's.
+        let folder = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        message.push_str(&format!(": {os_error}, writing into {}", folder.display()));
+    }
+    Err(EngineError::Quantize { input: input.to_owned(), quant: quant.name(), message })
 }
 
+/// The errors of a failed write that the OS reports through errno: the
+/// cause of a quantisation that failed while writing.
+fn write_error(errno: i32) -> bool {
+    [libc::ENOSPC, libc::EDQUOT, libc::EIO, libc::EFBIG, libc::EROFS, libc::EACCES, libc::EPERM].contains(&errno)
+}
+
+/// Runs the quantizer; its status and, where it failed writing, the OS's
+/// error, read from errno on this thread right after the call (cleared before it).
 #[allow(unsafe_code)]
-fn quantize_files(input: &CString, output: &CString, ftype: llama_cpp_sys_2::llama_ftype, threads: i32) -> u32 {
+fn quantize_files(input: &CString, output: &CString, ftype: llama_cpp_sys_2::llama_ftype, threads: i32) -> (u32, Option<std::io::Error>) {
     // SAFETY: llama_model_quantize_default_params returns a plain struct by
     // value; its pointer fields (imatrix, overrides) are null and stay null.
     let mut params = unsafe { llama_cpp_sys_2::llama_model_quantize_default_params() };
     params.ftype = ftype;
     params.nthread = threads;
     params.allow_requantize = true;
+    #[cfg(target_os = "linux")]
+    // SAFETY: __errno_location returns this thread's errno, valid for the thread's life.
+    unsafe {
+        *libc::__errno_location() = 0;
+    }
     // SAFETY: both paths are NUL-terminated strings that outlive the call,
     // and `params` is a valid, initialised struct on this stack frame.
     // llama_model_quantize catches its own C++ exceptions and returns non-zero.
-    unsafe { llama_cpp_sys_2::llama_model_quantize(input.as_ptr(), output.as_ptr(), &params) }
+    let code = unsafe { llama_cpp_sys_2::llama_model_quantize(input.as_ptr(), output.as_ptr(), &params) };
+    let errno = std::io::Error::last_os_error();
+    let os_error = (cfg!(target_os = "linux") && code != 0 && errno.raw_os_error().is_some_and(write_error)).then_some(errno);
+    (code, os_error)
 }

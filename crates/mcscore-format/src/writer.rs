@@ -148,7 +148,29 @@ pub(crate) fn temp_file_beside(path: &Path) -> std::io::Result<NamedTempFile> {
     builder.prefix(".mcscore-partial-");
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
-    builder.tempfile_in(folder_of(path))
+    let tmp = builder.tempfile_in(folder_of(path))?;
+    partial_files().push(tmp.path().to_owned());
+    Ok(tmp)
+}
+
+/// Every temporary file made by [`temp_file_beside`] and not yet renamed into
+/// place: what a signal that ends the process must remove, since a process
+/// ended by SIGTERM runs no destructor.
+fn partial_files() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    static PARTIAL: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    // A poisoned list is still the list: a panic elsewhere does not change it.
+    PARTIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Removes every output still being written (the temporary files beside
+/// their targets), for a process about to exit on a signal, and returns how
+/// many it removed. Final names are never touched: what was committed stays.
+pub fn remove_partial_files() -> usize {
+    let mut partial = partial_files();
+    // One already renamed into place or dropped is gone from its temporary name.
+    let removed = partial.iter().filter(|p| std::fs::remove_file(p).is_ok()).count();
+    partial.clear();
+    removed
 }
 
 /// The folder a file at `path` lives in (`.` for a bare file name).
@@ -339,6 +361,7 @@ fn commit_temp(tmp: NamedTempFile, path: &Path, existing: Existing) -> Result<st
     let io = |source| Error::Io { path: path.to_owned(), source };
     tmp.as_file().sync_all().map_err(io)?;
     check_target(path, existing)?;
+    let temp = tmp.path().to_owned();
     let file = match existing {
         Existing::Replace => tmp.persist(path).map_err(|e| io(e.error))?,
         Existing::Refuse => tmp.persist_noclobber(path).map_err(|e| match e.error.kind() {
@@ -346,6 +369,7 @@ fn commit_temp(tmp: NamedTempFile, path: &Path, existing: Existing) -> Result<st
             _ => io(e.error),
         })?,
     };
+    partial_files().retain(|p| *p != temp);
     #[cfg(unix)]
     std::fs::File::open(folder_of(path)).and_then(|dir| dir.sync_all()).map_err(io)?;
     Ok(file)

@@ -660,16 +660,21 @@ impl SampleLog {
     /// inputs and settings, keeping its first `keep(done)` task lines byte for
     /// byte and cutting the file after them.
     pub fn open(path: &Path, header: &Header, resume: bool, keep: impl FnOnce(usize) -> usize) -> Result<Opened, LogError> {
-        let io = LogError::io(path);
-        match File::options().read(true).write(true).create_new(true).open(path) {
-            Ok(file) => {
-                lock(&file, path)?;
-                let mut out = BufWriter::new(file);
-                write_line(&mut out, &Line::Header(Box::new(header.clone()))).and_then(|()| out.flush()).map_err(io)?;
-                return Ok(Opened::Writing { log: SampleLog { path: path.to_owned(), out }, kept: Vec::new() });
+        // A new log appears under its name only with its header whole: it is
+        // written beside it and renamed without replacing anything, so a full
+        // disk or a signal never leaves an empty log that --resume cannot read.
+        if matches!(std::fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
+            let mut new = mcscore_format::AtomicFile::create_new(path)?;
+            write_line(&mut new, &Line::Header(Box::new(header.clone()))).map_err(LogError::io(path))?;
+            match new.commit() {
+                Ok(file) => {
+                    lock(&file, path)?;
+                    return Ok(Opened::Writing { log: SampleLog { path: path.to_owned(), out: BufWriter::new(file) }, kept: Vec::new() });
+                }
+                // Another run made it meanwhile: read below as any existing log.
+                Err(mcscore_format::Error::Exists { .. }) => {}
+                Err(e) => return Err(e.into()),
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(io(e)),
         }
         if path.is_dir() {
             return Err(LogError::Whole { path: path.to_owned(), fault: LogFault::Directory });
@@ -927,7 +932,10 @@ pub fn check_record(header: &Header, record: &TaskRecord) -> Result<(), LogFault
         }
         // A log-softmax subtracts the row's maximum and a log of a sum of at least 1.
         if let Some(above) = [Some(option.logprob_sum), option.uncond_logprob_sum].into_iter().flatten().find(|&l| l > 0.0) {
-            return Err(fault(format!("option {i} has a log-probability of {above}, above 0, which no probability has")));
+            return Err(fault(format!(
+                "option {i} has a log-probability of {}, above 0, which no probability has",
+                mcscore_metrics::shown(above)
+            )));
         }
         // The unconditional pass tokenises the option alone: its tokens are not
         // counted, but none is shorter than a byte.
@@ -947,7 +955,8 @@ pub fn check_record(header: &Header, record: &TaskRecord) -> Result<(), LogFault
     }
     let gold = record.labels.iter().position(|&l| l);
     if record.gold != gold {
-        return Err(fault(format!("gold is {:?}, but the labels' first 1 is at {gold:?}", record.gold)));
+        let option = |g: Option<usize>| g.map_or_else(|| "none".to_owned(), |g| format!("option {g}"));
+        return Err(fault(format!("gold is {}, but the labels' first 1 is {}", option(record.gold), option(gold))));
     }
     let lenient = header.settings.split(' ').any(|w| w == "lenient");
     if !lenient && record.labels.iter().filter(|&&l| l).count() != 1 {
