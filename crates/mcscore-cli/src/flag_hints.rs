@@ -64,7 +64,9 @@ fn engine_hint(command: Asked, error: &EngineError) -> Option<&'static str> {
         (_, EngineError::ContextOverflow { .. } | EngineError::ContextTooLarge { .. }) => {
             Some("lower -c or -np, or pass -c auto to size the context to the longest task (it is at least one fill: lower -b too)")
         }
-        (_, EngineError::TaskTooLong { .. }) => Some("raise -c, or pass -c auto to size the context to the longest task"),
+        (_, EngineError::TaskTooLong { .. } | EngineError::TaskTooLongByBytes { .. }) => {
+            Some("raise -c, or pass -c auto to size the context to the longest task")
+        }
         _ => None,
     }
 }

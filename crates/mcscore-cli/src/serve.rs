@@ -480,6 +480,11 @@ async fn shutdown_signal() {
 async fn serve_connections(listener: tokio::net::TcpListener, app: Router, read_timeout: Duration, shutdown_timeout: Duration) -> bool {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
+    // Without half_close: a client whose end of input arrives while its
+    // request is scored is taken as gone and its work cancelled, as nginx and
+    // llama-server take it. TCP cannot tell a client that shut down only its
+    // sending side (`nc -N`) from one that left, and a scorer that kept
+    // computing for clients that left would starve those still waiting.
     http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(read_timeout);
     let stop = shutdown_signal();
     tokio::pin!(stop);

@@ -105,6 +105,14 @@ pub enum ConvertError {
 
     #[error("mc1_targets must have exactly one label 1, found {found}")]
     GoldCount { found: usize },
+
+    /// Two options under one label: the answer key could name either.
+    #[error("the label {label:?} names options {first} and {second}; each option needs a label of its own")]
+    DuplicateLabel { label: String, first: usize, second: usize },
+
+    /// A task `score` would refuse to tokenise (see `mcscore_format::MAX_TEXT_BYTES`).
+    #[error("the rendered question and its longest option are {bytes} bytes together; mcscore scores at most {max} bytes (4 MiB) per text", max = mcscore_format::MAX_TEXT_BYTES)]
+    TextTooLong { bytes: usize },
 }
 
 fn missing(field: impl Into<String>, expected: &'static str) -> ConvertError {
@@ -125,6 +133,11 @@ fn strings(value: Option<&Value>, what: &str) -> Result<Vec<String>, ConvertErro
 }
 
 fn position(labels: &[String], key: &str) -> Result<usize, ConvertError> {
+    for (second, label) in labels.iter().enumerate() {
+        if let Some(first) = labels[..second].iter().position(|l| l == label) {
+            return Err(ConvertError::DuplicateLabel { label: label.clone(), first, second });
+        }
+    }
     labels.iter().position(|l| l == key).ok_or_else(|| ConvertError::UnknownKey { key: key.to_owned(), labels: labels.to_vec() })
 }
 
@@ -790,6 +803,13 @@ mod tests {
 
     fn convert(name: &str, row: Value) -> Item {
         (find(name).unwrap().convert)(&row).unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    #[test]
+    fn a_label_given_twice_is_refused() {
+        let row = json!({"question": "Q?", "choices": {"text": ["a", "b", "c"], "label": ["A", "B", "A"]}, "answerKey": "A"});
+        let error = (find("arc-easy-validation").unwrap().convert)(&row).unwrap_err();
+        assert_eq!(error.to_string(), "the label \"A\" names options 0 and 2; each option needs a label of its own");
     }
 
     #[test]

@@ -184,6 +184,12 @@ fn render_each(
         if let Some(preambles) = preambles.as_deref_mut() {
             question = format!("{}{question}", preambles.of(tasks, &row)?);
         }
+        // What score tokenises: question + " " + option (a blank's halves are shorter).
+        let bytes = question.len() + 1 + options.iter().map(String::len).max().unwrap_or(0);
+        if bytes > mcscore_format::MAX_TEXT_BYTES {
+            let source = Box::new(ConvertError::TextTooLong { bytes });
+            return Err(DatasetError::Row { name: benchmark.name.to_owned(), file: row.file.to_owned(), row: row.row, source });
+        }
         each(tasks, (question, options, item.gold))?;
         tasks += 1;
         Ok(())

@@ -5,6 +5,7 @@
 //! Flow: [`Engine::load`] → [`Engine::prepare`] (tokenise, common prefixes,
 //! up-front refusals) → [`plan`] (pack tasks into decodes) → [`Engine::score`].
 
+pub mod budget;
 mod chat;
 mod memory;
 mod plan;
@@ -48,9 +49,21 @@ pub enum EngineError {
     #[error("{}: the model does not load: {message}", path.display())]
     ModelLoad { path: PathBuf, message: String },
 
-    #[error("{}: the model does not load (set MCSCORE_LLAMA_LOG=1 to see llama.cpp's log)", path.display())]
+    /// A file that is not a GGUF model llama.cpp would load, by mcscore's own
+    /// check of its structure: the fault, its byte offset and its key or tensor.
+    #[error("{}: the model does not load: {kind}", path.display())]
+    ModelFile {
+        path: PathBuf,
+        #[source]
+        kind: Box<mcscore_gguf::GgufErrorKind>,
+    },
+
+    /// A file that passed mcscore's own GGUF check and that llama.cpp still
+    /// refuses, with the reason its log gave.
+    #[error("{}: the model does not load: {reason}", path.display())]
     ModelRefused {
         path: PathBuf,
+        reason: String,
         #[source]
         source: llama_cpp_2::LlamaModelLoadError,
     },
@@ -81,8 +94,13 @@ pub enum EngineError {
     #[error("{}: the model file changed while it was in use ({what}); the scores cannot be trusted", path.display())]
     ModelChanged { path: PathBuf, what: String },
 
-    #[error("{}", too_long_message(tasks, *n_ctx))]
+    #[error("{}", too_long_message(tasks, *n_ctx, ""))]
     TaskTooLong { tasks: Vec<(usize, usize)>, n_ctx: usize },
+
+    /// Tasks refused by their bytes before tokenising ([`Engine::refuse_by_bytes`]):
+    /// the token counts are lower bounds.
+    #[error("{} (counted from their bytes, before tokenising)", too_long_message(tasks, *n_ctx, "at least "))]
+    TaskTooLongByBytes { tasks: Vec<(usize, usize)>, n_ctx: usize },
 
     #[error("a task has {widest} options; llama.cpp allows at most {max} sequences")]
     TooManySequences { widest: usize, max: usize },
@@ -173,7 +191,7 @@ impl EngineError {
             | EngineError::ChatBos { task, .. }
             | EngineError::SpecialText { task, .. } => Some(*task),
             EngineError::TextTooLong { task, .. } => *task,
-            EngineError::TaskTooLong { tasks, .. } => tasks.first().map(|t| t.0),
+            EngineError::TaskTooLong { tasks, .. } | EngineError::TaskTooLongByBytes { tasks, .. } => tasks.first().map(|t| t.0),
             _ => None,
         }
     }
@@ -185,9 +203,9 @@ pub type LlamaCause = Box<dyn std::error::Error + Send + Sync>;
 
 const GIB: f64 = (1u64 << 30) as f64;
 
-/// The longest text (in UTF-8 bytes) handed to the tokenizer: 4 MiB, about a
-/// million tokens, beyond the context of any model.
-pub const MAX_TEXT_BYTES: usize = 4 << 20;
+/// The longest text (in UTF-8 bytes) handed to the tokenizer: the task
+/// file's rule, so a file mcscore calls valid is one it tokenises.
+pub use mcscore_format::MAX_TEXT_BYTES;
 
 /// Refuses a text past [`MAX_TEXT_BYTES`] before it is tokenised.
 pub(crate) fn check_text_length(task: Option<usize>, bytes: usize) -> Result<(), EngineError> {
@@ -197,8 +215,8 @@ pub(crate) fn check_text_length(task: Option<usize>, bytes: usize) -> Result<(),
     Ok(())
 }
 
-fn too_long_message(tasks: &[(usize, usize)], n_ctx: usize) -> String {
-    let listed: Vec<String> = tasks.iter().take(5).map(|(i, t)| format!("task {i} needs {t} tokens")).collect();
+fn too_long_message(tasks: &[(usize, usize)], n_ctx: usize, bound: &str) -> String {
+    let listed: Vec<String> = tasks.iter().take(5).map(|(i, t)| format!("task {i} needs {bound}{t} tokens")).collect();
     let more = if tasks.len() > 5 { format!(" and {} more", tasks.len() - 5) } else { String::new() };
     format!(
         "{} task{} do not fit the {n_ctx}-token context: {}{more}",
@@ -236,6 +254,8 @@ pub struct Engine {
     pages_released: bool,
     /// The buffers llama.cpp allocated for the weights.
     weights: Vec<Buffer>,
+    /// The vocabulary's longest token text, in bytes, once asked for.
+    longest_token: OnceLock<usize>,
 }
 
 impl Drop for Engine {
@@ -273,9 +293,9 @@ impl Engine {
         if !path.exists() {
             return Err(load_error("no such file".into()));
         }
-        if path.is_dir() {
-            return Err(load_error("a directory, not a GGUF file".into()));
-        }
+        // Before llama.cpp sees it: a FIFO would block its open, and a
+        // malformed file would get only "null result" from it.
+        mcscore_gguf::check_file(path).map_err(|e| EngineError::ModelFile { path: path.to_owned(), kind: Box::new(e.kind) })?;
         let stamp = stamp(path).map_err(|e| load_error(e.to_string()))?;
         let mut params = LlamaModelParams::default().with_n_gpu_layers(n_gpu_layers);
         if mmap == Mmap::Off {
@@ -290,10 +310,15 @@ impl Engine {
             });
         }
         memory::take_buffers();
+        memory::take_errors();
+        let refusal = || memory::take_errors().unwrap_or_else(|| "llama.cpp refused it and logged no reason".to_owned());
         let model = {
             let _mappings = memory::mappings_lock();
-            let model = LlamaModel::load_from_file(backend, path, &params)
-                .map_err(|source| EngineError::ModelRefused { path: path.to_owned(), source })?;
+            let model = LlamaModel::load_from_file(backend, path, &params).map_err(|source| EngineError::ModelRefused {
+                path: path.to_owned(),
+                reason: refusal(),
+                source,
+            })?;
             // The last tensor's pages, read after the last progress call.
             if let Some(release) = &release {
                 release.release();
@@ -302,7 +327,16 @@ impl Engine {
         };
         let weights = memory::take_buffers().into_iter().filter(|b| b.holds == BufferUse::Weights).collect();
         let pages_released = release.is_some_and(|r| r.found());
-        Ok(Engine { backend, model: std::mem::ManuallyDrop::new(model), path: path.to_owned(), stamp, mmap, pages_released, weights })
+        Ok(Engine {
+            backend,
+            model: std::mem::ManuallyDrop::new(model),
+            path: path.to_owned(),
+            stamp,
+            mmap,
+            pages_released,
+            weights,
+            longest_token: OnceLock::new(),
+        })
     }
 
     /// Where memory went: the weights' buffers, a context's (`context`,
@@ -406,6 +440,22 @@ impl Engine {
     pub fn detokenize(&self, tokens: &[u32]) -> Vec<u8> {
         let tokens: Vec<LlamaToken> = tokens.iter().map(|&t| LlamaToken(t as i32)).collect();
         self.model.vocab().detokenize(&tokens, false, true)
+    }
+
+    /// Refuses, before they are tokenised, the texts (task index, bytes) that
+    /// cannot fit `limit` tokens however they tokenise: a text of B bytes is at
+    /// least B / (2 L) tokens, L the vocabulary's longest token in bytes (the 2
+    /// leaves room for a normaliser that maps more input to less token text).
+    /// A prompt of megabytes is refused here in microseconds, where
+    /// tokenising it would take seconds and gigabytes first.
+    pub fn refuse_by_bytes(&self, texts: impl IntoIterator<Item = (usize, usize)>, limit: usize) -> Result<(), EngineError> {
+        let per_token = 2 * *self.longest_token.get_or_init(|| (0..self.n_vocab()).map(|t| self.piece(t).len()).max().unwrap_or(1).max(1));
+        let too_long: Vec<(usize, usize)> =
+            texts.into_iter().map(|(task, bytes)| (task, bytes.div_ceil(per_token))).filter(|&(_, tokens)| tokens > limit).collect();
+        if too_long.is_empty() {
+            return Ok(());
+        }
+        Err(EngineError::TaskTooLongByBytes { tasks: too_long, n_ctx: limit })
     }
 
     /// One token's text, special tokens written out; `token` must be below

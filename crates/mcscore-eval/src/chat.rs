@@ -115,8 +115,156 @@ struct Message<'a> {
 }
 
 enum Renderer {
-    Jinja(Box<minijinja::Environment<'static>>),
+    Jinja(Jinja),
     Builtin(String),
+}
+
+/// Bytes a template's rendering of one prompt may hold at once: the prompt
+/// (at most [`MAX_TEXT_BYTES`]), the conversation it was given and what it
+/// builds on the way, a small multiple of the prompt's cap.
+pub(crate) const RENDER_MEMORY: usize = 16 * MAX_TEXT_BYTES;
+
+/// A Jinja template rendered on a thread of its own, whose allocations are
+/// bounded by [`RENDER_MEMORY`] (see [`mcscore_engine::budget`]).
+struct Jinja {
+    jobs: std::sync::mpsc::Sender<Job>,
+    answers: std::sync::Mutex<std::sync::mpsc::Receiver<Result<String, Refusal>>>,
+    overrun: mcscore_engine::budget::Overrun,
+}
+
+/// Why a template did not render: the line it failed on, where known, and what.
+type Refusal = (Option<usize>, String);
+
+/// One prompt to render: the variables Hugging Face's apply_chat_template passes.
+struct Job {
+    messages: Vec<(&'static str, String)>,
+    add_generation_prompt: bool,
+    thinking: bool,
+}
+
+impl Jinja {
+    /// Compiles `text` on the bounded thread (minijinja folds constant
+    /// expressions as it compiles: `'ab' * 50000000` is built then) and keeps
+    /// the thread for the renderings.
+    fn start(text: String, bos_token: String, eos_token: String) -> Result<Jinja, Refusal> {
+        let (jobs, inbox) = std::sync::mpsc::channel::<Job>();
+        let (outbox, answers) = std::sync::mpsc::channel();
+        let overrun = mcscore_engine::budget::Overrun::new();
+        let watched = overrun.clone();
+        std::thread::Builder::new()
+            .name("chat-template".into())
+            .spawn(move || {
+                let compiled = mcscore_engine::budget::bounded(RENDER_MEMORY, &watched, || environment(text));
+                let env = match compiled {
+                    Ok(env) => {
+                        let _ = outbox.send(Ok(String::new()));
+                        env
+                    }
+                    Err(error) => {
+                        let _ = outbox.send(Err(describe(&error)));
+                        return;
+                    }
+                };
+                for job in inbox {
+                    let answer =
+                        mcscore_engine::budget::bounded(RENDER_MEMORY, &watched, || render_jinja(&env, &job, &bos_token, &eos_token));
+                    if outbox.send(answer).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| (None, format!("starting its rendering thread: {e}")))?;
+        let jinja = Jinja { jobs, answers: std::sync::Mutex::new(answers), overrun };
+        jinja.answer().map(|_| jinja)
+    }
+
+    /// The rendered prompt, or why not (the template's error, or its memory).
+    fn render(&self, job: Job) -> Result<String, Refusal> {
+        if self.overrun.raised() {
+            return Err(over());
+        }
+        self.jobs.send(job).map_err(|_| ended())?;
+        self.answer()
+    }
+
+    /// The rendering thread's next answer, or why none comes.
+    fn answer(&self) -> Result<String, Refusal> {
+        use std::sync::mpsc::RecvTimeoutError;
+        let answers = self.answers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        loop {
+            match answers.recv_timeout(std::time::Duration::from_millis(20)) {
+                Ok(answer) => return answer,
+                Err(RecvTimeoutError::Timeout) if self.overrun.raised() => return Err(over()),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return Err(ended()),
+            }
+        }
+    }
+}
+
+/// What a template that passed [`RENDER_MEMORY`] is told.
+fn over() -> Refusal {
+    let message = format!(
+        "compiling it or rendering one prompt took more than {} MiB of memory, {} times the largest prompt; it is refused",
+        RENDER_MEMORY >> 20,
+        RENDER_MEMORY / MAX_TEXT_BYTES
+    );
+    (None, message)
+}
+
+fn ended() -> Refusal {
+    (None, "its rendering thread has ended".to_owned())
+}
+
+/// An output that refuses to grow past [`MAX_TEXT_BYTES`]: a prompt is refused
+/// as it passes the cap, not once the template has written all of it.
+struct Capped(Vec<u8>);
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.0.len() + buf.len() > MAX_TEXT_BYTES {
+            return Err(std::io::Error::other(format!("a prompt of more than {MAX_TEXT_BYTES} bytes (4 MiB)")));
+        }
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What a minijinja error says, with the line it names.
+fn describe(error: &minijinja::Error) -> Refusal {
+    let detail = match error.detail() {
+        Some(detail) => format!("{}: {detail}", error.kind()),
+        None => error.kind().to_string(),
+    };
+    // A write refused by Capped: its message is the whole story.
+    let cause = std::error::Error::source(error).map(ToString::to_string);
+    let text = match (error.kind(), cause) {
+        (minijinja::ErrorKind::WriteFailure, Some(cause)) => cause,
+        _ => detail,
+    };
+    (error.line(), text)
+}
+
+/// Renders `job` in `env`'s template, on the bounded thread.
+fn render_jinja(env: &minijinja::Environment<'static>, job: &Job, bos_token: &str, eos_token: &str) -> Result<String, Refusal> {
+    let messages: Vec<Message<'_>> = job.messages.iter().map(|(role, content)| Message { role, content }).collect();
+    let template = env.get_template(TEMPLATE_NAME).map_err(|e| describe(&e))?;
+    let context = minijinja::context! {
+        messages => messages,
+        add_generation_prompt => job.add_generation_prompt,
+        bos_token => bos_token,
+        eos_token => eos_token,
+        tools => (),
+        documents => (),
+        enable_thinking => job.thinking,
+    };
+    let mut out = Capped(Vec::new());
+    template.render_captured_to(context, &mut out).map_err(|e| describe(&e))?;
+    String::from_utf8(out.0).map_err(|e| (None, format!("it wrote text that is not UTF-8: {e}")))
 }
 
 /// A template resolved against a model, ready to render.
@@ -125,8 +273,6 @@ pub(crate) struct Template {
     origin: &'static str,
     sha256: String,
     renderer: Renderer,
-    bos_token: String,
-    eos_token: String,
 }
 
 impl Template {
@@ -143,14 +289,10 @@ impl Template {
                     message: format!("{} bytes; at most {MAX_TEMPLATE_BYTES} (1 MiB)", text.len()),
                 }));
             }
-            Ok(Template {
-                sha256: sha256_hex(text.as_bytes()),
-                renderer: Renderer::Jinja(Box::new(environment(&label, text)?)),
-                label,
-                origin,
-                bos_token: bos_token.clone(),
-                eos_token: eos_token.clone(),
-            })
+            let sha256 = sha256_hex(text.as_bytes());
+            let jinja = Jinja::start(text, bos_token.clone(), eos_token.clone())
+                .map_err(|(line, message)| EvalError::Chat(ChatError::Template { template: label.clone(), line, message }))?;
+            Ok(Template { sha256, renderer: Renderer::Jinja(jinja), label, origin })
         };
         Ok(Some(match choice {
             TemplateChoice::None => return Ok(None),
@@ -182,8 +324,6 @@ impl Template {
                 origin: "builtin",
                 sha256: sha256_hex(name.as_bytes()),
                 renderer: Renderer::Builtin(name.clone()),
-                bos_token,
-                eos_token,
             },
         }))
     }
@@ -193,24 +333,11 @@ impl Template {
     /// `enable_thinking`.
     fn render(&self, engine: &Engine, messages: &[Message<'_>], add_generation_prompt: bool, thinking: bool) -> Result<String, EvalError> {
         match &self.renderer {
-            Renderer::Jinja(env) => {
-                let template = env.get_template(TEMPLATE_NAME).map_err(|e| template_error(&self.label, &e))?;
-                // The variables Hugging Face's apply_chat_template passes.
-                let context = minijinja::context! {
-                    messages => messages,
-                    add_generation_prompt => add_generation_prompt,
-                    bos_token => &self.bos_token,
-                    eos_token => &self.eos_token,
-                    tools => (),
-                    documents => (),
-                    enable_thinking => thinking,
-                };
-                let rendered = template.render(context).map_err(|e| template_error(&self.label, &e))?;
-                if rendered.len() > MAX_TEXT_BYTES {
-                    let message = format!("a prompt of {} bytes; at most {MAX_TEXT_BYTES} (4 MiB)", rendered.len());
-                    return Err(EvalError::Chat(ChatError::Template { template: self.label.clone(), line: None, message }));
-                }
-                Ok(rendered)
+            Renderer::Jinja(jinja) => {
+                let messages = messages.iter().map(|m| (m.role, m.content.to_owned())).collect();
+                jinja
+                    .render(Job { messages, add_generation_prompt, thinking })
+                    .map_err(|(line, message)| EvalError::Chat(ChatError::Template { template: self.label.clone(), line, message }))
             }
             Renderer::Builtin(name) => {
                 let messages: Vec<(&str, &str)> = messages.iter().map(|m| (m.role, m.content)).collect();
@@ -223,7 +350,7 @@ impl Template {
 const TEMPLATE_NAME: &str = "chat_template";
 
 /// A Jinja environment as transformers' `_compile_jinja_template` makes one.
-fn environment(label: &str, text: String) -> Result<minijinja::Environment<'static>, EvalError> {
+fn environment(text: String) -> Result<minijinja::Environment<'static>, minijinja::Error> {
     let mut env = minijinja::Environment::new();
     env.set_trim_blocks(true);
     env.set_lstrip_blocks(true);
@@ -232,16 +359,8 @@ fn environment(label: &str, text: String) -> Result<minijinja::Environment<'stat
     env.add_function("raise_exception", |message: String| -> Result<String, minijinja::Error> {
         Err(minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, format!("the template raised: {message}")))
     });
-    env.add_template_owned(TEMPLATE_NAME, text).map_err(|e| template_error(label, &e))?;
+    env.add_template_owned(TEMPLATE_NAME, text)?;
     Ok(env)
-}
-
-fn template_error(label: &str, error: &minijinja::Error) -> EvalError {
-    let message = match error.detail() {
-        Some(detail) => format!("{}: {detail}", error.kind()),
-        None => error.kind().to_string(),
-    };
-    EvalError::Chat(ChatError::Template { template: label.to_owned(), line: error.line(), message })
 }
 
 /// Splits a k-shot question into its `shots` solved examples, each a
@@ -305,6 +424,17 @@ fn render_tasks(
         .iter()
         .map(|(index, task)| template.render(engine, &conversation(spec, file, *index, task.question)?, true, false))
         .collect::<Result<Vec<String>, EvalError>>()?;
+    // A template that drops the question (one that writes only the
+    // generation prompt) would have every option scored without it.
+    for ((index, task), prompt) in tasks.iter().zip(&prompts) {
+        let turns = conversation(spec, file, *index, task.question)?;
+        let asked = turns.last().map_or("", |m| m.content.trim());
+        if !asked.is_empty() && !prompt.contains(asked) {
+            return Err(fail(format!(
+                "task {index}: its prompt does not hold the task's question, so every option would be scored without it: the template drops or rewrites the user's turn"
+            )));
+        }
+    }
     let (first_index, first) = tasks.first().map(|(i, t)| (*i, t.question)).unwrap_or((0, ""));
     let first_task_prompt = prompts.first().cloned().unwrap_or_default();
     let turns = conversation(spec, file, first_index, first)?;
@@ -367,17 +497,31 @@ fn render_tasks(
 
 /// Tasks tokenised as `question + " " + option` without a template, or
 /// behind their prompts rendered in `template`, with the header that
-/// records how; the engine's refusals go through `describe`.
+/// records how; the engine's refusals go through `describe`. With a fixed
+/// context of `limit` tokens, a task that cannot fit it is refused by its
+/// bytes before it is tokenised.
 pub(crate) fn prepare(
     engine: &Engine,
     spec: &ChatSpec,
     template: Option<&Template>,
     file: &Path,
     tasks: &[(usize, Task<'_>)],
-    describe: impl FnOnce(EngineError) -> EvalError,
+    limit: Option<usize>,
+    describe: impl Fn(EngineError) -> EvalError,
 ) -> Result<(Vec<PreparedTask>, Option<ChatHeader>), EvalError> {
-    let Some(template) = template else { return Ok((engine.prepare(tasks).map_err(describe)?, None)) };
+    let longest = |task: &Task<'_>| task.options().iter().map(|o| o.len()).max().unwrap_or(0);
+    let Some(template) = template else {
+        if let Some(limit) = limit {
+            let texts = tasks.iter().map(|(i, t)| (*i, t.question.len() + 1 + longest(t)));
+            engine.refuse_by_bytes(texts, limit).map_err(&describe)?;
+        }
+        return Ok((engine.prepare(tasks).map_err(describe)?, None));
+    };
     let rendered = render_tasks(spec, template, engine, file, tasks)?;
+    if let Some(limit) = limit {
+        let texts = tasks.iter().zip(&rendered.prompts).map(|((i, t), prompt)| (*i, prompt.len() + longest(t)));
+        engine.refuse_by_bytes(texts, limit).map_err(&describe)?;
+    }
     let (prepared, bos) = engine.prepare_chat(tasks, &rendered.prompts).map_err(describe)?;
     Ok((prepared, Some(ChatHeader { bos: bos.as_str().to_owned(), ..rendered.header })))
 }
@@ -436,11 +580,53 @@ mod tests {
         assert!(TemplateChoice::parse("").is_err());
     }
 
+    fn render_alone(text: &str) -> Result<String, Refusal> {
+        let jinja = Jinja::start(text.to_owned(), String::new(), String::new())?;
+        jinja.render(Job { messages: vec![("user", "What is 2 + 2?".into())], add_generation_prompt: true, thinking: false })
+    }
+
+    /// This process's peak resident memory (Linux's VmHWM), in bytes.
+    fn peak_resident() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+    }
+
+    #[test]
+    fn no_template_takes_more_than_its_memory_bound() {
+        assert!(mcscore_engine::budget::installed(), "the unit tests run with BoundedAlloc");
+        // Each doubles a string forty times (a terabyte), by a different route.
+        let growers = [
+            "{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}",
+            "{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s | length }}",
+            "{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s | replace('a', 'aa') | replace('b', 'bb') %}{% endfor %}{{ ns.s | length }}",
+            "{% set ns = namespace(l=['ab']) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l | join('') | length }}",
+            // One step: minijinja allows a repeated string of up to 100 MB.
+            "{{ ('ab' * 50000000) | length }}",
+        ];
+        for text in growers {
+            let (line, message) = render_alone(text).unwrap_err();
+            assert_eq!(line, None, "{text}");
+            assert!(message.contains(&format!("more than {} MiB", RENDER_MEMORY >> 20)), "{text}: {message}");
+            // The stopped threads hold at most their bound each.
+            assert!(peak_resident() < 1 << 30, "{text}: peak {} MiB", peak_resident() >> 20);
+        }
+    }
+
+    #[test]
+    fn a_prompt_is_refused_as_it_passes_the_cap() {
+        let (_, message) = render_alone("{% for i in range(5) %}{{ 'a' * 1000000 }}{% endfor %}").unwrap_err();
+        assert_eq!(message, format!("a prompt of more than {MAX_TEXT_BYTES} bytes (4 MiB)"));
+        assert_eq!(render_alone("{{ 'a' * 1000000 }}").unwrap().len(), 1_000_000);
+        // A template's own error keeps its line.
+        assert_eq!(render_alone("\n{{ raise_exception('no') }}").unwrap_err().0, Some(2));
+    }
+
     #[test]
     fn jinja_renders_as_transformers_sets_jinja2_up() {
         let text =
             "{% for m in messages %}\n  {{ m.role }}: {{ m.content.strip() }}|\n{% endfor %}{% if add_generation_prompt %}>{% endif %}\n";
-        let env = environment("t", text.to_owned()).unwrap();
+        let env = environment(text.to_owned()).unwrap();
         let out = env
             .get_template(TEMPLATE_NAME)
             .unwrap()
@@ -450,16 +636,11 @@ mod tests {
         // indent before one, and the template's final newline goes (jinja2's
         // keep_trailing_newline=False).
         assert_eq!(out, "  user: hi|\n>");
-        let err = environment("t", "{{ raise_exception('no system') }}".into())
-            .unwrap()
-            .get_template(TEMPLATE_NAME)
-            .unwrap()
-            .render(())
-            .unwrap_err();
-        assert!(template_error("t", &err).to_string().contains("no system"));
-        let EvalError::Chat(ChatError::Template { line, .. }) = environment("bad.jinja", "line one\n{% if %}".into()).unwrap_err() else {
-            panic!()
-        };
-        assert_eq!(line, Some(2));
+        let err =
+            environment("{{ raise_exception('no system') }}".into()).unwrap().get_template(TEMPLATE_NAME).unwrap().render(()).unwrap_err();
+        assert!(describe(&err).1.contains("no system"));
+        assert_eq!(describe(&environment("line one\n{% if %}".into()).unwrap_err()).0, Some(2));
+        // A compile error comes back from the rendering thread with its line.
+        assert_eq!(render_alone("line one\n{% if %}").unwrap_err().0, Some(2));
     }
 }

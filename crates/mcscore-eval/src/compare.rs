@@ -575,12 +575,12 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
 /// The answer in words, from the verdict and the sign of the difference.
 fn conclusion(verdict: Verdict, difference: f64, margin: f64) -> String {
     let direction = if difference < 0.0 { "worse" } else { "better" };
-    let within = format!("within ±{margin} point{}", if margin == 1.0 { "" } else { "s" });
+    let within = format!("within ±{} point{}", mcscore_metrics::shown(margin), if margin == 1.0 { "" } else { "s" });
     match verdict {
         Verdict::Equivalent => format!("equivalent {within}"),
         Verdict::Different => direction.to_owned(),
         Verdict::DifferentWithinMargin => format!("{direction}, but {within}"),
-        Verdict::Undecided => format!("undecided at ±{margin}: more tasks needed"),
+        Verdict::Undecided => format!("undecided at ±{}: more tasks needed", mcscore_metrics::shown(margin)),
     }
 }
 

@@ -348,9 +348,9 @@ impl EvalError {
         move |source| EvalError::Io { path, source }
     }
 
-    pub(crate) fn engine(path: impl Into<PathBuf>) -> impl FnOnce(EngineError) -> EvalError {
+    pub(crate) fn engine(path: impl Into<PathBuf>) -> impl Fn(EngineError) -> EvalError {
         let path = path.into();
-        move |source| EvalError::Engine { path, source }
+        move |source| EvalError::Engine { path: path.clone(), source }
     }
 
     /// The engine error behind this one, if any (a front end adds flag hints).

@@ -485,9 +485,15 @@ impl<'e> ScoreJob<'e> {
         let template = Template::resolve(&spec.chat.template, &engine)?;
         let (mut prepared, chat) = match spec.kind {
             TaskKind::Winogrande => (engine.prepare_blanks(&selected).map_err(EvalError::engine(path))?, None),
-            TaskKind::MultipleChoice | TaskKind::HellaSwag => {
-                crate::chat::prepare(&engine, &spec.chat, template.as_ref(), path, &selected, EvalError::engine(path))?
-            }
+            TaskKind::MultipleChoice | TaskKind::HellaSwag => crate::chat::prepare(
+                &engine,
+                &spec.chat,
+                template.as_ref(),
+                path,
+                &selected,
+                settings.task_limit(),
+                EvalError::engine(path),
+            )?,
         };
         prepared.drain(..extra);
         selected.drain(..extra);
@@ -502,7 +508,8 @@ impl<'e> ScoreJob<'e> {
             let unconditional_error = |source| EvalError::Unconditional { path: path.to_owned(), source };
             // The same turns around "Answer:" alone; no shots to split.
             let chat = ChatSpec { shots: None, ..spec.chat.clone() };
-            let prepared = crate::chat::prepare(&engine, &chat, template.as_ref(), path, &bare, unconditional_error)?.0;
+            let prepared =
+                crate::chat::prepare(&engine, &chat, template.as_ref(), path, &bare, settings.task_limit(), unconditional_error)?.0;
             let plan = mcscore_engine::plan(&prepared, settings).map_err(unconditional_error)?;
             Some((prepared, plan))
         } else {

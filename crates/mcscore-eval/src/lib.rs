@@ -41,6 +41,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+/// The unit tests count a chat template's allocations as the binary does.
+#[cfg(test)]
+#[global_allocator]
+static ALLOCATOR: mcscore_engine::budget::BoundedAlloc = mcscore_engine::budget::BoundedAlloc;
 pub mod chat;
 pub mod compare;
 pub mod completions;

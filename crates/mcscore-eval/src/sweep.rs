@@ -213,7 +213,8 @@ impl Sweep {
         let tasks: Vec<(usize, Task<'_>)> = self.prompts.iter().enumerate().map(|(i, p)| (i, task_of(p))).collect();
         let label = Path::new(&self.items.label);
         let template = crate::chat::Template::resolve(&self.spec.chat.template, &engine)?;
-        let (mut prepared, chat) = crate::chat::prepare(&engine, &self.spec.chat, template.as_ref(), label, &tasks, |e| self.describe(e))?;
+        let (mut prepared, chat) =
+            crate::chat::prepare(&engine, &self.spec.chat, template.as_ref(), label, &tasks, settings.task_limit(), |e| self.describe(e))?;
         let prompts = match shard {
             Some(shard) => {
                 let mut item_tokens = vec![0; self.items.items.len()];

@@ -76,6 +76,11 @@ pub enum Fault {
     #[error("task {task}: one option (count at byte {at}); a task needs at least 2 options to be scored")]
     OneOption { task: usize, at: u64 },
 
+    /// A task whose text mcscore would refuse to tokenise: a file it writes
+    /// or calls valid is one it scores.
+    #[error("task {task}: the question at byte {at} and its longest option are {bytes} bytes together; mcscore tokenises at most {max} bytes (4 MiB) per text, more than any context holds", max = crate::MAX_TEXT_BYTES)]
+    TextTooLong { task: usize, at: u64, bytes: u64 },
+
     #[error("task {task}: {count} options (count at byte {at}); at most {max} are allowed", max = crate::MAX_OPTIONS)]
     TooManyOptions { task: usize, at: u64, count: u32 },
 
@@ -121,6 +126,7 @@ impl Fault {
             | EmptyQuestion { task, .. }
             | NoOptions { task, .. }
             | OneOption { task, .. }
+            | TextTooLong { task, .. }
             | TooManyOptions { task, .. }
             | EmptyOption { task, .. }
             | BadLabel { task, .. }
@@ -150,6 +156,7 @@ impl Fault {
             EmptyQuestion { .. } => "empty_question",
             NoOptions { .. } => "no_options",
             OneOption { .. } => "one_option",
+            TextTooLong { .. } => "text_too_long",
             TooManyOptions { .. } => "too_many_options",
             EmptyOption { .. } => "empty_option",
             BadLabel { .. } => "bad_label",

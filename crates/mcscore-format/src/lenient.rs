@@ -32,6 +32,7 @@ pub fn llama_cpp_rejects(fault: &Fault) -> bool {
         | Fault::Overlap { .. }
         | Fault::InvalidUtf8 { .. }
         | Fault::OneOption { .. }
+        | Fault::TextTooLong { .. }
         | Fault::BadLabel { .. }
         | Fault::NoGoldLabel { .. }
         | Fault::SeveralGoldLabels { .. }

@@ -151,6 +151,12 @@ pub(crate) fn parse_task<'a>(bytes: &'a [u8], start: usize, task: usize, faults:
             cursor.faults.push(Fault::EmptyQuestion { task, at });
         }
         let mc1 = cursor.choices(false)?;
+        // What the engine tokenises: question + " " + option.
+        let longest = mc1.options.iter().map(|o| o.len()).max().unwrap_or(0);
+        let bytes = question.len() + 1 + longest;
+        if bytes > crate::MAX_TEXT_BYTES {
+            cursor.faults.push(Fault::TextTooLong { task, at, bytes: bytes as u64 });
+        }
         let mc2 = cursor.choices(true)?;
         Ok::<_, PastEnd>(Task { question, mc1, mc2 })
     })();

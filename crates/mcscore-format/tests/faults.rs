@@ -215,3 +215,24 @@ fn lenient_reads_what_llama_cpp_reads() {
     let error = read_lenient(&bytes, Path::new("x.bin")).expect_err("rejected");
     assert!(error.to_string().contains("x.bin: invalid task file (1 fault): task 0: option 1"), "{error}");
 }
+
+#[test]
+fn a_text_score_would_not_tokenise() {
+    let max = mcscore_format::MAX_TEXT_BYTES;
+    // question + " " + the longest option, exactly at the cap and one past it.
+    let question = "q".repeat(max - 1 - 3);
+    assert_eq!(validate(&one_task(Task::new(&question, vec!["a", "bbb"], 0))), vec![]);
+    let bytes = one_task(Task::new(&question, vec!["a", "bbbb"], 0));
+    let faults = validate(&bytes);
+    assert_eq!(faults, vec![Fault::TextTooLong { task: 0, at: 8, bytes: max as u64 + 1 }]);
+    assert!(faults[0]
+        .to_string()
+        .starts_with(&format!("task 0: the question at byte 8 and its longest option are {} bytes together", max + 1)));
+    assert!(!mcscore_format::llama_cpp_rejects(&faults[0]), "llama.cpp reads it");
+    // The writer refuses what validation calls a fault.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.bin");
+    let error = mcscore_format::write_tasks(&path, [Task::new(&question, vec!["a", "bbbb"], 0)].into_iter()).unwrap_err();
+    assert!(error.to_string().contains("refusing to write invalid task"), "{error}");
+    assert!(!path.exists());
+}

@@ -77,6 +77,27 @@ impl Normalisation {
     }
 }
 
+/// A number as a message shows it: at most six significant digits, in
+/// scientific notation outside 0.0001 to 999,999, so that a value a user gave
+/// (`--margin 1e-300`) or a file holds (a log-probability of -1e308) never
+/// prints as hundreds of digits.
+pub fn shown(x: f64) -> String {
+    if !x.is_finite() || x == 0.0 {
+        return format!("{x}");
+    }
+    let magnitude = x.abs();
+    let trim = |t: &str| if t.contains('.') { t.trim_end_matches('0').trim_end_matches('.').to_owned() } else { t.to_owned() };
+    // Rounding can carry into a seventh digit (999,999.7); scientific then.
+    if (1e-4..999_999.5).contains(&magnitude) {
+        let decimals = (5 - magnitude.log10().floor() as i32).max(0) as usize;
+        trim(&format!("{x:.decimals$}"))
+    } else {
+        let text = format!("{x:.5e}");
+        let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
+        format!("{}e{exponent}", trim(mantissa))
+    }
+}
+
 /// Index of the first maximum: ties, and NaNs after the first score, go to the
 /// earlier option, as llama-perplexity picks. 0 for no scores.
 pub fn first_max(scores: impl IntoIterator<Item = f64>) -> usize {
@@ -315,6 +336,27 @@ impl Proportion {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn numbers_are_shown_with_six_significant_digits_at_most() {
+        for (x, text) in [
+            (1e-300, "1e-300"),
+            (-1e308, "-1e308"),
+            (2.5, "2.5"),
+            (1.0, "1"),
+            (100.0, "100"),
+            (0.05, "0.05"),
+            (1.0 / 3.0, "0.333333"),
+            (123456.7, "123457"),
+            (999_999.7, "1e6"),
+            (1234567.0, "1.23457e6"),
+            (0.0001234567, "0.000123457"),
+            (0.0, "0"),
+            (f64::NAN, "NaN"),
+            (f64::NEG_INFINITY, "-inf"),
+        ] {
+            assert_eq!(super::shown(x), text, "{x:e}");
+        }
+    }
 
     #[test]
     fn wilson_fractions_hold_the_point_and_stay_in_0_1() {
