@@ -233,6 +233,33 @@ fn templates_that_cannot_be_scored_are_refused_by_name() {
     assert!(stderr(&out).contains("task 0: option 0 holds the text of a special token"), "{}", stderr(&out));
     // Without a template the same task is text, as llama-perplexity reads it.
     assert!(run(&["score", "-m", path_str(&model), "-bf", path_str(&hostile)]).status.success());
+    // Hostile templates: memory past the bound, a prompt past the cap, the question dropped.
+    let doubling = "{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{% for m in messages %}{{ m.content }}{% endfor %}{% if add_generation_prompt %}>{% endif %}";
+    let big_constant =
+        "{% for m in messages %}{{ ('ab' * 50000000) | length }}{{ m.content }}{% endfor %}{% if add_generation_prompt %}>{% endif %}";
+    let endless_output = "{% for i in range(10000) %}{{ 'a' * 1000000 }}{% endfor %}{% for m in messages %}{{ m.content }}{% endfor %}>";
+    for (name, text, needle) in [
+        ("doubling.jinja", doubling, "more than 64 MiB of memory"),
+        ("constant.jinja", big_constant, "more than 64 MiB of memory"),
+        ("output.jinja", endless_output, "a prompt of more than 4194304 bytes (4 MiB)"),
+    ] {
+        let path = write(name, text);
+        let (out, peak) = run_measured(&["score", "-m", path_str(&model), "-bf", path_str(&file), "--chat-template", path_str(&path)]);
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", stderr(&out));
+        assert!(stderr(&out).contains(name) && stderr(&out).contains(needle), "{name}: {}", stderr(&out));
+        assert!(peak < 512 << 20, "{name}: peak resident memory {} MiB", peak >> 20);
+    }
+    let dropping = "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}";
+    let dropped = write("dropped.jinja", dropping);
+    refused(&["--chat-template", path_str(&dropped)], 1, &["dropped.jinja", "task 0: its prompt does not hold the task's question"]);
+    let embedded = tiny_model(dir.path(), "dropping", "llama-bpe", true, Some(dropping));
+    let out = run(&["score", "-m", path_str(&embedded), "-bf", path_str(&file), "--chat-template", "auto"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("dropping.gguf (its tokenizer.chat_template)") && stderr(&out).contains("does not hold the task's question"),
+        "{}",
+        stderr(&out)
+    );
     let winogrande = dir.path().join("w.csv");
     std::fs::write(&winogrande, "index,sentence,option1,option2,answer\n0,The cat sat on the _ all day.,mat,sky,1\n").unwrap();
     let out = run(&["score", "-m", path_str(&model), "-f", path_str(&winogrande), "--winogrande", "--chat-template", "llama3"]);

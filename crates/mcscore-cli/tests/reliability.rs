@@ -79,6 +79,80 @@ fn contexts_that_wrap_or_cannot_fit_are_refused_before_allocating() {
     let out = run(&["score", "-m", &model(), "-bf", path_str(&huge), "-c", "2000000"]);
     fails_with(&out, 1, &["KV cache", "GiB of memory is available", "lower -c or -np"]);
     assert!(started.elapsed() < Duration::from_secs(60), "refused only after {:?}", started.elapsed());
+    // With a fixed context it is refused by its bytes, before it is tokenised.
+    let started = Instant::now();
+    let out = run(&["score", "-m", &model(), "-bf", path_str(&huge), "-c", "512"]);
+    fails_with(
+        &out,
+        1,
+        &["1 task do not fit the 2048-token context: task 0 needs at least", "counted from their bytes, before tokenising", "raise -c"],
+    );
+    assert!(started.elapsed() < Duration::from_secs(10), "refused only after {:?}", started.elapsed());
+}
+
+#[test]
+fn files_mcscore_writes_are_files_it_scores() {
+    let dir = tempdir();
+    // An ARC row whose text passes the 4 MiB a text may have, and one with a label given twice.
+    let question = "q".repeat(mcscore_format::MAX_TEXT_BYTES);
+    let row = |question: &str, labels: [&str; 3]| {
+        serde_json::json!({"id": "x", "question": question, "choices": {"text": ["a", "b", "c"], "label": labels}, "answerKey": "B"})
+            .to_string()
+    };
+    for (name, rows, needle) in [
+        ("long.jsonl", [row("Q?", ["A", "B", "C"]), row(&question, ["A", "B", "C"])], "row 1 of"),
+        ("labels.jsonl", [row("Q?", ["A", "B", "C"]), row("Q?", ["A", "B", "A"])], "row 1 of"),
+    ] {
+        let source = dir.path().join(name);
+        std::fs::write(&source, rows.join("\n")).unwrap();
+        let out_dir = dir.path().join(name.replace(".jsonl", ""));
+        let out = run(&[
+            "build",
+            "arc-easy-validation",
+            "--source",
+            path_str(&source),
+            "--out",
+            path_str(&out_dir),
+            "--manifest",
+            path_str(&dir.path().join("m.json")),
+        ]);
+        fails_with(&out, 1, &[needle, name]);
+        assert!(!out_dir.join("arc-easy-validation.bin").exists());
+    }
+    let out = run(&[
+        "build",
+        "arc-easy-validation",
+        "--source",
+        path_str(&dir.path().join("long.jsonl")),
+        "--out",
+        path_str(dir.path()),
+        "--manifest",
+        path_str(&dir.path().join("m.json")),
+    ]);
+    fails_with(&out, 1, &["the rendered question and its longest option are", "at most 4194304 bytes (4 MiB)"]);
+    let out = run(&[
+        "build",
+        "arc-easy-validation",
+        "--source",
+        path_str(&dir.path().join("labels.jsonl")),
+        "--out",
+        path_str(dir.path()),
+        "--manifest",
+        path_str(&dir.path().join("m.json")),
+    ]);
+    fails_with(&out, 1, &["the label \"A\" names options 0 and 2"]);
+    // A file another tool wrote with such a task: validate calls it invalid, as score refuses it.
+    let mut bytes = Vec::new();
+    Task::new(&question, vec!["a", "b"], 0).encode(&mut bytes);
+    let file = dir.path().join("long.bin");
+    std::fs::write(&file, [&1u32.to_le_bytes()[..], &8u32.to_le_bytes(), &bytes].concat()).unwrap();
+    let out = run(&["validate", path_str(&file)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("INVALID (1 fault)\n  task 0: the question at byte 8 and its longest option are 4194306 bytes together"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]

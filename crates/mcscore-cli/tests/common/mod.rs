@@ -23,6 +23,33 @@ pub fn run(args: &[&str]) -> Output {
     mcscore().args(args).output().expect("mcscore runs")
 }
 
+/// Runs mcscore and samples its peak resident memory (Linux's VmHWM) while
+/// it runs: the output, and the largest peak seen, in bytes.
+pub fn run_measured(args: &[&str]) -> (Output, u64) {
+    use std::process::Stdio;
+    let child = mcscore().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("mcscore runs");
+    let status = format!("/proc/{}/status", child.id());
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                let hwm = std::fs::read_to_string(&status).ok().and_then(|s| {
+                    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?.to_owned();
+                    line.split_whitespace().nth(1)?.parse::<u64>().ok()
+                });
+                peak = peak.max(hwm.unwrap_or(0) * 1024);
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            peak
+        })
+    };
+    let out = child.wait_with_output().expect("mcscore ends");
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    (out, watcher.join().unwrap())
+}
+
 pub fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
