@@ -54,8 +54,14 @@ pub fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// What mcscore said on stderr; every message a test reads is checked for
+/// Rust's debug text ("gold is Some(99)"), which no message may hold.
 pub fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
+    let text = String::from_utf8_lossy(&output.stderr).into_owned();
+    for debug in ["Some(", "Ok(", "Err(", "PathBuf", "Error {", "Custom {", "kind: "] {
+        assert!(!text.contains(debug), "Rust debug text {debug:?} in a message:\n{text}");
+    }
+    text
 }
 
 /// `../shared/reference/NAME` beside the checkout.
