@@ -252,7 +252,7 @@ fn templates_that_cannot_be_scored_are_refused_by_name() {
     let dropping = "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}";
     let dropped = write("dropped.jinja", dropping);
     refused(&["--chat-template", path_str(&dropped)], 1, &["dropped.jinja", "task 0: its prompt does not hold the task's question"]);
-    let embedded = tiny_model(dir.path(), "dropping", "llama-bpe", true, Some(dropping));
+    let embedded = tiny_model(dir.path(), "dropping", "llama-bpe", true, Some(path_str(&dropped)));
     let out = run(&["score", "-m", path_str(&embedded), "-bf", path_str(&file), "--chat-template", "auto"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
