@@ -25,6 +25,10 @@ fuzz_target!(|bytes: &[u8]| {
             if let Some(alignment) = header.get_u64("general.alignment") {
                 assert_eq!(alignment, u64::from(header.alignment()));
             }
+            if let Err(fault) = mcscore_gguf::check_model(&header) {
+                assert!(fault.offset() <= bytes.len() as u64);
+                let _ = fault.to_string();
+            }
         }
         Err(fault) => {
             assert!(fault.offset() <= bytes.len() as u64);

@@ -62,7 +62,9 @@ Exit status:
      does not load, or a run that could not score every announced task
   2  usage error: an unknown flag or a bad flag value
   130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM, 129 by SIGHUP: a --log-samples
-      file is kept, marked incomplete; an output being written is removed";
+      file is kept, marked incomplete; an output being written is removed
+  134 llama.cpp stopped the process on one of its internal checks (said on
+      stderr); an output being written is removed";
 
 /// Score GGUF models on multiple-choice benchmarks by log-likelihood, and build
 /// and check the llama.cpp task files (.bin) they are scored on.

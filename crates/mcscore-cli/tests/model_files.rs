@@ -2,7 +2,9 @@
 //! (crafted from the real model's bytes) exits 1 naming the file, the fault
 //! and its byte offset, never llama.cpp's "null result"; a FIFO, a device or
 //! a directory is refused by kind at once; random byte flips in the header
-//! never crash. docs/reliability.md lists the cases.
+//! never crash; values that would make llama.cpp abort (or score with
+//! another token) are refused by key and offset, by score and quantize
+//! alike. docs/reliability.md lists the cases.
 
 mod common;
 
@@ -50,6 +52,95 @@ fn malformed_gguf_files_are_refused_by_fault_and_offset() {
         assert!(err.contains(&format!("{}: the model does not load: ", path.display())) && err.contains(needle), "{needle:?} not in {err}");
         assert!(!err.contains("null result"), "{err}");
     }
+}
+
+/// Where the value of the metadata key `key` starts in the real model: after
+/// the key's bytes and its 4-byte type.
+fn value_at(key: &str) -> usize {
+    let bytes = std::fs::read(model()).unwrap();
+    let mut prefixed = (key.len() as u64).to_le_bytes().to_vec();
+    prefixed.extend_from_slice(key.as_bytes());
+    let at = bytes.windows(prefixed.len()).position(|w| w == prefixed).unwrap_or_else(|| panic!("{key} is not in the model"));
+    at + prefixed.len() + 4
+}
+
+#[test]
+fn values_llama_cpp_would_abort_on_are_refused_by_key_and_offset() {
+    let dir = tempdir();
+    let d = dir.path();
+    let blocks = value_at("gemma3.block_count");
+    let eps = value_at("gemma3.attention.layer_norm_rms_epsilon");
+    let bos = value_at("tokenizer.ggml.bos_token_id");
+    let u32_at = |at: usize, value: u32| move |b: &mut Vec<u8>| b[at..at + 4].copy_from_slice(&value.to_le_bytes());
+    let f32_at = |at: usize, value: f32| move |b: &mut Vec<u8>| b[at..at + 4].copy_from_slice(&value.to_le_bytes());
+    // The vocabulary's "<bos>" written as "<eos>", the token before it.
+    let token = |b: &[u8], text: &[u8]| {
+        let mut prefixed = (text.len() as u64).to_le_bytes().to_vec();
+        prefixed.extend_from_slice(text);
+        b.windows(prefixed.len()).position(|w| w == prefixed).unwrap()
+    };
+    let model_bytes = std::fs::read(model()).unwrap();
+    let bos_token = token(&model_bytes, b"<bos>");
+    let cases: Vec<(PathBuf, String)> = vec![
+        (crafted(d, "blocks0", u32_at(blocks, 0)), format!("at byte {blocks}: gemma3.block_count is 0; llama.cpp loads models of 1 to 512 blocks")),
+        (crafted(d, "blocks513", u32_at(blocks, 513)), format!("at byte {blocks}: gemma3.block_count is 513")),
+        (
+            crafted(d, "eps", f32_at(eps, -1e-6)),
+            format!("at byte {eps}: gemma3.attention.layer_norm_rms_epsilon is -0.000001; a norm's epsilon must be a finite number of at least 0"),
+        ),
+        (crafted(d, "eps-nan", f32_at(eps, f32::NAN)), format!("at byte {eps}: gemma3.attention.layer_norm_rms_epsilon is NaN")),
+        (
+            crafted(d, "duplicate", |b| b[bos_token + 8..bos_token + 13].copy_from_slice(b"<eos>")),
+            format!("at byte {bos_token}: token 2 of tokenizer.ggml.tokens, '<eos>', repeats token 1"),
+        ),
+        (
+            crafted(d, "bos", u32_at(bos, 1_000_000)),
+            format!("at byte {bos}: tokenizer.ggml.bos_token_id is 1000000, past the vocabulary's 262144 tokens"),
+        ),
+        (crafted(d, "no-tensors", |b| b[8..16].copy_from_slice(&0u64.to_le_bytes())), "at byte 8: the file holds no tensors".to_owned()),
+    ];
+    for (path, needle) in &cases {
+        let prefix = format!("{}: the model does not load: {needle}", path.display());
+        let out = score_with(path_str(path));
+        assert_eq!(out.status.code(), Some(1), "{}: {}", path.display(), stderr(&out));
+        assert!(stderr(&out).contains(&prefix), "{prefix:?} not in {}", stderr(&out));
+        // The quantizer reads the same values: refused before it writes.
+        let quantized = d.join("quantized.gguf");
+        let out = run(&["quantize", path_str(path), path_str(&quantized), "--type", "Q8_0"]);
+        assert_eq!(out.status.code(), Some(1), "quantize {}: {}", path.display(), stderr(&out));
+        assert!(stderr(&out).contains(needle.as_str()), "quantize: {needle:?} not in {}", stderr(&out));
+        let left: Vec<_> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| !n.to_string_lossy().ends_with(".gguf") || n == "quantized.gguf")
+            .collect();
+        assert!(left.is_empty(), "quantize left {left:?}");
+    }
+}
+
+#[test]
+fn an_abort_inside_llama_cpp_says_its_check_and_ends_score_and_serve() {
+    // "llama" (SentencePiece) read as "bert" (WordPiece): a vocabulary whose
+    // byte tokens WordPiece cannot read, which llama.cpp aborts on while
+    // loading it. Not checked by mcscore: the test of its abort hook.
+    let dir = tempdir();
+    let bert = crafted(dir.path(), "bert", |b| {
+        let at = b.windows(13).position(|w| w == b"\x05\0\0\0\0\0\0\0llama").unwrap() + 8;
+        b[at..at + 5].copy_from_slice(b"bert\0");
+    });
+    let check = "mcscore: error: llama.cpp stopped the process on one of its internal checks: src/llama-vocab.cpp:";
+    let out = score_with(path_str(&bert));
+    assert_eq!(out.status.code(), Some(134), "{}", stderr(&out));
+    assert!(stderr(&out).contains(check), "{}", stderr(&out));
+    // No backtrace (ggml would fork a debugger for one) and nothing on stdout.
+    assert_eq!(stderr(&out).lines().count(), 2, "{}", stderr(&out));
+    assert!(out.stdout.is_empty(), "{}", stdout(&out));
+    // A hostile pass saw serve hang for good after such an abort.
+    let started = Instant::now();
+    let out = mcscore().args(["serve", "-m", path_str(&bert), "--port", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(134), "{}", stderr(&out));
+    assert!(stderr(&out).contains(check), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
 }
 
 #[test]

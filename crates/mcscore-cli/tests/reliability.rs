@@ -180,7 +180,7 @@ fn a_limit_scores_the_first_tasks_in_file_order() {
     assert!(small_run("100", &[]).status.success());
     let text = std::fs::read_to_string(&log).unwrap();
     std::fs::write(&log, text.lines().take(3).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
-    fails_with(&small_run("200", &["--resume"]), 1, &["cannot resume", "with other limit", "Some(100)", "Some(200)"]);
+    fails_with(&small_run("200", &["--resume"]), 1, &["cannot resume", "with other limit", "log: 100\n  now: 200"]);
     // Not with a random pick; more than the file has scores it all, saying so.
     let (out, _) = score("both.jsonl", &["--limit", "3", "--multiple-choice-tasks", "3"]);
     fails_with(&out, 2, &["--limit", "--multiple-choice-tasks"]);

@@ -5,6 +5,7 @@
 //! Flow: [`Engine::load`] → [`Engine::prepare`] (tokenise, common prefixes,
 //! up-front refusals) → [`plan`] (pack tasks into decodes) → [`Engine::score`].
 
+mod abort;
 pub mod budget;
 mod chat;
 mod memory;
@@ -61,12 +62,7 @@ pub enum EngineError {
     /// A file that passed mcscore's own GGUF check and that llama.cpp still
     /// refuses, with the reason its log gave.
     #[error("{}: the model does not load: {reason}", path.display())]
-    ModelRefused {
-        path: PathBuf,
-        reason: String,
-        #[source]
-        source: llama_cpp_2::LlamaModelLoadError,
-    },
+    ModelRefused { path: PathBuf, reason: String },
 
     #[error("{}: quantizing to {quant}: {message}", input.display())]
     Quantize { input: PathBuf, quant: &'static str, message: String },
@@ -226,6 +222,13 @@ fn too_long_message(tasks: &[(usize, usize)], n_ctx: usize, bound: &str) -> Stri
     )
 }
 
+/// mcscore's check of a model file, before llama.cpp opens it: a FIFO would
+/// block its open, a malformed file would get only "null result" from it,
+/// and some values would abort it.
+fn check_model_file(path: &Path) -> Result<(), EngineError> {
+    mcscore_gguf::check_model_file(path).map(drop).map_err(|e| EngineError::ModelFile { path: path.to_owned(), kind: Box::new(e.kind) })
+}
+
 /// llama.cpp's backend may be initialised once per process.
 fn backend() -> Result<&'static LlamaBackend, EngineError> {
     static BACKEND: OnceLock<Result<LlamaBackend, std::sync::Arc<llama_cpp_2::LlamaCppError>>> = OnceLock::new();
@@ -233,6 +236,7 @@ fn backend() -> Result<&'static LlamaBackend, EngineError> {
         .get_or_init(|| {
             let backend = LlamaBackend::init()?;
             memory::install_log();
+            abort::install();
             Ok(backend)
         })
         .as_ref()
@@ -293,9 +297,7 @@ impl Engine {
         if !path.exists() {
             return Err(load_error("no such file".into()));
         }
-        // Before llama.cpp sees it: a FIFO would block its open, and a
-        // malformed file would get only "null result" from it.
-        mcscore_gguf::check_file(path).map_err(|e| EngineError::ModelFile { path: path.to_owned(), kind: Box::new(e.kind) })?;
+        check_model_file(path)?;
         let stamp = stamp(path).map_err(|e| load_error(e.to_string()))?;
         let mut params = LlamaModelParams::default().with_n_gpu_layers(n_gpu_layers);
         if mmap == Mmap::Off {
@@ -314,11 +316,9 @@ impl Engine {
         let refusal = || memory::take_errors().unwrap_or_else(|| "llama.cpp refused it and logged no reason".to_owned());
         let model = {
             let _mappings = memory::mappings_lock();
-            let model = LlamaModel::load_from_file(backend, path, &params).map_err(|source| EngineError::ModelRefused {
-                path: path.to_owned(),
-                reason: refusal(),
-                source,
-            })?;
+            // llama-cpp-2's error says only "null result from llama cpp".
+            let model = LlamaModel::load_from_file(backend, path, &params)
+                .map_err(|_| EngineError::ModelRefused { path: path.to_owned(), reason: refusal() })?;
             // The last tensor's pages, read after the last progress call.
             if let Some(release) = &release {
                 release.release();

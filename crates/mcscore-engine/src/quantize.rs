@@ -77,6 +77,9 @@ impl QuantType {
 /// --allow-requantize` does; `threads` 0 means one per core.
 pub fn quantize(input: &Path, output: &Path, quant: QuantType, threads: usize) -> Result<(), EngineError> {
     crate::backend()?;
+    // As a load checks it: the quantizer reads the same header and
+    // hyperparameters, and would copy a model of no tensors without a word.
+    crate::check_model_file(input)?;
     let c_path = |p: &Path| {
         CString::new(p.as_os_str().as_encoded_bytes())
             .map_err(|_| EngineError::ModelLoad { path: p.to_owned(), message: "the path holds a NUL byte".to_owned() })

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, Scoring};
 use crate::job::{select, Selection};
-use crate::log::{Mismatch, ShardHeader, TaskKind};
+use crate::log::{or_none, Mismatch, ShardHeader, TaskKind};
 use crate::shard::{check_all_present, partition, Shard};
 use crate::{ShardError, SweepError};
 
@@ -519,7 +519,7 @@ impl SweepIdentity {
             ("formats", self.formats.join(","), now.formats.join(",")),
             ("rotations (circular)", self.circular.to_string(), now.circular.to_string()),
             ("instruction line", self.instruction.to_string(), now.instruction.to_string()),
-            ("PriDe share", format!("{:?}", self.pride_alpha), format!("{:?}", now.pride_alpha)),
+            ("PriDe share", or_none(self.pride_alpha), or_none(now.pride_alpha)),
         ];
         if let (Some(was), Some(is)) = (&self.chat_template, &now.chat_template) {
             fields.push(("chat template", was.clone(), is.clone()));
@@ -632,8 +632,10 @@ pub fn merge_saved(paths: &[PathBuf]) -> Result<SweepReport, EvalError> {
         if let Some((m, f)) = report.models.iter().find_map(|m| Some((m, m.formats.iter().find(|f| f.pride.is_some() != pride)?))) {
             let has = if pride { "has no" } else { "has" };
             return Err(bad(format!(
-                "{}'s format {} {has} PriDe results, the sweep's pride_alpha is {:?}",
-                m.model, f.format, report.pride_alpha
+                "{}'s format {} {has} PriDe results, the sweep's pride_alpha is {}",
+                m.model,
+                f.format,
+                or_none(report.pride_alpha)
             )));
         }
         check_figures(&report).map_err(bad)?;

@@ -9,7 +9,7 @@ use memmap2::Mmap;
 
 use crate::header::Header;
 use crate::parse::parse;
-use crate::Fault;
+use crate::{check_model, Fault, ModelFault};
 
 /// The shortest possible GGUF file: magic, version and the two counts.
 const MIN_FILE_LEN: u64 = 24;
@@ -70,6 +70,10 @@ pub enum GgufErrorKind {
     /// A structural fault in the file's contents.
     #[error("not a GGUF file llama.cpp would load: {0}")]
     Malformed(Fault),
+    /// A sound file whose values llama.cpp's model loader would abort on or
+    /// silently replace.
+    #[error("{0}")]
+    Unloadable(ModelFault),
 }
 
 /// Checks the GGUF model at `path` the way llama.cpp's reader would, before
@@ -101,6 +105,14 @@ pub fn check_file(path: &Path) -> Result<Header<'static>, GgufError> {
     #[allow(unsafe_code)]
     let map = unsafe { Mmap::map(&file) }.map_err(io("map it into memory"))?;
     let header = parse(&map).map_err(|fault| fail(GgufErrorKind::Malformed(fault)))?.into_owned();
+    Ok(header)
+}
+
+/// [`check_file`], then [`check_model`]: whether llama.cpp would load the
+/// file as a model, not only read it.
+pub fn check_model_file(path: &Path) -> Result<Header<'static>, GgufError> {
+    let header = check_file(path)?;
+    check_model(&header).map_err(|fault| GgufError { path: path.to_owned(), kind: GgufErrorKind::Unloadable(fault) })?;
     Ok(header)
 }
 

@@ -130,7 +130,44 @@ impl<'a> Header<'a> {
 
     /// The value of a metadata key, if the header has it.
     pub fn get(&self, key: &str) -> Option<Value<'_>> {
-        let entry = self.entries.iter().find(|e| self.bytes.get(e.key.clone()) == Some(key.as_bytes()))?;
+        self.located(key).map(|(_, value)| value)
+    }
+
+    /// The entry holding `key`.
+    fn entry(&self, key: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| self.bytes.get(e.key.clone()) == Some(key.as_bytes()))
+    }
+
+    /// The value of a metadata key and its byte offset in the file.
+    pub(crate) fn located(&self, key: &str) -> Option<(u64, Value<'_>)> {
+        let entry = self.entry(key)?;
+        Some((entry.value_at as u64, self.value(entry)?))
+    }
+
+    /// Every entry's key, the byte offset of its value, and the value.
+    pub(crate) fn values(&self) -> impl Iterator<Item = (&[u8], u64, Value<'_>)> {
+        self.entries.iter().filter_map(|e| Some((self.bytes.get(e.key.clone())?, e.value_at as u64, self.value(e)?)))
+    }
+
+    /// The elements of an array of strings, each with the byte offset of
+    /// its length; `None` unless `key` holds an array of strings.
+    pub(crate) fn strings(&self, key: &str) -> Option<impl Iterator<Item = (u64, &[u8])>> {
+        let entry = self.entry(key)?;
+        let Kind::Array { element: GGUF_TYPE_STRING, len } = entry.kind else {
+            return None;
+        };
+        let mut at = entry.value_at;
+        Some((0..len).map_while(move |_| {
+            let offset = at;
+            let n = usize::try_from(u64::from_le_bytes(self.fixed(at)?)).ok()?;
+            let start = at.checked_add(8)?;
+            at = start.checked_add(n)?;
+            Some((offset as u64, self.bytes.get(start..at)?))
+        }))
+    }
+
+    /// An entry's value: integers widened, strings borrowed.
+    fn value(&self, entry: &Entry) -> Option<Value<'_>> {
         let at = entry.value_at;
         let code = match entry.kind {
             Kind::Array { element, len } => return Some(Value::Array { element_type: gguf_type_name(element)?, len }),

@@ -21,6 +21,11 @@
 //!   the data section starting at the aligned end of the header; and each
 //!   tensor's data within the file (llama.cpp's model loader's check).
 //!
+//! [`check_model`] then checks the values llama.cpp's model loader would
+//! abort on (a block count of 0, a token given twice, a negative epsilon) or
+//! silently replace (a special token id past the vocabulary);
+//! [`check_model_file`] does both.
+//!
 //! Differences from gguf.cpp: a count too large for the file is refused at
 //! the count, where gguf.cpp would allocate for it and fail on a later read
 //! (same verdict, earlier); and tensor names are compared for duplicates up
@@ -31,10 +36,12 @@
 mod fault;
 mod file;
 mod header;
+mod model;
 mod parse;
 mod types;
 
 pub use fault::Fault;
-pub use file::{check_file, GgufError, GgufErrorKind};
+pub use file::{check_file, check_model_file, GgufError, GgufErrorKind};
 pub use header::{Header, Value};
+pub use model::{check_model, ModelFault};
 pub use parse::parse;

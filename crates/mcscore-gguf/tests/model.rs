@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use mcscore_gguf::{check_file, Value};
+use mcscore_gguf::{check_file, check_model_file, Value};
 
 /// scripts/fetch-model's path: $MCSCORE_CACHE_DIR/models/NAME, the cache
 /// directory defaulting to ~/.cache/mcscore.
@@ -21,6 +21,8 @@ fn the_default_model_passes() {
     let path = default_model();
     assert!(path.is_file(), "{} is missing: run scripts/fetch-model first (scripts/test does)", path.display());
     let header = check_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    // Its values too: 262,144 distinct tokens, special ids among them.
+    check_model_file(&path).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(header.get_str("general.architecture"), Some("gemma3"));
     assert_eq!(header.version(), 3);
     assert!(header.tensor_count() > 0);

@@ -16,6 +16,10 @@ fn read_everything(bytes: &[u8]) {
             let _ = header.get_u64(&key);
         }
         let _ = format!("{header:?}");
+        if let Err(fault) = mcscore_gguf::check_model(&header) {
+            assert!(fault.offset() <= bytes.len() as u64);
+            let _ = fault.to_string();
+        }
     } else if let Err(fault) = parse(bytes) {
         let _ = fault.to_string();
         let _ = fault.offset();

@@ -298,12 +298,12 @@ impl ChatHeader {
     /// What tells two runs' use of a template apart (the path given aside).
     pub fn identity(&self) -> String {
         format!(
-            "{} template sha256 {} rendered by {}, system {:?}, shots as turns {:?}, BOS from {}, thinking {}, delimiter {:?}, first prompt sha256 {}",
+            "{} template sha256 {} rendered by {}, system {}, shots as turns {}, BOS from {}, thinking {}, delimiter {:?}, first prompt sha256 {}",
             self.origin,
             self.sha256,
             self.renderer,
-            self.system,
-            self.shots_as_turns,
+            or_none(self.system.as_ref().map(|s| format!("{s:?}"))),
+            or_none(self.shots_as_turns),
             self.bos,
             self.thinking,
             self.delimiter,
@@ -449,8 +449,8 @@ impl RunIdentity {
             ("file_sha256", self.file.sha256.clone(), now.file.sha256.clone()),
             ("file_bytes", self.file.bytes.to_string(), now.file.bytes.to_string()),
             ("tasks", self.tasks.to_string(), now.tasks.to_string()),
-            ("selection", format!("{:?}", self.selection), format!("{:?}", now.selection)),
-            ("limit", format!("{:?}", self.limit), format!("{:?}", now.limit)),
+            ("selection", or_none(self.selection), or_none(now.selection)),
+            ("limit", or_none(self.limit), or_none(now.limit)),
             ("settings", self.settings.clone(), now.settings.clone()),
             ("sequential comparison", self.sequential.clone(), now.sequential.clone()),
             ("mcscore", self.mcscore.clone(), now.mcscore.clone()),
@@ -465,6 +465,11 @@ impl RunIdentity {
             fields.into_iter().chain(shard_names.into_iter().zip(shard(self)).zip(shard(now)).map(|((name, was), now)| (name, was, now))),
         )
     }
+}
+
+/// A value said in a message, or "none" where it is absent.
+pub fn or_none<T: std::fmt::Display>(value: Option<T>) -> String {
+    value.map_or_else(|| "none".to_owned(), |v| v.to_string())
 }
 
 /// A run's chat template and its guards ([`ChatHeader::identity`]), or
