@@ -189,6 +189,11 @@ async fn read_body(state: &AppState, body: Body) -> Result<Bytes, ApiError> {
         let message = format!("the body is larger than this server's limit of {limit} bytes (--max-body)");
         ApiError { status: 413, ..ApiError::invalid("body", message) }
     };
+    // A Content-Length over the limit is answered at once, not after the
+    // client has sent (or stalled in) that much.
+    if usize::try_from(axum::body::HttpBody::size_hint(&body).lower()).map_or(true, |declared| declared > limit) {
+        return Err(too_large());
+    }
     match tokio::time::timeout(state.read_timeout, axum::body::to_bytes(body, limit)).await {
         Err(_) => Err(ApiError {
             status: 408,

@@ -33,6 +33,20 @@ fn a_small_body_cannot_ask_for_a_huge_answer() {
     assert!(reply.json()["error"]["message"].as_str().unwrap().contains("log-probabilities"), "{}", reply.json());
     let grown = server.peak_rss().saturating_sub(before);
     assert!(grown < 300 << 20, "refusing grew the server by {} MB", grown >> 20);
+    // A body declared larger than --max-body is refused before it is sent,
+    // not after the read timeout.
+    let mut stream = TcpStream::connect(&server.address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let started = Instant::now();
+    stream
+        .write_all(
+            b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000000000000\r\n\r\n{",
+        )
+        .unwrap();
+    let mut answer = [0; 12];
+    stream.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 413");
+    assert!(started.elapsed() < Duration::from_secs(2), "answered after {:?}", started.elapsed());
     assert_eq!(server.post("/v1/completions", &json!({"prompt": "The sky is", "max_tokens": 1})).status, 200);
 }
 

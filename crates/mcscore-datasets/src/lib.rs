@@ -13,6 +13,7 @@ pub mod benchmarks;
 pub mod formats;
 pub mod hub;
 mod item;
+pub mod json;
 pub mod manifest;
 mod render;
 pub mod shots;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use arrow::array::RecordBatch;
 use serde_json::{Map, Value};
 
+use crate::json::Unique;
 use crate::DatasetError;
 
 /// The format of a source file, from its name.
@@ -105,7 +106,11 @@ pub fn for_each_record(path: &Path, each: &mut dyn FnMut(Value) -> Result<(), Da
                     break;
                 }
                 if !line.trim().is_empty() {
-                    each(serde_json::from_str(&line).map_err(|e| error(path, SourceLine { line: n, source: e.into() }))?)?;
+                    each(
+                        serde_json::from_str(&line)
+                            .map(|Unique(row)| row)
+                            .map_err(|e| error(path, SourceLine { line: n, source: e.into() }))?,
+                    )?;
                 }
             }
             Ok(())
@@ -115,7 +120,8 @@ pub fn for_each_record(path: &Path, each: &mut dyn FnMut(Value) -> Result<(), Da
             // or are JSON Lines under another name (AQuA-RAT's are).
             let text = std::fs::read_to_string(path).map_err(|e| error(path, e))?;
             let values = serde_json::Deserializer::from_str(&text)
-                .into_iter::<Value>()
+                .into_iter::<Unique>()
+                .map(|value| value.map(|Unique(v)| v))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| error(path, e))?;
             let rows = match <[Value; 1]>::try_from(values) {
@@ -139,6 +145,11 @@ pub fn for_each_record(path: &Path, each: &mut dyn FnMut(Value) -> Result<(), Da
             let delimiter = if format == SourceFormat::Tsv { b'\t' } else { b',' };
             let mut reader = csv::ReaderBuilder::new().delimiter(delimiter).from_reader(BufReader::new(open()?));
             let headers = reader.headers().map_err(|e| error(path, e))?.clone();
+            if let Some(column) =
+                headers.iter().enumerate().find_map(|(i, h)| headers.iter().take(i).any(|earlier| earlier == h).then_some(h))
+            {
+                return Err(error(path, format!("the header names the column {column:?} twice: name each column once")));
+            }
             for record in reader.records() {
                 let record = record.map_err(|e| error(path, e))?;
                 each(Value::Object(
@@ -159,7 +170,12 @@ fn batch_to_json(path: &Path, batch: &RecordBatch, each: &mut dyn FnMut(Value) -
     if bytes.is_empty() {
         return Ok(());
     }
-    let rows: Vec<Value> = serde_json::from_slice(&bytes).map_err(|e| error(path, e))?;
+    // Unique: a schema may name a column twice, and its rows would then give
+    // the key twice.
+    let rows = match serde_json::from_slice(&bytes).map_err(|e| error(path, e))? {
+        Unique(Value::Array(rows)) => rows,
+        _ => return Err(error(path, "a record batch did not convert to an array of rows")),
+    };
     rows.into_iter().try_for_each(each)
 }
 

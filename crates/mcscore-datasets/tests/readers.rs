@@ -77,3 +77,36 @@ fn unknown_format_and_malformed_rows_name_the_file() {
 fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
     std::iter::successors(Some(error), |e| e.source()).map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
 }
+
+/// Readers differ on a key given twice (serde_json and Python keep the last,
+/// others the first), so a row that gives one is refused in every format,
+/// naming the key and where, rather than built as one reader sees it.
+#[test]
+fn a_row_that_gives_a_key_twice_is_refused_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = dir.path().join("rows.jsonl");
+    std::fs::write(&jsonl, "{\"question\": \"q\", \"answer\": 1}\n{\"question\": \"q\", \"choices\": {\"a\": 1, \"a\": 2}}\n").unwrap();
+    assert_eq!(
+        with_causes(&read_records(&jsonl).unwrap_err()),
+        format!("{}: line 2: duplicate key \"a\" at line 1 column 41", jsonl.display())
+    );
+    let json = dir.path().join("rows.json");
+    std::fs::write(&json, "[{\"answer\": 1},\n {\"answer\": 1, \"answer\": 2}]").unwrap();
+    assert_eq!(with_causes(&read_records(&json).unwrap_err()), format!("{}: duplicate key \"answer\" at line 2 column 23", json.display()));
+    let csv = dir.path().join("rows.csv");
+    std::fs::write(&csv, "question,answer,question\nq,1,r\n").unwrap();
+    assert_eq!(
+        with_causes(&read_records(&csv).unwrap_err()),
+        format!("{}: the header names the column \"question\" twice: name each column once", csv.display())
+    );
+    let arrow_file = dir.path().join("rows.arrow");
+    let field = || arrow::datatypes::Field::new("answer", arrow::datatypes::DataType::Int64, false);
+    let schema = Arc::new(arrow::datatypes::Schema::new(vec![field(), field()]));
+    let column: arrow::array::ArrayRef = Arc::new(arrow::array::Int64Array::from(vec![1]));
+    let batch = arrow::array::RecordBatch::try_new(Arc::clone(&schema), vec![Arc::clone(&column), column]).unwrap();
+    let mut writer = arrow::ipc::writer::StreamWriter::try_new(std::fs::File::create(&arrow_file).unwrap(), &schema).unwrap();
+    writer.write(&batch).unwrap();
+    writer.finish().unwrap();
+    let message = with_causes(&read_records(&arrow_file).unwrap_err());
+    assert!(message.starts_with(&format!("{}: duplicate key \"answer\"", arrow_file.display())), "{message}");
+}

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use mcscore_datasets::json::{duplicate_key, Unique};
 use mcscore_engine::{Engine, PromptRequest, RowScores};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -607,87 +608,13 @@ fn object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
     match serde_json::from_slice::<Unique>(body) {
         Ok(Unique(Value::Object(fields))) => Ok(fields),
         Ok(_) => Err(ApiError::invalid("body", "the body must be a JSON object")),
-        Err(e) => {
-            // serde_json's message: `duplicate key "prompt" at line 1 column 30`.
-            let message = e.to_string();
-            let duplicate = message.strip_prefix(DUPLICATE).and_then(|rest| rest.rsplit_once(" at line "));
-            match duplicate.and_then(|(key, at)| Some((serde_json::from_str::<String>(key).ok()?, at))) {
-                Some((key, at)) => Err(ApiError::invalid(
-                    &key,
-                    format!("the body gives the key {} twice (at line {at}): send each key once", serde_json::Value::from(key.as_str())),
-                )),
-                None => Err(ApiError::invalid("body", format!("the body is not valid JSON: {e}"))),
-            }
-        }
-    }
-}
-
-const DUPLICATE: &str = "duplicate key ";
-
-/// A JSON value read with every object's keys unique, at any depth: parsers
-/// differ on a repeated key (serde_json keeps the last, others the first), so
-/// a proxy in front of this server could check one request and pass another.
-struct Unique(Value);
-
-impl<'de> serde::Deserialize<'de> for Unique {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Unique, D::Error> {
-        deserializer.deserialize_any(UniqueVisitor).map(Unique)
-    }
-}
-
-struct UniqueVisitor;
-
-impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        serde::Deserialize::deserialize(d).map(|Unique(v)| v)
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        // Not with_capacity(size_hint): the hint comes from the client.
-        let mut items = Vec::new();
-        while let Some(Unique(item)) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut fields = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if fields.contains_key(&key) {
-                return Err(serde::de::Error::custom(format!("{DUPLICATE}{}", Value::from(key))));
-            }
-            let Unique(value) = map.next_value()?;
-            fields.insert(key, value);
-        }
-        Ok(Value::Object(fields))
+        Err(e) => match duplicate_key(&e) {
+            Some((key, at)) => Err(ApiError::invalid(
+                &key,
+                format!("the body gives the key {} twice (at {at}): send each key once", serde_json::Value::from(key.as_str())),
+            )),
+            None => Err(ApiError::invalid("body", format!("the body is not valid JSON: {e}"))),
+        },
     }
 }
 
