@@ -59,10 +59,10 @@ pub(crate) struct Args {
     #[arg(short = 'f', long = "binary-file", value_name = "FILE")]
     pub(crate) binary_file: Option<PathBuf>,
     /// With --until-decided: score at most N tasks of the order, then stop (undecided ones say so).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    #[arg(long, value_name = "N", value_parser = crate::numbers::whole(1u64, 1_000_000_000))]
     pub(crate) max_tasks: Option<u64>,
     /// With --until-decided: tasks scored between two looks at the sequences, 1 to 1,000,000.
-    #[arg(long, value_name = "N", default_value_t = mcscore_eval::until_decided::DEFAULT_CHUNK as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    #[arg(long, value_name = "N", default_value_t = mcscore_eval::until_decided::DEFAULT_CHUNK as u64, value_parser = crate::numbers::whole(1u64, 1_000_000))]
     pub(crate) chunk: u64,
     /// With --until-decided: write each model's sample log in DIR (base.STEM.jsonl,
     /// other1.STEM.jsonl, …), readable by compare, report and resumable.
@@ -87,7 +87,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "A", default_value_t = 0.05, value_parser = parse_alpha)]
     pub(crate) alpha: f64,
     /// Bootstrap resamples, 100 to 100,000.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(100..=100_000))]
+    #[arg(long, default_value_t = 1000, value_parser = crate::numbers::whole(100u32, 100_000))]
     pub(crate) resamples: u32,
     /// Bootstrap seed; with --until-decided also the seed of the task order.
     #[arg(long, default_value_t = 1)]

@@ -87,7 +87,7 @@ pub(crate) struct BuildArgs {
     /// split's first K of the task's subject, after "The following are multiple
     /// choice questions (with answers) about SUBJECT."; CommonsenseQA: K drawn
     /// from its training split with --shot-seed, the same for every task).
-    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=64))]
+    #[arg(long, value_name = "K", value_parser = crate::numbers::whole(1u32, 64))]
     shots: Option<u32>,
     /// Seed of a seeded shot draw (default 1234, lm-evaluation-harness's).
     #[arg(long, value_name = "S", requires = "shots")]

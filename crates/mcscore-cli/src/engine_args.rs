@@ -7,10 +7,10 @@ use crate::UsageError;
 
 /// The largest -b and -ub: 2^24 tokens, far beyond any context, and far
 /// below what llama.cpp's 32-bit batch counts or a batch's allocation break at.
-const MAX_BATCH: i64 = 1 << 24;
+const MAX_BATCH: u32 = 1 << 24;
 /// -b below a micro-batch would mean nothing: fills are decoded in
 /// micro-batches of this many tokens.
-const MIN_BATCH: i64 = mcscore_engine::MICRO_BATCH as i64;
+const MIN_BATCH: u32 = mcscore_engine::MICRO_BATCH as u32;
 
 /// The help section of llama.cpp's flags, with the multi-letter short forms
 /// (rewritten before clap parses, so clap cannot list them by each flag).
@@ -26,7 +26,7 @@ pub(crate) struct EngineArgs {
     ctx_size: ContextSize,
     /// Parallel sequences (-np): with -c, the limit is np × c. Sequences per decode
     /// follow from the data, so a task wider than -np does not stop the run.
-    #[arg(help_heading = LLAMA_HEADING, long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    #[arg(help_heading = LLAMA_HEADING, long = "parallel", value_name = "N", value_parser = crate::numbers::whole(1u32, 256))]
     parallel: Option<u32>,
     #[command(flatten)]
     compute: ComputeArgs,
@@ -41,19 +41,19 @@ pub(crate) struct ComputeArgs {
     /// of exactly 60 tokens, the last one padded (the batch rule: a task's scores
     /// never depend on what it is batched with), so -b changes speed and memory,
     /// never a score.
-    #[arg(help_heading = LLAMA_HEADING, short = 'b', long = "batch-size", value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(MIN_BATCH..=MAX_BATCH))]
+    #[arg(help_heading = LLAMA_HEADING, short = 'b', long = "batch-size", value_name = "N", default_value_t = 2048, value_parser = crate::numbers::whole(MIN_BATCH, MAX_BATCH))]
     batch_size: u32,
     /// Accepted as llama.cpp's micro-batch size (-ub), 1 to 16,777,216, and
     /// changes nothing: micro-batches are always 60 tokens (see -b).
-    #[arg(help_heading = LLAMA_HEADING, long = "ubatch-size", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=MAX_BATCH))]
+    #[arg(help_heading = LLAMA_HEADING, long = "ubatch-size", value_name = "N", default_value_t = 512, value_parser = crate::numbers::whole(1u32, MAX_BATCH))]
     // Read by no one: pipelines written for llama.cpp pass it.
     #[allow(dead_code)]
     ubatch_size: u32,
     /// Threads (-t); default and maximum: the number of cores.
-    #[arg(help_heading = LLAMA_HEADING, short = 't', long = "threads", value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
+    #[arg(help_heading = LLAMA_HEADING, short = 't', long = "threads", value_name = "N", value_parser = crate::numbers::at_least(1i32))]
     threads: Option<i32>,
     /// Threads for batch processing (-tb); default: --threads.
-    #[arg(help_heading = LLAMA_HEADING, long = "threads-batch", value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
+    #[arg(help_heading = LLAMA_HEADING, long = "threads-batch", value_name = "N", value_parser = crate::numbers::at_least(1i32))]
     threads_batch: Option<i32>,
     /// Layers to offload to the GPU (-ngl), where a GPU backend is compiled in.
     #[arg(help_heading = LLAMA_HEADING, long = "n-gpu-layers", visible_alias = "gpu-layers", value_name = "N", default_value_t = 999)]

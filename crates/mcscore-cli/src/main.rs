@@ -28,6 +28,7 @@ mod llama_args;
 mod llama_perplexity;
 mod merge;
 mod normalisation;
+mod numbers;
 mod output;
 mod plan;
 mod plots;

@@ -31,7 +31,7 @@ pub(crate) struct Args {
     #[arg(long = "type", value_name = "TYPE", value_parser = parse_type)]
     quant: QuantType,
     /// Threads, 1 to 1024 (default: one per core).
-    #[arg(short = 't', long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(short = 't', long, value_parser = crate::numbers::whole(1u16, 1024))]
     threads: Option<u16>,
     /// Replace OUT if it exists.
     #[arg(long)]
@@ -47,6 +47,9 @@ fn parse_type(text: &str) -> Result<QuantType, String> {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     mcscore_format::check_input(&args.input)?;
+    if args.input.is_dir() {
+        anyhow::bail!("{}: IN.gguf names a directory; give a model file", args.input.display());
+    }
     if !args.input.is_file() {
         anyhow::bail!("{}: IN.gguf: no model file there", args.input.display());
     }

@@ -49,7 +49,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "EPSILON", value_parser = parse_probability)]
     epsilon: Option<f64>,
     /// Bootstrap resamples, 100 to 100,000 (as compare's: fewer give no 95 % interval worth the name).
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(100..=100_000))]
+    #[arg(long, default_value_t = 1000, value_parser = crate::numbers::whole(100u32, 100_000))]
     resamples: u32,
     /// Bootstrap seed.
     #[arg(long, default_value_t = 1)]

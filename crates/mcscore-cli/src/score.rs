@@ -124,7 +124,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "K/N|auto", requires = "log_samples")]
     shard: Option<String>,
     /// The number of shards, for `--shard auto` under Kubernetes (checked against Slurm's count).
-    #[arg(long, value_name = "N", requires = "shard", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", requires = "shard", value_parser = crate::numbers::at_least(1u32))]
     shards: Option<u32>,
     /// Continue the --log-samples file of an interrupted run with the same inputs and
     /// settings (the same contents: paths may differ). A complete log is left as it is

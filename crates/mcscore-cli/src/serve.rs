@@ -75,10 +75,10 @@ pub(crate) struct Args {
     port: u16,
     /// Longest prompt, in tokens (a BOS the server adds included); the KV
     /// cache holds this many or a fill (-b), whichever is larger.
-    #[arg(short = 'c', long = "ctx-size", value_name = "N", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
+    #[arg(short = 'c', long = "ctx-size", value_name = "N", default_value_t = 4096, value_parser = crate::numbers::whole(1u32, 1_048_576))]
     ctx_size: u32,
     /// Prompts that branch apart within one fill, at most (llama.cpp sequences, 1–255: one more holds padding).
-    #[arg(long = "parallel", value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=255))]
+    #[arg(long = "parallel", value_name = "N", default_value_t = 64, value_parser = crate::numbers::whole(1u32, 255))]
     parallel: u32,
     #[command(flatten)]
     compute: ComputeArgs,
@@ -86,30 +86,30 @@ pub(crate) struct Args {
     #[arg(long = "api-key", env = "MCSCORE_API_KEY", hide_env_values = true, value_name = "KEY")]
     api_key: Option<String>,
     /// Requests that may wait for the scorer; beyond it, 503 with Retry-After.
-    #[arg(long = "queue", value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    #[arg(long = "queue", value_name = "N", default_value_t = 256, value_parser = crate::numbers::whole(1u32, 65_536))]
     queue: u32,
     /// Largest request body, in bytes; larger ones get 413.
-    #[arg(long = "max-body", value_name = "BYTES", default_value_t = 16 << 20, value_parser = clap::value_parser!(u64).range(1024..=1 << 30))]
+    #[arg(long = "max-body", value_name = "BYTES", default_value_t = 16 << 20, value_parser = crate::numbers::whole(1024u64, 1 << 30))]
     max_body: u64,
     /// Request log on stderr: one readable line per request, or one JSON object.
     #[arg(long = "log-format", value_name = "text|json", default_value = "text", value_parser = ["text", "json"])]
     log_format: String,
     /// Prompts one request may hold (lm-eval sends its --batch_size); more get 413.
-    #[arg(long = "max-prompts", value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    #[arg(long = "max-prompts", value_name = "N", default_value_t = 1024, value_parser = crate::numbers::whole(1u32, 65_536))]
     max_prompts: u32,
     /// Prompt tokens one request may hold, in all; more get 413.
-    #[arg(long = "max-request-tokens", value_name = "N", default_value_t = 1 << 20, value_parser = clap::value_parser!(u32).range(1..=1 << 24))]
+    #[arg(long = "max-request-tokens", value_name = "N", default_value_t = 1 << 20, value_parser = crate::numbers::whole(1u32, 1 << 24))]
     max_request_tokens: u32,
     /// Prompt tokens that may wait for the scorer, in all; beyond it, 503 with Retry-After.
-    #[arg(long = "queue-tokens", value_name = "N", default_value_t = 1 << 23, value_parser = clap::value_parser!(u32).range(1..=1 << 28))]
+    #[arg(long = "queue-tokens", value_name = "N", default_value_t = 1 << 23, value_parser = crate::numbers::whole(1u32, 1 << 28))]
     queue_tokens: u32,
     /// Seconds a client has to send a request's head, and then its body; a
     /// connection idle for as long is closed.
-    #[arg(long = "read-timeout", value_name = "SECONDS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    #[arg(long = "read-timeout", value_name = "SECONDS", default_value_t = 15, value_parser = crate::numbers::whole(1u64, 3600))]
     read_timeout: u64,
     /// Seconds to let in-flight requests finish after SIGINT or SIGTERM before
     /// closing what is left.
-    #[arg(long = "shutdown-timeout", value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=3600))]
+    #[arg(long = "shutdown-timeout", value_name = "SECONDS", default_value_t = 30, value_parser = crate::numbers::whole(0u64, 3600))]
     shutdown_timeout: u64,
     /// A Host name clients may use besides IP addresses and localhost (repeat for
     /// several; `*` accepts any, as behind a proxy that checks it).

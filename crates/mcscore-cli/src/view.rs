@@ -67,7 +67,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "A", default_value_t = 0.05, value_parser = crate::compare::parse_alpha)]
     alpha: f64,
     /// Bootstrap resamples of the report and the comparison, 100 to 100,000.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(100..=100_000))]
+    #[arg(long, default_value_t = 1000, value_parser = crate::numbers::whole(100u32, 100_000))]
     resamples: u32,
     /// Bootstrap seed.
     #[arg(long, default_value_t = 1)]

@@ -485,7 +485,7 @@ fn values_that_sized_allocations_are_bounded() {
     for resamples in ["4294967295", "1"] {
         let out = run(&["report", "x.jsonl", "--resamples", resamples]);
         assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-        assert!(stderr(&out).contains("100..=100000"), "{}", stderr(&out));
+        assert!(stderr(&out).contains("expected a whole number from 100 to 100000"), "{}", stderr(&out));
     }
     // A 100 MB HellaSwag context is refused before the tokenizer sees it.
     let dir = tempdir();
@@ -506,6 +506,10 @@ fn messages_name_the_right_thing() {
     let missing = d.join("missing.gguf");
     let out = run(&["score", "-m", path_str(&missing), &reference("mc_letter4.bin")]);
     assert_eq!(stderr(&out).matches("missing.gguf").count(), 1, "{}", stderr(&out));
+    // A range in words, not Rust's `1..=N`.
+    let out = run(&["score", "-m", &model(), &reference("mc_letter4.bin"), "-t", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("'--threads <N>': expected a whole number of at least 1, got \"0\""), "{}", stderr(&out));
     // --lenient cannot score bytes that are not UTF-8, and says so.
     let mut bytes = std::fs::read(reference("mc_letter4.bin")).unwrap();
     let at = bytes.windows(8).position(|w| w == b"Question").unwrap();

@@ -116,6 +116,9 @@ fn values_llama_cpp_would_abort_on_are_refused_by_key_and_offset() {
             .collect();
         assert!(left.is_empty(), "quantize left {left:?}");
     }
+    let out = run(&["quantize", path_str(d), path_str(&d.join("q.gguf")), "--type", "Q8_0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("IN.gguf names a directory; give a model file"), "{}", stderr(&out));
 }
 
 #[test]
