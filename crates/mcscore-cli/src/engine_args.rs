@@ -10,7 +10,7 @@ use crate::UsageError;
 const MAX_BATCH: u32 = 1 << 24;
 /// -b below a micro-batch would mean nothing: fills are decoded in
 /// micro-batches of this many tokens.
-const MIN_BATCH: u32 = mcscore_engine::MICRO_BATCH as u32;
+const MIN_BATCH: u32 = mcscore_engine::MICRO_BATCH;
 
 /// The help section of llama.cpp's flags, with the multi-letter short forms
 /// (rewritten before clap parses, so clap cannot list them by each flag).
