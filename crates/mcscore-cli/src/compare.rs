@@ -4,12 +4,13 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use mcscore_eval::compare::{self, CompareOptions, Comparison, Groups, Pairing, Run, MIN_GROUPS_FOR_CLUSTERS};
+use mcscore_eval::compare::{self, CompareOptions, Comparison, Groups, Pairing, Run, VerdictBasis, MIN_GROUPS_FOR_CLUSTERS};
 use mcscore_metrics::paired::PairedDifference;
 
 use crate::normalisation::NormArg;
+use crate::numbers::End;
 use crate::progress::ProgressMode;
-use crate::run_text::p_value;
+use crate::run_text::{nats, p_value};
 use crate::text::printable;
 use crate::Outcome;
 
@@ -81,16 +82,16 @@ pub(crate) struct Args {
     pub(crate) normalisation: NormArg,
     /// The equivalence margin in accuracy points, above 0 and at most 100:
     /// "equivalent" when the paired (1 − 2α) interval lies inside ±MARGIN.
-    #[arg(long, value_name = "POINTS", default_value_t = 1.0, value_parser = parse_margin)]
+    #[arg(long, value_name = "POINTS", default_value_t = 1.0, value_parser = margin())]
     pub(crate) margin: f64,
     /// The error rate of each verdict, above 0 and below 0.5.
-    #[arg(long, value_name = "A", default_value_t = 0.05, value_parser = parse_alpha)]
+    #[arg(long, value_name = "A", default_value_t = 0.05, value_parser = alpha())]
     pub(crate) alpha: f64,
     /// Bootstrap resamples, 100 to 100,000.
     #[arg(long, default_value_t = 1000, value_parser = crate::numbers::whole(100u32, 100_000))]
     pub(crate) resamples: u32,
     /// Bootstrap seed; with --until-decided also the seed of the task order.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::numbers::at_least(0u64))]
     pub(crate) seed: u64,
     /// The tasks' groups: a text file with one group name per line, one line
     /// per task of the task file, in file order. Default: the groups the
@@ -119,24 +120,17 @@ pub(crate) struct Args {
     pub(crate) progress: ProgressMode,
 }
 
-pub(crate) fn parse_margin(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(m) if m > 0.0 && m <= 100.0 => Ok(m),
-        _ => Err(format!("expected accuracy points above 0 and at most 100, such as 1 or 2.5; got {text:?}")),
-    }
+/// `--margin`'s values, for every command that has it.
+pub(crate) fn margin() -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    crate::numbers::real("accuracy points", End::Open(0.0), End::Closed(100.0), "1 or 2.5")
 }
 
-pub(crate) fn parse_alpha(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(a) if a > 0.0 && a < 0.5 => Ok(a),
-        _ => Err(format!("expected an error rate above 0 and below 0.5, such as 0.05; got {text:?}")),
-    }
+/// `--alpha`'s values, for every command that has it.
+pub(crate) fn alpha() -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    crate::numbers::real("an error rate", End::Open(0.0), End::Open(0.5), "0.05")
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
-    if args.until_decided {
-        return crate::until_decided::run(args);
-    }
     if let Some(dir) = &args.plots {
         crate::output::check_dir(dir, "--plots")?;
     }
@@ -285,7 +279,11 @@ fn text(c: &Comparison) -> String {
             d.tost_interval.0,
             d.tost_interval.1,
             c.margin,
-            if p.verdict_basis == "tasks" { format!(": {}", p.conclusion) } else { " (tasks; the verdict is the groups')".to_owned() }
+            if p.verdict_basis == VerdictBasis::Tasks {
+                format!(": {}", p.conclusion)
+            } else {
+                " (tasks; the verdict is the groups')".to_owned()
+            }
         );
         let _ = writeln!(
             out,
@@ -437,19 +435,8 @@ fn csv(c: &Comparison) -> String {
             g.high,
             cluster.0,
             cluster.1,
-            p.verdict_basis
+            p.verdict_basis.name()
         );
     }
     out
-}
-
-/// Nats to 4 decimals; from a million on (absurd, but a log may hold such
-/// log-probabilities) in scientific notation rather than in 300 digits.
-pub(crate) fn nats(x: f64, signed: bool) -> String {
-    match (x.abs() < 1e6, signed) {
-        (true, false) => format!("{x:.4}"),
-        (true, true) => format!("{x:+.4}"),
-        (false, false) => format!("{x:.4e}"),
-        (false, true) => format!("{x:+.4e}"),
-    }
 }

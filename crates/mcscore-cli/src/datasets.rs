@@ -90,7 +90,7 @@ pub(crate) struct BuildArgs {
     #[arg(long, value_name = "K", value_parser = crate::numbers::whole(1u32, 64))]
     shots: Option<u32>,
     /// Seed of a seeded shot draw (default 1234, lm-evaluation-harness's).
-    #[arg(long, value_name = "S", requires = "shots")]
+    #[arg(long, value_name = "S", requires = "shots", value_parser = crate::numbers::at_least(0u64))]
     shot_seed: Option<u64>,
     /// Progress on stderr: a bar on a terminal, else a line every 30 s
     /// (tasks written, tasks/s: the count is known only at the end).
@@ -240,7 +240,7 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
             Ok(mismatches) => mismatches,
             Err(error) => {
                 failed += 1;
-                eprintln!("mcscore: error: {}", crate::with_causes(error.as_ref()));
+                crate::flag_hints::report(crate::flag_hints::Asked::Other, &error);
                 continue;
             }
         };

@@ -56,7 +56,7 @@ pub(crate) struct ComputeArgs {
     #[arg(help_heading = LLAMA_HEADING, long = "threads-batch", value_name = "N", value_parser = crate::numbers::at_least(1i32))]
     threads_batch: Option<i32>,
     /// Layers to offload to the GPU (-ngl), where a GPU backend is compiled in.
-    #[arg(help_heading = LLAMA_HEADING, long = "n-gpu-layers", visible_alias = "gpu-layers", value_name = "N", default_value_t = 999)]
+    #[arg(help_heading = LLAMA_HEADING, long = "n-gpu-layers", visible_alias = "gpu-layers", value_name = "N", default_value_t = 999, value_parser = crate::numbers::at_least(0u32))]
     n_gpu_layers: u32,
     /// Flash attention (-fa), as llama.cpp: on, off, or auto (on where supported).
     #[arg(help_heading = LLAMA_HEADING, long = "flash-attn", value_name = "on|off|auto", default_value = "auto", value_parser = parse_flash_attention)]

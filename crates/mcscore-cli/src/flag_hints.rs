@@ -86,6 +86,12 @@ pub(crate) fn describe(command: Asked, error: &anyhow::Error) -> String {
     }
 }
 
+/// Prints `error` on stderr as every command says a failure: one line,
+/// `mcscore: error: ` and the error with its causes and its flag hint.
+pub(crate) fn report(command: Asked, error: &anyhow::Error) {
+    eprintln!("mcscore: error: {}", describe(command, error));
+}
+
 /// The flag advice for a `--shard auto` that found no shard to take.
 pub(crate) fn shard_env_hint(error: &mcscore_eval::shard::ShardEnvError) -> &'static str {
     use mcscore_eval::shard::ShardEnvError;

@@ -21,7 +21,7 @@ pub(crate) struct Args {
     #[arg(long)]
     json: bool,
     /// Print task N (0-based) in full, with its gold option marked.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::numbers::at_least(0usize))]
     task: Option<usize>,
 }
 
@@ -31,29 +31,25 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     for path in &args.files {
         let file = match TaskFile::open(path) {
             Ok(file) => file,
-            Err(error @ mcscore_format::Error::Invalid { .. }) => {
-                eprintln!(
-                    "mcscore: error: {}\n  (run `mcscore validate {}` to list every fault)",
-                    crate::with_causes(&error),
-                    path.display()
-                );
-                outcome = Outcome::InvalidInput;
-                continue;
-            }
             Err(error) => {
-                eprintln!("mcscore: error: {}", crate::with_causes(&error));
+                let invalid = matches!(error, mcscore_format::Error::Invalid { .. });
+                crate::flag_hints::report(crate::flag_hints::Asked::Other, &error.into());
+                if invalid {
+                    eprintln!("  (run `mcscore validate {}` to list every fault)", path.display());
+                }
                 outcome = Outcome::InvalidInput;
                 continue;
             }
         };
         if let Some(index) = args.task.filter(|&i| i >= file.len()) {
-            eprintln!(
-                "mcscore: error: {}: --task {index} is out of range: the file has {} tasks (0..={})",
+            let error = anyhow::anyhow!(
+                "{}: --task {index} is out of range: the file has {} tasks, numbered from 0 to {}",
                 path.display(),
                 file.len(),
                 // TaskFile::open refused a file of no tasks (NoTasks)
                 file.len() - 1
             );
+            crate::flag_hints::report(crate::flag_hints::Asked::Other, &error);
             outcome = Outcome::InvalidInput;
             continue;
         }

@@ -131,7 +131,7 @@ fn main() -> ExitCode {
     // serve drains its requests on SIGINT and SIGTERM itself.
     if !matches!(cli.command, Command::Serve(_)) {
         if let Err(error) = signals::install() {
-            eprintln!("mcscore: error: {error}");
+            flag_hints::report(asked, &error);
             return ExitCode::from(1);
         }
     }
@@ -142,6 +142,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(args),
         Command::Validate(args) => validate::run(args),
         Command::Report(args) => report::run(args),
+        Command::Compare(args) if args.until_decided => until_decided::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Quantize(args) => quantize::run(args),
         Command::Sweep(args) => sweep::run(args),
@@ -160,7 +161,7 @@ fn main() -> ExitCode {
         Ok(Outcome::InvalidInput) => ExitCode::from(1),
         Ok(Outcome::Interrupted) => ExitCode::from(signals::exit_status()),
         Err(error) => {
-            eprintln!("mcscore: error: {}", flag_hints::describe(asked, &error));
+            flag_hints::report(asked, &error);
             ExitCode::from(if error.is::<UsageError>() { 2 } else { 1 })
         }
     }

@@ -76,7 +76,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         }
         shown.llama_end(n, merged.total_options())?;
     } else {
-        let model = std::path::Path::new(&header.model).file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let model = mcscore_eval::log::label(&header.model);
         outln!("{} on {}: {n} tasks, merged from {} shards", printable(&model), printable(&header.file), merged.shards)?;
         print_accuracies(&merged.records, header.kind(), &baselines)?;
     }

@@ -161,7 +161,7 @@ pub(crate) fn sweep(report: &mcscore_eval::sweep::SweepReport) -> anyhow::Result
         let accuracy: Vec<f64> = m.formats.iter().map(|f| f.accuracy).collect();
         let intervals: Vec<Option<(f64, f64)>> = m.formats.iter().map(|f| f.accuracy_interval).collect();
         let circular: Option<Vec<f64>> = report.circular.then(|| m.formats.iter().filter_map(|f| f.circular_accuracy).collect());
-        let label = model_label(&m.model);
+        let label = mcscore_eval::log::label(&m.model);
         let svg = render(|svg| format_bars(svg, &label, &report.formats, &accuracy, &intervals, circular.as_deref()))?;
         plots.push((name.display().to_string(), svg));
     }
@@ -175,17 +175,15 @@ pub(crate) fn sweep(report: &mcscore_eval::sweep::SweepReport) -> anyhow::Result
 /// distributions where there are several (known before scoring, so a clash
 /// with another output is refused before any work).
 pub(crate) fn sweep_paths(dir: &Path, models: &[String]) -> Vec<std::path::PathBuf> {
-    let mut paths: Vec<std::path::PathBuf> =
-        models.iter().enumerate().map(|(i, m)| dir.join(format!("sweep-accuracy-{}-{}.svg", i + 1, file_name(&model_label(m))))).collect();
+    let mut paths: Vec<std::path::PathBuf> = models
+        .iter()
+        .enumerate()
+        .map(|(i, m)| dir.join(format!("sweep-accuracy-{}-{}.svg", i + 1, file_name(&mcscore_eval::log::label(m)))))
+        .collect();
     if models.len() > 1 {
         paths.push(dir.join("sweep-ranks.svg"));
     }
     paths
-}
-
-/// A model's file name, or the whole path when it has none.
-pub(crate) fn model_label(model: &str) -> String {
-    Path::new(model).file_name().map_or(model.to_owned(), |f| f.to_string_lossy().into_owned())
 }
 
 /// One bar per format, `value` high, in the format's segment.
@@ -277,7 +275,7 @@ fn format_bars(
 fn rank_bars(svg: &mut String, models: &[String], ranks: &[Vec<usize>], n_formats: usize) -> anyhow::Result<()> {
     let m = models.len();
     let labels: Vec<String> =
-        models.iter().enumerate().map(|(i, model)| format!("{}. {}", i + 1, short(&model_label(model), 28))).collect();
+        models.iter().enumerate().map(|(i, model)| format!("{}. {}", i + 1, short(&mcscore_eval::log::label(model), 28))).collect();
     let root = SVGBackend::with_string(svg, (320 + 140 * m as u32, 520)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
@@ -415,8 +413,8 @@ fn kl_histogram(svg: &mut String, base: &str, p: &mcscore_eval::compare::Pairing
                 "KL({}‖{}) per task: mean {}, p99 {} nats",
                 short(base, 20),
                 short(&p.other.label, 20),
-                crate::compare::nats(p.kl.mean, false),
-                crate::compare::nats(p.kl.p99, false)
+                crate::run_text::nats(p.kl.mean, false),
+                crate::run_text::nats(p.kl.p99, false)
             ),
             ("sans-serif", 16),
         )
@@ -453,14 +451,15 @@ fn group_differences(
             name: format!("{} ({})", short(&s.name, 34), s.tasks),
             estimate: s.difference,
             interval: s.interval,
-            color: if s.bh_q < 0.05 { RED } else { BLUE },
+            color: if s.significant { RED } else { BLUE },
         })
         .collect();
     let caption = format!(
-        "{} − {} per group, points (BCa interval from {} tasks; red: q < 0.05)",
+        "{} − {} per group, points (BCa interval from {} tasks; red: q ≤ {})",
         short(&p.other.label, 20),
         short(base, 20),
-        mcscore_eval::compare::MIN_GROUP_FOR_INTERVAL
+        mcscore_eval::compare::MIN_GROUP_FOR_INTERVAL,
+        k.q_level
     );
     let layout = ForestLayout { width: 900, row_height: 18, top: 120, label_width: 300, caption_size: 15, line: 2, dot: 3 };
     forest(svg, &caption, &layout, reach, &rows, &[])

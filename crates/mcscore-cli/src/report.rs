@@ -7,6 +7,7 @@ use mcscore_eval::report::{self, Report, ReportOptions};
 use mcscore_metrics::calibration::ECE_BINS;
 
 use crate::normalisation::NormArg;
+use crate::numbers::End;
 use crate::text::printable;
 use crate::Outcome;
 
@@ -42,17 +43,17 @@ pub(crate) struct Args {
     normalisation: NormArg,
     /// NM's abstention threshold τ, a probability in [0, 1]: answer only when
     /// p_max > τ (default 1/k).
-    #[arg(long, value_name = "TAU", value_parser = parse_probability)]
+    #[arg(long, value_name = "TAU", value_parser = probability())]
     tau: Option<f64>,
     /// Elim's elimination threshold ε, a probability in [0, 1]: eliminate options
     /// with p < ε (default 1/k).
-    #[arg(long, value_name = "EPSILON", value_parser = parse_probability)]
+    #[arg(long, value_name = "EPSILON", value_parser = probability())]
     epsilon: Option<f64>,
     /// Bootstrap resamples, 100 to 100,000 (as compare's: fewer give no 95 % interval worth the name).
     #[arg(long, default_value_t = 1000, value_parser = crate::numbers::whole(100u32, 100_000))]
     resamples: u32,
     /// Bootstrap seed.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::numbers::at_least(0u64))]
     seed: u64,
     /// Print JSON instead of text.
     #[arg(long, conflicts_with = "csv")]
@@ -76,11 +77,9 @@ pub(crate) struct Args {
     manifest: Option<PathBuf>,
 }
 
-pub(crate) fn parse_probability(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
-        _ => Err(format!("expected a probability between 0 and 1, such as 0.25; got {text:?}")),
-    }
+/// The values of flags that are probabilities.
+fn probability() -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    crate::numbers::real("a probability", End::Closed(0.0), End::Closed(1.0), "0.25")
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {

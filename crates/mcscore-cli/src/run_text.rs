@@ -1,6 +1,7 @@
 //! What the commands share of their printing for people: progress,
 //! llama-perplexity's lines (computed by `mcscore_eval::llama`), the
-//! accuracy table, notes on which tasks were scored, and p-values.
+//! accuracy table, notes on which tasks were scored, and numbers (p-values,
+//! nats).
 
 use std::io::Write;
 
@@ -137,6 +138,17 @@ pub(crate) fn chat_line(chat: &mcscore_eval::chat::ChatHeader) -> String {
         chat.system.as_ref().map_or(String::new(), |s| format!("; system {s:?}")),
         chat.shots_as_turns.map_or(String::new(), |k| format!("; {k} shots as turns")),
     )
+}
+
+/// Nats to 4 decimals; from a million on (absurd, but a log may hold such
+/// log-probabilities) in scientific notation rather than in 300 digits.
+pub(crate) fn nats(x: f64, signed: bool) -> String {
+    match (x.abs() < 1e6, signed) {
+        (true, false) => format!("{x:.4}"),
+        (true, true) => format!("{x:+.4}"),
+        (false, false) => format!("{x:.4e}"),
+        (false, true) => format!("{x:+.4e}"),
+    }
 }
 
 /// A p-value as people read it: fixed down to 0.001, then scientific.

@@ -53,7 +53,7 @@ pub(crate) struct Args {
     /// Score N tasks picked as llama-perplexity picks them (mt19937 seeded 1), in its
     /// order. 0, as in llama-perplexity, and N at or above the task count score every
     /// task in file order.
-    #[arg(long, value_name = "N", conflicts_with_all = ["hellaswag", "winogrande"])]
+    #[arg(long, value_name = "N", conflicts_with_all = ["hellaswag", "winogrande"], value_parser = crate::numbers::at_least(0usize))]
     multiple_choice_tasks: Option<usize>,
     /// FILE is HellaSwag in llama.cpp's six-line text format (hellaswag_val_full.txt:
     /// context, gold index 0-3, four endings per task), scored as llama-perplexity
@@ -63,7 +63,7 @@ pub(crate) struct Args {
     /// HellaSwag tasks to score, picked as llama-perplexity picks them (default 400,
     /// as it); 0, or N at or above the task count, scores every task (llama-perplexity
     /// scores none for 0).
-    #[arg(long, value_name = "N", requires = "hellaswag")]
+    #[arg(long, value_name = "N", requires = "hellaswag", value_parser = crate::numbers::at_least(0usize))]
     hellaswag_tasks: Option<usize>,
     /// FILE is a Winogrande CSV (index,sentence,option1,option2,answer; the sentence
     /// quoted when it holds commas; `mcscore build winogrande-debiased-eval` writes it),
@@ -73,14 +73,14 @@ pub(crate) struct Args {
     winogrande: bool,
     /// Winogrande tasks to score, picked as llama-perplexity picks them; 0 (its
     /// default), or N at or above the task count, scores every task in file order.
-    #[arg(long, value_name = "N", requires = "winogrande")]
+    #[arg(long, value_name = "N", requires = "winogrande", value_parser = crate::numbers::at_least(0usize))]
     winogrande_tasks: Option<usize>,
     /// Score the file's first N tasks, in file order (lm-evaluation-harness's
     /// --limit), in any mode; all of them where the file has no more. Not with
     /// --multiple-choice-tasks, --hellaswag-tasks or --winogrande-tasks, which are
     /// llama-perplexity's random picks of N.
     #[arg(long, value_name = "N", conflicts_with_all = ["multiple_choice_tasks", "hellaswag_tasks", "winogrande_tasks"],
-          value_parser = parse_limit)]
+          value_parser = crate::numbers::at_least(1usize))]
     limit: Option<usize>,
     #[command(flatten)]
     engine: EngineArgs,
@@ -169,42 +169,16 @@ impl Args {
     }
 }
 
-/// `--limit`: a positive number of tasks (0 would score nothing).
-fn parse_limit(text: &str) -> Result<usize, String> {
-    match text.parse::<usize>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("expected a positive number of tasks, got {text:?}")),
-    }
-}
-
 /// The phase profile of a run, on stderr (`--timings`).
 fn print_timings(outcome: &mcscore_eval::ScoreOutcome) {
     let t = &outcome.timings;
-    let s = &t.scoring;
-    let share = |x: f64| 100.0 * x / t.total.max(1e-9);
-    let mut lines = vec![
-        ("read task file", t.read),
-        ("load model", t.load),
-        ("tokenise", t.tokenise),
-        ("plan fills", t.plan),
-        ("model sha256", t.hash),
-        ("open log", t.log),
-        ("unconditional pass", t.unconditional),
-        ("create context", s.context),
-        ("build batches", s.batching),
-        ("decode", s.decode),
-        ("logits, log-softmax", s.logits),
-        ("log, progress", s.consumer),
-    ];
-    let accounted: f64 = lines.iter().map(|l| l.1).sum();
-    lines.push(("other", (t.total - accounted).max(0.0)));
-    eprintln!("timings ({} fills, {} decodes, {} tokens):", s.fills, s.decodes, outcome.tokens.decoded);
-    for (what, seconds) in lines {
-        eprintln!("  {what:<22}{seconds:>9.3} s {:>6.1} %", share(seconds));
+    eprintln!("timings ({} fills, {} decodes, {} tokens):", t.scoring.fills, t.scoring.decodes, outcome.tokens.decoded);
+    for (what, seconds) in t.phases() {
+        eprintln!("  {what:<22}{seconds:>9.3} s {:>6.1} %", t.share(seconds));
     }
     eprintln!("  {:<22}{:>9.3} s  (first decode after {:.3} s)", "total", t.total, t.first_decode);
-    if s.decode > 0.0 {
-        eprintln!("  {:<22}{:>9.0} tokens/s of decode time", "throughput", outcome.tokens.decoded as f64 / s.decode);
+    if let Some(rate) = t.decode_rate(outcome.tokens.decoded) {
+        eprintln!("  {:<22}{rate:>9.0} tokens/s of decode time", "throughput");
     }
     print_memory(&outcome.memory);
 }
@@ -408,7 +382,7 @@ fn print_results(
     } else if args.json {
         crate::print_json(&mcscore_eval::results::RunSummary::new(outcome, settings, args.lenient, groups, args.timings))?;
     } else {
-        outln!("{} on {}: {n} tasks", model.file_name().unwrap_or_default().to_string_lossy(), path.display())?;
+        outln!("{} on {}: {n} tasks", crate::text::printable(&mcscore_eval::log::label(&model.to_string_lossy())), path.display())?;
         if let Some(chat) = &outcome.header.chat {
             outln!("  {}", chat_line(chat))?;
         }

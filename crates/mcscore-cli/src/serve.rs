@@ -48,7 +48,7 @@ the Host header must be an IP address, localhost, or a name given with --allowed
 --max-prompts prompts and --max-request-tokens tokens, and the queue --queue requests
 and --queue-tokens tokens.
 
-Exit status: 0 after SIGINT or SIGTERM (in-flight requests finish first, for at most
+Exit status: 0 after SIGINT, SIGTERM or SIGHUP (in-flight requests finish first, for at most
 --shutdown-timeout seconds; a second signal stops at once); 1 when the model does not
 load or the address cannot be bound; 2 on a usage error.";
 
@@ -71,7 +71,7 @@ pub(crate) struct Args {
     #[arg(long, default_value = "127.0.0.1", value_name = "ADDRESS")]
     host: std::net::IpAddr,
     /// Port to listen on; 0 picks a free one (the address is printed).
-    #[arg(long, default_value_t = 8080, value_name = "PORT")]
+    #[arg(long, default_value_t = 8080, value_name = "PORT", value_parser = crate::numbers::whole(0u16, u16::MAX))]
     port: u16,
     /// Longest prompt, in tokens (a BOS the server adds included); the KV
     /// cache holds this many or a fill (-b), whichever is larger.
@@ -107,7 +107,7 @@ pub(crate) struct Args {
     /// connection idle for as long is closed.
     #[arg(long = "read-timeout", value_name = "SECONDS", default_value_t = 15, value_parser = crate::numbers::whole(1u64, 3600))]
     read_timeout: u64,
-    /// Seconds to let in-flight requests finish after SIGINT or SIGTERM before
+    /// Seconds to let in-flight requests finish after SIGINT, SIGTERM or SIGHUP before
     /// closing what is left.
     #[arg(long = "shutdown-timeout", value_name = "SECONDS", default_value_t = 30, value_parser = crate::numbers::whole(0u64, 3600))]
     shutdown_timeout: u64,
@@ -456,28 +456,34 @@ async fn authorize(State(state): State<Arc<AppState>>, headers: HeaderMap, reque
     next.run(request).await
 }
 
+/// The first of SIGINT, SIGTERM (Slurm, Kubernetes) and SIGHUP (a closed
+/// terminal): each drains the server the same way.
 async fn shutdown_signal() {
     let interrupt = async {
         let _ = tokio::signal::ctrl_c().await;
     };
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
+    let others = async {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (signal(SignalKind::terminate()), signal(SignalKind::hangup())) {
+            (Ok(mut terminate), Ok(mut hangup)) => {
+                tokio::select! {
+                    _ = terminate.recv() => {},
+                    _ = hangup.recv() => {},
+                }
             }
-            Err(_) => std::future::pending::<()>().await,
+            _ => std::future::pending::<()>().await,
         }
     };
     #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
+    let others = std::future::pending::<()>();
     tokio::select! {
         () = interrupt => {},
-        () = terminate => {},
+        () = others => {},
     }
 }
 
-/// Accepts connections until SIGINT or SIGTERM, each served by hyper with a
+/// Accepts connections until SIGINT, SIGTERM or SIGHUP, each served by hyper with a
 /// read timeout on request heads (which also closes idle connections); then
 /// lets the requests in flight finish, for at most `shutdown_timeout`, or
 /// until a second signal.

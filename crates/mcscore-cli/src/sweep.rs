@@ -14,6 +14,7 @@ use mcscore_format::{AtomicFile, Existing};
 
 use crate::datasets::SourceArgs;
 use crate::engine_args::EngineArgs;
+use crate::numbers::End;
 use crate::output::{self, Target};
 use crate::progress::ProgressMode;
 use crate::run_text::{chat_line, note_selection, Shown};
@@ -75,7 +76,7 @@ pub(crate) struct Args {
     tasks: Option<usize>,
     /// PriDe: estimate each format's position prior from a share α of the tasks
     /// under all rotations, and debias the other tasks (scored once) with it.
-    #[arg(long, value_name = "α", value_parser = parse_share)]
+    #[arg(long, value_name = "α", value_parser = crate::numbers::real("a share", End::Open(0.0), End::Open(1.0), "0.05"))]
     pride: Option<f64>,
     /// Add a line naming the IDs in use after the options ("Answer with the option's label: A, B, C or D.").
     #[arg(long)]
@@ -119,13 +120,6 @@ pub(crate) struct Args {
     engine: EngineArgs,
     #[command(flatten)]
     chat: crate::chat_args::ChatArgs,
-}
-
-fn parse_share(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(a) if a > 0.0 && a < 1.0 => Ok(a),
-        _ => Err(format!("expected a share between 0 and 1 (exclusive), such as 0.05; got {text:?}")),
-    }
 }
 
 /// The formats `--formats` names; a name that is not one is a usage error (exit 2).
@@ -304,7 +298,7 @@ fn emit(report: &SweepReport, args: &Args) -> anyhow::Result<Outcome> {
     let mut failures = [printed, plotted, saved].into_iter().filter_map(Result::err);
     let first = failures.next();
     for later in failures {
-        eprintln!("mcscore: error: {}", crate::with_causes(later.as_ref()));
+        crate::flag_hints::report(crate::flag_hints::Asked::Sweep, &later);
     }
     match first {
         Some(error) => Err(error),
@@ -316,7 +310,7 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     let rotations = if report.circular { "every rotation" } else { "the original order" };
     for m in &report.models {
-        let model = plots::model_label(&m.model);
+        let model = mcscore_eval::log::label(&m.model);
         writeln!(
             out,
             "{model} on {}: {} tasks × {} formats, {rotations} ({} prompts)",
@@ -355,16 +349,13 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
         )
         .map_err(crate::stdout_error)?;
         for f in &m.formats {
-            let total: usize = f.picks.iter().sum();
-            let picks: Vec<String> = f.picks.iter().map(|&c| format!("{:.0}", 100.0 * c as f64 / total.max(1) as f64)).collect();
-            let rotation_mean = (!f.accuracy_by_rotation.is_empty())
-                .then(|| f.accuracy_by_rotation.iter().sum::<f64>() / f.accuracy_by_rotation.len() as f64);
+            let picks: Vec<String> = f.pick_shares().iter().map(|share| format!("{share:.0}")).collect();
             writeln!(
                 out,
                 "  {:<24}{:>width$}{:>10}{:>circular_width$}  {:<24}{:>7.1}{:>7}",
                 f.format,
                 with_interval(f.accuracy, f.accuracy_interval),
-                rotation_mean.map_or("-".to_owned(), |c| format!("{c:.2}")),
+                f.rotation_mean().map_or("-".to_owned(), |c| format!("{c:.2}")),
                 f.circular_accuracy.map_or("-".to_owned(), |c| with_interval(c, f.circular_interval)),
                 picks.join(" "),
                 f.rstd,
@@ -404,7 +395,7 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
             "  {} tokens decoded against {} scoring each prompt alone ({:.3}×), {:.1} s scoring",
             m.tokens_decoded,
             m.tokens_unshared,
-            m.tokens_decoded as f64 / m.tokens_unshared.max(1) as f64,
+            m.sharing_ratio(),
             m.scoring_seconds
         )
         .map_err(crate::stdout_error)?;

@@ -259,7 +259,7 @@ fn text(r: &UntilDecided) -> String {
              {:+.2} points [{:+.2}, {:+.2}], McNemar p = {}, {} right→wrong, {} wrong→right",
             thousands(o.tasks_used),
             p.other.accuracy,
-            p.other.accuracy - d.estimate,
+            p.base_accuracy,
             d.estimate,
             d.interval.0,
             d.interval.1,
@@ -276,13 +276,12 @@ fn text(r: &UntilDecided) -> String {
         }
     }
     let _ = write!(out, "\nwall {:.1} s", r.wall_seconds);
-    if let Some(whole) = r.whole_order_seconds {
+    if let (Some(whole), Some(speed_up)) = (r.whole_order_seconds, r.speed_up()) {
         let _ = write!(
             out,
-            "; scoring every model on all {} tasks would take about {:.0} s (from this run's seconds per task), {:.1}× this run",
+            "; scoring every model on all {} tasks would take about {:.0} s (from this run's seconds per task), {speed_up:.1}× this run",
             thousands(r.order_tasks),
             whole,
-            whole / r.wall_seconds.max(1e-9)
         );
     }
     out.push('\n');

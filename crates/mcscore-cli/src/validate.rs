@@ -89,7 +89,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         let report = match check(path) {
             Ok(report) => report,
             Err(error) => {
-                eprintln!("mcscore: error: {}", crate::with_causes(error.as_ref()));
+                crate::flag_hints::report(crate::flag_hints::Asked::Other, &error);
                 outcome = Outcome::InvalidInput;
                 continue;
             }

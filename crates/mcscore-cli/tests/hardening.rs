@@ -506,10 +506,23 @@ fn messages_name_the_right_thing() {
     let missing = d.join("missing.gguf");
     let out = run(&["score", "-m", path_str(&missing), &reference("mc_letter4.bin")]);
     assert_eq!(stderr(&out).matches("missing.gguf").count(), 1, "{}", stderr(&out));
-    // A range in words, not Rust's `1..=N`.
+    // A range in words, not Rust's `1..=N` or its parser's "invalid digit".
     let out = run(&["score", "-m", &model(), &reference("mc_letter4.bin"), "-t", "0"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("'--threads <N>': expected a whole number of at least 1, got \"0\""), "{}", stderr(&out));
+    let (m, f) = (model(), reference("mc_letter4.bin"));
+    for args in [
+        &["score", "-m", &m, &f, "--n-gpu-layers=-1"][..],
+        &["score", "-m", &m, &f, "--multiple-choice-tasks", "x"],
+        &["score", "-m", &m, &f, "--limit", "99999999999999999999"],
+        &["serve", "-m", &m, "--port", "65536"],
+        &["report", "x.jsonl", "--seed=-1"],
+        &["inspect", &f, "--task", "1e3"],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains("expected a whole number"), "{args:?}: {}", stderr(&out));
+    }
     // --lenient cannot score bytes that are not UTF-8, and says so.
     let mut bytes = std::fs::read(reference("mc_letter4.bin")).unwrap();
     let at = bytes.windows(8).position(|w| w == b"Question").unwrap();

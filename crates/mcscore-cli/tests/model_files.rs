@@ -71,6 +71,8 @@ fn values_llama_cpp_would_abort_on_are_refused_by_key_and_offset() {
     let blocks = value_at("gemma3.block_count");
     let eps = value_at("gemma3.attention.layer_norm_rms_epsilon");
     let bos = value_at("tokenizer.ggml.bos_token_id");
+    let rope = value_at("gemma3.rope.freq_base");
+    let tokenizer = value_at("tokenizer.ggml.model");
     let u32_at = |at: usize, value: u32| move |b: &mut Vec<u8>| b[at..at + 4].copy_from_slice(&value.to_le_bytes());
     let f32_at = |at: usize, value: f32| move |b: &mut Vec<u8>| b[at..at + 4].copy_from_slice(&value.to_le_bytes());
     // The vocabulary's "<bos>" written as "<eos>", the token before it.
@@ -97,6 +99,10 @@ fn values_llama_cpp_would_abort_on_are_refused_by_key_and_offset() {
             crafted(d, "bos", u32_at(bos, 1_000_000)),
             format!("at byte {bos}: tokenizer.ggml.bos_token_id is 1000000, past the vocabulary's 262144 tokens"),
         ),
+        (
+            crafted(d, "rope", f32_at(rope, 0.0)),
+            format!("at byte {rope}: gemma3.rope.freq_base is 0; a RoPE frequency base must be above 0"),
+        ),
         (crafted(d, "no-tensors", |b| b[8..16].copy_from_slice(&0u64.to_le_bytes())), "at byte 8: the file holds no tensors".to_owned()),
     ];
     for (path, needle) in &cases {
@@ -115,6 +121,15 @@ fn values_llama_cpp_would_abort_on_are_refused_by_key_and_offset() {
             .filter(|n| !n.to_string_lossy().ends_with(".gguf") || n == "quantized.gguf")
             .collect();
         assert!(left.is_empty(), "quantize left {left:?}");
+    }
+    // Read as "rwkv" by llama.cpp, whose tokenizer then loops for ever on
+    // gemma's vocabulary (24 GB in 77 s, then the OOM killer).
+    let rwkv = crafted(d, "rwkv", |b| b[tokenizer + 8..tokenizer + 13].copy_from_slice(b"rwkv\0"));
+    for out in [score_with(path_str(&rwkv)), run(&["quantize", path_str(&rwkv), path_str(&d.join("q.gguf")), "--type", "Q8_0"])] {
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let message = stderr(&out);
+        assert!(message.contains("rwkv.gguf: the model does not load: at byte "), "{message}");
+        assert!(message.contains(": tokenizer.ggml.model is rwkv, and token ") && message.contains("would loop for ever"), "{message}");
     }
     let out = run(&["quantize", path_str(d), path_str(&d.join("q.gguf")), "--type", "Q8_0"]);
     assert_eq!(out.status.code(), Some(1));

@@ -48,7 +48,7 @@ fn a_batch_below_a_micro_batch_is_refused_and_one_scores() {
     // -b 1 used to abort in llama.cpp; fills are now decoded in 60-token
     // micro-batches, so a smaller -b means nothing.
     let out = run(&["score", "-m", &model(), "-bf", &reference("mc_mixed.bin"), "--multiple-choice-tasks", "6", "-b", "1"]);
-    fails_with(&out, 2, &["--batch-size", "60..=16777216"]);
+    fails_with(&out, 2, &["--batch-size", "from 60 to 16777216"]);
     let out = run(&["score", "-m", &model(), "-bf", &reference("mc_mixed.bin"), "--multiple-choice-tasks", "6", "-b", "60", "--json"]);
     assert_eq!(json(&out)["tasks"], 6);
 }
@@ -185,7 +185,7 @@ fn a_limit_scores_the_first_tasks_in_file_order() {
     let (out, _) = score("both.jsonl", &["--limit", "3", "--multiple-choice-tasks", "3"]);
     fails_with(&out, 2, &["--limit", "--multiple-choice-tasks"]);
     let (out, _) = score("zero.jsonl", &["--limit", "0"]);
-    fails_with(&out, 2, &["--limit", "expected a positive number of tasks"]);
+    fails_with(&out, 2, &["--limit", "expected a whole number of at least 1"]);
     let (out, _) = score("more.jsonl", &["--limit", "100000"]);
     assert!(stderr(&out).contains("--limit 100000: the file has"), "{}", stderr(&out));
     // HellaSwag's first tasks, not its shuffled order or its default 400.
@@ -208,7 +208,7 @@ fn more_threads_than_cores_are_capped_with_a_warning() {
 fn report_thresholds_must_be_probabilities() {
     for (flag, value) in [("--tau", "NaN"), ("--tau", "1.5"), ("--epsilon", "-0.1"), ("--epsilon", "inf")] {
         let out = run(&["report", "x.jsonl", &format!("{flag}={value}")]);
-        fails_with(&out, 2, &[flag, "expected a probability between 0 and 1"]);
+        fails_with(&out, 2, &[flag, "expected a probability at least 0 and at most 1"]);
     }
 }
 

@@ -200,7 +200,7 @@ fn sweep_refuses_what_it_cannot_render() {
 
     let out = run(&["sweep", &letter_file, "--pride", "1.5"]);
     assert_eq!(out.status.code(), Some(2), "a usage error");
-    assert!(stderr(&out).contains("expected a share between 0 and 1"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("expected a share above 0 and below 1"), "{}", stderr(&out));
 }
 
 #[test]
@@ -234,7 +234,7 @@ fn the_recorded_sweep_re_renders_byte_for_byte() {
     let out = run(&["sweep", "--compare", &recorded("json"), "--plots", path_str(&plots), "--save-json", path_str(&saved)]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), std::fs::read_to_string(recorded("txt")).unwrap(), "text report");
-    let svg = plots.join("sweep-accuracy-1-gemma-3-270m-q4_k_m.gguf.svg");
+    let svg = plots.join("sweep-accuracy-1-gemma-3-270m-q4_k_m.svg");
     assert_eq!(std::fs::read(svg).unwrap(), std::fs::read(recorded("svg")).unwrap(), "accuracy plot");
     // Recorded before results schema 2 (points, no version); saved again in
     // it: the same report in fractions, which renders the same text again.

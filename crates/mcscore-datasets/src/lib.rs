@@ -25,8 +25,8 @@ use std::collections::BTreeMap;
 
 use mcscore_format::{sha256_file, sha256_hex, winogrande_line, write_atomic, Baselines, Summary, Task, TaskFile, TaskWriter};
 
-pub use benchmarks::{find, Benchmark, ConvertError, BENCHMARKS};
-pub use item::Item;
+pub use benchmarks::{find, Benchmark, BENCHMARKS};
+pub use item::{ConvertError, Item};
 pub use manifest::{Entry, GroupRuns, Manifest, Provenance, ShotsRecord, SourceFile};
 pub use render::Scaffold;
 use shots::Preambles;

@@ -1,9 +1,8 @@
 //! The prompt scaffolds (docs/datasets.md). The scaffold lives in the
 //! question; options are bare continuations. Source text is never altered.
 
-use crate::benchmarks::ConvertError;
 use crate::formats::PromptFormat;
-use crate::item::Item;
+use crate::item::{ConvertError, Item};
 
 /// How a benchmark is prompted (its published protocol, not a preference).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

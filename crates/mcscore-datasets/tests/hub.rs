@@ -3,6 +3,7 @@
 //! source (the command line adds how to build from a local copy instead).
 
 use mcscore_datasets::{find, hub, DatasetError};
+use mcscore_format::with_causes;
 
 #[test]
 fn pinned_benchmarks_resolve_to_files_at_their_revision() {
@@ -68,9 +69,4 @@ fn an_unreachable_hub_fails_with_a_way_out() {
         "{message}"
     );
     assert!(std::error::Error::source(&error).is_some(), "the client's error is kept");
-}
-
-/// An error and its causes, as the CLI prints them (a message leaves its cause to `source()`).
-fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
-    std::iter::successors(Some(error), |e| e.source()).map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
 }

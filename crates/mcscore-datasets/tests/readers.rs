@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use mcscore_datasets::read_records;
+use mcscore_format::with_causes;
 
 fn source(relative: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/sources").join(relative);
@@ -71,11 +72,6 @@ fn unknown_format_and_malformed_rows_name_the_file() {
     let bad = dir.path().join("rows.jsonl");
     std::fs::write(&bad, "{\"a\": 1}\n{oops\n").unwrap();
     assert!(with_causes(&read_records(&bad).unwrap_err()).contains("rows.jsonl: line 2: "));
-}
-
-/// An error and its causes, as the CLI prints them (a message leaves its cause to `source()`).
-fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
-    std::iter::successors(Some(error), |e| e.source()).map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
 }
 
 /// Readers differ on a key given twice (serde_json and Python keep the last,

@@ -78,7 +78,7 @@ impl Run {
         let contents = log::read(path)?;
         contents.require_complete(path)?;
         let log::Contents { header, records, .. } = contents;
-        let mut label = Path::new(&header.model).file_stem().map_or_else(|| header.model.clone(), |s| s.to_string_lossy().into_owned());
+        let mut label = log::label(&header.model);
         if let Some(chat) = &header.chat {
             // Base against chat is the same model twice: the template tells them apart.
             label.push_str(&format!(" [chat template {}]", chat.template));
@@ -262,6 +262,9 @@ pub struct GroupShift {
     pub mcnemar_p: f64,
     /// Benjamini–Hochberg's adjusted p over the groups.
     pub bh_q: f64,
+    /// `bh_q` at most the comparison's α ([`Clustered::q_level`]): the
+    /// share of false discoveries among the groups so marked is held at α.
+    pub significant: bool,
 }
 
 /// The fewest tasks a group needs for its own interval.
@@ -281,6 +284,28 @@ pub struct Clustered {
     pub difference: Option<PairedDifference>,
     /// Every group, the most significant change first.
     pub shifts: Vec<GroupShift>,
+    /// The level a group's `bh_q` is judged at: each verdict's α.
+    pub q_level: f64,
+}
+
+/// What a pairing's verdict rests on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerdictBasis {
+    /// The task bootstrap (`difference`).
+    Tasks,
+    /// The cluster bootstrap over groups, where enough are known (`clustered`).
+    Groups,
+}
+
+impl VerdictBasis {
+    /// The word JSON and CSV write.
+    pub fn name(self) -> &'static str {
+        match self {
+            VerdictBasis::Tasks => "tasks",
+            VerdictBasis::Groups => "groups",
+        }
+    }
 }
 
 /// OTHER against BASE.
@@ -296,9 +321,8 @@ pub struct Pairing {
     /// OTHER − BASE in accuracy points with the intervals and verdict of the
     /// task bootstrap (`interval` at `interval_level`, `tost_interval` at `tost_level`).
     pub difference: PairedDifference,
-    /// What the verdict rests on: "tasks", or "groups" where enough are
-    /// known (then the cluster bootstrap's, in `clustered`).
-    pub verdict_basis: &'static str,
+    /// What the verdict rests on.
+    pub verdict_basis: VerdictBasis,
     pub verdict: Verdict,
     /// "worse", "better", "equivalent within ±1 point", ….
     pub conclusion: String,
@@ -349,13 +373,6 @@ pub struct Comparison {
     /// Where the task groups came from; `None` when none are known.
     pub groups: Option<String>,
     pub others: Vec<Pairing>,
-}
-
-/// Compares the complete sample logs `others` against `base`.
-pub fn compare_logs(base: &Path, others: &[PathBuf], groups: Option<&Groups>, options: &CompareOptions) -> Result<Comparison, EvalError> {
-    let base = Run::read(base)?;
-    let others = others.iter().map(|p| Run::read(p)).collect::<Result<Vec<_>, _>>()?;
-    compare(&base, &others, groups, options)
 }
 
 /// The entry of `manifest` for the task file whose sha256 is `file_sha256`.
@@ -521,8 +538,8 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
         let difference = paired_difference(mean(&points), &column(0), mean_acceleration(&points), n, b, c, options.margin, alpha);
         let clustered = groups.map(|g| clustered(g, paired_base, &base_scored, &other, &points, options, alpha)).transpose()?;
         let (verdict, basis, estimate) = match clustered.as_ref().and_then(|k| k.difference) {
-            Some(d) => (d.verdict, "groups", d.estimate),
-            None => (difference.verdict, "tasks", difference.estimate),
+            Some(d) => (d.verdict, VerdictBasis::Groups, d.estimate),
+            None => (difference.verdict, VerdictBasis::Tasks, difference.estimate),
         };
         let mut info = info(run, &other);
         info.label = label.clone();
@@ -667,16 +684,18 @@ fn clustered(
             }),
             mcnemar_p: mcnemar(flips.right_to_wrong as u64, flips.wrong_to_right as u64).p,
             bh_q: f64::NAN,
+            significant: false,
         });
     }
     let q = benjamini_hochberg(&shifts.iter().map(|s| s.mcnemar_p).collect::<Vec<_>>());
     for (s, q) in shifts.iter_mut().zip(q) {
         s.bh_q = q;
+        s.significant = q <= alpha;
     }
     shifts.sort_by(|a, b| {
         a.bh_q.total_cmp(&b.bh_q).then(a.mcnemar_p.total_cmp(&b.mcnemar_p)).then(b.difference.abs().total_cmp(&a.difference.abs()))
     });
-    Ok(Clustered { groups: count, difference, shifts })
+    Ok(Clustered { groups: count, difference, shifts, q_level: alpha })
 }
 
 #[cfg(test)]

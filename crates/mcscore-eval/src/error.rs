@@ -9,24 +9,11 @@
 
 use std::path::PathBuf;
 
+pub use mcscore_format::with_causes;
+
 use mcscore_engine::EngineError;
 
 const GIB: f64 = (1u64 << 30) as f64;
-
-/// `error` and its causes on one line, joined by ": ", each once (another
-/// crate's error may repeat its cause in its own message).
-pub fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut chain = std::iter::successors(Some(error), |e| e.source());
-    let mut message = chain.next().map(|e| e.to_string()).unwrap_or_default();
-    for cause in chain {
-        let text = cause.to_string();
-        if !message.ends_with(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-    }
-    message
-}
 
 /// Why a job could not run or finish.
 #[derive(Debug, thiserror::Error)]

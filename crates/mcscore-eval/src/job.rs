@@ -340,6 +340,41 @@ pub struct Timings {
     pub total: f64,
 }
 
+impl Timings {
+    /// Every phase in run order with its seconds, then "other" (the time
+    /// no phase accounts for): the rows of `--timings`' table.
+    pub fn phases(&self) -> Vec<(&'static str, f64)> {
+        let s = &self.scoring;
+        let mut phases = vec![
+            ("read task file", self.read),
+            ("load model", self.load),
+            ("tokenise", self.tokenise),
+            ("plan fills", self.plan),
+            ("model sha256", self.hash),
+            ("open log", self.log),
+            ("unconditional pass", self.unconditional),
+            ("create context", s.context),
+            ("build batches", s.batching),
+            ("decode", s.decode),
+            ("logits, log-softmax", s.logits),
+            ("log, progress", s.consumer),
+        ];
+        let accounted: f64 = phases.iter().map(|p| p.1).sum();
+        phases.push(("other", (self.total - accounted).max(0.0)));
+        phases
+    }
+
+    /// `seconds` as a percentage of the run's total.
+    pub fn share(&self, seconds: f64) -> f64 {
+        100.0 * seconds / self.total.max(1e-9)
+    }
+
+    /// `tokens` decoded per second of decode time; `None` before any decode.
+    pub fn decode_rate(&self, tokens: usize) -> Option<f64> {
+        (self.scoring.decode > 0.0).then(|| tokens as f64 / self.scoring.decode)
+    }
+}
+
 /// What a run produced.
 #[derive(Debug, Clone)]
 #[non_exhaustive]

@@ -3,7 +3,7 @@
 //! rates and calibration per model; with several models, each scheme's
 //! ranking and its agreement with NR's.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use mcscore_metrics::calibration::{Calibration, ECE_BINS};
 use mcscore_metrics::schemes::{Behaviour, Scheme, TaskProbs};
@@ -151,8 +151,7 @@ fn check_not_repeated(runs: &[Run]) -> Result<(), EvalError> {
 
 /// Model file names, made unique with the settings (and the chat template) where they repeat.
 fn labels(runs: &[Run]) -> Vec<String> {
-    let stem =
-        |r: &Run| Path::new(&r.header.model).file_stem().map_or_else(|| r.header.model.clone(), |s| s.to_string_lossy().into_owned());
+    let stem = |r: &Run| crate::log::label(&r.header.model);
     runs.iter()
         .map(|r| {
             let same_model: Vec<&Run> = runs.iter().filter(|o| stem(o) == stem(r)).collect();
@@ -296,7 +295,7 @@ pub fn of_runs(runs: &[Run], options: &ReportOptions, groups: Option<&Groups>) -
                         if draws.is_empty() {
                             (rank, rank)
                         } else {
-                            mcscore_metrics::paired::percentile_interval(draws, 0.95)
+                            mcscore_metrics::stats::percentile_interval(draws, 0.95)
                         }
                     },
                 )

@@ -150,11 +150,6 @@ pub struct Run {
     pub flags: Vec<String>,
 }
 
-/// A file's or model's name in the layout: its file stem.
-fn stem(path: &str) -> String {
-    Path::new(path).file_stem().map_or_else(|| path.to_owned(), |s| s.to_string_lossy().into_owned())
-}
-
 /// Flags a study cannot set per run: the plan sets them.
 const PLANNED_FLAGS: [&str; 6] = ["--shard", "--shards", "--log-samples", "--resume", "-m", "--model"];
 
@@ -329,7 +324,7 @@ impl Study {
             }
         }
         for list in [&study.models, &study.files] {
-            let mut stems: Vec<String> = list.iter().map(|p| stem(p)).collect();
+            let mut stems: Vec<String> = list.iter().map(|p| crate::log::label(p)).collect();
             stems.sort();
             if let Some(w) = stems.windows(2).find(|w| w[0] == w[1]) {
                 return Err(format!("two entries share the name {:?}, which names their logs", w[0]));
@@ -411,7 +406,7 @@ impl Study {
 
     /// A run's shard logs are this, the shard's number, then `.jsonl`.
     fn shard_prefix(&self, run: &Run) -> String {
-        format!("{}/shards/{}/{}.{}.shard-", self.out, stem(&run.file), stem(&run.model), run.settings_name)
+        format!("{}/shards/{}/{}.{}.shard-", self.out, crate::log::label(&run.file), crate::log::label(&run.model), run.settings_name)
     }
 
     /// Where shard `k` of a run writes its log.
@@ -421,7 +416,7 @@ impl Study {
 
     /// Where a run's merged log goes.
     pub fn merged_log(&self, run: &Run) -> String {
-        format!("{}/{}/{}.{}.jsonl", self.out, stem(&run.file), stem(&run.model), run.settings_name)
+        format!("{}/{}/{}.{}.jsonl", self.out, crate::log::label(&run.file), crate::log::label(&run.model), run.settings_name)
     }
 
     /// The shell that runs array task `$INDEX` (a variable the scheduler

@@ -911,6 +911,20 @@ pub struct FormatResult {
     pub pride: Option<Pride>,
 }
 
+impl FormatResult {
+    /// The mean of the accuracies by rotation, in percent; with --circular.
+    pub fn rotation_mean(&self) -> Option<f64> {
+        let n = self.accuracy_by_rotation.len();
+        (n > 0).then(|| self.accuracy_by_rotation.iter().sum::<f64>() / n as f64)
+    }
+
+    /// Each position's share of the picks, in percent (0 where nothing was picked).
+    pub fn pick_shares(&self) -> Vec<f64> {
+        let total: usize = self.picks.iter().sum();
+        self.picks.iter().map(|&c| 100.0 * c as f64 / total.max(1) as f64).collect()
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ModelSweep {
@@ -926,6 +940,14 @@ pub struct ModelSweep {
     /// The chat template the prompts were scored inside, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat: Option<crate::chat::ChatHeader>,
+}
+
+impl ModelSweep {
+    /// Tokens decoded for each token that scoring every prompt on its own
+    /// would decode: what sharing prefixes saved.
+    pub fn sharing_ratio(&self) -> f64 {
+        self.tokens_decoded as f64 / self.tokens_unshared.max(1) as f64
+    }
 }
 
 #[derive(Serialize)]

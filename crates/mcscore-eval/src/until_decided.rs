@@ -90,7 +90,7 @@ impl UntilDecidedSpec {
     /// The log each model writes (BASE first), where logs are written.
     pub fn log_paths(&self) -> Option<Vec<PathBuf>> {
         let dir = self.log_dir.as_ref()?;
-        let stem = |p: &Path| p.file_stem().map_or_else(|| "model".to_owned(), |s| s.to_string_lossy().into_owned());
+        let stem = |p: &Path| label(p);
         let roles = std::iter::once("base".to_owned()).chain((1..=self.others.len()).map(|k| format!("other{k}")));
         Some(roles.zip(self.models()).map(|(role, model)| dir.join(format!("{role}.{}.jsonl", stem(model)))).collect())
     }
@@ -219,6 +219,14 @@ pub struct UntilDecided {
     pub whole_order_seconds: Option<f64>,
 }
 
+impl UntilDecided {
+    /// How many times longer scoring every model on every task of the
+    /// order would take than this run took.
+    pub fn speed_up(&self) -> Option<f64> {
+        self.whole_order_seconds.map(|whole| whole / self.wall_seconds.max(1e-9))
+    }
+}
+
 /// Every model of a comparison, loaded once however many roles it has.
 struct Loaded {
     engines: Vec<Engine>,
@@ -284,7 +292,7 @@ fn check_memory_together(engines: &[Engine], jobs: &[(usize, ScoreJob<'_>)], ava
 }
 
 fn label(path: &Path) -> String {
-    path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned())
+    crate::log::label(&path.to_string_lossy())
 }
 
 /// Runs the comparison: loads every model, prepares every job (every refusal

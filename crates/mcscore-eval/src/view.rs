@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use mcscore_format::{sha256_hex, Baselines};
-use mcscore_metrics::paired::{log_softmax, Flip};
+use mcscore_metrics::paired::Flip;
 use mcscore_metrics::Normalisation;
 use serde::Serialize;
 
@@ -202,10 +202,7 @@ fn page_run(
 ) -> PageRun {
     let records = &run.records[..run.records.len().min(rows)];
     let probabilities = |n: Normalisation| -> Vec<Vec<f64>> {
-        records
-            .iter()
-            .map(|r| log_softmax(&r.options.iter().map(|o| n.score(o)).collect::<Vec<_>>()).iter().map(|l| l.exp()).collect())
-            .collect()
+        records.iter().map(|r| mcscore_metrics::softmax(&r.options.iter().map(|o| n.score(o)).collect::<Vec<_>>())).collect()
     };
     // Each normalisation's probabilities, computed once for the page and
     // for the margins.

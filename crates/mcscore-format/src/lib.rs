@@ -35,6 +35,23 @@ pub use writer::{
 /// more than any context holds. A task file's task past it is a fault.
 pub const MAX_TEXT_BYTES: usize = 4 << 20;
 
+/// How every mcscore error is printed: a message leaves its cause out (the
+/// cause is its `source()`), and this writes the whole chain,
+/// `path: what: why`. `error` and its causes on one line, joined by ": ",
+/// each once (another crate's error may repeat its cause in its own message).
+pub fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut chain = std::iter::successors(Some(error), |e| e.source());
+    let mut message = chain.next().map(|e| e.to_string()).unwrap_or_default();
+    for cause in chain {
+        let text = cause.to_string();
+        if !message.ends_with(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+    }
+    message
+}
+
 /// llama.cpp rejects tasks with more options than this.
 pub const MAX_OPTIONS: usize = 100;
 

@@ -148,8 +148,12 @@ pub(crate) fn temp_file_beside(path: &Path) -> std::io::Result<NamedTempFile> {
     builder.prefix(".mcscore-partial-");
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+    // The list is held while the file is made, so a signal's removal (on
+    // the signal thread) waits for the file to be listed rather than
+    // missing one made a moment before it.
+    let mut partial = partial_files();
     let tmp = builder.tempfile_in(folder_of(path))?;
-    partial_files().push(tmp.path().to_owned());
+    partial.push(tmp.path().to_owned());
     Ok(tmp)
 }
 

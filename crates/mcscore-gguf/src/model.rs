@@ -7,7 +7,9 @@
 //! token string given twice, a negative norm epsilon (asserted when the first
 //! batch is computed). Others they accept with a warning only: a special
 //! token id past the vocabulary is replaced by the tokenizer's default, which
-//! changes what is scored. These are checked here, with the byte offset of the
+//! changes what is scored. Others make it compute NaN (a RoPE base of 0) or
+//! loop for ever (an `rwkv` tokenizer over a vocabulary without a token for a
+//! byte that begins another). These are checked here, with the byte offset of the
 //! value at fault, so such a file gets a message instead of an abort or a
 //! silent substitution. Values llama.cpp refuses with an error of its own
 //! (a missing key, a key of the wrong type, a missing tensor) are left to it.
@@ -86,6 +88,37 @@ pub enum ModelFault {
         first_index: u64,
     },
 
+    /// A RoPE value that makes every logit NaN: a frequency base that is not
+    /// a finite number above 0, or another RoPE float that is not finite.
+    #[error("at byte {offset}: {key} is {value}; {rule}")]
+    Rope {
+        /// Where the value is.
+        offset: u64,
+        /// The key.
+        key: String,
+        /// The value, as written.
+        value: String,
+        /// What the key allows.
+        rule: &'static str,
+    },
+
+    /// An `rwkv` tokenizer whose vocabulary has a token beginning with a
+    /// byte that is not a token of its own: llama.cpp's RWKV tokenizer then
+    /// loops for ever on text holding that byte, filling memory with tokens.
+    #[error(
+        "at byte {offset}: tokenizer.ggml.model is rwkv, and token {index} ('{token}') begins with byte 0x{byte:02x}, which is not a token of its own: llama.cpp's rwkv tokenizer would loop for ever, taking all memory, on text that holds it"
+    )]
+    RwkvByte {
+        /// Where the token's length is.
+        offset: u64,
+        /// Its index in the vocabulary.
+        index: u64,
+        /// The token's text, as written (escaped).
+        token: String,
+        /// Its first byte once unescaped.
+        byte: u8,
+    },
+
     /// A special token id (`tokenizer.ggml.bos_token_id`, ...) past the
     /// vocabulary: llama.cpp warns and uses its tokenizer's default instead.
     #[error(
@@ -112,6 +145,8 @@ impl ModelFault {
             | ModelFault::NextnLayers { offset, .. }
             | ModelFault::Epsilon { offset, .. }
             | ModelFault::DuplicateToken { offset, .. }
+            | ModelFault::Rope { offset, .. }
+            | ModelFault::RwkvByte { offset, .. }
             | ModelFault::SpecialTokenOutOfRange { offset, .. } => *offset,
         }
     }
@@ -126,11 +161,19 @@ pub fn check_model(header: &Header<'_>) -> Result<(), ModelFault> {
     if header.tensor_count() == 0 {
         return Err(ModelFault::NoTensors { offset: 8 });
     }
-    if let Some(arch) = header.get_str("general.architecture") {
+    if let Some(arch) = c_str(header, "general.architecture") {
         check_blocks(header, arch)?;
     }
     check_epsilons(header)?;
-    check_vocabulary(header)
+    check_rope(header)?;
+    check_vocabulary(header)?;
+    check_rwkv(header)
+}
+
+/// A string value as llama.cpp's loader reads it: a C string, ending at its
+/// first NUL ("rwkv\0" is "rwkv" to it).
+fn c_str<'h>(header: &'h Header<'_>, key: &str) -> Option<&'h str> {
+    header.get_str(key).map(|s| s.split('\0').next().unwrap_or(s))
 }
 
 /// `{arch}.block_count` within 1..=512, and the next-token-prediction
@@ -160,13 +203,101 @@ fn check_epsilons(header: &Header<'_>) -> Result<(), ModelFault> {
         }
         if let Value::Float(value) = value {
             if !(value.is_finite() && value >= 0.0) {
-                // An f32 (as epsilons are written) shown as written.
-                let value = if f64::from(value as f32) == value { (value as f32).to_string() } else { value.to_string() };
-                return Err(ModelFault::Epsilon { offset, key: shown(key), value });
+                return Err(ModelFault::Epsilon { offset, key: shown(key), value: as_written(value) });
             }
         }
     }
     Ok(())
+}
+
+/// Every float under `.rope.` finite, and a frequency base above 0.
+fn check_rope(header: &Header<'_>) -> Result<(), ModelFault> {
+    for (key, offset, value) in header.values() {
+        let Value::Float(value) = value else { continue };
+        if !key.windows(6).any(|w| w == b".rope.") {
+            continue;
+        }
+        let base = key.ends_with(b"freq_base");
+        let rule = match (value.is_finite(), base && value <= 0.0) {
+            (false, _) => "a RoPE value must be a finite number",
+            (true, true) => "a RoPE frequency base must be above 0",
+            (true, false) => continue,
+        };
+        return Err(ModelFault::Rope { offset, key: shown(key), value: as_written(value), rule });
+    }
+    Ok(())
+}
+
+/// A float read from the file as it was written: an f32 (as llama.cpp's
+/// converters write them) without f64's extra digits.
+fn as_written(value: f64) -> String {
+    if f64::from(value as f32) == value {
+        (value as f32).to_string()
+    } else {
+        value.to_string()
+    }
+}
+
+/// For an `rwkv` tokenizer, every byte that begins a token is a token of its
+/// own. llama.cpp's RWKV tokenizer takes the longest token in a trie of the
+/// unescaped texts; where the first byte has a child but no path from it
+/// ends in a token, it keeps its position and pushes token 0 for ever.
+fn check_rwkv(header: &Header<'_>) -> Result<(), ModelFault> {
+    if c_str(header, "tokenizer.ggml.model") != Some("rwkv") {
+        return Ok(());
+    }
+    let Some(tokens) = header.strings("tokenizer.ggml.tokens") else {
+        return Ok(());
+    };
+    let unescaped: Vec<(u64, &[u8], Vec<u8>)> = tokens.map(|(offset, text)| (offset, text, unescape_rwkv(text))).collect();
+    let mut single = [false; 256];
+    for (_, _, bytes) in &unescaped {
+        if let [byte] = bytes[..] {
+            single[usize::from(byte)] = true;
+        }
+    }
+    for (index, (offset, text, bytes)) in unescaped.iter().enumerate() {
+        if let Some(&byte) = bytes.first() {
+            if !single[usize::from(byte)] {
+                return Err(ModelFault::RwkvByte { offset: *offset, index: index as u64, token: shown(text), byte });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// llama.cpp's `llama_unescape_rwkv_token`, byte for byte: `\t`, `\n`,
+/// `\r`, `\xHH` (hex digits read as it reads them, whatever they are: its
+/// `char` is signed, so a byte from 0x80 counts as below `a`) and `\c` for
+/// any other `c`.
+fn unescape_rwkv(escaped: &[u8]) -> Vec<u8> {
+    let mut output = Vec::with_capacity(escaped.len());
+    let (mut escaping, mut hex_remaining, mut hex_acc) = (false, 0u8, 0u8);
+    for &c in escaped {
+        if hex_remaining != 0 {
+            let value = if (b'a'..0x80).contains(&c) { c.wrapping_sub(b'a').wrapping_add(10) } else { c.wrapping_sub(b'0') };
+            hex_acc = (hex_acc << 4).wrapping_add(value);
+            hex_remaining -= 1;
+            if hex_remaining == 0 {
+                output.push(hex_acc);
+                hex_acc = 0;
+            }
+        } else if escaping {
+            match c {
+                b't' => output.push(b'\t'),
+                b'n' => output.push(b'\n'),
+                b'r' => output.push(b'\r'),
+                b'x' => hex_remaining = 2,
+                _ => output.push(c),
+            }
+            escaping = false;
+        } else if c == b'\\' {
+            escaping = true;
+        } else {
+            output.push(c);
+        }
+    }
+    output
 }
 
 /// No token text twice (an empty token counts as `[EMPTY_i]`, as llama.cpp

@@ -98,3 +98,44 @@ fn special_token_ids_past_the_vocabulary() {
         check_model(&parse(&gguf.build().bytes).unwrap()).unwrap();
     }
 }
+
+#[test]
+fn rope_values_that_make_every_logit_nan() {
+    let base = "gemma3.rope.freq_base";
+    for (key, value, shown, rule) in [
+        (base, V::F32(0.0), "0", "a RoPE frequency base must be above 0"),
+        (base, V::F32(-10000.0), "-10000", "a RoPE frequency base must be above 0"),
+        (base, V::F32(f32::NAN), "NaN", "a RoPE value must be a finite number"),
+        ("gemma3.rope.scaling.factor", V::F64(f64::INFINITY), "inf", "a RoPE value must be a finite number"),
+    ] {
+        let (gguf, i) = with(key, value);
+        let (fault, built) = fault(&gguf);
+        let offset = built.at(&format!("kv{i}.value"));
+        assert_eq!(fault, ModelFault::Rope { offset, key: key.into(), value: shown.into(), rule });
+    }
+    for (key, value) in [(base, V::F32(10000.0)), ("gemma3.rope.scaling.factor", V::F32(0.0)), ("gemma3.rope.scaling.factor", V::F32(8.0))]
+    {
+        let (gguf, _) = with(key, value);
+        check_model(&parse(&gguf.build().bytes).unwrap()).unwrap();
+    }
+}
+
+/// llama.cpp's RWKV tokenizer loops for ever where a byte begins a token but
+/// is not a token of its own; RWKV's own vocabularies hold every byte.
+#[test]
+fn an_rwkv_vocabulary_without_a_byte_that_begins_a_token() {
+    let rwkv = |tokens: &[&str]| {
+        let (mut gguf, i) = with("tokenizer.ggml.tokens", V::Arr(8, tokens.iter().map(|t| V::str(t)).collect()));
+        gguf.kvs.push((b"tokenizer.ggml.model".to_vec(), V::str("rwkv")));
+        (gguf, i)
+    };
+    // "ab" begins with a, which is no token; `\x61` is "a" escaped.
+    let tokens = ["<", "b", "ab", "\\x62c"];
+    let (gguf, i) = rwkv(&tokens);
+    let (fault, built) = fault(&gguf);
+    let offset = built.at(&format!("kv{i}.value")) + tokens[..2].iter().map(|t| 8 + t.len() as u64).sum::<u64>();
+    assert_eq!(fault, ModelFault::RwkvByte { offset, index: 2, token: "ab".into(), byte: b'a' });
+    // Every first byte a token (one of them escaped): accepted.
+    let (gguf, _) = rwkv(&["<", "s", "<s>", "\\x61", "ab", "\\tx", "\\t"]);
+    check_model(&parse(&gguf.build().bytes).unwrap()).unwrap();
+}

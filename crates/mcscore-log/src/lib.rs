@@ -467,6 +467,13 @@ impl RunIdentity {
     }
 }
 
+/// How an input (a model, a task file) is named in text, tables, plots and
+/// file names, by every command: its file stem (`gemma-3-270m-q4_k_m` for
+/// `models/gemma-3-270m-q4_k_m.gguf`), or the whole path where it has none.
+pub fn label(path: &str) -> String {
+    std::path::Path::new(path).file_stem().map_or_else(|| path.to_owned(), |s| s.to_string_lossy().into_owned())
+}
+
 /// A value said in a message, or "none" where it is absent.
 pub fn or_none<T: std::fmt::Display>(value: Option<T>) -> String {
     value.map_or_else(|| "none".to_owned(), |v| v.to_string())
@@ -996,10 +1003,7 @@ struct Versioned {
 mod tests {
     use super::*;
 
-    /// An error and its causes, as the CLI prints them.
-    fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
-        std::iter::successors(Some(error), |e| e.source()).map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
-    }
+    use mcscore_format::with_causes;
     use std::fs::File;
 
     #[test]

@@ -6,7 +6,7 @@
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::stats::SplitMix64;
+use crate::stats::{nearest_rank, sorted, SplitMix64};
 
 /// How the picks of two runs relate, task by task.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -308,27 +308,6 @@ pub fn paired_difference(
     PairedDifference { estimate, interval, tost_interval, verdict: Verdict::of(tost_interval, interval, margin, significant) }
 }
 
-/// The central `level` percentile interval of `values` (resampled
-/// statistics): the order statistics at (1 ∓ level)/2, rounded to the
-/// nearest rank as [`crate::stats::Bootstrap::estimates`] does.
-pub fn percentile_interval(values: &[f64], level: f64) -> (f64, f64) {
-    let sorted = sorted(values);
-    let tail = (1.0 - level) / 2.0;
-    (nearest_rank(&sorted, tail), nearest_rank(&sorted, 1.0 - tail))
-}
-
-fn sorted(values: &[f64]) -> Vec<f64> {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted
-}
-
-/// The order statistic at quantile `q` of `sorted`, rounded to the nearest
-/// rank; NaN when there is none.
-fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
-    sorted.get(((sorted.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(f64::NAN)
-}
-
 /// The central `level` BCa interval (Efron 1987) of a statistic estimated as
 /// `estimate`, from its resampled values `draws` and its `acceleration`
 /// ([`acceleration`]). Percentile intervals of a skewed difference are
@@ -468,6 +447,7 @@ impl ClusterBootstrap<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::percentile_interval;
 
     #[test]
     fn mcnemar_by_hand() {

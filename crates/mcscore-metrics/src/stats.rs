@@ -96,7 +96,7 @@ impl Bootstrap {
                 } else {
                     // Rounded, a bound may cross the full-precision mean (a
                     // column of 1/3s): it is kept on its side.
-                    let (low, high) = crate::paired::percentile_interval(&means, 0.95);
+                    let (low, high) = percentile_interval(&means, 0.95);
                     let digits = |x: f64| if rounded { f32_digits(x) } else { x };
                     (digits(low).min(mean), digits(high).max(mean))
                 };
@@ -162,6 +162,27 @@ pub fn std_dev(values: &[f64]) -> f64 {
     }
     let m = v.iter().sum::<f64>() / v.len() as f64;
     (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() as f64 - 1.0)).sqrt()
+}
+
+/// The central `level` percentile interval of `values` (resampled
+/// statistics): the order statistics at (1 ∓ level)/2, rounded to the
+/// nearest rank as [`Bootstrap::estimates`] does.
+pub fn percentile_interval(values: &[f64], level: f64) -> (f64, f64) {
+    let sorted = sorted(values);
+    let tail = (1.0 - level) / 2.0;
+    (nearest_rank(&sorted, tail), nearest_rank(&sorted, 1.0 - tail))
+}
+
+pub(crate) fn sorted(values: &[f64]) -> Vec<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted
+}
+
+/// The order statistic at quantile `q` of `sorted`, rounded to the nearest
+/// rank; NaN when there is none.
+pub(crate) fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
+    sorted.get(((sorted.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(f64::NAN)
 }
 
 #[cfg(test)]

@@ -58,7 +58,7 @@ pub fn stdout(output: &Output) -> String {
 /// Rust's debug text ("gold is Some(99)"), which no message may hold.
 pub fn stderr(output: &Output) -> String {
     let text = String::from_utf8_lossy(&output.stderr).into_owned();
-    for debug in ["Some(", "Ok(", "Err(", "PathBuf", "Error {", "Custom {", "kind: ", "..="] {
+    for debug in ["Some(", "Ok(", "Err(", "PathBuf", "Error {", "Custom {", "kind: ", "..=", "invalid digit", "too large to fit"] {
         assert!(!text.contains(debug), "Rust debug text {debug:?} in a message:\n{text}");
     }
     text
