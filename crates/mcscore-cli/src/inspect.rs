@@ -2,8 +2,7 @@
 
 use std::path::PathBuf;
 
-use mcscore_format::{Summary, TaskFile};
-use serde_json::json;
+use mcscore_format::{Summary, TaskFile, TaskReport};
 
 use crate::Outcome;
 
@@ -53,14 +52,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             outcome = Outcome::InvalidInput;
             continue;
         }
-        let report = match args.task {
-            Some(index) => task_report(&file, index),
-            None => serde_json::to_value(Summary::of(&file))?,
-        };
         if args.json {
-            let mut report = report;
-            report["file"] = json!(path.display().to_string());
-            reports.push(report);
+            let file_name = path.display().to_string();
+            reports.push(match args.task {
+                Some(index) => serde_json::to_value(OfFile { report: TaskReport::of(&file, index), file: file_name })?,
+                None => serde_json::to_value(OfFile { report: Summary::of(&file), file: file_name })?,
+            });
         } else if let Some(index) = args.task {
             print_task(&file, index)?;
         } else {
@@ -73,17 +70,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     Ok(outcome)
 }
 
-fn task_report(file: &TaskFile, index: usize) -> serde_json::Value {
-    let task = file.task(index);
-    json!({
-        "task": index,
-        "offset": file.offset(index),
-        "bytes": file.task_len(index),
-        "question": task.question,
-        "options": task.options(),
-        "gold": task.gold(),
-        "mc2_options": task.mc2.options,
-    })
+/// A report with the file it is of, after its own fields.
+#[derive(serde::Serialize)]
+struct OfFile<T> {
+    #[serde(flatten)]
+    report: T,
+    file: String,
 }
 
 fn print_task(file: &TaskFile, index: usize) -> anyhow::Result<()> {

@@ -1,12 +1,9 @@
 //! `mcscore validate`: every fault of a task file, and whether llama.cpp
 //! would still (silently) score it.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::bail;
-use mcscore_format::{llama_cpp_task_count, validate};
-use serde::Serialize;
+use mcscore_format::{ValidationReport, LISTED_PER_KIND};
 
 use crate::Outcome;
 
@@ -30,66 +27,14 @@ pub(crate) struct Args {
     json: bool,
 }
 
-/// Faults listed per kind; the rest are counted. A corrupt offset table can
-/// yield a fault per task, millions of them, that say nothing more.
-const LISTED_PER_KIND: usize = 20;
-
-#[derive(Serialize)]
-struct FaultReport {
-    kind: &'static str,
-    task: Option<usize>,
-    message: String,
-}
-
-#[derive(Serialize)]
-struct FileReport {
-    file: String,
-    valid: bool,
-    /// Every fault found, however many are listed.
-    fault_count: usize,
-    /// At most 20 faults of each kind, in file order.
-    faults: Vec<FaultReport>,
-    /// Faults of each kind found beyond those listed.
-    not_listed: BTreeMap<&'static str, usize>,
-    /// How many tasks llama-perplexity would score (`null` when its reader
-    /// stops on a fault; it exits 0 all the same).
-    llama_cpp_would_score: Option<usize>,
-}
-
-fn check(path: &Path) -> anyhow::Result<FileReport> {
-    if path.is_dir() {
-        bail!("{}: a directory, not a task file", path.display());
-    }
-    let bytes = mcscore_format::read_input(path)?;
-    let found = validate(&bytes);
-    let mut per_kind: BTreeMap<&'static str, usize> = BTreeMap::new();
-    let mut faults = Vec::new();
-    for fault in &found {
-        let seen = per_kind.entry(fault.kind()).or_default();
-        *seen += 1;
-        if *seen <= LISTED_PER_KIND {
-            faults.push(FaultReport { kind: fault.kind(), task: fault.task(), message: fault.to_string() });
-        }
-    }
-    let not_listed = per_kind.into_iter().filter(|&(_, n)| n > LISTED_PER_KIND).map(|(kind, n)| (kind, n - LISTED_PER_KIND)).collect();
-    Ok(FileReport {
-        file: path.display().to_string(),
-        valid: found.is_empty(),
-        fault_count: found.len(),
-        faults,
-        not_listed,
-        llama_cpp_would_score: llama_cpp_task_count(&bytes),
-    })
-}
-
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut outcome = Outcome::Ok;
     let mut reports = Vec::new();
     for path in &args.files {
-        let report = match check(path) {
+        let report = match ValidationReport::of(path) {
             Ok(report) => report,
             Err(error) => {
-                crate::flag_hints::report(crate::flag_hints::Asked::Other, &error);
+                crate::flag_hints::report(crate::flag_hints::Asked::Other, &error.into());
                 outcome = Outcome::InvalidInput;
                 continue;
             }
@@ -109,7 +54,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     Ok(outcome)
 }
 
-fn print_report(report: &FileReport) -> anyhow::Result<()> {
+fn print_report(report: &ValidationReport) -> anyhow::Result<()> {
     if report.valid {
         let tasks = report.llama_cpp_would_score.unwrap_or(0);
         return outln!("{}: valid ({tasks} tasks)", report.file);

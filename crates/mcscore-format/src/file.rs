@@ -18,6 +18,12 @@ enum Bytes {
     Empty,
 }
 
+/// A directory given where a task file was expected.
+pub(crate) fn a_directory(path: &Path) -> Error {
+    let source = std::io::Error::new(std::io::ErrorKind::IsADirectory, "a directory, not a task file");
+    Error::Io { path: path.to_owned(), source }
+}
+
 impl Bytes {
     fn open(path: &Path) -> Result<Bytes, Error> {
         let io = |source| Error::Io { path: path.to_owned(), source };
@@ -25,7 +31,7 @@ impl Bytes {
         let file = File::open(path).map_err(io)?;
         let metadata = file.metadata().map_err(io)?;
         if metadata.is_dir() {
-            return Err(io(std::io::Error::new(std::io::ErrorKind::IsADirectory, "a directory, not a task file")));
+            return Err(a_directory(path));
         }
         // A FIFO or a device (`/dev/zero`) maps as nothing or never ends.
         if !metadata.is_file() {
