@@ -163,7 +163,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         until_decided::until_decided(&spec, groups.as_ref(), &mut Shared(&looking), &mut |look| looking.borrow().look(look), &cancel);
     looking.into_inner().finish();
     let result = result.map_err(|e| match e {
-        EvalError::Sequential(SequentialError::BadSequential(why)) => UsageError(why).into(),
+        EvalError::Sequential(SequentialError::Setting(setting)) => UsageError(setting.to_string()).into(),
         e => anyhow::Error::from(e),
     })?;
     for part in std::iter::once(&result.base).chain(result.others.iter().map(|o| &o.part)) {

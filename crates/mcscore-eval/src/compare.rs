@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use crate::log::{self, Header, TaskRecord};
 use crate::EvalError;
-use crate::LogsError;
+use crate::{GroupsFault, LogsError};
 
 /// How a comparison is computed.
 #[derive(Debug, Clone, Copy)]
@@ -132,11 +132,7 @@ impl Groups {
         match records.iter().map(|r| r.task).max() {
             Some(last) if last >= self.tasks() => Err(EvalError::Logs(LogsError::BadGroups {
                 path: PathBuf::from(&self.source),
-                why: format!(
-                    "groups for {} tasks, but {} holds task {last}: give one group per task of the task file",
-                    self.tasks(),
-                    log.display()
-                ),
+                fault: GroupsFault::Reach { groups_for: self.tasks(), log: log.to_owned(), task: last },
             })),
             _ => Ok(()),
         }
@@ -148,16 +144,16 @@ impl Groups {
     /// must be the number of lines; where not, [`compare`] refuses groups
     /// that miss a task it compares.
     pub fn read(path: &Path, file_tasks: Option<usize>) -> Result<Groups, EvalError> {
-        let bad = |why: String| EvalError::Logs(LogsError::BadGroups { path: path.to_owned(), why });
+        let bad = |fault| EvalError::Logs(LogsError::BadGroups { path: path.to_owned(), fault });
         let bytes = mcscore_format::read_input(path)?;
-        let text = std::str::from_utf8(&bytes).map_err(|e| bad(format!("not UTF-8 at byte {}", e.valid_up_to())))?;
+        let text = std::str::from_utf8(&bytes).map_err(|e| bad(GroupsFault::NotUtf8 { byte: e.valid_up_to() }))?;
         // A Windows editor's byte-order mark is not part of the first group's name.
         let lines: Vec<&str> = text.strip_prefix('\u{feff}').unwrap_or(text).lines().collect();
         if let Some(tasks) = file_tasks.filter(|&t| t != lines.len()) {
-            return Err(bad(format!("{} lines, but the task file has {tasks} tasks: give one group per task, in file order", lines.len())));
+            return Err(bad(GroupsFault::LineCount { lines: lines.len(), tasks }));
         }
         if let Some(line) = lines.iter().position(|l| l.trim().is_empty()) {
-            return Err(bad(format!("line {} is empty: every task needs a group", line + 1)));
+            return Err(bad(GroupsFault::EmptyLine { line: line + 1 }));
         }
         let mut runs: Vec<(String, usize)> = Vec::new();
         for line in lines {
@@ -177,20 +173,18 @@ impl Groups {
         let Some(e) = manifest_entry(manifest, file_sha256)? else { return Ok(None) };
         let Some(g) = e.groups.as_ref() else { return Ok(None) };
         let total = g.runs.iter().try_fold(0usize, |sum, (_, count)| sum.checked_add(*count));
+        let bad = |fault| EvalError::Logs(LogsError::BadGroups { path: manifest.to_owned(), fault });
         if total != Some(e.tasks) {
-            let why = format!(
-                "{}'s {} groups cover {} tasks, but the entry has {}: rebuild the manifest",
-                e.name,
-                g.field,
-                total.map_or_else(|| "more than 2^64".to_owned(), |t| t.to_string()),
-                e.tasks
-            );
-            return Err(EvalError::Logs(LogsError::BadGroups { path: manifest.to_owned(), why }));
+            return Err(bad(GroupsFault::ManifestCount {
+                name: e.name.clone(),
+                field: g.field.to_string(),
+                covered: total,
+                tasks: e.tasks,
+            }));
         }
         // As a --groups file's empty line is: every task needs a group.
         if let Some(run) = g.runs.iter().position(|(name, _)| name.trim().is_empty()) {
-            let why = format!("{}'s {} group run {} has no name: every task needs a group", e.name, g.field, run + 1);
-            return Err(EvalError::Logs(LogsError::BadGroups { path: manifest.to_owned(), why }));
+            return Err(bad(GroupsFault::UnnamedRun { name: e.name.clone(), field: g.field.to_string(), run: run + 1 }));
         }
         let groups = Groups::from_runs(format!("{}: {}'s {}", manifest.display(), e.name, g.field), &g.runs);
         Ok(Some(match &g.categories {
@@ -632,7 +626,7 @@ fn clustered(
     let mut group_of = Vec::with_capacity(points.len());
     for (i, r) in base_run.records.iter().enumerate() {
         let g = groups.group(r.task).ok_or_else(|| {
-            EvalError::Logs(LogsError::BadGroups { path: PathBuf::from(&groups.source), why: format!("no group for task {}", r.task) })
+            EvalError::Logs(LogsError::BadGroups { path: PathBuf::from(&groups.source), fault: GroupsFault::NoGroup { task: r.task } })
         })?;
         // group() returns an index into names, and dense has a slot per name (members one per slot set)
         if dense[g] == usize::MAX {

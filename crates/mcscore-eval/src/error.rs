@@ -188,11 +188,103 @@ pub enum SweepError {
     },
 
     /// A saved sweep that parses but does not hold together.
-    #[error("{}: not a sweep mcscore saved: {why}", path.display())]
-    BadSweep { path: PathBuf, why: String },
+    #[error("{}: not a sweep mcscore saved: {fault}", path.display())]
+    BadSweep { path: PathBuf, fault: Box<SweepFault> },
 
     #[error("{}: swept other {what} than {}; only sweeps of the same items and formats compare", path.display(), first.display())]
     OtherSweep { path: PathBuf, what: &'static str, first: PathBuf },
+}
+
+/// Why a saved sweep, or a sweep shard, is not one mcscore wrote: a sweep
+/// read back is reported as it was saved, so an edited one would print an
+/// accuracy of 150 % or picks that add up to 200 %.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SweepFault {
+    #[error("a sweep shard of format {version} (this mcscore reads up to {max}): written by a newer mcscore")]
+    NewerShard { version: u32, max: u32 },
+
+    #[error("shard index {index} of {count} shards; an index is below the count")]
+    ShardIndex { index: usize, count: usize },
+
+    /// A prompt's row of log-probabilities that the analysis cannot index.
+    #[error("prompt {prompt}: {found} log-probabilities (finite and at most 0 each) for {ids} IDs")]
+    PromptRow { prompt: usize, found: usize, ids: usize },
+
+    #[error("results schema {version} (this mcscore reads up to {max}): saved by a newer mcscore")]
+    NewerSchema { version: u64, max: u32 },
+
+    #[error("{formats} formats and {models} models; a sweep has at least one of each")]
+    Empty { formats: usize, models: usize },
+
+    #[error("{model} has results for {found} formats, the sweep {formats}")]
+    FormatCount { model: String, found: usize, formats: usize },
+
+    #[error("{model}'s format {format} {} PriDe results, the sweep's pride_alpha is {}", if *has { "has" } else { "has no" }, mcscore_log::or_none(*alpha))]
+    Pride { model: String, format: String, has: bool, alpha: Option<f64> },
+
+    #[error("the same file as {}: give each saved sweep once", earlier.display())]
+    Repeated { earlier: PathBuf },
+
+    #[error("0 tasks")]
+    NoTasks,
+
+    #[error("format {0} is listed twice")]
+    FormatTwice(String),
+
+    #[error("{model}: {prompts} prompts scored in {seconds} s")]
+    Prompts { model: String, prompts: usize, seconds: f64 },
+
+    #[error("{model}: results for format {found} where the sweep lists {listed}")]
+    FormatOrder { model: String, found: String, listed: String },
+
+    /// A percentage outside 0 to 100 (a rounding's width allowed).
+    #[error("{model}'s format {format}: {what} is {value}, not in 0 to 100 %")]
+    NotPoints { model: String, format: String, what: &'static str, value: f64 },
+
+    #[error("{model}'s format {format}: {what} [{low}, {high}] does not hold its accuracy")]
+    Interval { model: String, format: String, what: &'static str, low: f64, high: f64 },
+
+    #[error("{model}'s format {format}: pia is {value}, not a share in 0 to 1")]
+    Pia { model: String, format: String, value: f64 },
+
+    /// Picks that are not one per task (per rotation with --circular) over 2 to 100 positions.
+    #[error("{model}'s format {format}: {picked} picks over {positions} positions (and {rotations} rotations) for {tasks} tasks{}", if *circular { " in every rotation" } else { "" })]
+    Picks { model: String, format: String, picked: u128, positions: usize, rotations: usize, tasks: usize, circular: bool },
+
+    #[error("{model}: circular accuracies across formats, but not in every format")]
+    CircularSpread { model: String },
+
+    #[error("{model}: the spread across formats (mean, std, min, max) does not follow from the formats' accuracies")]
+    Spread { model: String },
+}
+
+/// Why groups (a `--groups` file, or a manifest's) do not give each task
+/// of the task file one group.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GroupsFault {
+    #[error("not UTF-8 at byte {byte}")]
+    NotUtf8 { byte: usize },
+
+    #[error("{lines} lines, but the task file has {tasks} tasks: give one group per task, in file order")]
+    LineCount { lines: usize, tasks: usize },
+
+    #[error("line {line} is empty: every task needs a group")]
+    EmptyLine { line: usize },
+
+    #[error("groups for {groups_for} tasks, but {} holds task {task}: give one group per task of the task file", log.display())]
+    Reach { groups_for: usize, log: PathBuf, task: usize },
+
+    #[error("no group for task {task}")]
+    NoGroup { task: usize },
+
+    /// A manifest entry whose group runs do not add up to its tasks.
+    #[error("{name}'s {field} groups cover {}, but the entry has {tasks}: rebuild the manifest", covered.map_or_else(|| "more than 2^64 tasks".to_owned(), |t| format!("{t} tasks")))]
+    ManifestCount { name: String, field: String, covered: Option<usize>, tasks: usize },
+
+    #[error("{name}'s {field} group run {run} has no name: every task needs a group")]
+    UnnamedRun { name: String, field: String, run: usize },
 }
 
 /// A study file that cannot be planned.
@@ -231,8 +323,8 @@ pub enum LogsError {
     NoTasks { path: PathBuf },
 
     /// A groups file that does not give each task of the file one group.
-    #[error("{}: {why}", path.display())]
-    BadGroups { path: PathBuf, why: String },
+    #[error("{}: {fault}", path.display())]
+    BadGroups { path: PathBuf, fault: GroupsFault },
 
     /// Two runs of one model with the same scores on every task: one run
     /// given twice, which a report would rank against itself.
@@ -260,6 +352,29 @@ pub enum LogsError {
     NoPmi { path: PathBuf },
 }
 
+/// A setting a sequential comparison cannot run with.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SequentialSetting {
+    #[error("--normalisation acc-pmi needs the unconditional pass of `score --pmi`, which a sequential comparison does not score")]
+    AccPmi,
+
+    #[error("a sequential comparison needs BASE and at least one OTHER model")]
+    NoOther,
+
+    #[error("the margin is {0}; it is in accuracy points, above 0 and at most 100")]
+    Margin(f64),
+
+    #[error("alpha is {0}; it is an error rate above 0 and below 0.5")]
+    Alpha(f64),
+
+    #[error("a chunk, and --max-tasks, are at least one task")]
+    NoTasks,
+
+    #[error("a resume continues the logs of a log folder; give the folder")]
+    ResumeWithoutLogs,
+}
+
 /// A sequential comparison (`until_decided`) that cannot start or stop.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -270,9 +385,10 @@ pub enum SequentialError {
     #[error("{}: a run stopped by Ctrl-C cannot be ended as decided; finish it, and resume it later", path.display())]
     StopCancelled { path: PathBuf },
 
-    /// A sequential comparison asked for something it cannot do.
-    #[error("{0}")]
-    BadSequential(String),
+    /// A sequential comparison asked for something it cannot do: a usage
+    /// error, whatever the inputs.
+    #[error(transparent)]
+    Setting(#[from] SequentialSetting),
 
     /// The models of a sequential comparison, held at once, would not fit.
     #[error("{}: with the {before} model(s) before it, the comparison needs about {:.1} GiB ({what}), but {:.1} GiB of memory is available; compare fewer models at once", model.display(), *needed as f64 / GIB, *available as f64 / GIB)]

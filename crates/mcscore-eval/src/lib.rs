@@ -63,7 +63,10 @@ pub mod tokens;
 pub mod until_decided;
 pub mod view;
 
-pub use error::{with_causes, ChatError, EvalError, LogsError, SequentialError, ShardError, SpecError, StudyError, SweepError};
+pub use error::{
+    with_causes, ChatError, EvalError, GroupsFault, LogsError, SequentialError, SequentialSetting, ShardError, SpecError, StudyError,
+    SweepError, SweepFault,
+};
 pub use fills::Cancel;
 pub use hashes::sha256_cached;
 pub use job::{

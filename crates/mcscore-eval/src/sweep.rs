@@ -25,7 +25,7 @@ use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, Scoring};
 use crate::job::{select, Selection};
 use crate::log::{or_none, Mismatch, ShardHeader, TaskKind};
 use crate::shard::{check_all_present, partition, Shard};
-use crate::{ShardError, SweepError};
+use crate::{ShardError, SweepError, SweepFault};
 
 /// How a sweep's items are split into shards, recorded in each saved shard:
 /// contiguous items balanced by the tokens of all their prompts (a sweep
@@ -280,16 +280,12 @@ impl Sweep {
             let bytes = mcscore_format::read_input(path)?;
             let shard: SweepShard = serde_json::from_slice(&bytes)
                 .map_err(|source| EvalError::Sweep(SweepError::NotASweepShard { path: path.clone(), source }))?;
+            let bad = |fault| EvalError::Sweep(SweepError::BadSweep { path: path.clone(), fault: Box::new(fault) });
             if shard.version > SWEEP_SHARD_VERSION {
-                let why = format!(
-                    "a sweep shard of format {} (this mcscore reads up to {SWEEP_SHARD_VERSION}): written by a newer mcscore",
-                    shard.version
-                );
-                return Err(EvalError::Sweep(SweepError::BadSweep { path: path.clone(), why }));
+                return Err(bad(SweepFault::NewerShard { version: shard.version, max: SWEEP_SHARD_VERSION }));
             }
             if shard.shard.index >= shard.shard.count {
-                let why = format!("shard index {} of {} shards; an index is below the count", shard.shard.index, shard.shard.count);
-                return Err(EvalError::Sweep(SweepError::BadSweep { path: path.clone(), why }));
+                return Err(bad(SweepFault::ShardIndex { index: shard.shard.index, count: shard.shard.count }));
             }
             if let Some(m) = identity.mismatch(&shard.sweep_identity()) {
                 return Err(EvalError::Sweep(SweepError::ShardOfOtherSweep { path: path.clone(), what: m.field }));
@@ -338,8 +334,8 @@ impl Sweep {
                 let prompt = shard.first_prompt + j;
                 let ids = self.prompts.get(prompt).map_or(0, |p| p.ids.len());
                 if row.len() != ids || row.iter().any(|l| !l.is_finite() || *l > 0.0) {
-                    let why = format!("prompt {prompt}: {} log-probabilities (finite and at most 0 each) for {ids} IDs", row.len());
-                    return Err(EvalError::Sweep(SweepError::BadSweep { path, why }));
+                    let fault = SweepFault::PromptRow { prompt, found: row.len(), ids };
+                    return Err(EvalError::Sweep(SweepError::BadSweep { path, fault: Box::new(fault) }));
                 }
             }
             scores.log_probs.extend(shard.log_probs);
@@ -608,39 +604,27 @@ pub fn merge_saved(paths: &[PathBuf]) -> Result<SweepReport, EvalError> {
         // points by mcscores before it; the library computes in points.
         let json: serde_json::Value =
             serde_json::from_slice(&bytes).map_err(|source| EvalError::Sweep(SweepError::NotASweep { path: path.clone(), source }))?;
-        if let Some(version) =
-            json.get("schema_version").and_then(serde_json::Value::as_u64).filter(|&v| v > u64::from(crate::results::SCHEMA_VERSION))
-        {
-            let why =
-                format!("results schema {version} (this mcscore reads up to {}): saved by a newer mcscore", crate::results::SCHEMA_VERSION);
-            return Err(EvalError::Sweep(SweepError::BadSweep { path: path.clone(), why }));
+        let bad = |fault| EvalError::Sweep(SweepError::BadSweep { path: path.clone(), fault: Box::new(fault) });
+        let max = crate::results::SCHEMA_VERSION;
+        if let Some(version) = json.get("schema_version").and_then(serde_json::Value::as_u64).filter(|&v| v > u64::from(max)) {
+            return Err(bad(SweepFault::NewerSchema { version, max }));
         }
         let report: SweepReport = serde_json::from_value(crate::results::in_points(json))
             .map_err(|source| EvalError::Sweep(SweepError::NotASweep { path: path.clone(), source }))?;
-        let bad = |why: String| EvalError::Sweep(SweepError::BadSweep { path: path.clone(), why });
         if report.formats.is_empty() || report.models.is_empty() {
-            return Err(bad(format!(
-                "{} formats and {} models; a sweep has at least one of each",
-                report.formats.len(),
-                report.models.len()
-            )));
+            return Err(bad(SweepFault::Empty { formats: report.formats.len(), models: report.models.len() }));
         }
         if let Some(m) = report.models.iter().find(|m| m.formats.len() != report.formats.len()) {
-            return Err(bad(format!("{} has results for {} formats, the sweep {}", m.model, m.formats.len(), report.formats.len())));
+            return Err(bad(SweepFault::FormatCount { model: m.model.clone(), found: m.formats.len(), formats: report.formats.len() }));
         }
         let pride = report.pride_alpha.is_some();
         if let Some((m, f)) = report.models.iter().find_map(|m| Some((m, m.formats.iter().find(|f| f.pride.is_some() != pride)?))) {
-            let has = if pride { "has no" } else { "has" };
-            return Err(bad(format!(
-                "{}'s format {} {has} PriDe results, the sweep's pride_alpha is {}",
-                m.model,
-                f.format,
-                or_none(report.pride_alpha)
-            )));
+            let fault = SweepFault::Pride { model: m.model.clone(), format: f.format.clone(), has: !pride, alpha: report.pride_alpha };
+            return Err(bad(fault));
         }
         check_figures(&report).map_err(bad)?;
         if let Some(earlier) = paths[..i].iter().find(|p| mcscore_format::same_file(p, path)) {
-            return Err(bad(format!("the same file as {}: give each saved sweep once", earlier.display())));
+            return Err(bad(SweepFault::Repeated { earlier: earlier.clone() }));
         }
         let Some(first) = merged.as_mut() else {
             merged = Some(report);
@@ -656,35 +640,32 @@ pub fn merge_saved(paths: &[PathBuf]) -> Result<SweepReport, EvalError> {
     Ok(report)
 }
 
-/// Why the figures of a saved sweep cannot be a sweep's, if they cannot: a
-/// sweep read back is reported as it was saved, so an edited one would print
-/// an accuracy of 150 % or picks that add up to 200 %.
-fn check_figures(report: &SweepReport) -> Result<(), String> {
+/// Why the figures of a saved sweep cannot be a sweep's, if they cannot.
+fn check_figures(report: &SweepReport) -> Result<(), SweepFault> {
     if report.tasks == 0 {
-        return Err("0 tasks".into());
+        return Err(SweepFault::NoTasks);
     }
     let mut names = HashSet::new();
     if let Some(twice) = report.formats.iter().find(|f| !names.insert(f.as_str())) {
-        return Err(format!("format {twice} is listed twice"));
+        return Err(SweepFault::FormatTwice(twice.clone()));
     }
     let n = report.tasks as u128;
     for m in &report.models {
         if m.prompts == 0 || m.scoring_seconds.is_nan() || m.scoring_seconds < 0.0 {
-            return Err(format!("{}: {} prompts scored in {} s", m.model, m.prompts, m.scoring_seconds));
+            return Err(SweepFault::Prompts { model: m.model.clone(), prompts: m.prompts, seconds: m.scoring_seconds });
         }
         if let Some((f, name)) = m.formats.iter().zip(&report.formats).find(|(f, name)| f.format != **name) {
-            return Err(format!("{}: results for format {} where the sweep lists {name}", m.model, f.format));
+            return Err(SweepFault::FormatOrder { model: m.model.clone(), found: f.format.clone(), listed: name.clone() });
         }
         for f in &m.formats {
-            let fault = |what: String| format!("{}'s format {}: {what}", m.model, f.format);
-            let at = |what: &str, value: f64| fault(format!("{what} is {value}"));
+            let (model, format) = (|| m.model.clone(), || f.format.clone());
             // Wilson bounds of 0 or n of n land an ulp outside (100.00000000000003),
             // and a fraction saved and read back as points can too.
-            let points = |what: &str, value: f64| {
+            let points = |what: &'static str, value: f64| {
                 if (-1e-9..=100.0 + 1e-9).contains(&value) {
                     Ok(())
                 } else {
-                    Err(at(what, value) + ", not in 0 to 100 %")
+                    Err(SweepFault::NotPoints { model: model(), format: format(), what, value })
                 }
             };
             points("accuracy", f.accuracy)?;
@@ -701,14 +682,14 @@ fn check_figures(report: &SweepReport) -> Result<(), String> {
                     points(what, high)?;
                     // A Wilson interval holds its proportion (to rounding).
                     if low > high || estimate.is_some_and(|e| e < low - 1e-9 || e > high + 1e-9) {
-                        return Err(fault(format!("{what} [{low}, {high}] does not hold its accuracy")));
+                        return Err(SweepFault::Interval { model: model(), format: format(), what, low, high });
                     }
                 }
             }
             f.circular_accuracy.map_or(Ok(()), |c| points("circular_accuracy", c))?;
             points("rstd", f.rstd)?;
-            if let Some(pia) = f.pia.filter(|p| !(-1e-9..=1.0 + 1e-9).contains(p)) {
-                return Err(at("pia", pia) + ", not a share in 0 to 1");
+            if let Some(value) = f.pia.filter(|p| !(-1e-9..=1.0 + 1e-9).contains(p)) {
+                return Err(SweepFault::Pia { model: model(), format: format(), value });
             }
             if let Some(pride) = &f.pride {
                 for (what, value) in [
@@ -725,12 +706,15 @@ fn check_figures(report: &SweepReport) -> Result<(), String> {
             let picked: u128 = f.picks.iter().map(|&p| p as u128).sum();
             let (least, most) = if report.circular { (2 * n, k as u128 * n) } else { (n, n) };
             if !(2..=mcscore_format::MAX_OPTIONS).contains(&k) || f.accuracy_by_rotation.len() > k || !(least..=most).contains(&picked) {
-                return Err(fault(format!(
-                    "{picked} picks over {k} positions (and {} rotations) for {} tasks{}",
-                    f.accuracy_by_rotation.len(),
-                    report.tasks,
-                    if report.circular { " in every rotation" } else { "" }
-                )));
+                return Err(SweepFault::Picks {
+                    model: model(),
+                    format: format(),
+                    picked,
+                    positions: k,
+                    rotations: f.accuracy_by_rotation.len(),
+                    tasks: report.tasks,
+                    circular: report.circular,
+                });
             }
         }
         let accuracies: Vec<f64> = m.formats.iter().map(|f| f.accuracy).collect();
@@ -739,7 +723,7 @@ fn check_figures(report: &SweepReport) -> Result<(), String> {
             .chain(m.circular_accuracy_across_formats.as_ref().map(|s| (s, circular)));
         for (spread_saved, values) in saved {
             let Some(values) = values else {
-                return Err(format!("{}: circular accuracies across formats, but not in every format", m.model));
+                return Err(SweepFault::CircularSpread { model: m.model.clone() });
             };
             let again = spread(&values, &report.formats);
             let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
@@ -752,10 +736,7 @@ fn check_figures(report: &SweepReport) -> Result<(), String> {
             .iter()
             .all(|&(a, b)| close(a, b))
             {
-                return Err(format!(
-                    "{}: the spread across formats (mean, std, min, max) does not follow from the formats' accuracies",
-                    m.model
-                ));
+                return Err(SweepFault::Spread { model: m.model.clone() });
             }
         }
     }
@@ -1158,7 +1139,7 @@ mod tests {
         ] {
             let path = write(name, value);
             match merge_saved(&[path]) {
-                Err(EvalError::Sweep(SweepError::BadSweep { why: message, .. })) => assert!(message.contains(why), "{message}"),
+                Err(EvalError::Sweep(SweepError::BadSweep { fault, .. })) => assert!(fault.to_string().contains(why), "{fault}"),
                 other => panic!("{name}: {:?}", other.map(|r| r.models.len())),
             }
         }

@@ -18,8 +18,8 @@ use crate::compare::{self, CompareOptions, Groups, Pairing, Run};
 use crate::job::{End, Ordered, Running, ScoreJob, ScoreOutcome, ScoreSpec};
 use crate::log::{Sequential, Stop};
 use crate::shard::run_sha256;
-use crate::SequentialError;
 use crate::{Cancel, EvalError, Progress};
+use crate::{SequentialError, SequentialSetting};
 
 /// How the order is drawn: a Fisher–Yates shuffle of the file's task indices
 /// (from the last position down, each swapped with a position drawn by
@@ -100,28 +100,25 @@ impl UntilDecidedSpec {
     }
 
     fn check(&self) -> Result<(), EvalError> {
-        let bad = |why: String| Err(EvalError::Sequential(SequentialError::BadSequential(why)));
+        let bad = |setting: SequentialSetting| Err(EvalError::Sequential(setting.into()));
         let CompareOptions { margin, alpha, .. } = self.options;
         if self.options.normalisation == mcscore_metrics::Normalisation::AccPmi {
-            return bad(
-                "--normalisation acc-pmi needs the unconditional pass of `score --pmi`, which a sequential comparison does not score"
-                    .into(),
-            );
+            return bad(SequentialSetting::AccPmi);
         }
         if self.others.is_empty() {
-            return bad("a sequential comparison needs BASE and at least one OTHER model".into());
+            return bad(SequentialSetting::NoOther);
         }
         if !(margin > 0.0 && margin <= 100.0) {
-            return bad(format!("the margin is {margin}; it is in accuracy points, above 0 and at most 100"));
+            return bad(SequentialSetting::Margin(margin));
         }
         if !(alpha > 0.0 && alpha < 0.5) {
-            return bad(format!("alpha is {alpha}; it is an error rate above 0 and below 0.5"));
+            return bad(SequentialSetting::Alpha(alpha));
         }
         if self.chunk == 0 || self.max_tasks == Some(0) {
-            return bad("a chunk, and --max-tasks, are at least one task".into());
+            return bad(SequentialSetting::NoTasks);
         }
         if self.resume && self.log_dir.is_none() {
-            return bad("a resume continues the logs of a log folder; give the folder".into());
+            return bad(SequentialSetting::ResumeWithoutLogs);
         }
         Ok(())
     }

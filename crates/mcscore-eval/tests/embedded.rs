@@ -10,7 +10,7 @@ use mcscore_eval::compare::{compare, CompareOptions, Run};
 use mcscore_eval::report::{self, ReportOptions};
 use mcscore_eval::until_decided::{until_decided, UntilDecidedSpec};
 use mcscore_eval::{Cancel, End, EvalError, NoProgress, ScoreJob, ScoreOutcome, ScoreSpec};
-use mcscore_eval::{SequentialError, SpecError};
+use mcscore_eval::{SequentialError, SequentialSetting, SpecError};
 use mcscore_metrics::sequential::Decision;
 
 /// The bundled model (`scripts/fetch-model`), or $MCSCORE_MODEL.
@@ -98,12 +98,12 @@ fn two_models_in_one_process_score_compare_and_decide_without_the_binary() {
     bad.others.clear();
     assert!(matches!(
         until_decided(&bad, None, &mut NoProgress, &mut |_| {}, &Cancel::new()),
-        Err(EvalError::Sequential(SequentialError::BadSequential(_)))
+        Err(EvalError::Sequential(SequentialError::Setting(SequentialSetting::NoOther)))
     ));
     let mut bad = sequential;
     bad.options.margin = f64::NAN;
     assert!(matches!(
         until_decided(&bad, None, &mut NoProgress, &mut |_| {}, &Cancel::new()),
-        Err(EvalError::Sequential(SequentialError::BadSequential(_)))
+        Err(EvalError::Sequential(SequentialError::Setting(SequentialSetting::Margin(m)))) if m.is_nan()
     ));
 }
