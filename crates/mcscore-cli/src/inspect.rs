@@ -105,7 +105,7 @@ fn print_summary(file: &TaskFile, s: &Summary) -> anyhow::Result<()> {
     outln!("  option counts   {histogram}")?;
     outln!("  mode            {}", s.mode)?;
     outln!("  chance          {:.2} %", s.chance)?;
-    outln!("  majority_class  {:.2} % (gold at position {})", s.majority_class, s.majority_position)?;
+    outln!("  majority_class  {:.2} % (gold at {})", s.majority_class, crate::run_text::option_name(s.majority_position))?;
     outln!("  min_parallel    {} (the -np llama-perplexity needs)", s.min_parallel)?;
     outln!("  longest task    task {}, {} bytes", s.longest_task, s.longest_task_bytes)?;
     outln!("  sha256          {}", s.sha256)?;

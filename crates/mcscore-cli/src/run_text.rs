@@ -118,7 +118,7 @@ pub(crate) fn print_accuracies(records: &[TaskRecord], kind: TaskKind, baselines
         outln!("  {:<16}{:>8.2}%  {:>7.2}{note}", norm.name(), a.percent(), a.stderr_percent())?;
     }
     outln!("  {:<16}{:>8.2}%", "chance", baselines.chance)?;
-    outln!("  {:<16}{:>8.2}%  (always answer position {})", "majority_class", baselines.majority_class, baselines.majority_position)?;
+    outln!("  {:<16}{:>8.2}%  (always answer {})", "majority_class", baselines.majority_class, option_name(baselines.majority_position))?;
     Ok(())
 }
 
@@ -151,11 +151,38 @@ pub(crate) fn nats(x: f64, signed: bool) -> String {
     }
 }
 
+/// An option by its position from 0, as people name it: "option D", or
+/// "option 27" past Z.
+pub(crate) fn option_name(position: usize) -> String {
+    format!("option {}", option_label(position))
+}
+
+/// An option's letter from its position from 0 ("D"), or its number from 1
+/// past Z ("27"): a task may have up to 100 options.
+pub(crate) fn option_label(position: usize) -> String {
+    match u8::try_from(position) {
+        Ok(p) if p < 26 => char::from(b'A' + p).to_string(),
+        _ => (position + 1).to_string(),
+    }
+}
+
 /// A p-value as people read it: fixed down to 0.001, then scientific.
 pub(crate) fn p_value(p: f64) -> String {
     if p >= 0.001 {
         format!("{p:.3}")
     } else {
         format!("{p:.1e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_are_named_as_people_count_them() {
+        assert_eq!(option_name(3), "option D");
+        assert_eq!(option_label(25), "Z");
+        assert_eq!(option_label(26), "27");
     }
 }

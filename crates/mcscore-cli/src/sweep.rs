@@ -325,10 +325,7 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
         }
         let positions = m.formats.first().map_or(0, |f| f.picks.len());
         // A to Z, then numbers: a saved sweep may have any number of positions.
-        let letters: String = (0..positions)
-            .map(|i| u8::try_from(i).ok().filter(|&i| i < 26).map_or_else(|| (i + 1).to_string(), |i| char::from(b'A' + i).to_string()))
-            .collect::<Vec<_>>()
-            .join("/");
+        let letters: String = (0..positions).map(crate::run_text::option_label).collect::<Vec<_>>().join("/");
         // Each percentage with its 95 % Wilson interval where the sweep has it.
         let with_interval = |value: f64, interval: Option<(f64, f64)>| match interval {
             Some((low, high)) => format!("{value:.2} [{low:.1}, {high:.1}]"),
