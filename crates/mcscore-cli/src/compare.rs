@@ -8,7 +8,6 @@ use mcscore_eval::compare::{self, CompareOptions, Comparison, Groups, Pairing, R
 use mcscore_metrics::paired::PairedDifference;
 
 use crate::normalisation::NormArg;
-use crate::numbers::End;
 use crate::progress::ProgressMode;
 use crate::run_text::{nats, p_value};
 use crate::text::printable;
@@ -82,10 +81,10 @@ pub(crate) struct Args {
     pub(crate) normalisation: NormArg,
     /// The equivalence margin in accuracy points, above 0 and at most 100:
     /// "equivalent" when the paired (1 − 2α) interval lies inside ±MARGIN.
-    #[arg(long, value_name = "POINTS", default_value_t = 1.0, value_parser = margin())]
+    #[arg(long, value_name = "POINTS", default_value_t = 1.0, value_parser = crate::numbers::margin())]
     pub(crate) margin: f64,
     /// The error rate of each verdict, above 0 and below 0.5.
-    #[arg(long, value_name = "A", default_value_t = 0.05, value_parser = alpha())]
+    #[arg(long, value_name = "A", default_value_t = 0.05, value_parser = crate::numbers::alpha())]
     pub(crate) alpha: f64,
     /// Bootstrap resamples, 100 to 100,000.
     #[arg(long, default_value_t = 1000, value_parser = crate::numbers::whole(100u32, 100_000))]
@@ -118,16 +117,6 @@ pub(crate) struct Args {
     /// between (tasks scored, tasks and tokens a second).
     #[arg(long, value_enum, value_name = "HOW", default_value_t = ProgressMode::Auto, requires = "until_decided")]
     pub(crate) progress: ProgressMode,
-}
-
-/// `--margin`'s values, for every command that has it.
-pub(crate) fn margin() -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
-    crate::numbers::real("accuracy points", End::Open(0.0), End::Closed(100.0), "1 or 2.5")
-}
-
-/// `--alpha`'s values, for every command that has it.
-pub(crate) fn alpha() -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
-    crate::numbers::real("an error rate", End::Open(0.0), End::Open(0.5), "0.05")
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {

@@ -164,8 +164,7 @@ fn parse_context(text: &str) -> Result<ContextSize, String> {
     if text == "auto" {
         return Ok(ContextSize::Auto);
     }
-    match text.parse::<u32>() {
-        Ok(n) if n > 0 => Ok(ContextSize::PerSequence(n)),
-        _ => Err(format!("expected a positive number of tokens or `auto`, got {text:?}")),
-    }
+    crate::numbers::whole(1u32, u32::MAX)(text)
+        .map(ContextSize::PerSequence)
+        .map_err(|words| words.replacen("expected a whole number", "expected `auto` or a whole number of tokens", 1))
 }

@@ -128,7 +128,7 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse_from(llama_args::rewrite(args));
     let asked = flag_hints::Asked::of(&cli.command);
-    // serve drains its requests on SIGINT and SIGTERM itself.
+    // serve drains its requests on SIGINT, SIGTERM and SIGHUP itself.
     if !matches!(cli.command, Command::Serve(_)) {
         if let Err(error) = signals::install() {
             flag_hints::report(asked, &error);

@@ -83,6 +83,16 @@ pub(crate) fn real(
     }
 }
 
+/// `--margin`'s values, for every command that has it.
+pub(crate) fn margin() -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    real("accuracy points", End::Open(0.0), End::Closed(100.0), "1 or 2.5")
+}
+
+/// `--alpha`'s values, for every command that has it.
+pub(crate) fn alpha() -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    real("an error rate", End::Open(0.0), End::Open(0.5), "0.05")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

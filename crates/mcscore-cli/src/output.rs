@@ -124,10 +124,7 @@ pub(crate) fn check_dir(dir: &Path, flag: &str) -> anyhow::Result<()> {
 /// Creates and removes a temporary file in `folder`: the one test of "can I
 /// write here" that also covers read-only mounts and ACLs.
 fn probe(folder: &Path, named: &Path, flag: &str) -> anyhow::Result<()> {
-    tempfile::Builder::new()
-        .prefix(".mcscore-probe-")
-        .tempfile_in(folder)
-        .map(drop)
+    mcscore_format::probe_folder(folder)
         .map_err(|e| anyhow::anyhow!("{}: {flag}: cannot write in {}: {e}", named.display(), folder.display()))
 }
 

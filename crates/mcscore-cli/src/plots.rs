@@ -455,11 +455,11 @@ fn group_differences(
         })
         .collect();
     let caption = format!(
-        "{} − {} per group, points (BCa interval from {} tasks; red: q ≤ {})",
+        "{} − {} per group, points (BCa interval from {} tasks; red: BH q ≤ {})",
         short(&p.other.label, 20),
         short(base, 20),
         mcscore_eval::compare::MIN_GROUP_FOR_INTERVAL,
-        k.q_level
+        crate::run_text::p_value(k.q_level)
     );
     let layout = ForestLayout { width: 900, row_height: 18, top: 120, label_width: 300, caption_size: 15, line: 2, dot: 3 };
     forest(svg, &caption, &layout, reach, &rows, &[])

@@ -396,7 +396,7 @@ fn print_results(
             tokens.unshared,
             outcome.fills,
             outcome.scoring_seconds,
-            tokens.decoded as f64 / outcome.scoring_seconds.max(1e-9),
+            outcome.scoring_rate(),
             outcome.wall_seconds
         )?;
     }

@@ -462,24 +462,24 @@ async fn shutdown_signal() {
     let interrupt = async {
         let _ = tokio::signal::ctrl_c().await;
     };
+    // Each signal on its own: one that cannot be listened for leaves the others.
     #[cfg(unix)]
-    let others = async {
-        use tokio::signal::unix::{signal, SignalKind};
-        match (signal(SignalKind::terminate()), signal(SignalKind::hangup())) {
-            (Ok(mut terminate), Ok(mut hangup)) => {
-                tokio::select! {
-                    _ = terminate.recv() => {},
-                    _ = hangup.recv() => {},
-                }
+    let on = |kind: tokio::signal::unix::SignalKind| async move {
+        match tokio::signal::unix::signal(kind) {
+            Ok(mut signal) => {
+                signal.recv().await;
             }
-            _ => std::future::pending::<()>().await,
+            Err(_) => std::future::pending::<()>().await,
         }
     };
+    #[cfg(unix)]
+    let (terminate, hangup) = (on(tokio::signal::unix::SignalKind::terminate()), on(tokio::signal::unix::SignalKind::hangup()));
     #[cfg(not(unix))]
-    let others = std::future::pending::<()>();
+    let (terminate, hangup) = (std::future::pending::<()>(), std::future::pending::<()>());
     tokio::select! {
         () = interrupt => {},
-        () = others => {},
+        () = terminate => {},
+        () = hangup => {},
     }
 }
 

@@ -72,7 +72,7 @@ pub(crate) struct Args {
     circular: bool,
     /// Sweep N tasks picked as llama-perplexity picks them (mt19937 seeded 1); 0, or N
     /// at or above the task count, sweeps every task.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(usize))]
+    #[arg(long, value_name = "N", value_parser = crate::numbers::at_least(0usize))]
     tasks: Option<usize>,
     /// PriDe: estimate each format's position prior from a share α of the tasks
     /// under all rotations, and debias the other tasks (scored once) with it.

@@ -61,10 +61,10 @@ pub(crate) struct Args {
     #[arg(long, value_enum, default_value = "acc-norm")]
     normalisation: NormArg,
     /// The comparison's equivalence margin in accuracy points (as `compare --margin`).
-    #[arg(long, value_name = "POINTS", default_value_t = 1.0, value_parser = crate::compare::margin())]
+    #[arg(long, value_name = "POINTS", default_value_t = 1.0, value_parser = crate::numbers::margin())]
     margin: f64,
     /// The error rate of each verdict (as `compare --alpha`).
-    #[arg(long, value_name = "A", default_value_t = 0.05, value_parser = crate::compare::alpha())]
+    #[arg(long, value_name = "A", default_value_t = 0.05, value_parser = crate::numbers::alpha())]
     alpha: f64,
     /// Bootstrap resamples of the report and the comparison, 100 to 100,000.
     #[arg(long, default_value_t = 1000, value_parser = crate::numbers::whole(100u32, 100_000))]

@@ -421,7 +421,10 @@ fn until_decided_refuses_bad_input_and_compares_other_vocabularies_task_by_task(
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.lines().next().unwrap().contains("undecided at ±1: the order ended (after 30 of 30 tasks)"), "{text}");
+    assert!(
+        text.lines().next().unwrap().contains("undecided at ±1: the 30 tasks --max-tasks allows were scored (after 30 of 30 tasks)"),
+        "{text}"
+    );
 
     // A model with Llama 3's tokenizer (random weights) against gemma's,
     // trained (it says) on 24 tokens: its part is warned of.

@@ -27,9 +27,11 @@ fn no_module_imports_a_module_that_imports_it() {
 }
 
 /// Each top-level module of `src` (a file or a folder) and the modules of
-/// the same crate it names.
+/// the same crate it names: `crate::m::…` names `m`, and `crate::X` names the
+/// module the crate root re-exports `X` from.
 fn imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let mut uses: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut texts: BTreeMap<String, String> = BTreeMap::new();
+    let mut root = String::new();
     let mut files = vec![src.to_path_buf()];
     while let Some(path) = files.pop() {
         if path.is_dir() {
@@ -41,31 +43,69 @@ fn imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         }
         let relative = path.strip_prefix(src).unwrap();
         let module = relative.components().next().unwrap().as_os_str().to_string_lossy().trim_end_matches(".rs").to_owned();
+        let text = code(&std::fs::read_to_string(&path).unwrap());
         if module == "lib" || module == "main" {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).unwrap();
-        let code = text.split("#[cfg(test)]").next().unwrap();
-        let named = uses.entry(module).or_default();
-        for line in code.lines().map(str::trim).filter(|l| !l.starts_with("//")) {
-            for (at, _) in line.match_indices("crate::") {
-                let rest = &line[at + "crate::".len()..];
-                if let Some(group) = rest.strip_prefix('{') {
-                    // `use crate::{a::X, b};`: the group's first segments.
-                    let group = group.split('}').next().unwrap();
-                    named.extend(group.split(',').map(|p| first_segment(p.trim())).filter(|s| !s.is_empty()));
-                } else {
-                    named.insert(first_segment(rest));
-                }
-            }
+            root.push_str(&text);
+        } else {
+            texts.entry(module).or_default().push_str(&text);
         }
     }
-    let modules: BTreeSet<String> = uses.keys().cloned().collect();
-    uses.into_iter().map(|(m, named)| (m.clone(), named.into_iter().filter(|n| modules.contains(n) && *n != m).collect())).collect()
+    let modules: BTreeSet<String> = texts.keys().cloned().collect();
+    // `pub use m::{A, b::C};` at the root: A and C are m's.
+    let mut reexported: BTreeMap<String, String> = BTreeMap::new();
+    for statement in root.split("pub use ").skip(1) {
+        let statement = statement.split(';').next().unwrap();
+        let Some(module) = modules.iter().find(|m| statement.trim_start().starts_with(&format!("{m}::"))) else { continue };
+        for name in statement.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()) {
+            reexported.insert(name.to_owned(), module.clone());
+        }
+    }
+    texts
+        .iter()
+        .map(|(module, text)| {
+            let mut named = BTreeSet::new();
+            for (at, _) in text.match_indices("crate::") {
+                for first in first_segments(&text[at + "crate::".len()..]) {
+                    if let Some(m) = modules.get(&first).or_else(|| reexported.get(&first)) {
+                        if m != module {
+                            named.insert(m.clone());
+                        }
+                    }
+                }
+            }
+            (module.clone(), named)
+        })
+        .collect()
 }
 
-fn first_segment(path: &str) -> String {
-    path.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
+/// A file's code: before its first test module, without comment lines.
+fn code(text: &str) -> String {
+    let before_tests = text.split("#[cfg(test)]").next().unwrap();
+    before_tests.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n")
+}
+
+/// The first segment of each path after `crate::`: one, or one per item of
+/// a `{…}` group (which may span lines and nest).
+fn first_segments(rest: &str) -> Vec<String> {
+    let ident = |s: &str| s.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>();
+    let Some(group) = rest.strip_prefix('{') else { return vec![ident(rest)] };
+    let (mut depth, mut items, mut start) = (0usize, Vec::new(), 0);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(ident(&group[start..i]));
+                break;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(ident(&group[start..i]));
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.into_iter().filter(|s| !s.is_empty()).collect()
 }
 
 /// The graph's strongly connected parts of more than one module (Tarjan).
@@ -119,4 +159,10 @@ fn a_circle_is_found() {
     let mut found = strongly_connected(&graph);
     found[0].sort();
     assert_eq!(found, vec![vec!["a".to_owned(), "b".to_owned(), "c".to_owned()]]);
+}
+
+#[test]
+fn paths_are_read_through_groups_over_lines() {
+    assert_eq!(first_segments("log::{self, Header};"), ["log"]);
+    assert_eq!(first_segments("{\n    fills::Cancel,\n    job::{End, Running},\n    EvalError,\n};"), ["fills", "job", "EvalError"]);
 }

@@ -84,23 +84,31 @@ fn a_signal_mid_build_leaves_no_partial_file() {
     assert_eq!(status, Some(143), "{err}");
     assert!(partial_files(dir.path()).is_empty(), "{err}");
     assert!(!dir.path().join("mmlu-test.bin").exists(), "{err}");
-    // A signal as a temporary file is being made (within the first 100 ms
-    // of a build of every local benchmark) removes it too: 6 runs in 60 left
-    // one when the file was listed only after it was made.
-    for delay in (30..=120).step_by(10) {
+    // A signal as a temporary file is being made (a build of every local
+    // benchmark starts one at once) removes it too: the file is listed under
+    // the lock the removal takes. The folder the build makes exists only
+    // once its signal handlers are in place.
+    for delay in (0..=90).step_by(10) {
         let dir = tempdir();
-        let manifest = dir.path().join("manifest.json");
+        let out = dir.path().join("out");
+        let manifest = out.join("manifest.json");
         let child = mcscore()
-            .args(["build", "--all-local", "--sources", &sources(), "--out", path_str(dir.path()), "--manifest", path_str(&manifest)])
+            .args(["build", "--all-local", "--sources", &sources(), "--out", path_str(&out), "--manifest", path_str(&manifest)])
             .stderr(Stdio::piped())
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
+        wait_until("the output folder", || out.is_dir());
         std::thread::sleep(std::time::Duration::from_millis(delay));
         signal(&child, "TERM");
         let (status, err) = finish(child);
         assert_eq!(status, Some(143), "after {delay} ms: {err}");
-        assert!(partial_files(dir.path()).is_empty(), "after {delay} ms: {err}");
+        let left: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().starts_with(".mcscore"))
+            .collect();
+        assert!(left.is_empty(), "after {delay} ms: {left:?} {err}");
     }
 }
 

@@ -21,7 +21,7 @@ pub enum ConvertError {
     #[error("{field} holds a non-string")]
     NonString { field: String },
 
-    #[error("answer key {key:?} is not among the labels {labels:?}")]
+    #[error("answer key {key:?} is not among the labels {}", labels.iter().map(|l| format!("{l:?}")).collect::<Vec<_>>().join(", "))]
     UnknownKey { key: String, labels: Vec<String> },
 
     #[error("answer {answer:?} is not a letter among {options} options")]

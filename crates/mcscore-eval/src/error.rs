@@ -201,9 +201,11 @@ pub enum SweepError {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SweepFault {
+    /// A shard written by a newer mcscore.
     #[error("a sweep shard of format {version} (this mcscore reads up to {max}): written by a newer mcscore")]
     NewerShard { version: u32, max: u32 },
 
+    /// A shard index at or past the shard count.
     #[error("shard index {index} of {count} shards; an index is below the count")]
     ShardIndex { index: usize, count: usize },
 
@@ -211,30 +213,39 @@ pub enum SweepFault {
     #[error("prompt {prompt}: {found} log-probabilities (finite and at most 0 each) for {ids} IDs")]
     PromptRow { prompt: usize, found: usize, ids: usize },
 
+    /// A sweep saved by a newer mcscore.
     #[error("results schema {version} (this mcscore reads up to {max}): saved by a newer mcscore")]
     NewerSchema { version: u64, max: u32 },
 
+    /// No format or no model.
     #[error("{formats} formats and {models} models; a sweep has at least one of each")]
     Empty { formats: usize, models: usize },
 
+    /// A model with results for another number of formats than the sweep lists.
     #[error("{model} has results for {found} formats, the sweep {formats}")]
     FormatCount { model: String, found: usize, formats: usize },
 
+    /// PriDe results where the sweep ran none, or none where it ran PriDe.
     #[error("{model}'s format {format} {} PriDe results, the sweep's pride_alpha is {}", if *has { "has" } else { "has no" }, mcscore_log::or_none(*alpha))]
     Pride { model: String, format: String, has: bool, alpha: Option<f64> },
 
+    /// One saved sweep given twice.
     #[error("the same file as {}: give each saved sweep once", earlier.display())]
     Repeated { earlier: PathBuf },
 
+    /// A sweep of no tasks.
     #[error("0 tasks")]
     NoTasks,
 
+    /// A format listed twice.
     #[error("format {0} is listed twice")]
     FormatTwice(String),
 
+    /// No prompt scored, or a time that is not one.
     #[error("{model}: {prompts} prompts scored in {seconds} s")]
     Prompts { model: String, prompts: usize, seconds: f64 },
 
+    /// A model's results out of the sweep's format order.
     #[error("{model}: results for format {found} where the sweep lists {listed}")]
     FormatOrder { model: String, found: String, listed: String },
 
@@ -242,9 +253,11 @@ pub enum SweepFault {
     #[error("{model}'s format {format}: {what} is {value}, not in 0 to 100 %")]
     NotPoints { model: String, format: String, what: &'static str, value: f64 },
 
+    /// An interval that does not hold its estimate.
     #[error("{model}'s format {format}: {what} [{low}, {high}] does not hold its accuracy")]
     Interval { model: String, format: String, what: &'static str, low: f64, high: f64 },
 
+    /// A PIA outside 0 to 1.
     #[error("{model}'s format {format}: pia is {value}, not a share in 0 to 1")]
     Pia { model: String, format: String, value: f64 },
 
@@ -252,9 +265,11 @@ pub enum SweepFault {
     #[error("{model}'s format {format}: {picked} picks over {positions} positions (and {rotations} rotations) for {tasks} tasks{}", if *circular { " in every rotation" } else { "" })]
     Picks { model: String, format: String, picked: u128, positions: usize, rotations: usize, tasks: usize, circular: bool },
 
+    /// A spread of circular accuracies where not every format has one.
     #[error("{model}: circular accuracies across formats, but not in every format")]
     CircularSpread { model: String },
 
+    /// A spread across formats that its formats' accuracies do not give.
     #[error("{model}: the spread across formats (mean, std, min, max) does not follow from the formats' accuracies")]
     Spread { model: String },
 }
@@ -264,18 +279,23 @@ pub enum SweepFault {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum GroupsFault {
+    /// A groups file that is not UTF-8.
     #[error("not UTF-8 at byte {byte}")]
     NotUtf8 { byte: usize },
 
+    /// Another number of lines than the task file has tasks.
     #[error("{lines} lines, but the task file has {tasks} tasks: give one group per task, in file order")]
     LineCount { lines: usize, tasks: usize },
 
+    /// An empty line: a task without a group.
     #[error("line {line} is empty: every task needs a group")]
     EmptyLine { line: usize },
 
+    /// Groups for fewer tasks than a log holds.
     #[error("groups for {groups_for} tasks, but {} holds task {task}: give one group per task of the task file", log.display())]
     Reach { groups_for: usize, log: PathBuf, task: usize },
 
+    /// A compared task with no group.
     #[error("no group for task {task}")]
     NoGroup { task: usize },
 
@@ -283,6 +303,7 @@ pub enum GroupsFault {
     #[error("{name}'s {field} groups cover {}, but the entry has {tasks}: rebuild the manifest", covered.map_or_else(|| "more than 2^64 tasks".to_owned(), |t| format!("{t} tasks")))]
     ManifestCount { name: String, field: String, covered: Option<usize>, tasks: usize },
 
+    /// A manifest's group run without a name.
     #[error("{name}'s {field} group run {run} has no name: every task needs a group")]
     UnnamedRun { name: String, field: String, run: usize },
 }
@@ -356,21 +377,27 @@ pub enum LogsError {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SequentialSetting {
+    /// acc_pmi, which needs an unconditional pass it does not score.
     #[error("--normalisation acc-pmi needs the unconditional pass of `score --pmi`, which a sequential comparison does not score")]
     AccPmi,
 
+    /// No OTHER model.
     #[error("a sequential comparison needs BASE and at least one OTHER model")]
     NoOther,
 
+    /// A margin outside (0, 100] points.
     #[error("the margin is {0}; it is in accuracy points, above 0 and at most 100")]
     Margin(f64),
 
+    /// An α outside (0, 0.5).
     #[error("alpha is {0}; it is an error rate above 0 and below 0.5")]
     Alpha(f64),
 
+    /// A chunk or a task cap of 0.
     #[error("a chunk, and --max-tasks, are at least one task")]
     NoTasks,
 
+    /// A resume without the log folder it continues.
     #[error("a resume continues the logs of a log folder; give the folder")]
     ResumeWithoutLogs,
 }

@@ -404,6 +404,11 @@ pub struct ScoreOutcome {
 }
 
 impl ScoreOutcome {
+    /// Tokens decoded per second of scoring (decode and everything around it).
+    pub fn scoring_rate(&self) -> f64 {
+        self.tokens.decoded as f64 / self.scoring_seconds.max(1e-9)
+    }
+
     /// The normalisations every record has.
     pub fn normalisations(&self) -> &'static [Normalisation] {
         normalisations(&self.records)

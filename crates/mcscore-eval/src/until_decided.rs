@@ -170,7 +170,7 @@ pub struct OtherOutcome {
     pub part: ModelPart,
     pub decision: Decision,
     /// "worse", "better", "equivalent within ±2 points", "undecided at ±2:
-    /// the order ended" or "undecided: interrupted".
+    /// every task of the file was scored" or "undecided: interrupted".
     pub conclusion: String,
     /// The tasks the decision rests on (all scored ones when undecided).
     pub tasks_used: usize,
@@ -486,7 +486,10 @@ pub fn until_decided(
                 format!("equivalent within ±{} point{}", spec.options.margin, if spec.options.margin == 1.0 { "" } else { "s" })
             }
             Decision::Undecided if interrupted => "undecided: interrupted".to_owned(),
-            Decision::Undecided => format!("undecided at ±{}: the order ended", spec.options.margin),
+            Decision::Undecided if n < file_tasks => {
+                format!("undecided at ±{}: the {n} tasks --max-tasks allows were scored", spec.options.margin)
+            }
+            Decision::Undecided => format!("undecided at ±{}: every task of the file was scored", spec.options.margin),
         };
         let differently = base_run
             .records

@@ -28,8 +28,8 @@ pub use summary::{hex, sha256_file, sha256_hex, BaselineCounter, Baselines, Summ
 pub use task::{Choices, IdSet, Mode, Task};
 pub use text::{read_hellaswag, read_winogrande, winogrande_line, TextFault, HELLASWAG_ENDINGS, WINOGRANDE_HEADER};
 pub use writer::{
-    check_input, check_input_io, check_target, file_kind, read_input, remove_partial_files, same_file, write_atomic, write_tasks,
-    AtomicFile, Existing, TaskWriter,
+    check_input, check_input_io, check_target, file_kind, probe_folder, read_input, remove_partial_files, same_file, write_atomic,
+    write_tasks, AtomicFile, Existing, TaskWriter,
 };
 
 /// The most bytes mcscore tokenises as one text (a question, a space and an

@@ -84,7 +84,9 @@ pub struct TaskReport<'a> {
     pub offset: u64,
     /// Its length in bytes.
     pub bytes: u64,
+    /// Its question, as the file holds it.
     pub question: &'a str,
+    /// Its options, in the file's order.
     pub options: Vec<&'a str>,
     /// The gold option's index.
     pub gold: Option<usize>,

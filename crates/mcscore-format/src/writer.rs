@@ -169,12 +169,21 @@ fn partial_files() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
 /// Removes every output still being written (the temporary files beside
 /// their targets), for a process about to exit on a signal, and returns how
 /// many it removed. Final names are never touched: what was committed stays.
+/// The list stays locked until the process ends, so no thread makes a file
+/// after the removal that nothing would remove.
 pub fn remove_partial_files() -> usize {
     let mut partial = partial_files();
     // One already renamed into place or dropped is gone from its temporary name.
     let removed = partial.iter().filter(|p| std::fs::remove_file(p).is_ok()).count();
     partial.clear();
+    std::mem::forget(partial);
     removed
+}
+
+/// Whether `folder` can be written in: a listed temporary file made and
+/// removed there, the one test that also covers read-only mounts and ACLs.
+pub fn probe_folder(folder: &Path) -> std::io::Result<()> {
+    temp_file_beside(&folder.join("probe")).map(drop)
 }
 
 /// The folder a file at `path` lives in (`.` for a bare file name).

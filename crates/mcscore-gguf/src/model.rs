@@ -217,7 +217,8 @@ fn check_rope(header: &Header<'_>) -> Result<(), ModelFault> {
         if !key.windows(6).any(|w| w == b".rope.") {
             continue;
         }
-        let base = key.ends_with(b"freq_base");
+        // `{arch}.rope.freq_base`, and `freq_base_swa` for sliding-window layers.
+        let base = key.ends_with(b"freq_base") || key.ends_with(b"freq_base_swa");
         let rule = match (value.is_finite(), base && value <= 0.0) {
             (false, _) => "a RoPE value must be a finite number",
             (true, true) => "a RoPE frequency base must be above 0",
@@ -241,7 +242,8 @@ fn as_written(value: f64) -> String {
 /// For an `rwkv` tokenizer, every byte that begins a token is a token of its
 /// own. llama.cpp's RWKV tokenizer takes the longest token in a trie of the
 /// unescaped texts; where the first byte has a child but no path from it
-/// ends in a token, it keeps its position and pushes token 0 for ever.
+/// ends in a token, it pushes token 0 and starts again from the text's
+/// first byte, for ever.
 fn check_rwkv(header: &Header<'_>) -> Result<(), ModelFault> {
     if c_str(header, "tokenizer.ggml.model") != Some("rwkv") {
         return Ok(());
@@ -249,7 +251,8 @@ fn check_rwkv(header: &Header<'_>) -> Result<(), ModelFault> {
     let Some(tokens) = header.strings("tokenizer.ggml.tokens") else {
         return Ok(());
     };
-    let unescaped: Vec<(u64, &[u8], Vec<u8>)> = tokens.map(|(offset, text)| (offset, text, unescape_rwkv(text))).collect();
+    let unescaped: Vec<(u64, &[u8], Vec<u8>)> =
+        tokens.enumerate().map(|(index, (offset, text))| (offset, text, unescape_rwkv(&token_text(index, text)))).collect();
     let mut single = [false; 256];
     for (_, _, bytes) in &unescaped {
         if let [byte] = bytes[..] {
@@ -266,16 +269,29 @@ fn check_rwkv(header: &Header<'_>) -> Result<(), ModelFault> {
     Ok(())
 }
 
+/// A token's text as llama.cpp's vocabulary holds it: read as a C string (up
+/// to its first NUL), and an empty one named `[EMPTY_i]`.
+fn token_text(index: usize, raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let text = raw.split(|&b| b == 0).next().unwrap_or_default();
+    if text.is_empty() {
+        format!("[EMPTY_{index}]").into_bytes().into()
+    } else {
+        text.into()
+    }
+}
+
 /// llama.cpp's `llama_unescape_rwkv_token`, byte for byte: `\t`, `\n`,
-/// `\r`, `\xHH` (hex digits read as it reads them, whatever they are: its
-/// `char` is signed, so a byte from 0x80 counts as below `a`) and `\c` for
-/// any other `c`.
+/// `\r`, `\xHH` (hex digits read as it reads them, whatever they are, with
+/// the platform's `char`: where it is signed, a byte from 0x80 counts as
+/// below `a`) and `\c` for any other `c`.
 fn unescape_rwkv(escaped: &[u8]) -> Vec<u8> {
     let mut output = Vec::with_capacity(escaped.len());
     let (mut escaping, mut hex_remaining, mut hex_acc) = (false, 0u8, 0u8);
     for &c in escaped {
         if hex_remaining != 0 {
-            let value = if (b'a'..0x80).contains(&c) { c.wrapping_sub(b'a').wrapping_add(10) } else { c.wrapping_sub(b'0') };
+            // `c >= 'a'` on a C `char`.
+            let letter = std::ffi::c_char::from_ne_bytes([c]) >= b'a' as std::ffi::c_char;
+            let value = if letter { c.wrapping_sub(b'a').wrapping_add(10) } else { c.wrapping_sub(b'0') };
             hex_acc = (hex_acc << 4).wrapping_add(value);
             hex_remaining -= 1;
             if hex_remaining == 0 {
@@ -300,8 +316,8 @@ fn unescape_rwkv(escaped: &[u8]) -> Vec<u8> {
     output
 }
 
-/// No token text twice (an empty token counts as `[EMPTY_i]`, as llama.cpp
-/// names it), and every special token id within the vocabulary.
+/// No token text twice, as llama.cpp reads the texts ([`token_text`]), and
+/// every special token id within the vocabulary.
 fn check_vocabulary(header: &Header<'_>) -> Result<(), ModelFault> {
     let Some(tokens) = header.strings("tokenizer.ggml.tokens") else {
         return Ok(());
@@ -311,7 +327,7 @@ fn check_vocabulary(header: &Header<'_>) -> Result<(), ModelFault> {
     for (index, (offset, text)) in tokens.enumerate() {
         let index = index as u64;
         vocab = index + 1;
-        let text = if text.is_empty() { format!("[EMPTY_{index}]").into_bytes().into() } else { std::borrow::Cow::Borrowed(text) };
+        let text = token_text(index as usize, text);
         if let Some(&first_index) = seen.get(&text) {
             return Err(ModelFault::DuplicateToken { offset, index, token: shown(&text), first_index });
         }

@@ -106,6 +106,7 @@ fn rope_values_that_make_every_logit_nan() {
         (base, V::F32(0.0), "0", "a RoPE frequency base must be above 0"),
         (base, V::F32(-10000.0), "-10000", "a RoPE frequency base must be above 0"),
         (base, V::F32(f32::NAN), "NaN", "a RoPE value must be a finite number"),
+        ("gemma3.rope.freq_base_swa", V::F32(0.0), "0", "a RoPE frequency base must be above 0"),
         ("gemma3.rope.scaling.factor", V::F64(f64::INFINITY), "inf", "a RoPE value must be a finite number"),
     ] {
         let (gguf, i) = with(key, value);
@@ -137,5 +138,14 @@ fn an_rwkv_vocabulary_without_a_byte_that_begins_a_token() {
     assert_eq!(fault, ModelFault::RwkvByte { offset, index: 2, token: "ab".into(), byte: b'a' });
     // Every first byte a token (one of them escaped): accepted.
     let (gguf, _) = rwkv(&["<", "s", "<s>", "\\x61", "ab", "\\tx", "\\t"]);
+    check_model(&parse(&gguf.build().bytes).unwrap()).unwrap();
+    // Texts as llama.cpp reads them: an empty token is "[EMPTY_1]", which
+    // begins with "[", and "b\0c" is "b".
+    let tokens = ["b", "", "a"];
+    let (gguf, i) = rwkv(&tokens);
+    let (empty, built) = self::fault(&gguf);
+    let offset = built.at(&format!("kv{i}.value")) + 9;
+    assert_eq!(empty, ModelFault::RwkvByte { offset, index: 1, token: "".into(), byte: b'[' });
+    let (gguf, _) = rwkv(&["b\0c", "c"]);
     check_model(&parse(&gguf.build().bytes).unwrap()).unwrap();
 }
