@@ -771,6 +771,36 @@ pub(crate) mod tests {
         ));
     }
 
+    /// A group is marked significant where Benjamini–Hochberg's q is at
+    /// most each verdict's α (`--alpha` over the OTHERs), the boundary
+    /// included.
+    #[test]
+    fn a_group_is_significant_at_each_verdicts_alpha() {
+        // Group a: 5 of 20 tasks right→wrong (McNemar p = 2/32); group b: none.
+        let mut base = run("base", &[0; 40]);
+        let picks: Vec<usize> = (0..40).map(|t| usize::from(t < 5)).collect();
+        let mut other = run("other", &picks);
+        (base.header.tasks, other.header.tasks) = (40, 40);
+        let groups = Groups::from_runs("two", &[("a".into(), 20), ("b".into(), 20)]);
+        let at = |alpha: f64, others: &[Run]| {
+            let options = CompareOptions { alpha, ..CompareOptions::default() };
+            let c = compare(&base, others, Some(&groups), &options).unwrap();
+            let k = c.others[0].clustered.clone().unwrap();
+            let marked: Vec<(String, bool)> = k.shifts.iter().map(|s| (s.name.clone(), s.significant)).collect();
+            (k.q_level, k.shifts[0].bh_q, marked)
+        };
+        // q of group a: 2/32 × 2 groups = 0.125.
+        let (level, q, marked) = at(0.125, std::slice::from_ref(&other));
+        assert_eq!((level, q), (0.125, 0.125));
+        assert_eq!(marked, [("a".to_owned(), true), ("b".to_owned(), false)]);
+        let (_, _, marked) = at(0.124, std::slice::from_ref(&other));
+        assert_eq!(marked, [("a".to_owned(), false), ("b".to_owned(), false)]);
+        // Two OTHERs: each verdict's α is half.
+        let (level, _, marked) = at(0.2, &[other.clone(), other]);
+        assert_eq!(level, 0.1);
+        assert_eq!(marked, [("a".to_owned(), false), ("b".to_owned(), false)]);
+    }
+
     #[test]
     fn manifest_groups_must_cover_the_entrys_tasks() {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifest.json");
