@@ -98,7 +98,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     pub(crate) groups: Option<PathBuf>,
     /// The manifest to look the task file's groups up in (by sha256).
-    /// Default: manifest.json, where there is one.
+    /// Default: a manifest.json in the task file's folder or a folder above
+    /// it, then the working directory's.
     #[arg(long, value_name = "FILE", conflicts_with = "groups")]
     pub(crate) manifest: Option<PathBuf>,
     /// Print JSON instead of text.
@@ -126,7 +127,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let base_path = args.base.as_deref().expect("clap requires BASE without --until-decided");
     let base = Run::read(base_path)?;
     let others = args.others.iter().map(|p| Run::read(p)).collect::<Result<Vec<_>, _>>()?;
-    let groups = groups(&args, &base.header.file_sha256, base.header.file_tasks())?;
+    let groups = groups(&args, Path::new(&base.header.file), &base.header.file_sha256, base.header.file_tasks())?;
     let comparison = compare::compare(&base, &others, groups.as_ref(), &args.options())?;
     // Printed before the plots are written, so a plot that cannot be written
     // (a full disk) loses nothing else.
@@ -158,25 +159,44 @@ impl Args {
 
 /// The tasks' groups for the task file whose sha256 is `sha256` (and whose
 /// task count is `file_tasks`, where a log's header tells it): from
-/// --groups, --manifest, or the default manifest.json where it is one.
-pub(crate) fn groups(args: &Args, sha256: &str, file_tasks: Option<usize>) -> anyhow::Result<Option<Groups>> {
-    groups_from(args.groups.as_deref(), args.manifest.as_deref(), sha256, file_tasks)
+/// --groups, --manifest, or a manifest.json found for `task_file`.
+pub(crate) fn groups(args: &Args, task_file: &Path, sha256: &str, file_tasks: Option<usize>) -> anyhow::Result<Option<Groups>> {
+    groups_from(args.groups.as_deref(), args.manifest.as_deref(), task_file, sha256, file_tasks)
+}
+
+/// The manifests looked in when none is named, nearest first: a
+/// manifest.json in the task file's folder or any folder above it (where
+/// `mcscore build` writes it: beside `datasets/`), then the working
+/// directory's. Each is matched by the file's sha256, so one that is not
+/// the file's gives nothing.
+pub(crate) fn found_manifests(task_file: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = Vec::new();
+    let folder = task_file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let candidates = folder.ancestors().map(|d| d.join("manifest.json")).chain(std::iter::once(PathBuf::from("manifest.json")));
+    for candidate in candidates {
+        if candidate.is_file() && !found.iter().any(|f| mcscore_format::same_file(f, &candidate)) {
+            found.push(candidate);
+        }
+    }
+    found
 }
 
 /// The tasks' groups from a --groups file (one line per task of the file,
-/// `file_tasks` of them where known), a --manifest, or neither.
+/// `file_tasks` of them where known), a --manifest, or a manifest found for
+/// `task_file` (see [`found_manifests`]).
 pub(crate) fn groups_from(
     groups: Option<&Path>,
     manifest: Option<&Path>,
+    task_file: &Path,
     sha256: &str,
     file_tasks: Option<usize>,
 ) -> anyhow::Result<Option<Groups>> {
-    // The default manifest.json may be another program's: then no groups,
+    // A manifest found may be another program's: then no groups from it,
     // with a word; a manifest named by --manifest must be one.
-    let default = Path::new("manifest.json");
+    let found = found_manifests(task_file);
     Ok(match (groups, manifest) {
         (Some(path), _) => {
-            let tasks = file_tasks.or_else(|| default.is_file().then(|| Groups::manifest_tasks(default, sha256).unwrap_or(None)).flatten());
+            let tasks = file_tasks.or_else(|| found.iter().find_map(|m| Groups::manifest_tasks(m, sha256).unwrap_or(None)));
             Some(Groups::read(path, tasks).context("--groups")?)
         }
         (None, Some(manifest)) => {
@@ -186,18 +206,17 @@ pub(crate) fn groups_from(
             }
             Groups::from_manifest(manifest, sha256).context("--manifest")?
         }
-        (None, None) if default.is_file() => match Groups::from_manifest(default, sha256) {
+        (None, None) => found.iter().find_map(|m| match Groups::from_manifest(m, sha256) {
             Ok(groups) => groups,
             Err(error) => {
                 eprintln!(
-                    "mcscore: warning: {}: not read as mcscore's manifest ({}), so no task groups; pass --manifest FILE or --groups FILE",
-                    default.display(),
+                    "mcscore: warning: {}: not read as mcscore's manifest ({}), so no task groups from it; pass --manifest FILE or --groups FILE",
+                    m.display(),
                     crate::with_causes(&error)
                 );
                 None
             }
-        },
-        (None, None) => None,
+        }),
     })
 }
 

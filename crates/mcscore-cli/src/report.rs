@@ -1,7 +1,7 @@
 //! `mcscore report`: what accuracy alone hides, from `--log-samples` files.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use mcscore_eval::report::{self, Report, ReportOptions};
 use mcscore_metrics::calibration::ECE_BINS;
@@ -72,7 +72,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     groups: Option<PathBuf>,
     /// The manifest to look the task file's groups up in (by sha256).
-    /// Default: manifest.json, where there is one.
+    /// Default: a manifest.json in the task file's folder or a folder above
+    /// it, then the working directory's.
     #[arg(long, value_name = "FILE", conflicts_with = "groups")]
     manifest: Option<PathBuf>,
 }
@@ -96,9 +97,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     // Each log read once; the groups are the first log's file's (the report
     // refuses logs of another file).
     let runs = report::read_runs(&args.logs)?;
-    let sha256 = runs.first().map_or("", |r| r.header.file_sha256.as_str());
+    let (sha256, task_file) = runs.first().map_or(("", ""), |r| (r.header.file_sha256.as_str(), r.header.file.as_str()));
     let file_tasks = runs.iter().find_map(|r| r.header.file_tasks());
-    let groups = crate::compare::groups_from(args.groups.as_deref(), args.manifest.as_deref(), sha256, file_tasks)?;
+    let groups = crate::compare::groups_from(args.groups.as_deref(), args.manifest.as_deref(), Path::new(task_file), sha256, file_tasks)?;
     let report = report::of_runs(&runs, &options, groups.as_ref())?;
     // Printed before the plots are written, so a plot that cannot be written
     // (a full disk) loses nothing else.

@@ -82,6 +82,12 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", conflicts_with_all = ["multiple_choice_tasks", "hellaswag_tasks", "winogrande_tasks"],
           value_parser = crate::numbers::at_least(1usize))]
     limit: Option<usize>,
+    /// The manifest to look the task file's groups up in (by its sha256), for
+    /// the accuracy per group (MMLU's subjects). Default: a manifest.json in
+    /// the task file's folder or a folder above it, then the working
+    /// directory's.
+    #[arg(long, value_name = "FILE")]
+    manifest: Option<PathBuf>,
     #[command(flatten)]
     engine: EngineArgs,
     #[command(flatten)]
@@ -262,6 +268,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         None if kind == TaskKind::MultipleChoice => defaults::dataset()?,
         None => return Err(crate::UsageError(format!("{} needs the file to score: -f FILE", kind.flag())).into()),
     };
+    if let Some(manifest) = args.manifest.as_deref().filter(|m| !m.is_file()) {
+        anyhow::bail!("{}: --manifest: no manifest there", manifest.display());
+    }
     let (subset_flag, subset) = args.subset();
     let shard = match &args.shard {
         Some(text) => Some(shard_from(text, args.shards.map(|n| n as usize), &|name| std::env::var(name).ok())?),
@@ -364,7 +373,7 @@ fn print_results(
     // that cannot be read or do not fit the file lose nothing of the run: a warning.
     let groups = (!llama)
         .then(|| {
-            crate::compare::groups_from(None, None, &outcome.header.file_sha256, None).and_then(|groups| {
+            crate::compare::groups_from(None, args.manifest.as_deref(), path, &outcome.header.file_sha256, None).and_then(|groups| {
                 groups
                     .map(|g| mcscore_eval::results::group_accuracies(&outcome.records, &g, Normalisation::AccNorm, path))
                     .transpose()

@@ -156,7 +156,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
     let sha256 = mcscore_format::sha256_file(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-    let groups = crate::compare::groups(&args, &sha256, None)?;
+    let groups = crate::compare::groups(&args, &file, &sha256, None)?;
     let cancel = crate::signals::cancel_on_signal();
     let looking = std::cell::RefCell::new(Looking::new(args.progress));
     let result =

@@ -75,7 +75,9 @@ pub(crate) struct Args {
     /// The tasks' groups, one line per task of the task file (as `compare --groups`).
     #[arg(long, value_name = "FILE")]
     groups: Option<PathBuf>,
-    /// The manifest to look the task file's groups up in (default: manifest.json, where there is one).
+    /// The manifest to look the task file's groups up in (by sha256). Default:
+    /// a manifest.json in the task file's folder or a folder above it, then
+    /// the working directory's.
     #[arg(long, value_name = "FILE", conflicts_with = "groups")]
     manifest: Option<PathBuf>,
 }
@@ -101,6 +103,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         Some(base) => crate::compare::groups_from(
             args.groups.as_deref(),
             args.manifest.as_deref(),
+            Path::new(&base.header.file),
             &base.header.file_sha256,
             base.header.file_tasks(),
         )?,

@@ -120,18 +120,26 @@ fn mmlu_scores_per_subject_and_category() {
 
     // The text names each category and subject; report gives the same groups.
     // (Resuming the complete log prints its results without scoring again.)
-    let text_out = mcscore().current_dir(repo("")).args(&args[..args.len() - 1]).arg("--resume").output().unwrap();
+    // From another directory: the manifest in a folder above the task file
+    // is found.
+    let text_out = mcscore().current_dir(dir.path()).args(&args[..args.len() - 1]).arg("--resume").output().unwrap();
     let text = stdout(&text_out);
     assert!(text.contains("acc_norm by group") && text.contains("\n    stem ") && text.contains("\n    abstract_algebra "), "{text}");
-    let report = mcscore().current_dir(repo("")).args(["report", path_str(&log), "--json"]).output().unwrap();
+    let report = mcscore().current_dir(dir.path()).args(["report", path_str(&log), "--json"]).output().unwrap();
     assert!(report.status.success(), "{}", stderr(&report));
     let report: Value = serde_json::from_str(&stdout(&report)).unwrap();
     assert_eq!(report["models"][0]["groups"], *groups);
 
-    // A groups file of the wrong length is refused, naming it.
+    // A manifest named by --manifest must be there, before anything is scored.
+    let out = mcscore().current_dir(dir.path()).args(["score", "-m", &model(), &file, "--manifest", "none.json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("none.json: --manifest: no manifest there"), "{}", stderr(&out));
+
+    // A groups file of the wrong length is refused, naming it: the manifest
+    // found above the task file gives the file's task count.
     let short = dir.path().join("short.txt");
     std::fs::write(&short, "a\nb\n").unwrap();
     let out = run(&["report", path_str(&log), "--groups", path_str(&short)]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("short.txt: groups for 2 tasks"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("short.txt: 2 lines, but the task file has 1531 tasks"), "{}", stderr(&out));
 }
