@@ -283,8 +283,7 @@ pub struct Clustered {
 }
 
 /// What a pairing's verdict rests on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VerdictBasis {
     /// The task bootstrap (`difference`).
     Tasks,
@@ -299,6 +298,12 @@ impl VerdictBasis {
             VerdictBasis::Tasks => "tasks",
             VerdictBasis::Groups => "groups",
         }
+    }
+}
+
+impl Serialize for VerdictBasis {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
     }
 }
 
@@ -739,6 +744,13 @@ pub(crate) mod tests {
             source: PathBuf::from(format!("{model}.jsonl")),
             header: header(model),
             records: picks.iter().enumerate().map(|(t, &p)| record(t, p)).collect(),
+        }
+    }
+
+    #[test]
+    fn a_verdict_basis_is_written_as_its_name() {
+        for basis in [VerdictBasis::Tasks, VerdictBasis::Groups] {
+            assert_eq!(serde_json::to_value(basis).unwrap(), basis.name());
         }
     }
 
