@@ -193,10 +193,10 @@ pub(crate) fn groups_from(
 ) -> anyhow::Result<Option<Groups>> {
     // A manifest found may be another program's: then no groups from it,
     // with a word; a manifest named by --manifest must be one.
-    let found = found_manifests(task_file);
     Ok(match (groups, manifest) {
         (Some(path), _) => {
-            let tasks = file_tasks.or_else(|| found.iter().find_map(|m| Groups::manifest_tasks(m, sha256).unwrap_or(None)));
+            let tasks =
+                file_tasks.or_else(|| found_manifests(task_file).iter().find_map(|m| Groups::manifest_tasks(m, sha256).unwrap_or(None)));
             Some(Groups::read(path, tasks).context("--groups")?)
         }
         (None, Some(manifest)) => {
@@ -206,7 +206,7 @@ pub(crate) fn groups_from(
             }
             Groups::from_manifest(manifest, sha256).context("--manifest")?
         }
-        (None, None) => found.iter().find_map(|m| match Groups::from_manifest(m, sha256) {
+        (None, None) => found_manifests(task_file).iter().find_map(|m| match Groups::from_manifest(m, sha256) {
             Ok(groups) => groups,
             Err(error) => {
                 eprintln!(

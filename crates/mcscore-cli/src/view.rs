@@ -88,6 +88,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     // Every file read, the task files the logs name among them: none may be
     // replaced by the page, --force or not.
     let named: Vec<PathBuf> = runs.iter().map(|r| PathBuf::from(&r.header.file)).collect();
+    let found = named.first().map(|file| crate::compare::found_manifests(file)).unwrap_or_default();
     let inputs: Vec<&Path> = paths
         .iter()
         .copied()
@@ -96,7 +97,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         .chain(args.groups.as_deref())
         .chain(args.manifest.as_deref())
         .chain(named.iter().map(PathBuf::as_path))
-        .chain(std::iter::once(Path::new("manifest.json")))
+        .chain(found.iter().map(PathBuf::as_path))
         .collect();
     output::check_file(&Target::new(&args.output, "-o", args.force), &inputs)?;
     let groups = match runs.first() {
