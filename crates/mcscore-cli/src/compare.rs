@@ -181,6 +181,19 @@ pub(crate) fn found_manifests(task_file: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// Refuses a --manifest that is not a file to read: missing, a directory, or
+/// a special file (a FIFO would block the read). Every error names the path.
+pub(crate) fn check_named_manifest(manifest: &Path) -> anyhow::Result<()> {
+    if !manifest.exists() {
+        bail!("{}: --manifest: no manifest there", manifest.display());
+    }
+    if manifest.is_dir() {
+        bail!("{}: --manifest names a directory; give the manifest file", manifest.display());
+    }
+    mcscore_format::check_input(manifest).context("--manifest")?;
+    Ok(())
+}
+
 /// The tasks' groups from a --groups file (one line per task of the file,
 /// `file_tasks` of them where known), a --manifest, or a manifest found for
 /// `task_file` (see [`found_manifests`]).
@@ -200,10 +213,7 @@ pub(crate) fn groups_from(
             Some(Groups::read(path, tasks).context("--groups")?)
         }
         (None, Some(manifest)) => {
-            // Every error below names the file.
-            if !manifest.exists() {
-                bail!("{}: --manifest: no manifest there", manifest.display());
-            }
+            check_named_manifest(manifest)?;
             Groups::from_manifest(manifest, sha256).context("--manifest")?
         }
         (None, None) => found_manifests(task_file).iter().find_map(|m| match Groups::from_manifest(m, sha256) {

@@ -268,8 +268,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         None if kind == TaskKind::MultipleChoice => defaults::dataset()?,
         None => return Err(crate::UsageError(format!("{} needs the file to score: -f FILE", kind.flag())).into()),
     };
-    if let Some(manifest) = args.manifest.as_deref().filter(|m| !m.is_file()) {
-        anyhow::bail!("{}: --manifest: no manifest there", manifest.display());
+    if let Some(manifest) = args.manifest.as_deref() {
+        crate::compare::check_named_manifest(manifest)?;
     }
     let (subset_flag, subset) = args.subset();
     let shard = match &args.shard {

@@ -134,6 +134,13 @@ fn mmlu_scores_per_subject_and_category() {
     let out = mcscore().current_dir(dir.path()).args(["score", "-m", &model(), &file, "--manifest", "none.json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("none.json: --manifest: no manifest there"), "{}", stderr(&out));
+    let fifo = dir.path().join("fifo.json");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for (manifest, says) in [(fifo.as_path(), "a FIFO, not a regular file"), (dir.path(), "--manifest names a directory")] {
+        let out = run(&["score", "-m", &model(), &file, "--manifest", path_str(manifest)]);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(stderr(&out).contains(says), "{}", stderr(&out));
+    }
 
     // A groups file of the wrong length is refused, naming it: the manifest
     // found above the task file gives the file's task count.
