@@ -11,8 +11,11 @@ use crate::render::Scaffold;
 /// Where a benchmark split comes from on the Hugging Face hub.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HubSource {
+    /// The dataset repository (`allenai/ai2_arc`).
     pub repo: &'static str,
+    /// The dataset's configuration (`ARC-Easy`).
     pub config: &'static str,
+    /// The split (`validation`).
     pub split: &'static str,
     /// The dataset commit the files are read at; `None` where no commit could
     /// be verified here, in which case hub builds are refused.
@@ -30,6 +33,7 @@ pub struct HubSource {
 pub struct Shots {
     /// The registered benchmark split the examples are drawn from.
     pub from: &'static str,
+    /// How each task's examples are chosen.
     pub draw: Draw,
 }
 
@@ -39,7 +43,12 @@ pub enum Draw {
     /// The first K examples of the task's own group (the `field` of the source
     /// rows: MMLU's subject) in source order, after `header` with the group's
     /// name (`_` read as a space) in place of `{}`.
-    PerGroup { field: &'static str, header: &'static str },
+    PerGroup {
+        /// The source field that names a task's group.
+        field: &'static str,
+        /// The line before a group's examples, `{}` standing for its name.
+        header: &'static str,
+    },
     /// K examples drawn once from the split (mt19937-64 seeded with the shot
     /// seed, a partial Fisher–Yates shuffle), the same for every task.
     Seeded,
@@ -50,12 +59,16 @@ pub enum Draw {
 pub struct Benchmark {
     /// File stem: the file is `NAME.bin` (`NAME.csv` for a blank-filling benchmark).
     pub name: &'static str,
+    /// Where its files are on the hub.
     pub hub: HubSource,
     /// The real local copy, relative to a sources root (`../shared/data/sources`
     /// here), if one exists.
     pub local: Option<&'static str>,
+    /// How its tasks are prompted.
     pub scaffold: Scaffold,
+    /// The source's licence, as its publishers name it.
     pub licence: &'static str,
+    /// Turns one source row into an item, or says why it gives none.
     pub convert: fn(&Value) -> Result<Item, ConvertError>,
     /// Where `build --shots K` draws solved examples from, if a split exists for it.
     pub shots: Option<Shots>,
@@ -731,7 +744,6 @@ pub const BENCHMARKS: &[Benchmark] = &[
     },
 ];
 
-/// The registry entry called `name`.
 impl Benchmark {
     /// The file it builds: `NAME.bin`, or `NAME.csv` for Winogrande's CSV.
     pub fn file_name(&self) -> String {
@@ -742,6 +754,7 @@ impl Benchmark {
     }
 }
 
+/// The registry entry called `name`.
 pub fn find(name: &str) -> Option<&'static Benchmark> {
     BENCHMARKS.iter().find(|b| b.name == name)
 }

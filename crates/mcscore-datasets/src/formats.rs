@@ -24,20 +24,27 @@ pub enum Delimiter {
 /// What separates one option from the next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Separator {
+    /// One option per line.
     Newline,
+    /// `, `
     Comma,
+    /// `; `
     Semicolon,
 }
 
 /// One of the 48 formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PromptFormat {
+    /// How options are named (A, a, 1, I).
     pub ids: IdSet,
+    /// How an ID is joined to its option.
     pub delimiter: Delimiter,
+    /// What separates the options.
     pub separator: Separator,
 }
 
 impl Delimiter {
+    /// Every delimiter, in the order the formats list them.
     pub const ALL: [Delimiter; 4] = [Delimiter::Colon, Delimiter::Dot, Delimiter::Paren, Delimiter::Parens];
 
     /// `id` with this delimiter, as it precedes the option text.
@@ -52,8 +59,10 @@ impl Delimiter {
 }
 
 impl Separator {
+    /// Every separator, in the order the formats list them.
     pub const ALL: [Separator; 3] = [Separator::Newline, Separator::Comma, Separator::Semicolon];
 
+    /// The text between two options.
     pub fn text(self) -> &'static str {
         match self {
             Separator::Newline => "\n",

@@ -19,6 +19,8 @@ pub enum Scaffold {
 }
 
 impl Scaffold {
+    /// The mode of the files it writes: letter for the letter scaffold,
+    /// text for the others.
     pub fn mode(self) -> mcscore_format::Mode {
         match self {
             Scaffold::Letter => mcscore_format::Mode::Letter,

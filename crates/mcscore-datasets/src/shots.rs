@@ -19,18 +19,66 @@ pub(crate) const DEFAULT_SEED: u64 = 1234;
 /// Why a k-shot file cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ShotError {
+    /// A benchmark with no split registered to draw shots from.
     #[error("{name} has no split to draw shots from (k-shot files: {with})")]
-    NoSplit { name: String, with: String },
+    NoSplit {
+        /// The benchmark.
+        name: String,
+        /// The benchmarks that have one, comma-separated.
+        with: String,
+    },
+    /// Zero shots asked.
     #[error("{name}: 0 shots; a k-shot file needs at least 1 (without --shots the file is 0-shot)")]
-    Zero { name: String },
+    Zero {
+        /// The benchmark.
+        name: String,
+    },
+    /// A seed given for shots that are not drawn at random.
     #[error("{name}: its shots are the first K per {field} of {from}, in source order; a shot seed does not apply")]
-    SeedNotApplicable { name: String, field: &'static str, from: &'static str },
+    SeedNotApplicable {
+        /// The benchmark.
+        name: String,
+        /// The source field that groups its tasks.
+        field: &'static str,
+        /// The split the shots come from.
+        from: &'static str,
+    },
+    /// A group with fewer examples in the shot split than shots asked.
     #[error("{name}: task {task} is about {group:?}, of which {from} holds {available} examples; {k} asked")]
-    TooFewInGroup { name: String, task: usize, group: String, from: &'static str, available: usize, k: usize },
+    TooFewInGroup {
+        /// The benchmark.
+        name: String,
+        /// The group's first task, by its index in the file.
+        task: usize,
+        /// The group.
+        group: String,
+        /// The split the shots come from.
+        from: &'static str,
+        /// The group's examples in that split.
+        available: usize,
+        /// The shots asked.
+        k: usize,
+    },
+    /// A shot split with fewer examples than shots asked.
     #[error("{from} holds {available} examples; {k} shots asked")]
-    TooFew { from: &'static str, available: usize, k: usize },
+    TooFew {
+        /// The split the shots come from.
+        from: &'static str,
+        /// Its examples.
+        available: usize,
+        /// The shots asked.
+        k: usize,
+    },
+    /// A source row whose group field is missing or not a string.
     #[error("{}: row {row}: field {field:?} missing or not a string", file.display())]
-    NoGroup { file: std::path::PathBuf, row: usize, field: &'static str },
+    NoGroup {
+        /// The source file.
+        file: std::path::PathBuf,
+        /// The row, from 0, within that file.
+        row: usize,
+        /// The group field.
+        field: &'static str,
+    },
 }
 
 /// The name of `benchmark`'s k-shot file (its stem, and its manifest entry).

@@ -17,15 +17,22 @@ use crate::DatasetError;
 /// The format of a source file, from its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SourceFormat {
+    /// `.parquet`
     Parquet,
+    /// `.arrow`: an Arrow IPC stream (`save_to_disk` shards, cache files).
     ArrowStream,
+    /// `.jsonl`
     JsonLines,
+    /// `.json`: an array or object of records, or JSON Lines.
     Json,
+    /// `.csv`
     Csv,
+    /// `.tsv`
     Tsv,
 }
 
 impl SourceFormat {
+    /// The format `path`'s extension names, if any.
     pub fn of(path: &Path) -> Option<SourceFormat> {
         let name = path.file_name()?.to_str()?;
         let ext = name.rsplit('.').next()?;

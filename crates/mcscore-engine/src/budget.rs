@@ -52,6 +52,7 @@ pub fn installed() -> bool {
 pub struct Overrun(Arc<AtomicBool>);
 
 impl Overrun {
+    /// A flag not yet raised.
     pub fn new() -> Overrun {
         Overrun::default()
     }

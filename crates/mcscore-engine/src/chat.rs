@@ -25,6 +25,7 @@ pub enum BosSource {
 }
 
 impl BosSource {
+    /// Its name in logs and reports: `template`, `tokenizer` or `none`.
     pub fn as_str(self) -> &'static str {
         match self {
             BosSource::Template => "template",

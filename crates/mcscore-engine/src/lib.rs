@@ -5,6 +5,8 @@
 //! Flow: [`Engine::load`] → [`Engine::prepare`] (tokenise, common prefixes,
 //! up-front refusals) → [`plan`] (pack tasks into decodes) → [`Engine::score`].
 
+#![warn(missing_docs)]
+
 mod abort;
 pub mod budget;
 mod chat;
@@ -40,21 +42,31 @@ pub use subset::{hellaswag_order, select_tasks};
 /// the file) or the file concerned.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    /// llama.cpp's backend failed to initialise.
     #[error("llama.cpp's backend failed to initialise")]
     Backend {
+        /// llama-cpp-2's error, shared by every later attempt: the backend
+        /// is initialised once per process.
         #[source]
         source: std::sync::Arc<llama_cpp_2::LlamaCppError>,
     },
 
     /// A path that is no model file, found before llama.cpp reads it.
     #[error("{}: the model does not load: {message}", path.display())]
-    ModelLoad { path: PathBuf, message: String },
+    ModelLoad {
+        /// The path given.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
 
     /// A file that is not a GGUF model llama.cpp would load, by mcscore's own
     /// check of its structure: the fault, its byte offset and its key or tensor.
     #[error("{}: the model does not load: {kind}", path.display())]
     ModelFile {
+        /// The model file.
         path: PathBuf,
+        /// What is wrong, and where.
         #[source]
         kind: Box<mcscore_gguf::GgufErrorKind>,
     },
@@ -62,13 +74,28 @@ pub enum EngineError {
     /// A file that passed mcscore's own GGUF check and that llama.cpp still
     /// refuses, with the reason its log gave.
     #[error("{}: the model does not load: {reason}", path.display())]
-    ModelRefused { path: PathBuf, reason: String },
+    ModelRefused {
+        /// The model file.
+        path: PathBuf,
+        /// The reason llama.cpp's log gave.
+        reason: String,
+    },
 
+    /// llama.cpp's quantizer failed.
     #[error("{}: quantizing to {quant}: {message}", input.display())]
-    Quantize { input: PathBuf, quant: &'static str, message: String },
+    Quantize {
+        /// The model being quantised.
+        input: PathBuf,
+        /// The type asked for, as llama-quantize names it.
+        quant: &'static str,
+        /// What the quantizer's log and the system said.
+        message: String,
+    },
 
+    /// llama.cpp could not create a context.
     #[error("llama.cpp could not create a context")]
     Context {
+        /// llama-cpp-2's error.
         #[source]
         source: llama_cpp_2::LlamaContextLoadError,
     },
@@ -76,99 +103,228 @@ pub enum EngineError {
     /// The thread that owns a server's context.
     #[error("the scoring thread {what}")]
     ScoringThread {
+        /// What happened to it.
         what: &'static str,
+        /// The system's error, where there is one.
         #[source]
         source: Option<std::io::Error>,
     },
 
+    /// A context too large for llama.cpp to index.
     #[error("a context of {n_ctx} tokens is beyond llama.cpp's limit of {} tokens", u32::MAX)]
-    ContextOverflow { n_ctx: u64 },
+    ContextOverflow {
+        /// The context, in tokens.
+        n_ctx: u64,
+    },
 
+    /// A context whose KV cache would not fit in the memory available.
     #[error("a context of {n_ctx} tokens needs about {:.1} GiB for its KV cache ({per_token} bytes a token), but {:.1} GiB of memory is available", *needed as f64 / GIB, *available as f64 / GIB)]
-    ContextTooLarge { n_ctx: u64, per_token: u64, needed: u64, available: u64 },
+    ContextTooLarge {
+        /// The context, in tokens.
+        n_ctx: u64,
+        /// KV-cache bytes one token takes.
+        per_token: u64,
+        /// KV-cache bytes the context takes.
+        needed: u64,
+        /// Bytes of memory available.
+        available: u64,
+    },
 
+    /// A model file whose size or modification time changed while it was loaded.
     #[error("{}: the model file changed while it was in use ({what}); the scores cannot be trusted", path.display())]
-    ModelChanged { path: PathBuf, what: String },
+    ModelChanged {
+        /// The model file.
+        path: PathBuf,
+        /// What changed.
+        what: String,
+    },
 
+    /// Tasks longer than the context allows.
     #[error("{}", too_long_message(tasks, *n_ctx, ""))]
-    TaskTooLong { tasks: Vec<(usize, usize)>, n_ctx: usize },
+    TaskTooLong {
+        /// Each such task, by its index in the file, with the tokens it needs.
+        tasks: Vec<(usize, usize)>,
+        /// The longest task the context allows, in tokens.
+        n_ctx: usize,
+    },
 
     /// Tasks refused by their bytes before tokenising ([`Engine::refuse_by_bytes`]):
     /// the token counts are lower bounds.
     #[error("{} (counted from their bytes, before tokenising)", too_long_message(tasks, *n_ctx, "at least "))]
-    TaskTooLongByBytes { tasks: Vec<(usize, usize)>, n_ctx: usize },
+    TaskTooLongByBytes {
+        /// Each such task, by its index in the file, with the fewest tokens it can take.
+        tasks: Vec<(usize, usize)>,
+        /// The longest task allowed, in tokens.
+        n_ctx: usize,
+    },
 
+    /// A task with more options than llama.cpp has sequences for.
     #[error("a task has {widest} options; llama.cpp allows at most {max} sequences")]
-    TooManySequences { widest: usize, max: usize },
+    TooManySequences {
+        /// The widest task's option count.
+        widest: usize,
+        /// The most options a task may have.
+        max: usize,
+    },
 
+    /// A task of one option: nothing to score it against.
     #[error("task {task}: one option; a task needs at least 2 options to be scored")]
-    OneOption { task: usize },
+    OneOption {
+        /// The task, by its index in the file.
+        task: usize,
+    },
 
+    /// An option whose tokens are a prefix of every other option's, which
+    /// leaves it no token of its own to score.
     #[error("task {task}: option {option} ({text:?}) tokenises to a prefix of every other option, so it has no token of its own to score (llama-perplexity reads out of bounds here and scores it 0)")]
-    PrefixOption { task: usize, option: usize, text: String },
+    PrefixOption {
+        /// The task, by its index in the file.
+        task: usize,
+        /// The option, by its position.
+        option: usize,
+        /// Its text.
+        text: String,
+    },
 
+    /// Options that share no leading token, where the model adds no BOS:
+    /// no logits row predicts their first token.
     #[error("task {task}: the options share no leading token (the model adds no BOS), so the first option token cannot be scored")]
-    NoCommonPrefix { task: usize },
+    NoCommonPrefix {
+        /// The task, by its index in the file.
+        task: usize,
+    },
 
+    /// A Winogrande task without exactly two options.
     #[error("task {task}: {options} options; a Winogrande task has exactly 2")]
-    NotTwoOptions { task: usize, options: usize },
+    NotTwoOptions {
+        /// The task, by its index in the file.
+        task: usize,
+        /// How many options it has.
+        options: usize,
+    },
 
+    /// A Winogrande sentence without a `_`.
     #[error("task {task}: the sentence has no `_` for the options to fill")]
-    NoBlank { task: usize },
+    NoBlank {
+        /// The task, by its index in the file.
+        task: usize,
+    },
 
+    /// A Winogrande option after which no token is left to score.
     #[error("task {task}: with option {option} in the blank, no token follows it to score")]
-    NothingAfterBlank { task: usize, option: usize },
+    NothingAfterBlank {
+        /// The task, by its index in the file.
+        task: usize,
+        /// The option, by its position.
+        option: usize,
+    },
 
+    /// A Winogrande option whose tokens merge with the text after the blank.
     #[error("task {task}: option {option} ({text:?}) merges with the text after the blank into shared tokens, so the sentence after the blank cannot be scored on its own (llama-perplexity reads the wrong logits here)")]
-    BlankBoundary { task: usize, option: usize, text: String },
+    BlankBoundary {
+        /// The task, by its index in the file.
+        task: usize,
+        /// The option, by its position.
+        option: usize,
+        /// Its text.
+        text: String,
+    },
 
     /// llama.cpp refused a step of a fill: `what` says which.
     #[error("{what} failed in the fill starting at task {task}")]
     Decode {
+        /// The fill's first task, by its index in the file.
         task: usize,
+        /// The step.
         what: &'static str,
+        /// llama-cpp-2's error.
         #[source]
         source: LlamaCause,
     },
 
+    /// An option whose log-probability is NaN or infinite.
     #[error("task {task}: option {option} got a non-finite log-probability ({value})")]
-    NonFinite { task: usize, option: usize, value: f64 },
+    NonFinite {
+        /// The task, by its index in the file.
+        task: usize,
+        /// The option, by its position.
+        option: usize,
+        /// The log-probability.
+        value: f64,
+    },
 
+    /// A prompt the engine refuses, or prompts and tasks of different counts.
     #[error("prompt {prompt}: {message}")]
-    InvalidPrompt { prompt: usize, message: String },
+    InvalidPrompt {
+        /// The prompt, by its index (the prompts' count, where that is at fault).
+        prompt: usize,
+        /// What is wrong.
+        message: String,
+    },
 
     /// A text past [`MAX_TEXT_BYTES`], refused before the tokenizer sees it
     /// (llama.cpp's tokenizer needs many times a text's size in memory, and
     /// aborts the process when that fails).
     #[error("{}a text of {bytes} bytes; mcscore tokenises at most {} bytes (4 MiB) per text, more than any context holds", task.map_or(String::new(), |t| format!("task {t}: ")), MAX_TEXT_BYTES)]
-    TextTooLong { task: Option<usize>, bytes: usize },
+    TextTooLong {
+        /// The task the text belongs to, by its index in the file, where it is a task's.
+        task: Option<usize>,
+        /// The text's length in bytes.
+        bytes: usize,
+    },
 
+    /// llama.cpp refused a step of scoring prompts: `what` says which.
     #[error("{what} failed")]
     DecodePrompts {
+        /// The step.
         what: &'static str,
+        /// llama-cpp-2's error.
         #[source]
         source: LlamaCause,
     },
 
+    /// A logits row of a prompt with a NaN or infinite log-probability.
     #[error("prompt {prompt}: token {position} got a non-finite log-probability ({value})")]
-    NonFinitePrompt { prompt: usize, position: usize, value: f64 },
+    NonFinitePrompt {
+        /// The prompt, by its index in the request.
+        prompt: usize,
+        /// The position the row predicts.
+        position: usize,
+        /// The log-probability.
+        value: f64,
+    },
 
+    /// A chat template that could not be read or applied.
     #[error("chat template {name}: {message}")]
     ChatTemplate {
+        /// The template: a built-in's name, or the model file's.
         name: String,
+        /// What went wrong.
         message: String,
         /// llama.cpp's error, where it refused the template.
         #[source]
         source: Option<LlamaCause>,
     },
 
+    /// A chat prompt with more than one BOS, or whose BOS comes from
+    /// elsewhere than the first task's (see [`BosSource`]).
     #[error("task {task}: {message}; a chat prompt has exactly one BOS")]
-    ChatBos { task: usize, message: String },
+    ChatBos {
+        /// The task, by its index in the file.
+        task: usize,
+        /// What is wrong.
+        message: String,
+    },
 
     /// Inside a chat prompt, special-token text is read as the token: a task
     /// could close the user's turn or open another.
     #[error("task {task}: {what} holds the text of a special token (such as <end_of_turn> or <|im_end|>), which a chat prompt would read as that token")]
-    SpecialText { task: usize, what: String },
+    SpecialText {
+        /// The task, by its index in the file.
+        task: usize,
+        /// Which text: the question, or an option.
+        what: String,
+    },
 }
 
 impl EngineError {

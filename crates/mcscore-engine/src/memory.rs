@@ -160,9 +160,12 @@ pub enum BufferUse {
 /// One buffer llama.cpp reported, by its buffer type's name.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Buffer {
+    /// Its buffer type's name (`CPU`, `CPU_REPACK`, `CUDA0`).
     pub name: String,
+    /// What it holds.
     #[serde(rename = "use")]
     pub holds: BufferUse,
+    /// Its size in bytes, from the MiB (two decimals) that the log gives.
     pub bytes: u64,
 }
 
@@ -289,6 +292,7 @@ impl Resident {
         })
     }
 
+    /// Every resident page, in bytes.
     pub fn total(&self) -> u64 {
         self.anonymous + self.file + self.shared
     }

@@ -23,14 +23,18 @@ pub enum ContextSize {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FlashAttention {
+    /// Always.
     On,
+    /// Never.
     Off,
+    /// Where the backend supports it.
     Auto,
 }
 
 /// The scoring settings a user chooses (llama-perplexity's flags).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Settings {
+    /// `-c`: the context size.
     #[serde(skip)]
     pub context: ContextSize,
     /// `-np` of `score`: with `-c`, the longest task is `np × c` tokens.
@@ -42,8 +46,12 @@ pub struct Settings {
     /// [`MICRO_BATCH`]). Every fill is decoded in micro-batches of
     /// [`MICRO_BATCH`] tokens, so it changes speed and memory, never a score.
     pub n_batch: u32,
+    /// `-t`: threads for a micro-batch of one token (llama.cpp's `n_threads`).
     pub threads: i32,
+    /// `-tb`: threads for a micro-batch of more (llama.cpp's
+    /// `n_threads_batch`), which every scoring decode is.
     pub threads_batch: i32,
+    /// `-ngl`: layers offloaded to a GPU, where a GPU backend is compiled in.
     pub n_gpu_layers: u32,
     /// Flash attention, as llama.cpp's `-fa`.
     pub flash_attention: FlashAttention,

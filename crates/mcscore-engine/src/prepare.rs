@@ -23,8 +23,11 @@ pub struct PreparedTask {
     pub(crate) scored: Vec<Range<usize>>,
     /// Per option: whether its label is 1 (llama.cpp's notion of correct).
     pub labels: Vec<bool>,
-    pub option_chars: Vec<u32>,
-    pub option_bytes: Vec<u32>,
+    /// Per option: the characters of its text (Winogrande: of the sentence
+    /// after the blank), for length-normalised scores.
+    pub(crate) option_chars: Vec<u32>,
+    /// Per option: the bytes of that text.
+    pub(crate) option_bytes: Vec<u32>,
 }
 
 impl PreparedTask {
@@ -41,6 +44,7 @@ impl PreparedTask {
         self.prefix.len() + self.continuations.iter().map(|c| c.len() - 1).max().unwrap_or(0)
     }
 
+    /// How many options it has.
     pub fn n_options(&self) -> usize {
         self.continuations.len()
     }

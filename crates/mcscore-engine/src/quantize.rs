@@ -12,17 +12,26 @@ use crate::EngineError;
 pub enum QuantType {
     /// Dequantised to f32: the same weights with f32 arithmetic.
     F32,
+    /// `F16`: half-precision floats.
     F16,
+    /// `Q8_0`: 8-bit blocks.
     Q8_0,
+    /// `Q6_K`: 6-bit k-quants.
     Q6K,
+    /// `Q5_K_M`: 5-bit k-quants, medium mix.
     Q5KM,
+    /// `Q4_K_M`: 4-bit k-quants, medium mix.
     Q4KM,
+    /// `Q4_0`: 4-bit blocks.
     Q4_0,
+    /// `Q3_K_S`: 3-bit k-quants, small mix.
     Q3KS,
+    /// `Q2_K`: 2-bit k-quants.
     Q2K,
 }
 
 impl QuantType {
+    /// Every type, widest first.
     pub const ALL: [QuantType; 9] = [
         QuantType::F32,
         QuantType::F16,

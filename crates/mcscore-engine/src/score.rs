@@ -26,6 +26,7 @@ use crate::{Engine, EngineError};
 pub struct TaskScores {
     /// Index of the task in its file.
     pub task: usize,
+    /// Each option's score, in the task's order.
     pub options: Vec<OptionScore>,
     /// Per option: whether its label is 1.
     pub labels: Vec<bool>,
@@ -34,10 +35,12 @@ pub struct TaskScores {
 /// How a run ended when it did not fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Completion {
+    /// Every task was scored.
     Finished,
     /// The consumer or `interrupted` (Ctrl-C) stopped the run after the given
     /// number of tasks.
     Interrupted {
+        /// Tasks scored before it stopped.
         scored: usize,
     },
 }
@@ -46,7 +49,10 @@ pub enum Completion {
 /// (its prefix once, each option's tokens but the last).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TokenCounts {
+    /// Tokens decoded, the padding aside: a fill's shared tokens once, and
+    /// those reused from the previous fill's cache not at all.
     pub decoded: usize,
+    /// Tokens that scoring each task on its own would decode.
     pub unshared: usize,
     /// Scratch tokens that filled the last micro-batch of each fill (the
     /// batch rule), decoded beside `decoded`.
@@ -74,8 +80,9 @@ pub struct ScoreTimes {
     pub logits: f64,
     /// The consumer of the scores (logging, progress), between fills.
     pub consumer: f64,
-    /// Decodes (`llama_decode` calls) and fills.
+    /// Decodes: `llama_decode` calls, one per micro-batch.
     pub decodes: usize,
+    /// KV-cache fills.
     pub fills: usize,
 }
 
@@ -95,8 +102,11 @@ impl std::ops::AddAssign for ScoreTimes {
 /// What [`Engine::score`] did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
+    /// How it ended.
     pub completion: Completion,
+    /// The tokens it decoded.
     pub tokens: TokenCounts,
+    /// Where its time went.
     pub times: ScoreTimes,
     /// The buffers llama.cpp allocated for the run's context (none where
     /// there was nothing to score).

@@ -8,12 +8,19 @@ use std::fmt;
 /// Which string or count inside a task a fault is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Field {
+    /// The question's string.
     Question,
+    /// The count of mc1 options (those llama.cpp scores).
     OptionCount,
+    /// The string of mc1 option k.
     Option(usize),
+    /// The label of mc1 option k.
     Label(usize),
+    /// The count of mc2 options.
     Mc2OptionCount,
+    /// The string of mc2 option k.
     Mc2Option(usize),
+    /// The label of mc2 option k.
     Mc2Label(usize),
 }
 
@@ -34,79 +41,261 @@ impl fmt::Display for Field {
 /// One violation of the task-file layout (docs/formats.md).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Fault {
+    /// A file too short to hold the task count.
     #[error("file is {len} bytes, shorter than the 4-byte task count at byte 0")]
-    ShortHeader { len: u64 },
+    ShortHeader {
+        /// The file's length in bytes.
+        len: u64,
+    },
 
+    /// A task count of zero.
     #[error("the task count at byte 0 is zero: the file holds no tasks")]
     NoTasks,
 
+    /// An offset table that runs past the end of the file.
     #[error("offset table cut short: {n_tasks} tasks need an offset table ending at byte {needed}, but the file is {len} bytes")]
-    OffsetTableTruncated { n_tasks: u32, needed: u64, len: u64 },
+    OffsetTableTruncated {
+        /// The task count at byte 0.
+        n_tasks: u32,
+        /// Where the table would end: 4 + 4 × `n_tasks`.
+        needed: u64,
+        /// The file's length in bytes.
+        len: u64,
+    },
 
+    /// Task 0's offset is not the end of the offset table.
     #[error("task 0: first offset (byte 4) is {found}, but it must be 4 + 4*n_task = {expected}")]
-    FirstOffset { expected: u64, found: u64 },
+    FirstOffset {
+        /// The end of the offset table, where task 0 starts.
+        expected: u64,
+        /// The offset stored.
+        found: u64,
+    },
 
+    /// An offset at or past the end of the file.
     #[error("task {task}: offset {offset} (stored at byte {at}) is past the end of the {len}-byte file")]
-    OffsetOutOfBounds { task: usize, at: u64, offset: u64, len: u64 },
+    OffsetOutOfBounds {
+        /// The task, by its index in the file.
+        task: usize,
+        /// Where the offset is stored.
+        at: u64,
+        /// The offset stored.
+        offset: u64,
+        /// The file's length in bytes.
+        len: u64,
+    },
 
+    /// An offset below the previous task's.
     #[error("task {task}: offset {offset} (stored at byte {at}) goes backwards from task {}'s offset {previous}", task.saturating_sub(1))]
-    OffsetBackwards { task: usize, at: u64, offset: u64, previous: u64 },
+    OffsetBackwards {
+        /// The task, by its index in the file.
+        task: usize,
+        /// Where the offset is stored.
+        at: u64,
+        /// The offset stored.
+        offset: u64,
+        /// The previous task's offset.
+        previous: u64,
+    },
 
+    /// A task that starts after the previous one ends: the bytes between belong to no task.
     #[error("task {task}: offset {offset} leaves a gap of {} bytes after task {} ends at byte {previous_end}", offset.saturating_sub(*previous_end), task.saturating_sub(1))]
-    Gap { task: usize, offset: u64, previous_end: u64 },
+    Gap {
+        /// The task, by its index in the file.
+        task: usize,
+        /// Where it starts.
+        offset: u64,
+        /// Where the previous task ends.
+        previous_end: u64,
+    },
 
+    /// A task that starts before the previous one ends.
     #[error("task {task}: offset {offset} overlaps task {}, which ends at byte {previous_end}", task.saturating_sub(1))]
-    Overlap { task: usize, offset: u64, previous_end: u64 },
+    Overlap {
+        /// The task, by its index in the file.
+        task: usize,
+        /// Where it starts.
+        offset: u64,
+        /// Where the previous task ends.
+        previous_end: u64,
+    },
 
+    /// A 4-byte field (a count, a string's length, a label) that runs past the end of the file.
     #[error("task {task}: the 4-byte {field} at byte {at} runs past the end of the file ({len} bytes)")]
-    CountPastEnd { task: usize, field: Field, at: u64, len: u64 },
+    CountPastEnd {
+        /// The task, by its index in the file.
+        task: usize,
+        /// Which field.
+        field: Field,
+        /// Where it starts.
+        at: u64,
+        /// The file's length in bytes.
+        len: u64,
+    },
 
+    /// A string whose length runs it past the end of the file.
     #[error("task {task}: the {field} at byte {at} claims {claimed} bytes, running past the end of the file ({len} bytes)")]
-    StringPastEnd { task: usize, field: Field, at: u64, claimed: u64, len: u64 },
+    StringPastEnd {
+        /// The task, by its index in the file.
+        task: usize,
+        /// Which string.
+        field: Field,
+        /// Where its length is stored.
+        at: u64,
+        /// The length it claims, in bytes.
+        claimed: u64,
+        /// The file's length in bytes.
+        len: u64,
+    },
 
+    /// A string that is not UTF-8.
     #[error("task {task}: the {field} is not valid UTF-8 (bad byte at byte {at})")]
-    InvalidUtf8 { task: usize, field: Field, at: u64 },
+    InvalidUtf8 {
+        /// The task, by its index in the file.
+        task: usize,
+        /// Which string.
+        field: Field,
+        /// The first byte that is not UTF-8.
+        at: u64,
+    },
 
+    /// A question of no bytes.
     #[error("task {task}: the question at byte {at} is empty")]
-    EmptyQuestion { task: usize, at: u64 },
+    EmptyQuestion {
+        /// The task, by its index in the file.
+        task: usize,
+        /// Where its length is stored.
+        at: u64,
+    },
 
+    /// A task of no options.
     #[error("task {task}: no options (option count 0 at byte {at})")]
-    NoOptions { task: usize, at: u64 },
+    NoOptions {
+        /// The task, by its index in the file.
+        task: usize,
+        /// Where the option count is stored.
+        at: u64,
+    },
 
+    /// A task of one option: nothing to score it against.
     #[error("task {task}: one option (count at byte {at}); a task needs at least 2 options to be scored")]
-    OneOption { task: usize, at: u64 },
+    OneOption {
+        /// The task, by its index in the file.
+        task: usize,
+        /// Where the option count is stored.
+        at: u64,
+    },
 
     /// A task whose text mcscore would refuse to tokenise: a file it writes
     /// or calls valid is one it scores.
     #[error("task {task}: the question at byte {at} and its longest option are {bytes} bytes together; mcscore tokenises at most {max} bytes (4 MiB) per text, more than any context holds", max = crate::MAX_TEXT_BYTES)]
-    TextTooLong { task: usize, at: u64, bytes: u64 },
+    TextTooLong {
+        /// The task, by its index in the file.
+        task: usize,
+        /// Where the question's length is stored.
+        at: u64,
+        /// The question, a space and the longest option, in bytes.
+        bytes: u64,
+    },
 
+    /// More options than llama.cpp takes ([`crate::MAX_OPTIONS`]).
     #[error("task {task}: {count} options (count at byte {at}); at most {max} are allowed", max = crate::MAX_OPTIONS)]
-    TooManyOptions { task: usize, at: u64, count: u32 },
+    TooManyOptions {
+        /// The task, by its index in the file.
+        task: usize,
+        /// Where the option count is stored.
+        at: u64,
+        /// The option count.
+        count: u32,
+    },
 
+    /// An option of no bytes.
     #[error("task {task}: option {option} at byte {at} is empty")]
-    EmptyOption { task: usize, option: usize, at: u64 },
+    EmptyOption {
+        /// The task, by its index in the file.
+        task: usize,
+        /// The option, by its position.
+        option: usize,
+        /// Where its length is stored.
+        at: u64,
+    },
 
+    /// An mc1 label other than 0 or 1.
     #[error("task {task}: {field} at byte {at} is {value}; labels must be 0 or 1")]
-    BadLabel { task: usize, field: Field, at: u64, value: i32 },
+    BadLabel {
+        /// The task, by its index in the file.
+        task: usize,
+        /// Which label.
+        field: Field,
+        /// Where it is stored.
+        at: u64,
+        /// The label stored.
+        value: i32,
+    },
 
+    /// No mc1 label is 1: the task has no correct option.
     #[error("task {task}: no label is 1 (labels start at byte {at}); exactly one option must be gold")]
-    NoGoldLabel { task: usize, at: u64 },
+    NoGoldLabel {
+        /// The task, by its index in the file.
+        task: usize,
+        /// Where the labels start.
+        at: u64,
+    },
 
+    /// More than one mc1 label is 1.
     #[error("task {task}: {count} labels are 1 (labels start at byte {at}); exactly one option must be gold")]
-    SeveralGoldLabels { task: usize, at: u64, count: usize },
+    SeveralGoldLabels {
+        /// The task, by its index in the file.
+        task: usize,
+        /// Where the labels start.
+        at: u64,
+        /// How many labels are 1.
+        count: usize,
+    },
 
+    /// More mc2 options than [`crate::MAX_OPTIONS`].
     #[error("task {task}: {count} mc2 options (count at byte {at}); at most {max} are allowed", max = crate::MAX_OPTIONS)]
-    Mc2TooManyOptions { task: usize, at: u64, count: u32 },
+    Mc2TooManyOptions {
+        /// The task, by its index in the file.
+        task: usize,
+        /// Where the mc2 option count is stored.
+        at: u64,
+        /// The mc2 option count.
+        count: u32,
+    },
 
+    /// An mc2 option of no bytes.
     #[error("task {task}: mc2 option {option} at byte {at} is empty")]
-    Mc2EmptyOption { task: usize, option: usize, at: u64 },
+    Mc2EmptyOption {
+        /// The task, by its index in the file.
+        task: usize,
+        /// The mc2 option, by its position.
+        option: usize,
+        /// Where its length is stored.
+        at: u64,
+    },
 
+    /// An mc2 label other than 0 or 1.
     #[error("task {task}: mc2 label {label} at byte {at} is {value}; labels must be 0 or 1")]
-    Mc2BadLabel { task: usize, label: usize, at: u64, value: i32 },
+    Mc2BadLabel {
+        /// The task, by its index in the file.
+        task: usize,
+        /// The label, by its position.
+        label: usize,
+        /// Where it is stored.
+        at: u64,
+        /// The label stored.
+        value: i32,
+    },
 
+    /// Bytes after the end of the last task.
     #[error("{count} bytes after the last task, from byte {at} to the end of the file")]
-    TrailingBytes { at: u64, count: u64 },
+    TrailingBytes {
+        /// Where the last task ends.
+        at: u64,
+        /// How many bytes follow it.
+        count: u64,
+    },
 }
 
 impl Fault {

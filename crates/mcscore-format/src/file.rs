@@ -78,6 +78,7 @@ impl TaskFile {
         Ok(TaskFile { path, bytes, n_tasks })
     }
 
+    /// The path it was opened at.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -87,10 +88,12 @@ impl TaskFile {
         self.bytes.as_slice()
     }
 
+    /// How many tasks it holds.
     pub fn len(&self) -> usize {
         self.n_tasks
     }
 
+    /// Whether it holds no tasks: never, as a valid file holds at least one.
     pub fn is_empty(&self) -> bool {
         self.n_tasks == 0
     }

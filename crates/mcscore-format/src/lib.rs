@@ -7,6 +7,8 @@
 //! opens has offsets that match, tasks that tile the file, UTF-8 strings and
 //! exactly one gold option per task.
 
+#![warn(missing_docs)]
+
 mod fault;
 mod file;
 mod lenient;
@@ -60,9 +62,13 @@ pub const MAX_OPTIONS: usize = 100;
 /// Why a task file could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A file the system could not open, read or write, or a directory
+    /// given where a task file was expected.
     #[error("{}", path.display())]
     Io {
+        /// The file.
         path: PathBuf,
+        /// What the system said.
         #[source]
         source: std::io::Error,
     },
@@ -70,27 +76,72 @@ pub enum Error {
     /// An input or output that is not a regular file (a device, a FIFO, a
     /// socket, a directory, or for an output a symbolic link).
     #[error("{}: {kind}, not a regular file", path.display())]
-    NotRegular { path: PathBuf, kind: &'static str },
+    NotRegular {
+        /// The file.
+        path: PathBuf,
+        /// What it is instead ("a FIFO").
+        kind: &'static str,
+    },
 
     /// An output that exists where the command may not replace it.
     #[error("{}: exists", path.display())]
-    Exists { path: PathBuf },
+    Exists {
+        /// The file.
+        path: PathBuf,
+    },
 
+    /// A task file with faults, read or about to be written.
     #[error("{}: invalid task file ({} fault{}): {}", path.display(), faults.len(),
         if faults.len() == 1 { "" } else { "s" }, describe(faults))]
-    Invalid { path: PathBuf, faults: Vec<Fault> },
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The faults, in file order.
+        faults: Vec<Fault>,
+    },
 
+    /// A task the writer refused: it would not read back strictly valid and
+    /// as written.
     #[error("{}: refusing to write invalid task: {}", path.display(), describe(faults))]
-    InvalidTask { path: PathBuf, task: usize, faults: Vec<Fault> },
+    InvalidTask {
+        /// The file being written.
+        path: PathBuf,
+        /// The task, by the index it would have had in the file.
+        task: usize,
+        /// Its faults; none where it reads back otherwise than written.
+        faults: Vec<Fault>,
+    },
 
+    /// A writer given more or fewer tasks than it was told to expect.
     #[error("{}: {announced} tasks were announced but {written} were written", path.display())]
-    CountMismatch { path: PathBuf, announced: usize, written: usize },
+    CountMismatch {
+        /// The file being written.
+        path: PathBuf,
+        /// The task count given when the file was started.
+        announced: usize,
+        /// The tasks written, counting the one refused when there is one too many.
+        written: usize,
+    },
 
+    /// A fault in a HellaSwag or Winogrande text file.
     #[error("{}: line {line} (byte {offset}): {fault}", path.display())]
-    Text { path: PathBuf, line: usize, offset: usize, fault: TextFault },
+    Text {
+        /// The file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// The fault's byte offset in the file.
+        offset: usize,
+        /// What is wrong there.
+        fault: TextFault,
+    },
 
+    /// A task file that would pass 4 GiB, which its 32-bit offsets cannot address.
     #[error("{}: the file would pass 4 GiB, beyond the format's 32-bit offsets", path.display())]
-    TooLarge { path: PathBuf },
+    TooLarge {
+        /// The file being written.
+        path: PathBuf,
+    },
 }
 
 /// The first few faults, then how many more: enough for a one-line message.

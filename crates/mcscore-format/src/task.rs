@@ -3,7 +3,10 @@
 /// An option list with its parallel label array (the layout of mc1 and mc2).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Choices<'a> {
+    /// The options, in file order.
     pub options: Vec<&'a str>,
+    /// One per option: 1 for a correct one, else 0 (a lenient read keeps
+    /// whatever the file holds).
     pub labels: Vec<i32>,
 }
 
@@ -19,7 +22,9 @@ impl<'a> Choices<'a> {
 /// options are bare continuations of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Task<'a> {
+    /// The prompt, scaffold included, that every option continues.
     pub question: &'a str,
+    /// The options llama.cpp scores, with their labels.
     pub mc1: Choices<'a>,
     /// Ignored by llama.cpp; kept so that read → write is byte-identical.
     pub mc2: Choices<'a>,
@@ -31,6 +36,7 @@ impl<'a> Task<'a> {
         Task { question, mc1: Choices::with_gold(options, gold), mc2: Choices::default() }
     }
 
+    /// The options scored (mc1's), in file order.
     pub fn options(&self) -> &[&'a str] {
         &self.mc1.options
     }
@@ -90,6 +96,7 @@ pub enum IdSet {
 }
 
 impl IdSet {
+    /// Every family, in declaration order.
     pub const ALL: [IdSet; 4] = [IdSet::Upper, IdSet::Lower, IdSet::Digit, IdSet::Roman];
 
     /// The ID of position `k` (0-based), if the family has one.

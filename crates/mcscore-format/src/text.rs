@@ -20,36 +20,57 @@ pub const WINOGRANDE_HEADER: &str = "index,sentence,option1,option2,answer";
 /// What is wrong with a line of a text task file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TextFault {
+    /// A file that holds no task (nothing, or a Winogrande header alone).
     #[error("no tasks")]
     Empty,
+    /// Bytes that are not UTF-8.
     #[error("not UTF-8")]
     InvalidUtf8,
+    /// A carriage return, which llama-perplexity would keep in the text.
     #[error("a carriage return (Windows line ending); llama-perplexity would keep it in the text")]
     CarriageReturn,
+    /// A byte-order mark at the start of the file.
     #[error(
         "a byte-order mark (U+FEFF) starts the file; llama-perplexity would read it as text of the first task: save the file without it"
     )]
     ByteOrderMark,
+    /// An empty line in a Winogrande CSV.
     #[error("an empty line; expected index,sentence,option1,option2,answer")]
     EmptyLine,
+    /// A HellaSwag file that ends inside a task's six lines.
     #[error("the file ends inside a task: {lines} line(s) of the {HELLASWAG_LINES} a HellaSwag task has (context, gold label, 4 endings)")]
-    HellaswagIncomplete { lines: usize },
+    HellaswagIncomplete {
+        /// The task's lines that are there.
+        lines: usize,
+    },
+    /// A HellaSwag gold label other than 0, 1, 2 or 3.
     #[error("the gold label is {0:?}; expected 0, 1, 2 or 3 (the second line of each task)")]
     HellaswagLabel(String),
+    /// An empty context, ending or option (the field named).
     #[error("an empty {0}")]
     EmptyField(&'static str),
+    /// A Winogrande line without exactly five fields.
     #[error("{fields} comma-separated field(s); expected 5: index,sentence,option1,option2,answer")]
-    WinograndeFields { fields: usize },
+    WinograndeFields {
+        /// How many fields the line has.
+        fields: usize,
+    },
+    /// A Winogrande index that is not a whole number.
     #[error("the index {0:?} is not a whole number")]
     WinograndeIndex(String),
+    /// A Winogrande answer other than 1 or 2.
     #[error("the answer is {0:?}; expected 1 or 2")]
     WinograndeAnswer(String),
+    /// A Winogrande sentence with no `_`.
     #[error("the sentence has no `_` for the options to fill")]
     NoBlank,
+    /// A Winogrande sentence with more than one `_`.
     #[error("the sentence has {0} `_`; expected one blank")]
     SeveralBlanks(usize),
+    /// A quoted sentence whose quote does not close.
     #[error("a quote that does not close")]
     OpenQuote,
+    /// A quote other than one around the whole sentence.
     #[error("a quote inside a field (only the sentence may be quoted, as a whole, and llama-perplexity does not undouble \"\")")]
     StrayQuote,
 }
