@@ -9,7 +9,7 @@ use mcscore_metrics::paired::PairedDifference;
 
 use crate::normalisation::NormArg;
 use crate::progress::ProgressMode;
-use crate::run_text::{nats, p_value};
+use crate::run_text::{nats, p_value, points};
 use crate::text::printable;
 use crate::Outcome;
 
@@ -132,7 +132,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     // Printed before the plots are written, so a plot that cannot be written
     // (a full disk) loses nothing else.
     if args.json {
-        crate::print_json(&mcscore_eval::results::in_fractions(&comparison)?)?;
+        crate::print_json(&comparison)?;
     } else if args.csv {
         out!("{}", csv(&comparison))?;
     } else {
@@ -153,7 +153,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
 
 impl Args {
     pub(crate) fn options(&self) -> CompareOptions {
-        CompareOptions::new(self.normalisation.into(), self.margin, self.alpha, self.resamples, self.seed)
+        CompareOptions::new(
+            self.normalisation.into(),
+            crate::numbers::points_as_fraction(self.margin),
+            self.alpha,
+            self.resamples,
+            self.seed,
+        )
     }
 }
 
@@ -246,9 +252,9 @@ fn headline(c: &Comparison, p: &Pairing) -> String {
         "{} vs {}: {:+.2} points [{:+.2}, {:+.2}]{basis}, McNemar p = {}, {} right→wrong, {} wrong→right: {}",
         printable(&p.other.label),
         printable(&c.base.label),
-        d.estimate,
-        d.interval.0,
-        d.interval.1,
+        points(d.estimate),
+        points(d.interval.0),
+        points(d.interval.1),
         p_value(p.mcnemar.p),
         p.flips.right_to_wrong,
         p.flips.wrong_to_right,
@@ -279,24 +285,24 @@ fn text(c: &Comparison) -> String {
         c.normalisation,
         c.resamples,
         c.seed,
-        c.chance
+        points(c.chance)
     );
-    let _ = writeln!(out, "BASE {}: {:.2} %  ({})", printable(&c.base.label), c.base.accuracy, printable(&c.base.log));
+    let _ = writeln!(out, "BASE {}: {:.2} %  ({})", printable(&c.base.label), points(c.base.accuracy), printable(&c.base.log));
     for p in &c.others {
         let f = &p.flips;
         let d = &p.difference;
-        let _ = writeln!(out, "\n{}: {:.2} %  ({})", printable(&p.other.label), p.other.accuracy, printable(&p.other.log));
+        let _ = writeln!(out, "\n{}: {:.2} %  ({})", printable(&p.other.label), points(p.other.accuracy), printable(&p.other.log));
         let _ = writeln!(
             out,
             "  difference     {:+.2} points, {} [{:+.2}, {:+.2}]; {} [{:+.2}, {:+.2}] against ±{}{}",
-            d.estimate,
+            points(d.estimate),
             percent(c.interval_level),
-            d.interval.0,
-            d.interval.1,
+            points(d.interval.0),
+            points(d.interval.1),
             percent(c.tost_level),
-            d.tost_interval.0,
-            d.tost_interval.1,
-            c.margin,
+            points(d.tost_interval.0),
+            points(d.tost_interval.1),
+            mcscore_metrics::shown(points(c.margin)),
             if p.verdict_basis == VerdictBasis::Tasks {
                 format!(": {}", p.conclusion)
             } else {
@@ -356,11 +362,11 @@ fn text(c: &Comparison) -> String {
                             k.groups,
                             printable(source),
                             percent(c.interval_level),
-                            g.interval.0,
-                            g.interval.1,
+                            points(g.interval.0),
+                            points(g.interval.1),
                             percent(c.tost_level),
-                            g.tost_interval.0,
-                            g.tost_interval.1,
+                            points(g.tost_interval.0),
+                            points(g.tost_interval.1),
                             p.conclusion
                         );
                     }
@@ -376,12 +382,14 @@ fn text(c: &Comparison) -> String {
                 let moved: Vec<_> = k.shifts.iter().take(5).collect();
                 let _ = writeln!(out, "  moved most     (Benjamini–Hochberg q over the groups)");
                 for s in moved {
-                    let interval = s.interval.map_or_else(|| "no interval".to_owned(), |(low, high)| format!("[{low:+.2}, {high:+.2}]"));
+                    let interval = s
+                        .interval
+                        .map_or_else(|| "no interval".to_owned(), |(low, high)| format!("[{:+.2}, {:+.2}]", points(low), points(high)));
                     let _ = writeln!(
                         out,
                         "    {:<40} {:+7.2} points {interval}, {} task{}, q = {}",
                         printable(&s.name),
-                        s.difference,
+                        points(s.difference),
                         s.tasks,
                         if s.tasks == 1 { "" } else { "s" },
                         p_value(s.bh_q)
@@ -404,15 +412,13 @@ fn csv(c: &Comparison) -> String {
          cluster_ci_low,cluster_ci_high,verdict_basis\n",
     );
     let quote = |s: &str| format!("\"{}\"", printable(s).replace('"', "\"\""));
-    // Accuracies, differences and the margin as fractions, as the results JSON.
-    let fraction = |points: f64| points / 100.0;
     for p in &c.others {
         let (f, d, g) = (&p.flips, &p.difference, &p.gold_logprob_change);
         let cluster = p
             .clustered
             .as_ref()
             .and_then(|k| k.difference.as_ref())
-            .map_or((String::new(), String::new()), |g| (fraction(g.interval.0).to_string(), fraction(g.interval.1).to_string()));
+            .map_or((String::new(), String::new()), |g| (g.interval.0.to_string(), g.interval.1.to_string()));
         let _ = writeln!(
             out,
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
@@ -420,14 +426,14 @@ fn csv(c: &Comparison) -> String {
             quote(&p.other.label),
             p.tasks,
             c.normalisation,
-            fraction(p.base_accuracy),
-            fraction(p.other.accuracy),
-            fraction(d.estimate),
-            fraction(d.interval.0),
-            fraction(d.interval.1),
-            fraction(d.tost_interval.0),
-            fraction(d.tost_interval.1),
-            fraction(c.margin),
+            p.base_accuracy,
+            p.other.accuracy,
+            d.estimate,
+            d.interval.0,
+            d.interval.1,
+            d.tost_interval.0,
+            d.tost_interval.1,
+            c.margin,
             p.verdict.name(),
             p.mcnemar.p,
             p.mcnemar.mid_p,

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use mcscore_format::{Summary, TaskFile, TaskReport};
 
+use crate::run_text::points;
 use crate::Outcome;
 
 /// Show tasks, option counts, mode, chance, majority class, the -np llama.cpp
@@ -104,8 +105,8 @@ fn print_summary(file: &TaskFile, s: &Summary) -> anyhow::Result<()> {
     outln!("  bytes           {}", s.bytes)?;
     outln!("  option counts   {histogram}")?;
     outln!("  mode            {}", s.mode)?;
-    outln!("  chance          {:.2} %", s.chance)?;
-    outln!("  majority_class  {:.2} % (gold at {})", s.majority_class, crate::run_text::option_name(s.majority_position))?;
+    outln!("  chance          {:.2} %", points(s.chance))?;
+    outln!("  majority_class  {:.2} % (gold at {})", points(s.majority_class), crate::run_text::option_name(s.majority_position))?;
     outln!("  min_parallel    {} (the -np llama-perplexity needs)", s.min_parallel)?;
     outln!("  longest task    task {}, {} bytes", s.longest_task, s.longest_task_bytes)?;
     outln!("  sha256          {}", s.sha256)?;

@@ -83,9 +83,15 @@ pub(crate) fn real(
     }
 }
 
-/// `--margin`'s values, for every command that has it.
+/// `--margin`'s values, for every command that has it: accuracy points, as
+/// people say a margin; [`points_as_fraction`] gives the library's unit.
 pub(crate) fn margin() -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
     real("accuracy points", End::Open(0.0), End::Closed(100.0), "1 or 2.5")
+}
+
+/// Accuracy points given on the command line as the fraction the library holds.
+pub(crate) fn points_as_fraction(points: f64) -> f64 {
+    points / 100.0
 }
 
 /// `--alpha`'s values, for every command that has it.

@@ -9,6 +9,8 @@ use mcscore_metrics::calibration::Calibration;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::run_text::points;
+
 /// Draws an SVG in memory, then writes it and its PNG atomically: a full
 /// disk never leaves a truncated plot under its name, and no plot replaces
 /// one of `protected` (the command's inputs and other outputs).
@@ -158,9 +160,10 @@ pub(crate) fn sweep(report: &mcscore_eval::sweep::SweepReport) -> anyhow::Result
     let names = sweep_paths(Path::new(""), &models);
     let mut plots = Vec::new();
     for (name, m) in names.iter().zip(&report.models) {
-        let accuracy: Vec<f64> = m.formats.iter().map(|f| f.accuracy).collect();
-        let intervals: Vec<Option<(f64, f64)>> = m.formats.iter().map(|f| f.accuracy_interval).collect();
-        let circular: Option<Vec<f64>> = report.circular.then(|| m.formats.iter().filter_map(|f| f.circular_accuracy).collect());
+        let accuracy: Vec<f64> = m.formats.iter().map(|f| points(f.accuracy)).collect();
+        let intervals: Vec<Option<(f64, f64)>> = m.formats.iter().map(|f| f.accuracy_interval.map(interval_points)).collect();
+        let circular: Option<Vec<f64>> =
+            report.circular.then(|| m.formats.iter().filter_map(|f| f.circular_accuracy.map(points)).collect());
         let label = mcscore_eval::log::label(&m.model);
         let svg = render(|svg| format_bars(svg, &label, &report.formats, &accuracy, &intervals, circular.as_deref()))?;
         plots.push((name.display().to_string(), svg));
@@ -439,21 +442,21 @@ fn group_differences(
 ) -> anyhow::Result<()> {
     let mut shifts: Vec<_> = k.shifts.iter().collect();
     shifts.sort_by(|a, b| a.difference.total_cmp(&b.difference));
-    let reach = shifts
-        .iter()
-        .flat_map(|s| [s.difference.abs()].into_iter().chain(s.interval.map(|(l, h)| l.abs().max(h.abs()))))
-        .fold(5.0, f64::max)
-        .min(100.0)
-        * 1.05;
     let rows: Vec<ForestRow> = shifts
         .iter()
         .map(|s| ForestRow {
             name: format!("{} ({})", short(&s.name, 34), s.tasks),
-            estimate: s.difference,
-            interval: s.interval,
+            estimate: points(s.difference),
+            interval: s.interval.map(interval_points),
             color: if s.significant { RED } else { BLUE },
         })
         .collect();
+    let reach = rows
+        .iter()
+        .flat_map(|r| [r.estimate.abs()].into_iter().chain(r.interval.map(|(l, h)| l.abs().max(h.abs()))))
+        .fold(5.0, f64::max)
+        .min(100.0)
+        * 1.05;
     let caption = format!(
         "{} − {} per group, points (BCa interval from {} tasks; red: BH q ≤ {})",
         short(&p.other.label, 20),
@@ -466,23 +469,33 @@ fn group_differences(
 }
 
 fn differences(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyhow::Result<()> {
-    let reach =
-        c.others.iter().flat_map(|p| [p.difference.interval.0.abs(), p.difference.interval.1.abs()]).fold(c.margin * 1.5, f64::max) * 1.1;
+    let margin = points(c.margin);
     let names = distinct(&c.others.iter().map(|p| p.other.label.as_str()).collect::<Vec<_>>(), 28);
     let rows: Vec<ForestRow> = c
         .others
         .iter()
         .zip(names)
-        .map(|(p, name)| ForestRow { name, estimate: p.difference.estimate, interval: Some(p.difference.interval), color: BLUE })
+        .map(|(p, name)| ForestRow {
+            name,
+            estimate: points(p.difference.estimate),
+            interval: Some(interval_points(p.difference.interval)),
+            color: BLUE,
+        })
         .collect();
+    let reach = rows.iter().filter_map(|r| r.interval).flat_map(|(l, h)| [l.abs(), h.abs()]).fold(margin * 1.5, f64::max) * 1.1;
     let caption = format!(
         "paired difference from {} ({:.1} % task interval), ±{} margin",
         short(&c.base.label, 28),
-        100.0 * c.interval_level,
-        c.margin
+        points(c.interval_level),
+        mcscore_metrics::shown(margin)
     );
     let layout = ForestLayout { width: 760, row_height: 40, top: 140, label_width: 200, caption_size: 16, line: 3, dot: 4 };
-    forest(svg, &caption, &layout, reach, &rows, &[-c.margin, c.margin])
+    forest(svg, &caption, &layout, reach, &rows, &[-margin, margin])
+}
+
+/// An interval of fractions in accuracy points, as the plots draw them.
+fn interval_points((low, high): (f64, f64)) -> (f64, f64) {
+    (points(low), points(high))
 }
 
 /// One row of a forest plot: a difference in points, its interval if any.
@@ -543,15 +556,16 @@ fn forest(svg: &mut String, caption: &str, layout: &ForestLayout, reach: f64, ro
 }
 
 fn accuracies(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyhow::Result<()> {
-    let runs: Vec<(&str, f64)> = std::iter::once((c.base.label.as_str(), c.base.accuracy))
-        .chain(c.others.iter().map(|p| (p.other.label.as_str(), p.other.accuracy)))
+    let runs: Vec<(&str, f64)> = std::iter::once((c.base.label.as_str(), points(c.base.accuracy)))
+        .chain(c.others.iter().map(|p| (p.other.label.as_str(), points(p.other.accuracy))))
         .collect();
     let n = runs.len();
     let root = SVGBackend::with_string(svg, ((160 + 110 * n as u32).max(560), 480)).into_drawing_area();
     root.fill(&WHITE)?;
     let intervals: Vec<(f64, f64)> =
-        std::iter::once(c.base.accuracy_interval).chain(c.others.iter().map(|p| p.other.accuracy_interval)).collect();
-    let top = runs.iter().map(|r| r.1).chain(intervals.iter().map(|i| i.1)).fold(c.chance, f64::max) * 1.25;
+        std::iter::once(c.base.accuracy_interval).chain(c.others.iter().map(|p| p.other.accuracy_interval)).map(interval_points).collect();
+    let chance = points(c.chance);
+    let top = runs.iter().map(|r| r.1).chain(intervals.iter().map(|i| i.1)).fold(chance, f64::max) * 1.25;
     let labels = distinct(&runs.iter().map(|r| r.0).collect::<Vec<_>>(), 16);
     let mut chart = ChartBuilder::on(&root)
         .caption(format!("{} accuracy, {} tasks (95 % Wilson intervals; dashed: chance)", c.normalisation, c.tasks), ("sans-serif", 16))
@@ -575,7 +589,7 @@ fn accuracies(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyhow
     chart.draw_series(runs.iter().enumerate().map(|(i, r)| bar(i, r.1, BLUE.mix(0.5))))?;
     chart.draw_series(intervals.iter().enumerate().map(|(i, &(low, high))| whisker(i, low, high, 2)))?;
     chart.draw_series(DashedLineSeries::new(
-        [(SegmentValue::Exact(0), c.chance), (SegmentValue::Exact(n), c.chance)],
+        [(SegmentValue::Exact(0), chance), (SegmentValue::Exact(n), chance)],
         6,
         4,
         RED.stroke_width(2),

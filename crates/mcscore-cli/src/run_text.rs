@@ -117,8 +117,9 @@ pub(crate) fn print_accuracies(records: &[TaskRecord], kind: TaskKind, baselines
         let note = if norm == Normalisation::AccNorm && kind != TaskKind::Winogrande { "  (llama-perplexity's number)" } else { "" };
         outln!("  {:<16}{:>8.2}%  {:>7.2}{note}", norm.name(), a.percent(), a.stderr_percent())?;
     }
-    outln!("  {:<16}{:>8.2}%", "chance", baselines.chance)?;
-    outln!("  {:<16}{:>8.2}%  (always answer {})", "majority_class", baselines.majority_class, option_name(baselines.majority_position))?;
+    outln!("  {:<16}{:>8.2}%", "chance", points(baselines.chance))?;
+    let majority = points(baselines.majority_class);
+    outln!("  {:<16}{:>8.2}%  (always answer {})", "majority_class", majority, option_name(baselines.majority_position))?;
     Ok(())
 }
 
@@ -138,6 +139,20 @@ pub(crate) fn chat_line(chat: &mcscore_eval::chat::ChatHeader) -> String {
         chat.system.as_ref().map_or(String::new(), |s| format!("; system {s:?}")),
         chat.shots_as_turns.map_or(String::new(), |k| format!("; {k} shots as turns")),
     )
+}
+
+/// A fraction (an accuracy, a difference of accuracies, a share) in percent
+/// or accuracy points: the library holds fractions, text prints points.
+/// The product is rounded to 1e-9 points: × 100 leaves noise in the last
+/// bits (0.25125 × 100 is 25.125000000000004) that would otherwise decide
+/// which way a printed half rounds, and no figure means anything that fine.
+pub(crate) fn points(fraction: f64) -> f64 {
+    let points = 100.0 * fraction;
+    if points.abs() < 1e6 {
+        (points * 1e9).round() / 1e9
+    } else {
+        points
+    }
 }
 
 /// Nats to 4 decimals; from a million on (absurd, but a log may hold such

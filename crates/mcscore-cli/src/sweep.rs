@@ -17,7 +17,7 @@ use crate::engine_args::EngineArgs;
 use crate::numbers::End;
 use crate::output::{self, Target};
 use crate::progress::ProgressMode;
-use crate::run_text::{chat_line, note_selection, Shown};
+use crate::run_text::{chat_line, note_selection, points, Shown};
 use crate::{defaults, plots, Outcome, UsageError};
 
 const EXAMPLES: &str = "\
@@ -288,13 +288,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
 /// printed first, so that a file that cannot be written at the end (a full
 /// disk) loses nothing: every failure is named, and the first fails the run.
 fn emit(report: &SweepReport, args: &Args) -> anyhow::Result<Outcome> {
-    let json = mcscore_eval::results::in_fractions(report)?;
-    let printed = if args.json { crate::print_json(&json) } else { print_human(report) };
+    let printed = if args.json { crate::print_json(report) } else { print_human(report) };
     let plotted = args.plots.as_ref().map_or(Ok(()), |dir| {
         let protected: Vec<&Path> = inputs(args).into_iter().chain(args.save_json.as_deref()).chain(args.log_samples.as_deref()).collect();
         plots::write(dir, &protected, &plots::sweep(report)?)
     });
-    let saved = args.save_json.as_ref().map_or(Ok(()), |path| Ok(save(&json, path, existing(args))?));
+    let saved = args.save_json.as_ref().map_or(Ok(()), |path| Ok(save(report, path, existing(args))?));
     let mut failures = [printed, plotted, saved].into_iter().filter_map(Result::err);
     let first = failures.next();
     for later in failures {
@@ -328,8 +327,8 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
         let letters: String = (0..positions).map(crate::run_text::option_label).collect::<Vec<_>>().join("/");
         // Each percentage with its 95 % Wilson interval where the sweep has it.
         let with_interval = |value: f64, interval: Option<(f64, f64)>| match interval {
-            Some((low, high)) => format!("{value:.2} [{low:.1}, {high:.1}]"),
-            None => format!("{value:.2}"),
+            Some((low, high)) => format!("{:.2} [{:.1}, {:.1}]", points(value), points(low), points(high)),
+            None => format!("{:.2}", points(value)),
         };
         let intervals = m.formats.iter().any(|f| f.accuracy_interval.is_some());
         let (width, circular_width) = if intervals { (22, 24) } else { (8, 10) };
@@ -346,16 +345,16 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
         )
         .map_err(crate::stdout_error)?;
         for f in &m.formats {
-            let picks: Vec<String> = f.pick_shares().iter().map(|share| format!("{share:.0}")).collect();
+            let picks: Vec<String> = f.pick_shares().iter().map(|&share| format!("{:.0}", points(share))).collect();
             writeln!(
                 out,
                 "  {:<24}{:>width$}{:>10}{:>circular_width$}  {:<24}{:>7.1}{:>7}",
                 f.format,
                 with_interval(f.accuracy, f.accuracy_interval),
-                f.rotation_mean().map_or("-".to_owned(), |c| format!("{c:.2}")),
+                f.rotation_mean().map_or("-".to_owned(), |c| format!("{:.2}", points(c))),
                 f.circular_accuracy.map_or("-".to_owned(), |c| with_interval(c, f.circular_interval)),
                 picks.join(" "),
-                f.rstd,
+                points(f.rstd),
                 f.pia.map_or("-".to_owned(), |p| format!("{p:.3}"))
             )
             .map_err(crate::stdout_error)?;
@@ -381,8 +380,8 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
                     "  {:<24}{:<28}{:>20}{:>20}",
                     f.format,
                     prior.join(" "),
-                    format!("{:.2}→{:.2}", p.accuracy_before, p.accuracy_after),
-                    format!("{:.1}→{:.1}", p.rstd_before, p.rstd_after)
+                    format!("{:.2}→{:.2}", points(p.accuracy_before), points(p.accuracy_after)),
+                    format!("{:.1}→{:.1}", points(p.rstd_before), points(p.rstd_after))
                 )
                 .map_err(crate::stdout_error)?;
             }
@@ -437,11 +436,16 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
 /// same value, no format is named as the least or the most.
 fn spread_line(metric: &str, s: &mcscore_eval::sweep::Spread) -> String {
     if s.min == s.max {
-        format!("{metric} across formats: {:.2} in every format", s.min)
+        format!("{metric} across formats: {:.2} in every format", points(s.min))
     } else {
         format!(
             "{metric} across formats: mean {:.2}, std {:.2}, min {:.2} ({}), max {:.2} ({})",
-            s.mean, s.std, s.min, s.min_format, s.max, s.max_format
+            points(s.mean),
+            points(s.std),
+            points(s.min),
+            s.min_format,
+            points(s.max),
+            s.max_format
         )
     }
 }

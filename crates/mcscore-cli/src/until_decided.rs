@@ -14,7 +14,7 @@ use mcscore_metrics::sequential::Decision;
 
 use crate::compare::Args;
 use crate::progress::{Meter, ProgressMode};
-use crate::run_text::p_value;
+use crate::run_text::{p_value, points};
 use crate::text::printable;
 use crate::{Outcome, UsageError};
 
@@ -75,7 +75,7 @@ impl Looking {
                     Decision::Undecided => String::new(),
                     d => format!(" {}", decision_word(d)),
                 };
-                format!("{} [{:+.1}, {:+.1}]{state}", printable(&o.label), o.interval.0, o.interval.1)
+                format!("{} [{:+.1}, {:+.1}]{state}", printable(&o.label), points(o.interval.0), points(o.interval.1))
             })
             .collect();
         let message = states.join("; ");
@@ -172,7 +172,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
     if args.json {
-        crate::print_json(&mcscore_eval::results::in_fractions(&result)?)?;
+        crate::print_json(&result)?;
     } else {
         out!("{}", text(&result))?;
     }
@@ -228,9 +228,9 @@ fn text(r: &UntilDecided) -> String {
             printable(&o.part.label),
             printable(&r.base.label),
             o.conclusion,
-            o.difference,
-            o.interval.0,
-            o.interval.1
+            points(o.difference),
+            points(o.interval.0),
+            points(o.interval.1)
         );
     }
     let _ = writeln!(
@@ -258,11 +258,11 @@ fn text(r: &UntilDecided) -> String {
             "  on the {} tasks used, as `compare` sees them (descriptive: the count was chosen by looking): {:.2} % vs {:.2} %, \
              {:+.2} points [{:+.2}, {:+.2}], McNemar p = {}, {} right→wrong, {} wrong→right",
             thousands(o.tasks_used),
-            p.other.accuracy,
-            p.base_accuracy,
-            d.estimate,
-            d.interval.0,
-            d.interval.1,
+            points(p.other.accuracy),
+            points(p.base_accuracy),
+            points(d.estimate),
+            points(d.interval.0),
+            points(d.interval.1),
             p_value(p.mcnemar.p),
             p.flips.right_to_wrong,
             p.flips.wrong_to_right

@@ -114,7 +114,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut spec = PageSpec::new(&runs);
     spec.tasks = args.tasks.as_deref();
     spec.groups = groups.as_ref();
-    spec.compare = CompareOptions::new(args.normalisation.into(), args.margin, args.alpha, args.resamples, args.seed);
+    spec.compare = CompareOptions::new(
+        args.normalisation.into(),
+        crate::numbers::points_as_fraction(args.margin),
+        args.alpha,
+        args.resamples,
+        args.seed,
+    );
     spec.report =
         ReportOptions { normalisation: args.normalisation.into(), resamples: args.resamples, seed: args.seed, ..ReportOptions::default() };
     spec.sweep = sweep;

@@ -225,7 +225,7 @@ fn edited_saved_sweeps_are_refused_by_name() {
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(&recorded).unwrap()).unwrap();
     type Edit = fn(&mut Value);
     let cases: [(&str, Edit, &str); 7] = [
-        ("an accuracy of 150 %", |s| s["models"][0]["formats"][1]["accuracy"] = 150.0.into(), "accuracy is 150, not in 0 to 100 %"),
+        ("an accuracy of 150 %", |s| s["models"][0]["formats"][1]["accuracy"] = 150.0.into(), "accuracy is 150, not in 0 to 100"),
         (
             "a rotation's of -5 %",
             |s| s["models"][0]["formats"][0]["accuracy_by_rotation"][2] = (-5.0).into(),

@@ -9,6 +9,8 @@
 //! (atomic, its count known at the end; Winogrande: its CSV) →
 //! [`manifest::Entry`]. `verify` runs the same stream against the file.
 
+#![warn(missing_docs)]
+
 pub mod benchmarks;
 pub mod formats;
 pub mod hub;
@@ -36,47 +38,72 @@ pub use source::{for_each_record, read_records, SourceFormat};
 /// A cause of another crate's type (a reader's, a parser's), kept as the source.
 pub type Cause = Box<dyn std::error::Error + Send + Sync>;
 
+/// Why a task file could not be built or verified.
 #[derive(Debug, thiserror::Error)]
 pub enum DatasetError {
+    /// A source file or folder that could not be read or hashed.
     #[error("{}", path.display())]
     Source {
+        /// The source file or folder.
         path: PathBuf,
+        /// Why: the reader's error.
         #[source]
         source: Cause,
     },
 
+    /// A source row that gives no task of its benchmark.
     #[error("{name}: row {row} of {}", file.display())]
     Row {
+        /// The benchmark being read.
         name: String,
+        /// The source file.
         file: PathBuf,
+        /// The row, from 0, within that file.
         row: usize,
+        /// Why it gives no task.
         #[source]
         source: Box<ConvertError>,
     },
 
+    /// A manifest that could not be read, parsed or written, or an entry
+    /// that names no registered benchmark.
     #[error("{}", path.display())]
     Manifest {
+        /// The manifest, or the entry's file.
         path: PathBuf,
+        /// What is wrong.
         #[source]
         source: Cause,
     },
 
+    /// A hub build of a benchmark whose registry entry pins no revision.
     #[error("{name}: no verified revision of {repo} is pinned, so it is not built from the hub; build it from a local copy of its files")]
-    Unpinned { name: String, repo: String },
+    Unpinned {
+        /// The benchmark.
+        name: String,
+        /// Its hub repository.
+        repo: String,
+    },
 
+    /// A hub download that failed.
     #[error("{name}: {url}: hub download failed{}", if *unconfirmed { " (this path was not confirmed against the repository at that commit, which may name the file otherwise: build from a local copy with --source)" } else { "" })]
     Hub {
+        /// The benchmark.
         name: String,
+        /// What was being downloaded: `hf://REPO@REVISION`, then `/PATH` for a file.
         url: String,
         /// The path was not confirmed against the repository.
         unconfirmed: bool,
+        /// hf-hub's error.
         #[source]
         source: Box<hf_hub::api::sync::ApiError>,
     },
 
+    /// A task file, CSV or manifest that could not be read or written.
     #[error(transparent)]
     Format(#[from] mcscore_format::Error),
 
+    /// A k-shot file that cannot be built.
     #[error(transparent)]
     Shots(#[from] ShotError),
 }
@@ -84,7 +111,10 @@ pub enum DatasetError {
 /// A source file to read: how the manifest names it, and where it is.
 #[derive(Debug, Clone)]
 pub struct Source {
+    /// How the manifest names it: a path relative to the sources root, or
+    /// an `hf://` address.
     pub name: String,
+    /// Where it is on disk: a file, or a `save_to_disk` folder.
     pub path: PathBuf,
 }
 
@@ -304,8 +334,8 @@ fn write_entry(
         tasks,
         option_counts,
         mode,
-        chance: baselines.chance,
-        majority_class: baselines.majority_class,
+        chance: 100.0 * baselines.chance,
+        majority_class: 100.0 * baselines.majority_class,
         min_parallel,
         source: provenance(benchmark, sources)?,
         licence: benchmark.licence.to_owned(),
@@ -317,30 +347,97 @@ fn write_entry(
 /// One way a task file differs from what its source says.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Mismatch {
+    /// The file holds more or fewer tasks than the source gives.
     #[error("the file has {found} tasks, the source {expected}")]
-    TaskCount { expected: usize, found: usize },
+    TaskCount {
+        /// Tasks the source gives.
+        expected: usize,
+        /// Tasks the file holds.
+        found: usize,
+    },
+    /// A question that differs from the source's.
     #[error("task {task}: question differs from the source")]
-    Question { task: usize },
+    Question {
+        /// The task, by its index in the file.
+        task: usize,
+    },
+    /// Options that differ from the source's.
     #[error("task {task}: options differ from the source (expected {expected:?}, found {found:?})")]
-    Options { task: usize, expected: Vec<String>, found: Vec<String> },
+    Options {
+        /// The task, by its index in the file.
+        task: usize,
+        /// The options the source gives.
+        expected: Vec<String>,
+        /// The file's.
+        found: Vec<String>,
+    },
+    /// A gold option other than the source's.
     #[error("task {task}: gold option is {}, the source says {expected}", found.map_or_else(|| "none".to_owned(), |g| g.to_string()))]
-    Gold { task: usize, expected: usize, found: Option<usize> },
+    Gold {
+        /// The task, by its index in the file.
+        task: usize,
+        /// The source's gold option.
+        expected: usize,
+        /// The file's, if any label is 1.
+        found: Option<usize>,
+    },
+    /// A letter-scaffold task whose options are not the bare IDs A, B, … in order.
     #[error("task {task}: letter-mode options are not the bare IDs A, B, … in order: {found:?}")]
-    LetterOptions { task: usize, found: Vec<String> },
+    LetterOptions {
+        /// The task, by its index in the file.
+        task: usize,
+        /// The file's options.
+        found: Vec<String>,
+    },
+    /// A file whose sha256 is not the manifest's.
     #[error("sha256 {found} differs from the manifest's {expected}")]
-    FileSha256 { expected: String, found: String },
+    FileSha256 {
+        /// The manifest's.
+        expected: String,
+        /// The file's.
+        found: String,
+    },
+    /// A source whose sha256 is not the manifest's.
     #[error("source {path}: sha256 {found} differs from the manifest's {expected} (another revision of the source?)")]
-    SourceSha256 { path: String, expected: String, found: String },
+    SourceSha256 {
+        /// The source, by the name it was given.
+        path: String,
+        /// The manifest's.
+        expected: String,
+        /// The source's.
+        found: String,
+    },
+    /// A recorded source path that is absolute or climbs out of its folder
+    /// (`..`), where it should be relative or an `hf://` address.
     #[error("the manifest names the source {path:?}, which is not a relative path inside a sources folder or a hub address (was the manifest edited?)")]
-    SourcePath { path: String },
+    SourcePath {
+        /// The path, as the manifest records it.
+        path: String,
+    },
+    /// More or fewer source files given than the manifest records (for the
+    /// tasks, or for a k-shot file's examples).
     #[error("the manifest records {recorded} source file(s), but {read} were read")]
-    SourceCount { recorded: usize, read: usize },
+    SourceCount {
+        /// Files the manifest records.
+        recorded: usize,
+        /// Files given.
+        read: usize,
+    },
+    /// Task groups other than the manifest records.
     #[error("the task groups differ from the source's: the manifest records {recorded}, the source gives {found}")]
-    Groups { recorded: String, found: String },
+    Groups {
+        /// The manifest's groups, described.
+        recorded: String,
+        /// The source's, described.
+        found: String,
+    },
     /// Differences past the first [`MAX_LISTED`], counted, not kept: a file
     /// wrong everywhere does not fill memory with them.
     #[error("{count} more task difference(s), not listed")]
-    Unlisted { count: usize },
+    Unlisted {
+        /// How many.
+        count: usize,
+    },
 }
 
 /// The task differences a verification keeps; the rest are counted.

@@ -13,15 +13,23 @@ pub struct SourceFile {
     /// As given to `build`: relative to the sources root for registered local
     /// copies, `hf://REPO@REV/PATH` for hub files.
     pub path: String,
+    /// sha256 of the file (of a folder, as [`crate::source_sha256`] hashes it), in hex.
     pub sha256: String,
 }
 
+/// Where a task file's tasks (or a k-shot file's examples) came from: the
+/// benchmark split's hub coordinates and the files read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Provenance {
+    /// The hub dataset repository.
     pub repo: String,
+    /// The dataset's configuration (its subset).
     pub config: String,
+    /// The split.
     pub split: String,
+    /// The dataset commit the registry pins, if it pins one.
     pub revision: Option<String>,
+    /// The files read, in order.
     pub files: Vec<SourceFile>,
 }
 
@@ -30,6 +38,7 @@ pub struct Provenance {
 pub struct ShotsRecord {
     /// The benchmark whose tasks the file holds.
     pub of: String,
+    /// Solved examples before each question.
     pub k: usize,
     /// The seed of a seeded draw; none where the examples are fixed (MMLU's dev split).
     pub seed: Option<u64>,
@@ -40,17 +49,30 @@ pub struct ShotsRecord {
 /// A manifest entry: the file, its statistics and its provenance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
+    /// The benchmark's name, or `NAME-Kshot` for a k-shot file.
     pub name: String,
+    /// The task file (Winogrande: its CSV), relative to the manifest's folder.
     pub file: String,
+    /// sha256 of the file, in hex.
     pub sha256: String,
+    /// The file's size in bytes.
     pub bytes: u64,
+    /// How many tasks it holds.
     pub tasks: usize,
+    /// Option count → how many tasks have that many options.
     pub option_counts: BTreeMap<usize, usize>,
+    /// How its options relate to its prompts.
     pub mode: mcscore_format::Mode,
+    /// The file's baselines in percent: the manifest is read by people
+    /// (docs/datasets.md tables it), and its unit is part of its format.
     pub chance: f64,
+    /// The largest share of tasks whose gold option is at one position, in percent.
     pub majority_class: f64,
+    /// The widest task's option count: the smallest `-np` llama-perplexity needs.
     pub min_parallel: usize,
+    /// Where its tasks came from.
     pub source: Provenance,
+    /// The source's licence, as its publishers name it.
     pub licence: String,
     /// Set for a k-shot file (`build --shots K`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,8 +115,10 @@ impl GroupRuns {
     }
 }
 
+/// `manifest.json`: one entry per task file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
+    /// The entries; [`Manifest::upsert`] keeps them sorted by name.
     pub datasets: Vec<Entry>,
 }
 
@@ -117,6 +141,7 @@ impl Manifest {
         self.datasets.sort_by(|a, b| a.name.cmp(&b.name));
     }
 
+    /// The entry called `name`.
     pub fn entry(&self, name: &str) -> Option<&Entry> {
         self.datasets.iter().find(|e| e.name == name)
     }

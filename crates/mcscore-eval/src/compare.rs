@@ -25,7 +25,7 @@ pub struct CompareOptions {
     /// The normalisation whose picks are right or wrong and whose softmax
     /// gives the choice distributions.
     pub normalisation: Normalisation,
-    /// The equivalence margin, in accuracy points.
+    /// The equivalence margin: a difference of accuracies (fractions).
     pub margin: f64,
     /// The error rate of each verdict (split over several OTHERs).
     pub alpha: f64,
@@ -35,7 +35,7 @@ pub struct CompareOptions {
 
 impl Default for CompareOptions {
     fn default() -> Self {
-        CompareOptions { normalisation: Normalisation::AccNorm, margin: 1.0, alpha: 0.05, resamples: 1000, seed: 1 }
+        CompareOptions { normalisation: Normalisation::AccNorm, margin: 0.01, alpha: 0.05, resamples: 1000, seed: 1 }
     }
 }
 
@@ -233,7 +233,7 @@ pub struct RunInfo {
     pub settings: String,
     /// The chat template the run scored inside (`--chat-template`), if any.
     pub chat_template: Option<String>,
-    /// Accuracy (%) under the comparison's normalisation.
+    /// Accuracy (a fraction) under the comparison's normalisation.
     pub accuracy: f64,
     /// Its 95 % Wilson interval.
     pub accuracy_interval: (f64, f64),
@@ -247,7 +247,7 @@ pub struct GroupShift {
     pub tasks: usize,
     pub base_accuracy: f64,
     pub other_accuracy: f64,
-    /// OTHER − BASE in points.
+    /// OTHER − BASE.
     pub difference: f64,
     /// Its paired BCa interval over the group's tasks, as guarded as the
     /// comparison's ([`paired_difference`]); `None` below
@@ -315,9 +315,9 @@ pub struct Pairing {
     /// Tasks compared: BASE's, or fewer where both runs are of one
     /// sequential comparison that stopped OTHER earlier.
     pub tasks: usize,
-    /// BASE's accuracy (%) on those tasks.
+    /// BASE's accuracy (a fraction) on those tasks.
     pub base_accuracy: f64,
-    /// OTHER − BASE in accuracy points with the intervals and verdict of the
+    /// OTHER − BASE (a difference of fractions) with the intervals and verdict of the
     /// task bootstrap (`interval` at `interval_level`, `tost_interval` at `tost_level`).
     pub difference: PairedDifference,
     /// What the verdict rests on.
@@ -352,12 +352,14 @@ pub struct Pairing {
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct Comparison {
+    /// The results JSON's version ([`crate::results::SCHEMA_VERSION`]).
+    pub schema_version: u32,
     pub file: String,
     pub file_sha256: String,
     /// llama-perplexity's flag for the mode the runs scored.
     pub mode: &'static str,
     pub tasks: usize,
-    /// Accuracy (%) of a uniform random pick: the mean of 1/k.
+    /// Accuracy (a fraction) of a uniform random pick: the mean of 1/k.
     pub chance: f64,
     pub normalisation: &'static str,
     pub margin: f64,
@@ -461,8 +463,8 @@ fn info(run: &Run, scored: &Scored) -> RunInfo {
         model_sha256: run.header.model_sha256.clone(),
         settings: run.header.settings.clone(),
         chat_template: run.header.chat.as_ref().map(|c| c.template.clone()),
-        accuracy: 100.0 * right as f64 / scored.picks.len().max(1) as f64,
-        accuracy_interval: mcscore_metrics::Proportion { successes: right, n: scored.picks.len() }.wilson_percent(),
+        accuracy: right as f64 / scored.picks.len().max(1) as f64,
+        accuracy_interval: mcscore_metrics::Proportion { successes: right, n: scored.picks.len() }.wilson(),
     }
 }
 
@@ -505,12 +507,9 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
         let base_scored = scored(paired_base, norm)?;
         let other = scored(run, norm)?;
         let n = other.picks.len();
-        let points: Vec<f64> = base_scored
-            .picks
-            .iter()
-            .zip(&other.picks)
-            .map(|(b, o)| 100.0 * (f64::from(u8::from(o.right)) - f64::from(u8::from(b.right))))
-            .collect();
+        // Per task: OTHER's rightness less BASE's, −1, 0 or +1.
+        let changes: Vec<f64> =
+            base_scored.picks.iter().zip(&other.picks).map(|(b, o)| f64::from(u8::from(o.right)) - f64::from(u8::from(b.right))).collect();
         let (mut kls, mut jss, mut gold) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
         for i in 0..n {
             // unpaired refused other task lists: both runs hold n tasks
@@ -524,7 +523,7 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
         let flips = Flips::of(&base_scored.picks, &other.picks);
         let flip_per_task = base_scored.picks.iter().zip(&other.picks).map(|(&b, &o)| Flip::of(b, o)).collect();
         let (b, c) = (flips.right_to_wrong as u64, flips.wrong_to_right as u64);
-        let columns: [&[f64]; 3] = [&points, &kls, &gold];
+        let columns: [&[f64]; 3] = [&changes, &kls, &gold];
         let bootstrap = Bootstrap { n, resamples: options.resamples as usize, seed: options.seed };
         let draws = bootstrap.resample_means(&columns);
         let column = |j: usize| -> Vec<f64> { draws.iter().map(|d| d[j]).collect() };
@@ -534,8 +533,8 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
             Interval { estimate, low, high }
         };
         let alpha = options.alpha / k;
-        let difference = paired_difference(mean(&points), &column(0), mean_acceleration(&points), n, b, c, options.margin, alpha);
-        let clustered = groups.map(|g| clustered(g, paired_base, &base_scored, &other, &points, options, alpha)).transpose()?;
+        let difference = paired_difference(mean(&changes), &column(0), mean_acceleration(&changes), n, b, c, options.margin, alpha);
+        let clustered = groups.map(|g| clustered(g, paired_base, &base_scored, &other, &changes, options, alpha)).transpose()?;
         let (verdict, basis, estimate) = match clustered.as_ref().and_then(|k| k.difference) {
             Some(d) => (d.verdict, VerdictBasis::Groups, d.estimate),
             None => (difference.verdict, VerdictBasis::Tasks, difference.estimate),
@@ -545,7 +544,7 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
         pairings.push(Pairing {
             other: info,
             tasks: n,
-            base_accuracy: 100.0 * base_scored.picks.iter().filter(|p| p.right).count() as f64 / n.max(1) as f64,
+            base_accuracy: base_scored.picks.iter().filter(|p| p.right).count() as f64 / n.max(1) as f64,
             difference,
             verdict_basis: basis,
             verdict,
@@ -570,11 +569,12 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
     let mut base_info = info(base, &scored(base, norm)?);
     base_info.label = labels[0].clone();
     Ok(Comparison {
+        schema_version: crate::results::SCHEMA_VERSION,
         file: base.header.file.clone(),
         file_sha256: base.header.file_sha256.clone(),
         mode: base.header.kind().flag(),
         tasks: base.records.len(),
-        chance: 100.0 * mean(&base.records.iter().map(|r| 1.0 / r.options.len().max(1) as f64).collect::<Vec<_>>()),
+        chance: mean(&base.records.iter().map(|r| 1.0 / r.options.len().max(1) as f64).collect::<Vec<_>>()),
         normalisation: norm.name(),
         margin: options.margin,
         alpha: options.alpha,
@@ -591,13 +591,22 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
 /// The answer in words, from the verdict and the sign of the difference.
 fn conclusion(verdict: Verdict, difference: f64, margin: f64) -> String {
     let direction = if difference < 0.0 { "worse" } else { "better" };
-    let within = format!("within ±{} point{}", mcscore_metrics::shown(margin), if margin == 1.0 { "" } else { "s" });
     match verdict {
-        Verdict::Equivalent => format!("equivalent {within}"),
+        Verdict::Equivalent => format!("equivalent {}", within(margin)),
         Verdict::Different => direction.to_owned(),
-        Verdict::DifferentWithinMargin => format!("{direction}, but {within}"),
-        Verdict::Undecided => format!("undecided at ±{}: more tasks needed", mcscore_metrics::shown(margin)),
+        Verdict::DifferentWithinMargin => format!("{direction}, but {}", within(margin)),
+        Verdict::Undecided => format!("undecided at {}: more tasks needed", plus_minus(margin)),
     }
+}
+
+/// A margin (a fraction) as a conclusion says it: "within ±1 point".
+pub(crate) fn within(margin: f64) -> String {
+    format!("within {} point{}", plus_minus(margin), if 100.0 * margin == 1.0 { "" } else { "s" })
+}
+
+/// A margin (a fraction) in accuracy points: "±2.5".
+pub(crate) fn plus_minus(margin: f64) -> String {
+    format!("±{}", mcscore_metrics::shown(100.0 * margin))
 }
 
 /// Labels, made unique with the log's file name where models repeat.
@@ -620,7 +629,7 @@ fn clustered(
     base_run: &Run,
     base: &Scored,
     other: &Scored,
-    points: &[f64],
+    changes: &[f64],
     options: &CompareOptions,
     alpha: f64,
 ) -> Result<Clustered, EvalError> {
@@ -628,7 +637,7 @@ fn clustered(
     // each group's tasks.
     let mut dense = vec![usize::MAX; groups.names.len()];
     let mut members: Vec<(usize, Vec<usize>)> = Vec::new();
-    let mut group_of = Vec::with_capacity(points.len());
+    let mut group_of = Vec::with_capacity(changes.len());
     for (i, r) in base_run.records.iter().enumerate() {
         let g = groups.group(r.task).ok_or_else(|| {
             EvalError::Logs(LogsError::BadGroups { path: PathBuf::from(&groups.source), fault: GroupsFault::NoGroup { task: r.task } })
@@ -642,12 +651,12 @@ fn clustered(
         group_of.push(dense[g]);
     }
     let count = members.len();
-    let n = points.len();
-    let estimate = mean(points);
+    let n = changes.len();
+    let estimate = mean(changes);
     let difference = (count >= MIN_GROUPS_FOR_CLUSTERS).then(|| {
         let cluster = ClusterBootstrap { group_of: &group_of, groups: count, resamples: options.resamples as usize, seed: options.seed };
-        let draws: Vec<f64> = cluster.resample_means(&[points]).iter().map(|d| d[0]).collect();
-        let sums: Vec<f64> = members.iter().map(|(_, tasks)| tasks.iter().map(|&i| points[i]).sum()).collect();
+        let draws: Vec<f64> = cluster.resample_means(&[changes]).iter().map(|d| d[0]).collect();
+        let sums: Vec<f64> = members.iter().map(|(_, tasks)| tasks.iter().map(|&i| changes[i]).sum()).collect();
         let total: f64 = sums.iter().sum();
         // Leave one group out: a ratio of sums, so its jackknife is closed-form.
         let jackknife: Vec<f64> = members
@@ -657,18 +666,18 @@ fn clustered(
             // the filter above kept groups of fewer than n tasks
             .map(|((_, tasks), sum)| (total - sum) / (n - tasks.len()) as f64)
             .collect();
-        let (b, c) = (points.iter().filter(|&&d| d < 0.0).count() as u64, points.iter().filter(|&&d| d > 0.0).count() as u64);
+        let (b, c) = (changes.iter().filter(|&&d| d < 0.0).count() as u64, changes.iter().filter(|&&d| d > 0.0).count() as u64);
         paired_difference(estimate, &draws, acceleration(&jackknife), n, b, c, options.margin, alpha)
     });
 
     let mut shifts = Vec::with_capacity(count);
     for (name, tasks) in &members {
-        let column: Vec<f64> = tasks.iter().map(|&i| points[i]).collect();
+        let column: Vec<f64> = tasks.iter().map(|&i| changes[i]).collect();
         let flips = Flips::of(
             &tasks.iter().map(|&i| base.picks[i]).collect::<Vec<_>>(),
             &tasks.iter().map(|&i| other.picks[i]).collect::<Vec<_>>(),
         );
-        let accuracy = |s: &Scored| 100.0 * tasks.iter().filter(|&&i| s.picks[i].right).count() as f64 / tasks.len() as f64;
+        let accuracy = |s: &Scored| tasks.iter().filter(|&&i| s.picks[i].right).count() as f64 / tasks.len() as f64;
         shifts.push(GroupShift {
             name: groups.names[*name].clone(),
             tasks: tasks.len(),
@@ -761,7 +770,7 @@ pub(crate) mod tests {
         let c = compare(&base, &[other], None, &CompareOptions::default()).unwrap();
         let p = &c.others[0];
         assert_eq!((p.flips.right_to_wrong, p.flips.wrong_to_right, p.flips.wrong_to_other_wrong, p.flips.both_right), (1, 1, 1, 1));
-        assert_eq!((c.base.accuracy, p.other.accuracy), (50.0, 50.0));
+        assert_eq!((c.base.accuracy, p.other.accuracy), (0.5, 0.5));
         assert_eq!(p.difference.estimate, 0.0);
         assert_eq!(p.mcnemar.p, 1.0);
         assert!(c.groups.is_none() && p.clustered.is_none());

@@ -249,9 +249,10 @@ pub enum SweepFault {
     #[error("{model}: results for format {found} where the sweep lists {listed}")]
     FormatOrder { model: String, found: String, listed: String },
 
-    /// A percentage outside 0 to 100 (a rounding's width allowed).
-    #[error("{model}'s format {format}: {what} is {value}, not in 0 to 100 %")]
-    NotPoints { model: String, format: String, what: &'static str, value: f64 },
+    /// A share outside 0 to 1, or 0 to 100 in a sweep saved in points
+    /// (`top`), a rounding's width allowed.
+    #[error("{model}'s format {format}: {what} is {value}, not in 0 to {top}")]
+    OutOfRange { model: String, format: String, what: &'static str, value: f64, top: f64 },
 
     /// An interval that does not hold its estimate.
     #[error("{model}'s format {format}: {what} [{low}, {high}] does not hold its accuracy")]
@@ -385,8 +386,8 @@ pub enum SequentialSetting {
     #[error("a sequential comparison needs BASE and at least one OTHER model")]
     NoOther,
 
-    /// A margin outside (0, 100] points.
-    #[error("the margin is {0}; it is in accuracy points, above 0 and at most 100")]
+    /// A margin outside (0, 1].
+    #[error("the margin is {0}; it is a difference of accuracies as fractions, above 0 and at most 1")]
     Margin(f64),
 
     /// An α outside (0, 0.5).

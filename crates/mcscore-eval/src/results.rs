@@ -2,8 +2,8 @@
 //! `compare` and `sweep` print (docs/formats.md, "Results JSON"): accuracies
 //! and baselines as fractions, as lm-evaluation-harness writes them; metrics
 //! in objects keyed by name; a `schema_version` that a change of meaning
-//! raises. `compare` and `sweep` compute in accuracy points, as their text
-//! prints them; [`in_fractions`] turns their values into this JSON.
+//! raises. Every library type holds accuracies as fractions, so each
+//! serialises as this JSON; text prints them in percent or points.
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
@@ -158,92 +158,6 @@ impl<'a> MergedSummary<'a> {
     }
 }
 
-/// The fields `compare`, `compare --until-decided` and `sweep` hold in
-/// accuracy points: a number, a list of numbers (an interval, per rotation),
-/// or an object whose [`POINT_PARTS`] are (a paired difference, a spread).
-const POINT_FIELDS: &[&str] = &[
-    "accuracy",
-    "accuracy_interval",
-    "accuracy_by_rotation",
-    "circular_accuracy",
-    "circular_interval",
-    "base_accuracy",
-    "other_accuracy",
-    "accuracy_before",
-    "accuracy_after",
-    "difference",
-    "interval",
-    "tost_interval",
-    "margin",
-    "chance",
-    "rstd",
-    "rstd_before",
-    "rstd_after",
-    "accuracy_across_formats",
-    "circular_accuracy_across_formats",
-];
-
-/// The parts in points of an object under a [`POINT_FIELDS`] name.
-const POINT_PARTS: &[&str] = &["estimate", "interval", "tost_interval", "mean", "std", "min", "max"];
-
-/// `value` serialised as the results JSON: every field in accuracy points
-/// ([`POINT_FIELDS`]) as a fraction, and `schema_version` first.
-pub fn in_fractions(value: &impl Serialize) -> Result<serde_json::Value, serde_json::Error> {
-    let mut json = serde_json::to_value(value)?;
-    scale_points(&mut json, &|x| x / 100.0);
-    let serde_json::Value::Object(fields) = json else { return Ok(json) };
-    let mut versioned = serde_json::Map::with_capacity(fields.len() + 1);
-    versioned.insert("schema_version".into(), SCHEMA_VERSION.into());
-    versioned.extend(fields.into_iter().filter(|(k, _)| k != "schema_version"));
-    Ok(serde_json::Value::Object(versioned))
-}
-
-/// A value of the results JSON (`schema_version` 2) back in accuracy points,
-/// as the library computes: what [`in_fractions`] did, undone; a value
-/// without `schema_version` (saved before it) is in points already.
-pub(crate) fn in_points(mut json: serde_json::Value) -> serde_json::Value {
-    if json.get("schema_version").is_some() {
-        scale_points(&mut json, &|x| x * 100.0);
-    }
-    json
-}
-
-/// Maps every point field under `json` through `convert`.
-fn scale_points(json: &mut serde_json::Value, convert: &dyn Fn(f64) -> f64) {
-    use serde_json::Value;
-    fn scale(value: &mut Value, convert: &dyn Fn(f64) -> f64) {
-        match value {
-            Value::Number(n) => {
-                if let Some(x) = n.as_f64() {
-                    *value = serde_json::Number::from_f64(convert(x)).map_or(Value::Null, Value::Number);
-                }
-            }
-            Value::Array(items) => items.iter_mut().for_each(|v| scale(v, convert)),
-            Value::Object(parts) => {
-                for (name, part) in parts.iter_mut() {
-                    if POINT_PARTS.contains(&name.as_str()) {
-                        scale(part, convert);
-                    }
-                }
-            }
-            Value::Null | Value::Bool(_) | Value::String(_) => {}
-        }
-    }
-    match json {
-        Value::Object(fields) => {
-            for (name, field) in fields.iter_mut() {
-                if POINT_FIELDS.contains(&name.as_str()) {
-                    scale(field, convert);
-                } else {
-                    scale_points(field, convert);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|v| scale_points(v, convert)),
-        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
-    }
-}
-
 /// `(name, value)` pairs written as one JSON object keyed by name, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ByName<T>(pub Vec<(String, T)>);
@@ -293,26 +207,9 @@ pub fn accuracies(records: &[TaskRecord]) -> ByName<Accuracy> {
     )
 }
 
-/// What a run must beat, as fractions.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-#[non_exhaustive]
-pub struct Baselines {
-    /// The mean over tasks of 1 ÷ options: a uniform guess's accuracy.
-    pub chance: f64,
-    /// The largest share of tasks whose gold is at one position.
-    pub majority_class: f64,
-    /// That position (0-based).
-    pub majority_position: usize,
-}
-
-/// The baselines of `records`, each one division of whole numbers, so
-/// that five options print as 0.2, not as the sum of 1/5s (0.19999999999999998).
-pub fn baselines(records: &[TaskRecord]) -> Baselines {
-    let n = records.len().max(1) as f64;
-    let chance = chance(records.iter().map(|r| r.options.len().max(1)));
-    let position = mcscore_format::Baselines::from_tasks(records.iter().map(|r| (r.options.len(), r.gold))).majority_position;
-    let majority = records.iter().filter(|r| r.gold == Some(position)).count();
-    Baselines { chance, majority_class: majority as f64 / n, majority_position: position }
+/// The baselines of `records`: chance and the majority class, as fractions.
+pub fn baselines(records: &[TaskRecord]) -> mcscore_format::Baselines {
+    mcscore_format::Baselines::from_tasks(records.iter().map(|r| (r.options.len(), r.gold)))
 }
 
 /// One group's (or category's) accuracy over a run, as fractions with the
@@ -382,86 +279,4 @@ pub fn group_accuracies(records: &[TaskRecord], groups: &Groups, norm: Normalisa
             .collect()
     };
     Ok(GroupAccuracies { source: groups.source.clone(), normalisation: norm.name(), categories: rows(by_category), groups: rows(by_group) })
-}
-
-/// The mean of 1/k over option counts `counts`: Σ (L/k) ÷ (L·n) with L the
-/// counts' least common multiple, in integers while they fit.
-fn chance(counts: impl Iterator<Item = usize> + Clone) -> f64 {
-    fn gcd(a: u128, b: u128) -> u128 {
-        if b == 0 {
-            a
-        } else {
-            gcd(b, a % b)
-        }
-    }
-    let exact = (|| {
-        let lcm = counts.clone().try_fold(1u128, |l, k| (l / gcd(l, k as u128)).checked_mul(k as u128))?;
-        // every count is at least 1: baselines passes options.len().max(1)
-        let (sum, n) = counts.clone().try_fold((0u128, 0u128), |(s, n), k| Some((s.checked_add(lcm / k as u128)?, n + 1)))?;
-        Some(sum as f64 / (lcm.checked_mul(n.max(1))?) as f64)
-    })();
-    exact.unwrap_or_else(|| {
-        let (sum, n) = counts.fold((0.0, 0usize), |(s, n), k| (s + 1.0 / k as f64, n + 1));
-        sum / n.max(1) as f64
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn chance_is_one_division() {
-        assert_eq!(super::chance([5usize; 6].into_iter()), 0.2);
-        assert_eq!(super::chance([4usize, 2].into_iter()), 0.375);
-        assert_eq!(super::chance([3usize, 3, 3].into_iter()), 1.0 / 3.0);
-        assert_eq!(super::chance(std::iter::empty()), 0.0);
-    }
-
-    #[test]
-    fn points_become_fractions_by_field_and_come_back() {
-        let points = serde_json::json!({
-            "tasks": 40,
-            "margin": 2.0,
-            "base": {"accuracy": 62.5, "accuracy_interval": [47.0, 75.8], "model": "m"},
-            "others": [{
-                "difference": {"estimate": -2.5, "interval": [-5.0, 0.0], "tost_interval": [-4.5, -0.5], "verdict": "different"},
-                "agreement": 0.9,
-                "kl_mean": {"estimate": 0.01, "low": 0.0, "high": 0.02},
-                "clustered": {"shifts": [{"difference": 10.0, "interval": null, "mcnemar_p": 0.5}]}
-            }],
-            "accuracy_across_formats": {"mean": 50.0, "std": 5.0, "min": 45.0, "min_format": "a", "max": 55.0, "max_format": "b"}
-        });
-        let fractions = super::in_fractions(&points).unwrap();
-        assert_eq!(fractions.as_object().unwrap().keys().next().map(String::as_str), Some("schema_version"));
-        assert_eq!(fractions["schema_version"], 2);
-        assert_eq!(fractions["margin"], 0.02);
-        assert_eq!(fractions["base"]["accuracy"], 0.625);
-        assert_eq!(fractions["base"]["accuracy_interval"], serde_json::json!([0.47, 0.758]));
-        let other = &fractions["others"][0];
-        assert_eq!(
-            other["difference"],
-            serde_json::json!({"estimate": -0.025, "interval": [-0.05, 0.0], "tost_interval": [-0.045, -0.005], "verdict": "different"})
-        );
-        // Shares, nats and p-values are not points.
-        assert_eq!((&other["agreement"], &other["kl_mean"]), (&points["others"][0]["agreement"], &points["others"][0]["kl_mean"]));
-        assert_eq!(other["clustered"]["shifts"][0], serde_json::json!({"difference": 0.1, "interval": null, "mcnemar_p": 0.5}));
-        assert_eq!(fractions["accuracy_across_formats"]["min"], 0.45);
-        assert_eq!(fractions["tasks"], 40);
-        // Back in points, to within a rounding (0.55 × 100 is 55.00000000000001).
-        let mut back = super::in_points(fractions);
-        back.as_object_mut().unwrap().shift_remove("schema_version");
-        fn close(a: &serde_json::Value, b: &serde_json::Value) -> bool {
-            use serde_json::Value;
-            match (a, b) {
-                (Value::Number(x), Value::Number(y)) => {
-                    (x.as_f64().unwrap() - y.as_f64().unwrap()).abs() <= 1e-12 * y.as_f64().unwrap().abs()
-                }
-                (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| close(x, y)),
-                (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().zip(y).all(|((k, x), (l, y))| k == l && close(x, y)),
-                _ => a == b,
-            }
-        }
-        assert!(close(&back, &points), "{back}");
-        // A value saved before the version is in points already.
-        assert_eq!(super::in_points(points.clone()), points);
-    }
 }

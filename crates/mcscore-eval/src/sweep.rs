@@ -398,6 +398,7 @@ impl Sweep {
     pub fn report(&self, subset: Option<usize>, settings: &Settings, models: Vec<ModelSweep>) -> Result<SweepReport, EvalError> {
         let comparison = (models.len() > 1).then(|| compare(&models, self.spec.circular));
         Ok(SweepReport {
+            schema_version: crate::results::SCHEMA_VERSION,
             file: self.items.label.clone(),
             tasks: self.items.items.len(),
             selection: subset,
@@ -587,6 +588,44 @@ impl SweepReport {
             chat_template: None,
         }
     }
+
+    /// What a share of 1 is written as in this report: 100 in a sweep saved
+    /// before schema 2 (accuracy points), else 1.
+    fn full_share(&self) -> f64 {
+        if self.schema_version < 2 {
+            100.0
+        } else {
+            1.0
+        }
+    }
+
+    /// A sweep saved before schema 2, in accuracy points, brought to
+    /// fractions; a newer one is left as it is.
+    fn migrate(&mut self) {
+        if self.schema_version >= 2 {
+            return;
+        }
+        let fraction = |x: &mut f64| *x /= 100.0;
+        for m in &mut self.models {
+            for f in &mut m.formats {
+                fraction(&mut f.accuracy);
+                f.accuracy_by_rotation.iter_mut().for_each(fraction);
+                f.circular_accuracy.as_mut().map(fraction);
+                for (low, high) in f.accuracy_interval.iter_mut().chain(f.circular_interval.iter_mut()) {
+                    fraction(low);
+                    fraction(high);
+                }
+                fraction(&mut f.rstd);
+                if let Some(p) = &mut f.pride {
+                    [&mut p.accuracy_before, &mut p.accuracy_after, &mut p.rstd_before, &mut p.rstd_after].into_iter().for_each(fraction);
+                }
+            }
+            for spread in std::iter::once(&mut m.accuracy_across_formats).chain(m.circular_accuracy_across_formats.as_mut()) {
+                [&mut spread.mean, &mut spread.std, &mut spread.min, &mut spread.max].into_iter().for_each(fraction);
+            }
+        }
+        self.schema_version = crate::results::SCHEMA_VERSION;
+    }
 }
 
 fn items_sha256(items: &[Item]) -> String {
@@ -600,17 +639,21 @@ pub fn merge_saved(paths: &[PathBuf]) -> Result<SweepReport, EvalError> {
     let mut merged: Option<SweepReport> = None;
     for (i, path) in paths.iter().enumerate() {
         let bytes = mcscore_format::read_input(path)?;
-        // Saved in the results JSON's fractions (`schema_version` 2), or in
-        // points by mcscores before it; the library computes in points.
-        let json: serde_json::Value =
-            serde_json::from_slice(&bytes).map_err(|source| EvalError::Sweep(SweepError::NotASweep { path: path.clone(), source }))?;
+        let not_a_sweep = |source| EvalError::Sweep(SweepError::NotASweep { path: path.clone(), source });
         let bad = |fault| EvalError::Sweep(SweepError::BadSweep { path: path.clone(), fault: Box::new(fault) });
+        // The version alone first: a newer schema is named as such, not as
+        // whatever field it changed.
+        #[derive(Deserialize)]
+        struct Version {
+            #[serde(default)]
+            schema_version: u64,
+        }
         let max = crate::results::SCHEMA_VERSION;
-        if let Some(version) = json.get("schema_version").and_then(serde_json::Value::as_u64).filter(|&v| v > u64::from(max)) {
+        let version = serde_json::from_slice::<Version>(&bytes).map_err(not_a_sweep)?.schema_version;
+        if version > u64::from(max) {
             return Err(bad(SweepFault::NewerSchema { version, max }));
         }
-        let report: SweepReport = serde_json::from_value(crate::results::in_points(json))
-            .map_err(|source| EvalError::Sweep(SweepError::NotASweep { path: path.clone(), source }))?;
+        let mut report: SweepReport = serde_json::from_slice(&bytes).map_err(not_a_sweep)?;
         if report.formats.is_empty() || report.models.is_empty() {
             return Err(bad(SweepFault::Empty { formats: report.formats.len(), models: report.models.len() }));
         }
@@ -622,7 +665,9 @@ pub fn merge_saved(paths: &[PathBuf]) -> Result<SweepReport, EvalError> {
             let fault = SweepFault::Pride { model: m.model.clone(), format: f.format.clone(), has: !pride, alpha: report.pride_alpha };
             return Err(bad(fault));
         }
+        // Checked as saved, so that a fault names the value the file holds.
         check_figures(&report).map_err(bad)?;
+        report.migrate();
         if let Some(earlier) = paths[..i].iter().find(|p| mcscore_format::same_file(p, path)) {
             return Err(bad(SweepFault::Repeated { earlier: earlier.clone() }));
         }
@@ -659,18 +704,19 @@ fn check_figures(report: &SweepReport) -> Result<(), SweepFault> {
         }
         for f in &m.formats {
             let (model, format) = (|| m.model.clone(), || f.format.clone());
-            // Wilson bounds of 0 or n of n land an ulp outside (100.00000000000003),
-            // and a fraction saved and read back as points can too.
-            let points = |what: &'static str, value: f64| {
-                if (-1e-9..=100.0 + 1e-9).contains(&value) {
+            // Fractions, or points in a sweep saved before schema 2; Wilson
+            // bounds of 0 or n of n can land an ulp outside.
+            let top = report.full_share();
+            let fraction = |what: &'static str, value: f64| {
+                if (-1e-9..=top * (1.0 + 1e-9)).contains(&value) {
                     Ok(())
                 } else {
-                    Err(SweepFault::NotPoints { model: model(), format: format(), what, value })
+                    Err(SweepFault::OutOfRange { model: model(), format: format(), what, value, top })
                 }
             };
-            points("accuracy", f.accuracy)?;
+            fraction("accuracy", f.accuracy)?;
             for &r in &f.accuracy_by_rotation {
-                points("a rotation's accuracy", r)?;
+                fraction("a rotation's accuracy", r)?;
             }
             let intervals = [
                 ("accuracy_interval", Some(f.accuracy), f.accuracy_interval),
@@ -678,16 +724,16 @@ fn check_figures(report: &SweepReport) -> Result<(), SweepFault> {
             ];
             for (what, estimate, interval) in intervals {
                 if let Some((low, high)) = interval {
-                    points(what, low)?;
-                    points(what, high)?;
+                    fraction(what, low)?;
+                    fraction(what, high)?;
                     // A Wilson interval holds its proportion (to rounding).
                     if low > high || estimate.is_some_and(|e| e < low - 1e-9 || e > high + 1e-9) {
                         return Err(SweepFault::Interval { model: model(), format: format(), what, low, high });
                     }
                 }
             }
-            f.circular_accuracy.map_or(Ok(()), |c| points("circular_accuracy", c))?;
-            points("rstd", f.rstd)?;
+            f.circular_accuracy.map_or(Ok(()), |c| fraction("circular_accuracy", c))?;
+            fraction("rstd", f.rstd)?;
             if let Some(value) = f.pia.filter(|p| !(-1e-9..=1.0 + 1e-9).contains(p)) {
                 return Err(SweepFault::Pia { model: model(), format: format(), value });
             }
@@ -698,7 +744,7 @@ fn check_figures(report: &SweepReport) -> Result<(), SweepFault> {
                     ("PriDe's rstd_before", pride.rstd_before),
                     ("PriDe's rstd_after", pride.rstd_after),
                 ] {
-                    points(what, value)?;
+                    fraction(what, value)?;
                 }
             }
             // One count per position; every task counted once, or once per rotation with --circular.
@@ -867,16 +913,16 @@ pub struct Pride {
 #[non_exhaustive]
 pub struct FormatResult {
     pub format: String,
-    /// Percent correct with the options in source order.
+    /// The share of tasks right with the options in source order.
     pub accuracy: f64,
     /// Its 95 % Wilson interval (absent in sweeps saved by earlier
     /// mcscores, which re-save as they were).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accuracy_interval: Option<(f64, f64)>,
-    /// Percent correct per rotation (rotation r puts option r first); with --circular.
+    /// The share right per rotation (rotation r puts option r first); with --circular.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accuracy_by_rotation: Vec<f64>,
-    /// Percent of tasks right under every rotation; with --circular.
+    /// The share of tasks right under every rotation; with --circular.
     pub circular_accuracy: Option<f64>,
     /// Its 95 % Wilson interval (absent in sweeps saved before it was kept).
     /// Wilson, not a bootstrap: a bootstrap of a proportion of 0 is [0, 0],
@@ -885,7 +931,7 @@ pub struct FormatResult {
     pub circular_interval: Option<(f64, f64)>,
     /// How often each position was picked (all scored rotations with --circular).
     pub picks: Vec<usize>,
-    /// Recall standard deviation across positions, in points.
+    /// Recall standard deviation across positions (recalls as fractions).
     pub rstd: f64,
     /// PIA, where every task has the same number of options.
     pub pia: Option<f64>,
@@ -893,16 +939,16 @@ pub struct FormatResult {
 }
 
 impl FormatResult {
-    /// The mean of the accuracies by rotation, in percent; with --circular.
+    /// The mean of the accuracies by rotation; with --circular.
     pub fn rotation_mean(&self) -> Option<f64> {
         let n = self.accuracy_by_rotation.len();
         (n > 0).then(|| self.accuracy_by_rotation.iter().sum::<f64>() / n as f64)
     }
 
-    /// Each position's share of the picks, in percent (0 where nothing was picked).
+    /// Each position's share of the picks (0 where nothing was picked).
     pub fn pick_shares(&self) -> Vec<f64> {
         let total: usize = self.picks.iter().sum();
-        self.picks.iter().map(|&c| 100.0 * c as f64 / total.max(1) as f64).collect()
+        self.picks.iter().map(|&c| c as f64 / total.max(1) as f64).collect()
     }
 }
 
@@ -950,6 +996,10 @@ pub struct Comparison {
 #[derive(Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct SweepReport {
+    /// The results JSON's version ([`crate::results::SCHEMA_VERSION`]);
+    /// below 2 (0 where none was saved), accuracies in points.
+    #[serde(default)]
+    pub schema_version: u32,
     pub file: String,
     pub tasks: usize,
     pub selection: Option<usize>,
@@ -975,20 +1025,20 @@ fn analyse(sweep: &Sweep, model: &Path, scored: &[Scored<'_>], scores: &Scores) 
     let ks: HashSet<usize> = items.items.iter().map(|i| i.options.len()).collect();
     let fixed_k = (ks.len() == 1).then(|| items.items[0].options.len());
     let widest = ks.iter().copied().max().unwrap_or(0);
-    let percent = |hits: usize, of: usize| 100.0 * hits as f64 / of.max(1) as f64;
+    let share = |hits: usize, of: usize| hits as f64 / of.max(1) as f64;
     let mut results = Vec::new();
     for (f, name) in names.iter().enumerate() {
         let mine: Vec<&Scored<'_>> = scored.iter().filter(|s| s.prompt.format == f).collect();
         let counted: Vec<&Scored<'_>> = mine.iter().copied().filter(|s| circular || s.prompt.rotation == 0).collect();
         let original: Vec<&Scored<'_>> = mine.iter().copied().filter(|s| s.prompt.rotation == 0).collect();
         let hits = original.iter().filter(|s| s.right()).count();
-        let accuracy = percent(hits, n);
-        let accuracy_interval = Some(mcscore_metrics::Proportion { successes: hits, n }.wilson_percent());
+        let accuracy = share(hits, n);
+        let accuracy_interval = Some(mcscore_metrics::Proportion { successes: hits, n }.wilson());
         let (accuracy_by_rotation, circular_accuracy, circular_interval) = if circular {
             let by_rotation = (0..widest)
                 .map(|r| {
                     let at: Vec<_> = mine.iter().filter(|s| s.prompt.rotation == r).collect();
-                    percent(at.iter().filter(|s| s.right()).count(), at.len())
+                    share(at.iter().filter(|s| s.right()).count(), at.len())
                 })
                 .collect();
             let mut all_right = vec![true; n];
@@ -996,7 +1046,7 @@ fn analyse(sweep: &Sweep, model: &Path, scored: &[Scored<'_>], scores: &Scores) 
                 all_right[s.prompt.item] &= s.right();
             }
             let all = all_right.iter().filter(|&&r| r).count();
-            (by_rotation, Some(percent(all, n)), Some(mcscore_metrics::Proportion { successes: all, n }.wilson_percent()))
+            (by_rotation, Some(share(all, n)), Some(mcscore_metrics::Proportion { successes: all, n }.wilson()))
         } else {
             (Vec::new(), None, None)
         };
@@ -1022,8 +1072,8 @@ fn analyse(sweep: &Sweep, model: &Path, scored: &[Scored<'_>], scores: &Scores) 
             Pride {
                 calibration_tasks: calibration.len(),
                 debiased_tasks: rest.len(),
-                accuracy_before: percent(hits(&before), rest.len()),
-                accuracy_after: percent(hits(&after), rest.len()),
+                accuracy_before: share(hits(&before), rest.len()),
+                accuracy_after: share(hits(&after), rest.len()),
                 rstd_before: debias::rstd(&before, &golds, k),
                 rstd_after: debias::rstd(&after, &golds, k),
                 picks_before: position_counts(&before, k),

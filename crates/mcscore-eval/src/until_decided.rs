@@ -108,7 +108,7 @@ impl UntilDecidedSpec {
         if self.others.is_empty() {
             return bad(SequentialSetting::NoOther);
         }
-        if !(margin > 0.0 && margin <= 100.0) {
+        if !(margin > 0.0 && margin <= 1.0) {
             return bad(SequentialSetting::Margin(margin));
         }
         if !(alpha > 0.0 && alpha < 0.5) {
@@ -129,7 +129,7 @@ impl UntilDecidedSpec {
 #[non_exhaustive]
 pub struct OtherLook {
     pub label: String,
-    /// The confidence sequence, in points: (low, high).
+    /// The confidence sequence: (low, high), differences of fractions.
     pub interval: (f64, f64),
     pub decision: Decision,
     /// The tasks it was decided after, once decided.
@@ -174,9 +174,9 @@ pub struct OtherOutcome {
     pub conclusion: String,
     /// The tasks the decision rests on (all scored ones when undecided).
     pub tasks_used: usize,
-    /// OTHER − BASE over those tasks, in points.
+    /// OTHER − BASE over those tasks (a difference of fractions).
     pub difference: f64,
-    /// The confidence sequence at the stop, in points, at level 1 − α/k.
+    /// The confidence sequence at the stop, at level 1 − α/k.
     pub interval: (f64, f64),
     /// Tasks whose options the two models tokenise into different numbers of
     /// tokens (models with different vocabularies still compare task by task).
@@ -192,6 +192,8 @@ pub struct OtherOutcome {
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct UntilDecided {
+    /// The results JSON's version ([`crate::results::SCHEMA_VERSION`]).
+    pub schema_version: u32,
     pub file: String,
     pub file_sha256: String,
     pub file_tasks: usize,
@@ -337,7 +339,7 @@ pub fn until_decided(
         file_tasks,
         chunk: spec.chunk,
         alpha: spec.options.alpha,
-        margin: spec.options.margin,
+        margin: 100.0 * spec.options.margin,
         normalisation: norm.name().to_owned(),
         base_sha256: hashes[0].clone().unwrap_or_default(),
         other_sha256: hashes[1..].iter().map(|h| h.clone().unwrap_or_default()).collect(),
@@ -482,14 +484,14 @@ pub fn until_decided(
         let conclusion = match decision {
             Decision::Different if high < 0.0 => "worse".to_owned(),
             Decision::Different => "better".to_owned(),
-            Decision::Equivalent => {
-                format!("equivalent within ±{} point{}", spec.options.margin, if spec.options.margin == 1.0 { "" } else { "s" })
-            }
+            Decision::Equivalent => format!("equivalent {}", compare::within(spec.options.margin)),
             Decision::Undecided if interrupted => "undecided: interrupted".to_owned(),
             Decision::Undecided if n < file_tasks => {
-                format!("undecided at ±{}: the {n} tasks --max-tasks allows were scored", spec.options.margin)
+                format!("undecided at {}: the {n} tasks --max-tasks allows were scored", compare::plus_minus(spec.options.margin))
             }
-            Decision::Undecided => format!("undecided at ±{}: every task of the file was scored", spec.options.margin),
+            Decision::Undecided => {
+                format!("undecided at {}: every task of the file was scored", compare::plus_minus(spec.options.margin))
+            }
         };
         let differently = base_run
             .records
@@ -509,6 +511,7 @@ pub fn until_decided(
         });
     }
     Ok(UntilDecided {
+        schema_version: crate::results::SCHEMA_VERSION,
         file: spec.file.display().to_string(),
         file_sha256,
         file_tasks,

@@ -185,14 +185,14 @@ fn a_sweep_is_analysed_from_log_probabilities() {
     assert_eq!(analysed.formats.len(), 2);
     for f in &analysed.formats {
         // Source order: item 0's gold is at 2 (picked 0: wrong), item 1 right.
-        assert_eq!(f.accuracy, 50.0, "{}", f.format);
+        assert_eq!(f.accuracy, 0.5, "{}", f.format);
         // Item 0 is right only under the rotation that brings its gold first.
-        assert_eq!(f.circular_accuracy, Some(50.0));
-        assert_eq!(f.accuracy_by_rotation, [50.0, 50.0, 100.0, 50.0], "{}", f.format);
+        assert_eq!(f.circular_accuracy, Some(0.5));
+        assert_eq!(f.accuracy_by_rotation, [0.5, 0.5, 1.0, 0.5], "{}", f.format);
         // Item 0 picks position 0 four times; item 1 follows its gold round.
         assert_eq!(f.picks, [5, 1, 1, 1]);
     }
-    assert_eq!(analysed.accuracy_across_formats.mean, 50.0);
+    assert_eq!(analysed.accuracy_across_formats.mean, 0.5);
     assert_eq!((analysed.tokens_decoded, analysed.tokens_unshared), (10, 40));
     let report = sweep.report(None, &settings(), vec![analysed]).unwrap();
     assert_eq!(report.tasks, 2);

@@ -11,30 +11,38 @@ use crate::task::{Mode, Task};
 /// Facts about a whole file that `inspect` prints and the manifest records.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
+    /// Tasks in the file.
     pub tasks: usize,
+    /// The file's size.
     pub bytes: u64,
     /// Option count → number of tasks with that many options.
     pub option_counts: BTreeMap<usize, usize>,
+    /// Letter mode where every task's options are the bare IDs, else text.
     pub mode: Mode,
-    /// Mean over tasks of 100 / n_options.
+    /// Mean over tasks of 1 / n_options: a uniform guess's accuracy.
     pub chance: f64,
-    /// 100 × the largest share of tasks whose gold answer is at one position.
+    /// The largest share of tasks whose gold answer is at one position.
     pub majority_class: f64,
     /// Position (0-based) that `majority_class` is about.
     pub majority_position: usize,
     /// The widest task's option count: the smallest `-np` llama-perplexity needs.
     pub min_parallel: usize,
+    /// The bytes of the longest task: what bounds a task's memory.
     pub longest_task_bytes: u64,
+    /// The longest task's index.
     pub longest_task: usize,
+    /// The file's sha256, as hex: how manifests and logs name its content.
     pub sha256: String,
 }
 
-/// The two baselines a score must beat, over any set of tasks.
+/// The two baselines a score must beat, over any set of tasks, as fractions.
+/// Each is one division of whole numbers, so that five options everywhere
+/// give a chance of 0.2, not a sum of fifths (0.19999999999999998).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Baselines {
-    /// Mean over tasks of 100 / n_options.
+    /// Mean over tasks of 1 / n_options: a uniform guess's accuracy.
     pub chance: f64,
-    /// 100 × the largest share of tasks whose gold answer is at one position.
+    /// The largest share of tasks whose gold answer is at one position.
     pub majority_class: f64,
     /// Position (0-based) that `majority_class` is about.
     pub majority_position: usize,
@@ -62,12 +70,13 @@ impl Baselines {
     }
 }
 
-/// The running sums of [`Baselines`]: memory grows with the gold positions,
-/// not the tasks.
+/// The running counts of [`Baselines`]: memory grows with the gold
+/// positions and the distinct option counts, not the tasks.
 #[derive(Debug, Clone, Default)]
 pub struct BaselineCounter {
     n: usize,
-    chance: f64,
+    /// Option count → tasks with that many options.
+    option_counts: BTreeMap<usize, usize>,
     gold_positions: Vec<usize>,
 }
 
@@ -75,7 +84,7 @@ impl BaselineCounter {
     /// One more task of `options` options, its gold at `gold`.
     pub fn add(&mut self, options: usize, gold: Option<usize>) {
         self.n += 1;
-        self.chance += 100.0 / options as f64;
+        *self.option_counts.entry(options.max(1)).or_insert(0) += 1;
         if let Some(gold) = gold {
             if self.gold_positions.len() <= gold {
                 self.gold_positions.resize(gold + 1, 0);
@@ -90,15 +99,37 @@ impl BaselineCounter {
         self.n
     }
 
+    /// The baselines of the tasks counted so far (0 for none).
     pub fn baselines(&self) -> Baselines {
         let (majority_position, majority) =
             self.gold_positions.iter().enumerate().fold((0, 0), |best, (k, &c)| if c > best.1 { (k, c) } else { best });
         let n = self.n.max(1) as f64;
-        Baselines { chance: self.chance / n, majority_class: 100.0 * majority as f64 / n, majority_position }
+        Baselines { chance: chance(&self.option_counts, self.n), majority_class: majority as f64 / n, majority_position }
     }
 }
 
+/// The mean of 1/k over `n` tasks whose option counts are tallied in
+/// `counts`: Σ count·(L/k) ÷ (L·n) with L the counts' least common multiple,
+/// in integers while they fit, else a sum of floats.
+fn chance(counts: &BTreeMap<usize, usize>, n: usize) -> f64 {
+    fn gcd(a: u128, b: u128) -> u128 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    let exact = (|| {
+        let lcm = counts.keys().try_fold(1u128, |l, &k| (l / gcd(l, k as u128)).checked_mul(k as u128))?;
+        // every key is at least 1 (add counts options.max(1))
+        let sum = counts.iter().try_fold(0u128, |s, (&k, &c)| s.checked_add((lcm / k as u128).checked_mul(c as u128)?))?;
+        Some(sum as f64 / lcm.checked_mul(n.max(1) as u128)? as f64)
+    })();
+    exact.unwrap_or_else(|| counts.iter().map(|(&k, &c)| c as f64 / k as f64).sum::<f64>() / n.max(1) as f64)
+}
+
 impl Summary {
+    /// The summary of an opened (validated) task file.
     pub fn of(file: &TaskFile) -> Summary {
         // One pass over views of the mapped file: memory does not grow with
         // the task count.
@@ -149,4 +180,24 @@ pub fn sha256_file(path: &std::path::Path) -> std::io::Result<String> {
 /// Lower-case hex of a digest.
 pub fn hex(digest: &[u8]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Baselines;
+
+    #[test]
+    fn chance_is_one_division() {
+        let chance = |counts: &[usize]| Baselines::from_tasks(counts.iter().map(|&k| (k, Some(0)))).chance;
+        assert_eq!(chance(&[5; 6]), 0.2);
+        assert_eq!(chance(&[4, 2]), 0.375);
+        assert_eq!(chance(&[3, 3, 3]), 1.0 / 3.0);
+        assert_eq!(chance(&[]), 0.0);
+    }
+
+    #[test]
+    fn the_majority_class_is_the_largest_share_of_golds_at_one_position() {
+        let b = Baselines::from_tasks([(4, Some(1)), (4, Some(1)), (4, Some(0)), (4, None)]);
+        assert_eq!((b.majority_class, b.majority_position), (0.5, 1));
+    }
 }

@@ -54,10 +54,7 @@ impl Calibration {
                 count,
                 mean_confidence: if count > 0 { conf / count as f64 } else { 0.0 },
                 accuracy: if count > 0 { hits / count as f64 } else { 0.0 },
-                accuracy_interval: {
-                    let (low, high) = crate::Proportion { successes: hits as usize, n: count }.wilson_percent();
-                    (low / 100.0, high / 100.0)
-                },
+                accuracy_interval: crate::Proportion { successes: hits as usize, n: count }.wilson_scaled(1.0),
             })
             .collect();
         let weighted = |f: &dyn Fn(&Bin) -> f64| bins.iter().map(|b| b.count as f64 / n * f(b)).sum::<f64>();

@@ -27,14 +27,14 @@ pub fn debiased_pick(log_probs: &[f64], prior: &[f64]) -> usize {
     crate::first_max(log_probs.iter().zip(prior).map(|(l, p)| l - p.ln()))
 }
 
-/// Recall standard deviation across positions (in points): the population
+/// Recall standard deviation across positions (recalls as fractions): the population
 /// standard deviation of per-position recall, over positions that hold a gold.
 pub fn rstd(picks: &[usize], golds: &[usize], k: usize) -> f64 {
     let recalls: Vec<f64> = (0..k)
         .filter_map(|i| {
             let gold_here = golds.iter().filter(|&&g| g == i).count();
             let hit = picks.iter().zip(golds).filter(|&(&p, &g)| g == i && p == i).count();
-            (gold_here > 0).then(|| 100.0 * hit as f64 / gold_here as f64)
+            (gold_here > 0).then(|| hit as f64 / gold_here as f64)
         })
         .collect();
     let mean = recalls.iter().sum::<f64>() / recalls.len().max(1) as f64;
@@ -90,9 +90,9 @@ mod tests {
 
     #[test]
     fn rstd_and_pia_by_hand() {
-        // Golds A, A, B, B; an A-always picker: recall A 100, B 0 → RStd 50.
+        // Golds A, A, B, B; an A-always picker: recall A 1, B 0 → RStd 0.5.
         let golds = [0, 0, 1, 1];
-        close(rstd(&[0, 0, 0, 0], &golds, 2), 50.0);
+        close(rstd(&[0, 0, 0, 0], &golds, 2), 0.5);
         close(rstd(&golds, &golds, 2), 0.0);
         // PIA: C_A = 2, Pr_A = 4, N = 4 → (2/4)(2/4) = 0.25; B never picked → 0; /2.
         close(pia(&[0, 0, 0, 0], &golds, 2), 0.125);

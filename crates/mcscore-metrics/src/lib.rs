@@ -276,8 +276,9 @@ pub fn ranks_desc(values: &[f64], ties: Ties) -> Vec<f64> {
         .collect()
 }
 
-/// A share of successes with its binomial standard error, as llama-perplexity
-/// reports it: 100·p ± 100·sqrt(p(1−p)/(n−1)).
+/// A share of successes with its binomial standard error and Wilson
+/// interval. Values are fractions; the `_percent` forms exist for text in
+/// llama-perplexity's layout, which prints 100·p ± 100·sqrt(p(1−p)/(n−1)).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Proportion {
     pub successes: usize,
@@ -296,18 +297,19 @@ impl Proportion {
         (self.n >= 2).then(|| (p * (1.0 - p) / (self.n as f64 - 1.0)).sqrt())
     }
 
+    /// [`Proportion::fraction`] in percent, for printed text.
     pub fn percent(self) -> f64 {
         100.0 * self.successes as f64 / self.n.max(1) as f64
     }
 
-    /// Standard error in percentage points (NaN for n < 2, as there is none).
+    /// Standard error in percentage points, for printed text (NaN for n < 2, as there is none).
     pub fn stderr_percent(self) -> f64 {
         let p = self.successes as f64 / self.n.max(1) as f64;
         100.0 * (p * (1.0 - p) / (self.n as f64 - 1.0)).sqrt()
     }
 
     /// The 95 % Wilson score interval in percent, computed as
-    /// llama-perplexity computes it (NaN for n = 0).
+    /// llama-perplexity computes it (NaN for n = 0), for its text.
     pub fn wilson_percent(self) -> (f64, f64) {
         self.wilson_scaled(100.0)
     }
@@ -323,7 +325,8 @@ impl Proportion {
         (low, high)
     }
 
-    fn wilson_scaled(self, scale: f64) -> (f64, f64) {
+    /// The 95 % Wilson score interval times `scale`, unclamped (NaN for n = 0).
+    pub(crate) fn wilson_scaled(self, scale: f64) -> (f64, f64) {
         const Z: f64 = 1.95996398454;
         let n = self.n as f64;
         let freq = self.successes as f64 / n;

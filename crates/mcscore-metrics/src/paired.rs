@@ -265,7 +265,7 @@ impl Verdict {
     }
 }
 
-/// A paired difference in accuracy points with its intervals and verdict.
+/// A paired difference of accuracies (fractions) with its intervals and verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct PairedDifference {
     pub estimate: f64,
@@ -276,16 +276,17 @@ pub struct PairedDifference {
     pub verdict: Verdict,
 }
 
-/// The paired difference of `tasks` tasks, `estimate` points, from its
+/// The paired difference of `tasks` tasks, `estimate` (a difference of
+/// fractions), from its
 /// resampled means `draws` (a task or a cluster bootstrap) and their BCa
 /// `acceleration`, with `b` right→wrong and `c` wrong→right tasks, judged at
-/// `margin` points and level `alpha`.
+/// `margin` (a fraction) and level `alpha`.
 ///
 /// A bootstrap sees only the flips it is given: with none it gives an
 /// interval of width 0, with three it can exclude 0 although McNemar's p is
 /// 0.25. Two guards keep the verdict's error rates (checked by simulation):
 /// each interval is at least as wide as the exact bound on a change no task
-/// showed (Clopper–Pearson for 0 of `tasks`: ±100·(1 − (α_side)^(1/n))),
+/// showed (Clopper–Pearson for 0 of `tasks`: ±(1 − (α_side)^(1/n))),
 /// and "different" needs McNemar's exact p ≤ α as well.
 #[allow(clippy::too_many_arguments)]
 pub fn paired_difference(
@@ -300,8 +301,8 @@ pub fn paired_difference(
 ) -> PairedDifference {
     let floored = |level: f64| {
         let (low, high) = bca_interval(draws, estimate, acceleration, level);
-        let floor = 100.0 * (1.0 - ((1.0 - level) / 2.0).powf(1.0 / tasks.max(1) as f64));
-        (low.min(estimate - floor).max(-100.0), high.max(estimate + floor).min(100.0))
+        let floor = 1.0 - ((1.0 - level) / 2.0).powf(1.0 / tasks.max(1) as f64);
+        (low.min(estimate - floor).max(-1.0), high.max(estimate + floor).min(1.0))
     };
     let (interval, tost_interval) = (floored(1.0 - alpha), floored(1.0 - 2.0 * alpha));
     let significant = mcnemar(b, c).p <= alpha;
@@ -519,10 +520,10 @@ mod tests {
         // One task, or 100, with nothing changed: the exact bound on what
         // no task showed is far wider than a 1-point margin.
         for n in [1, 100] {
-            let d = paired_difference(0.0, &[0.0; 1000], 0.0, n, 0, 0, 1.0, 0.05);
+            let d = paired_difference(0.0, &[0.0; 1000], 0.0, n, 0, 0, 0.01, 0.05);
             assert_eq!(d.verdict, Verdict::Undecided, "{n}: {d:?}");
         }
-        let d = paired_difference(0.0, &[0.0; 1000], 0.0, 2000, 0, 0, 1.0, 0.05);
+        let d = paired_difference(0.0, &[0.0; 1000], 0.0, 2000, 0, 0, 0.01, 0.05);
         assert_eq!(d.verdict, Verdict::Equivalent, "{d:?}");
     }
 

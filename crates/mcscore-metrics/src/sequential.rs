@@ -27,7 +27,7 @@ pub struct ConfidenceSequence {
     sum_bets: f64,
     sum_bet_x: f64,
     sum_penalty: f64,
-    /// The running intersection, in points: (low, high).
+    /// The running intersection, as fractions: (low, high).
     interval: (f64, f64),
 }
 
@@ -53,7 +53,7 @@ impl ConfidenceSequence {
             sum_bets: 0.0,
             sum_bet_x: 0.0,
             sum_penalty: 0.0,
-            interval: (-100.0, 100.0),
+            interval: (-1.0, 1.0),
         }
     }
 
@@ -77,12 +77,12 @@ impl ConfidenceSequence {
         self.sum_sq += (x - mean_now).powi(2);
         let centre = self.sum_bet_x / self.sum_bets;
         let half = (self.log_term + self.sum_penalty) / self.sum_bets;
-        // Back from the mean of X to the difference in points: μ = 2m − 1.
-        let (low, high) = (100.0 * (2.0 * (centre - half) - 1.0), 100.0 * (2.0 * (centre + half) - 1.0));
+        // Back from the mean of X to the difference: μ = 2m − 1.
+        let (low, high) = (2.0 * (centre - half) - 1.0, 2.0 * (centre + half) - 1.0);
         self.interval = (self.interval.0.max(low), self.interval.1.min(high));
     }
 
-    /// The interval (points) after the tasks pushed so far.
+    /// The interval (a difference of fractions) after the tasks pushed so far.
     pub fn interval(&self) -> (f64, f64) {
         self.interval
     }
@@ -91,7 +91,7 @@ impl ConfidenceSequence {
         self.tasks
     }
 
-    /// The decision at `margin` points now.
+    /// The decision at `margin` (a fraction) now.
     pub fn decision(&self, margin: f64) -> Decision {
         let (low, high) = self.interval;
         if low > 0.0 || high < 0.0 {
@@ -115,8 +115,8 @@ mod tests {
             cs.push(i % 3 == 0, i % 3 == 0);
         }
         let (low, high) = cs.interval();
-        assert!(low < 0.0 && 0.0 < high && high - low < 2.0, "{low} {high}");
-        assert_eq!(cs.decision(1.0), Decision::Equivalent);
+        assert!(low < 0.0 && 0.0 < high && high - low < 0.02, "{low} {high}");
+        assert_eq!(cs.decision(0.01), Decision::Equivalent);
     }
 
     #[test]
@@ -125,7 +125,7 @@ mod tests {
         let mut at = None;
         for i in 0..1000 {
             cs.push(true, i % 2 == 0);
-            if at.is_none() && cs.decision(1.0) == Decision::Different {
+            if at.is_none() && cs.decision(0.01) == Decision::Different {
                 at = Some(i + 1);
             }
         }

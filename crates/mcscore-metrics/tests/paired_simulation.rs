@@ -5,16 +5,16 @@
 use mcscore_metrics::paired::{mean_acceleration, paired_difference, Verdict};
 use mcscore_metrics::stats::{Bootstrap, SplitMix64};
 
-/// `n` paired differences D ∈ {−1, 0, +1} (in points: ×100) with
-/// P(D = −1) = `flip`, P(D = +1) = `flip` + `mu`: mean `mu` × 100.
+/// `n` paired differences D ∈ {−1, 0, +1} with P(D = −1) = `flip`,
+/// P(D = +1) = `flip` + `mu`: mean `mu`.
 fn tasks(rng: &mut SplitMix64, n: usize, flip: f64, mu: f64) -> Vec<f64> {
     (0..n)
         .map(|_| {
             let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
             if u < flip {
-                -100.0
+                -1.0
             } else if u < 2.0 * flip + mu {
-                100.0
+                1.0
             } else {
                 0.0
             }
@@ -24,7 +24,7 @@ fn tasks(rng: &mut SplitMix64, n: usize, flip: f64, mu: f64) -> Vec<f64> {
 
 /// Runs `runs` studies of `n` tasks as `compare` judges them; returns how
 /// many times the 95 % interval covered the truth, how many times the
-/// verdict said "equivalent" at `margin` points (either verdict that includes
+/// verdict said "equivalent" at `margin` (a difference of fractions) (either verdict that includes
 /// it) and how many times "different".
 fn simulate(runs: usize, n: usize, flip: f64, mu: f64, margin: f64, seed: u64) -> (usize, usize, usize) {
     let mut rng = SplitMix64::new(seed);
@@ -36,7 +36,7 @@ fn simulate(runs: usize, n: usize, flip: f64, mu: f64, margin: f64, seed: u64) -
         let (b, c) = (d.iter().filter(|&&x| x < 0.0).count() as u64, d.iter().filter(|&&x| x > 0.0).count() as u64);
         let mean = d.iter().sum::<f64>() / n as f64;
         let p = paired_difference(mean, &draws, mean_acceleration(&d), n, b, c, margin, 0.05);
-        covered += usize::from(p.interval.0 <= 100.0 * mu && 100.0 * mu <= p.interval.1);
+        covered += usize::from(p.interval.0 <= mu && mu <= p.interval.1);
         equivalent += usize::from(matches!(p.verdict, Verdict::Equivalent | Verdict::DifferentWithinMargin));
         different += usize::from(matches!(p.verdict, Verdict::Different | Verdict::DifferentWithinMargin));
     }
@@ -45,7 +45,7 @@ fn simulate(runs: usize, n: usize, flip: f64, mu: f64, margin: f64, seed: u64) -
 
 #[test]
 fn the_paired_95_interval_covers_the_true_difference_in_94_to_96_percent() {
-    let (covered, _, _) = simulate(2000, 400, 0.08, 0.02, 1.0, 11);
+    let (covered, _, _) = simulate(2000, 400, 0.08, 0.02, 0.01, 11);
     let rate = covered as f64 / 2000.0;
     eprintln!("coverage of the 95 % BCa interval: {rate}");
     assert!((0.94..=0.96).contains(&rate), "coverage {rate}");
@@ -62,7 +62,7 @@ fn tost_says_equivalent_at_most_5_percent_of_the_time_at_the_margin() {
     let runs = 5000;
     let mut equivalent = 0;
     for (mu, seed) in [(-0.06, 21), (0.06, 22)] {
-        equivalent += simulate(runs, 300, 0.06, mu, 6.0, seed).1;
+        equivalent += simulate(runs, 300, 0.06, mu, 0.06, seed).1;
     }
     let rate = equivalent as f64 / (2 * runs) as f64;
     let se = (0.05f64 * 0.95 / (2 * runs) as f64).sqrt();
@@ -72,7 +72,7 @@ fn tost_says_equivalent_at_most_5_percent_of_the_time_at_the_margin() {
 
 #[test]
 fn tost_says_equivalent_when_nothing_changed_and_the_sample_is_large() {
-    let (_, equivalent, _) = simulate(200, 2000, 0.02, 0.0, 2.0, 31);
+    let (_, equivalent, _) = simulate(200, 2000, 0.02, 0.0, 0.02, 31);
     assert!(equivalent >= 190, "equivalent in {equivalent} of 200");
 }
 
@@ -84,11 +84,11 @@ fn tost_says_equivalent_when_nothing_changed_and_the_sample_is_large() {
 #[test]
 fn few_flips_keep_both_error_rates_at_most_5_percent() {
     let runs = 4000;
-    let (_, _, different) = simulate(runs, 300, 0.01, 0.0, 1.0, 41);
+    let (_, _, different) = simulate(runs, 300, 0.01, 0.0, 0.01, 41);
     let rate = different as f64 / runs as f64;
     eprintln!("different with no true difference, ~3 flips each way: {rate}");
     assert!(rate <= 0.05, "{rate}");
-    let (_, equivalent, _) = simulate(runs, 100, 0.0, 0.01, 1.0, 42);
+    let (_, equivalent, _) = simulate(runs, 100, 0.0, 0.01, 0.01, 42);
     let rate = equivalent as f64 / runs as f64;
     eprintln!("equivalent at the margin, 100 tasks, few flips: {rate}");
     assert!(rate <= 0.05, "{rate}");
@@ -98,7 +98,7 @@ fn few_flips_keep_both_error_rates_at_most_5_percent() {
 #[ignore]
 fn measure_tost_rate() {
     for (mu, seed) in [(-0.03, 121), (0.03, 122)] {
-        let (_, equivalent, _) = simulate(20000, 1000, 0.06, mu, 3.0, seed);
+        let (_, equivalent, _) = simulate(20000, 1000, 0.06, mu, 0.03, seed);
         eprintln!("mu {mu}: {}", equivalent as f64 / 20000.0);
     }
 }

@@ -28,7 +28,9 @@
     return e;
   }
   const fmt = (x, d) => (x === null || x === undefined || Number.isNaN(x) ? "–" : Number(x).toFixed(d));
-  const pct = (x) => fmt(x, 2);
+  // Accuracies, differences and margins come as fractions; the page shows points.
+  const points = (x) => (x === null || x === undefined ? x : 100 * x);
+  const pct = (x) => fmt(points(x), 2);
   const interval = (lo, hi, d) => "[" + fmt(lo, d) + ", " + fmt(hi, d) + "]";
   const signed = (x, d) => (x > 0 ? "+" : "") + fmt(x, d);
   const prob = (p) => fmt(p / SCALE, 3);
@@ -75,12 +77,12 @@
       const c = D.comparison;
       for (const p of c.others) {
         const d = p.difference;
-        answer.append(el("div", {}, el("strong", { text: p.other.label }), " vs " + c.base.label + ": " + p.conclusion + ", " + signed(d.estimate, 2) + " points " + interval(d.interval[0], d.interval[1], 2) + " on " + p.tasks + " tasks, McNemar p = " + fmt(p.mcnemar.p, 4)));
+        answer.append(el("div", {}, el("strong", { text: p.other.label }), " vs " + c.base.label + ": " + p.conclusion + ", " + signed(points(d.estimate), 2) + " points " + interval(points(d.interval[0]), points(d.interval[1]), 2) + " on " + p.tasks + " tasks, McNemar p = " + fmt(p.mcnemar.p, 4)));
       }
     } else if (D.reports.length) {
       for (const m of D.reports[0].models) {
         const e = m.normalisations[D.normalisation];
-        answer.append(el("div", {}, el("strong", { text: m.label }), ": " + D.normalisation + " " + pct(100 * e.mean) + " % " + interval(100 * e.low, 100 * e.high, 2) + " on " + m.tasks + " tasks"));
+        answer.append(el("div", {}, el("strong", { text: m.label }), ": " + D.normalisation + " " + pct(e.mean) + " % " + interval(points(e.low), points(e.high), 2) + " on " + m.tasks + " tasks"));
       }
     } else if (D.sweep) {
       for (const m of D.sweep.models) {
@@ -105,7 +107,7 @@
       s.append(el("h2", { text: "Accuracy (%), 95 % bootstrap intervals (" + r.resamples + " resamples, seed " + r.seed + ")" }));
       // Report JSON gives fractions; the page shows percent.
       const names = Object.keys(r.models[0].normalisations);
-      s.append(table(["model", ...names], r.models.map((m) => [m.label, ...names.map((n) => pct(100 * m.normalisations[n].mean) + " " + interval(100 * m.normalisations[n].low, 100 * m.normalisations[n].high, 2))])));
+      s.append(table(["model", ...names], r.models.map((m) => [m.label, ...names.map((n) => pct(m.normalisations[n].mean) + " " + interval(points(m.normalisations[n].low), points(m.normalisations[n].high), 2))])));
       s.append(el("h3", { text: "Scoring schemes (mean score per task; p = softmax of " + r.normalisation + ")" }));
       const schemes = Object.keys(r.models[0].schemes);
       s.append(table(["model", ...schemes], r.models.map((m) => [m.label, ...schemes.map((n) => fmt(m.schemes[n].mean, 4) + " " + interval(m.schemes[n].low, m.schemes[n].high, 4))])));
@@ -115,7 +117,7 @@
         const rowsOf = (m) => [...m.groups.categories, ...m.groups.groups];
         s.append(el("h3", { text: "Accuracy by group (%; " + g0.normalisation + ", 95 % Wilson intervals; groups from " + g0.source + ")" }));
         s.append(table(["group", "tasks", ...r.models.map((m) => m.label)], rowsOf(r.models[0]).map((g, i) =>
-          [g.name, String(g.tasks), ...r.models.map((m) => { const x = rowsOf(m)[i]; return pct(100 * x.accuracy) + " " + interval(100 * x.low, 100 * x.high, 2); })])));
+          [g.name, String(g.tasks), ...r.models.map((m) => { const x = rowsOf(m)[i]; return pct(x.accuracy) + " " + interval(points(x.low), points(x.high), 2); })])));
       }
       s.append(el("h3", { text: "Calibration" }));
       s.append(table(["model", "ECE", "Brier", "reliability", "resolution", "uncertainty"], r.models.map((m) => [m.label, fmt(m.calibration.ece, 4), fmt(m.calibration.brier, 4), fmt(m.calibration.reliability, 4), fmt(m.calibration.resolution, 4), fmt(m.calibration.uncertainty, 4)])));
@@ -147,10 +149,10 @@
     const s = document.getElementById("compare");
     const c = D.comparison;
     if (!c) return;
-    s.append(el("p", { class: "muted", text: c.tasks + " tasks, " + c.mode + ", " + c.normalisation + "; intervals at " + fmt(100 * c.interval_level, 1) + " %, equivalence (TOST) at " + fmt(100 * c.tost_level, 1) + " % within ±" + c.margin + " points; " + c.resamples + " bootstrap resamples, seed " + c.seed + (c.groups ? "; groups: " + c.groups : "") }));
+    s.append(el("p", { class: "muted", text: c.tasks + " tasks, " + c.mode + ", " + c.normalisation + "; intervals at " + fmt(100 * c.interval_level, 1) + " %, equivalence (TOST) at " + fmt(100 * c.tost_level, 1) + " % within ±" + fmt(points(c.margin), 2).replace(/\.?0+$/, "") + " points; " + c.resamples + " bootstrap resamples, seed " + c.seed + (c.groups ? "; groups: " + c.groups : "") }));
     s.append(table(["run", "accuracy (%)", "tasks", "OTHER − BASE (points)", "interval", "TOST interval", "verdict", "McNemar p (Holm)", "flips b / c", "agreement", "KL mean (nats)", "gold log p change"],
       [[c.base.label + " (BASE)", pct(c.base.accuracy), String(c.tasks), "", "", "", "", "", "", "", "", ""],
-        ...c.others.map((p) => [p.other.label, pct(p.other.accuracy), String(p.tasks), signed(p.difference.estimate, 2), interval(p.difference.interval[0], p.difference.interval[1], 2), interval(p.difference.tost_interval[0], p.difference.tost_interval[1], 2), p.conclusion, fmt(p.mcnemar.p, 4) + " (" + fmt(p.mcnemar_p_holm, 4) + ")", p.flips.right_to_wrong + " / " + p.flips.wrong_to_right, fmt(100 * p.agreement, 1) + " %", fmt(p.kl_mean.estimate, 4) + " " + interval(p.kl_mean.low, p.kl_mean.high, 4), signed(p.gold_logprob_change.estimate, 4)])]));
+        ...c.others.map((p) => [p.other.label, pct(p.other.accuracy), String(p.tasks), signed(points(p.difference.estimate), 2), interval(points(p.difference.interval[0]), points(p.difference.interval[1]), 2), interval(points(p.difference.tost_interval[0]), points(p.difference.tost_interval[1]), 2), p.conclusion, fmt(p.mcnemar.p, 4) + " (" + fmt(p.mcnemar_p_holm, 4) + ")", p.flips.right_to_wrong + " / " + p.flips.wrong_to_right, fmt(100 * p.agreement, 1) + " %", fmt(p.kl_mean.estimate, 4) + " " + interval(p.kl_mean.low, p.kl_mean.high, 4), signed(p.gold_logprob_change.estimate, 4)])]));
     c.others.forEach((p, i) => {
       const o = i + 1;
       s.append(el("h2", { text: p.other.label + " against " + c.base.label }));
@@ -161,7 +163,7 @@
         s.append(table(["group", "tasks", "BASE (%)", "OTHER (%)", "difference", "interval", "McNemar p", "BH q"], p.clustered.shifts.map((g) => {
           const gi = T.groups.indexOf(g.name);
           const link = el("a", { href: "#view=tasks&other=" + o + "&group=" + gi, text: g.name });
-          return [link, String(g.tasks), pct(g.base_accuracy), pct(g.other_accuracy), signed(g.difference, 2), g.interval ? interval(g.interval[0], g.interval[1], 2) : "–", fmt(g.mcnemar_p, 4), fmt(g.bh_q, 4)];
+          return [link, String(g.tasks), pct(g.base_accuracy), pct(g.other_accuracy), signed(points(g.difference), 2), g.interval ? interval(points(g.interval[0]), points(g.interval[1]), 2) : "–", fmt(g.mcnemar_p, 4), fmt(g.bh_q, 4)];
         })));
       }
       const plots = el("div", { class: "plots" });
@@ -414,7 +416,7 @@
     for (const m of w.models) for (const f of m.formats) {
       const cell = el("span", {}, bars(f.picks, null));
       if (f.pride && f.pride.picks_after && f.pride.picks_after.length) cell.append(bars(f.pride.picks_before, null), bars(f.pride.picks_after, "after"));
-      rows.push([modelName(m.model) + " · " + f.format, cell, fmt(f.rstd, 2), f.pia === null ? "–" : fmt(f.pia, 3), f.pride ? fmt(f.pride.rstd_before, 2) + " → " + fmt(f.pride.rstd_after, 2) : "–", f.pride ? pct(f.pride.accuracy_before) + " → " + pct(f.pride.accuracy_after) : "–"]);
+      rows.push([modelName(m.model) + " · " + f.format, cell, fmt(points(f.rstd), 2), f.pia === null ? "–" : fmt(f.pia, 3), f.pride ? fmt(points(f.pride.rstd_before), 2) + " → " + fmt(points(f.pride.rstd_after), 2) : "–", f.pride ? pct(f.pride.accuracy_before) + " → " + pct(f.pride.accuracy_after) : "–"]);
     }
     s.append(table(["model · format", "picks per position (A, B, …)", "RStd", "PIA", "RStd with PriDe", "accuracy with PriDe (%)"], rows));
     const plots = el("div", { class: "plots" });
