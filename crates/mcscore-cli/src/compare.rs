@@ -280,7 +280,7 @@ fn text(c: &Comparison) -> String {
         out,
         "\n{} ({}): {} tasks, {}, paired BCa intervals ({} resamples, seed {}), chance {:.2} %",
         printable(&c.file),
-        c.mode,
+        crate::run_text::flag(c.mode),
         c.tasks,
         c.normalisation,
         c.resamples,

@@ -69,7 +69,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if args.json {
         crate::print_json(&mcscore_eval::results::MergedSummary::new(&merged, args.out.as_deref()))?;
     } else if args.output == Format::Llama {
-        let mut shown = Shown::new(ProgressMode::None, Some(header.kind()));
+        let mut shown = Shown::new(ProgressMode::None, Some(header.mode));
         shown.llama_preamble(merged.file_tasks, n, header.limit.is_none() && n < merged.file_tasks)?;
         for (i, record) in merged.records.iter().enumerate() {
             shown.llama_line(record, i + 1)?;
@@ -78,7 +78,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     } else {
         let model = mcscore_eval::log::label(&header.model);
         outln!("{} on {}: {n} tasks, merged from {} shards", printable(&model), printable(&header.file), merged.shards)?;
-        print_accuracies(&merged.records, header.kind(), &baselines)?;
+        print_accuracies(&merged.records, header.mode, &baselines)?;
     }
     Ok(Outcome::Ok)
 }

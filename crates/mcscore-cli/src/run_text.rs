@@ -141,6 +141,11 @@ pub(crate) fn chat_line(chat: &mcscore_eval::chat::ChatHeader) -> String {
     )
 }
 
+/// llama-perplexity's flag for a mode (`--hellaswag`).
+pub(crate) fn flag(kind: TaskKind) -> String {
+    format!("--{}", kind.name())
+}
+
 /// A fraction (an accuracy, a difference of accuracies, a share) in percent
 /// or accuracy points: the library holds fractions, text prints points.
 /// The product is rounded to 1e-9 points: × 100 leaves noise in the last

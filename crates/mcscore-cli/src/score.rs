@@ -266,7 +266,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let path = match args.file.clone().or(args.binary_file.clone()) {
         Some(path) => path,
         None if kind == TaskKind::MultipleChoice => defaults::dataset()?,
-        None => return Err(crate::UsageError(format!("{} needs the file to score: -f FILE", kind.flag())).into()),
+        None => return Err(crate::UsageError(format!("{} needs the file to score: -f FILE", crate::run_text::flag(kind))).into()),
     };
     if let Some(manifest) = args.manifest.as_deref() {
         crate::compare::check_named_manifest(manifest)?;

@@ -129,7 +129,7 @@ fn real_templates_render_as_jinja2_renders_them_and_are_guarded() {
             assert_eq!(chat["thinking"], thinking, "{name}");
             assert_eq!(chat["delimiter"], "", "{name}");
             assert_eq!(chat["origin"], "gguf");
-            assert_eq!(log_header(&log)["version"], 3);
+            assert_eq!(log_header(&log)["version"], 4);
             rendered.push(Some((format!("{name} {variant}"), chat)));
         }
     }

@@ -187,7 +187,7 @@ fn the_first_line_answers_and_the_plots_are_written() {
 
     // JSON and CSV in fractions (results schema 2), the text in points.
     let json = compare_json(&[path_str(&f.base), path_str(&f.q2)]);
-    assert_eq!((json["schema_version"].as_u64(), json["margin"].as_f64()), (Some(2), Some(0.01)), "{json}");
+    assert_eq!((json["schema_version"].as_u64(), json["margin"].as_f64()), (Some(3), Some(0.01)), "{json}");
     let pairing = &json["others"][0];
     let cell = |name: &str| -> f64 {
         let column = rows[0].split(',').position(|c| c == name).unwrap();

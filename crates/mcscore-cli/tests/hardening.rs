@@ -101,8 +101,7 @@ fn crafted_task_lines_are_refused_by_name_and_never_panic() {
     }
     // A Winogrande shard with a one-option task (it panicked in --output llama).
     let wino = edited(&shard, &dir.path().join("wino.jsonl"), |lines| {
-        let settings = lines[0]["settings"].as_str().unwrap().to_owned() + " winogrande";
-        lines[0]["settings"] = settings.into();
+        lines[0]["mode"] = "winogrande".into();
     });
     let out = run(&["merge", path_str(&wino), "--output", "llama"]);
     assert!(stderr(&out).contains("a Winogrande task has exactly 2"), "{}", stderr(&out));

@@ -57,7 +57,7 @@ fn results_json_follows_its_schema() {
     let base = ["score", "-m", &model, &file, "--limit", "10", "--pmi", "--progress", "none"];
     let score = json_of(&[&base[..], &["--json", "--timings", "--log-samples", path_str(&log)]].concat());
     assert_eq!(complaints("score.schema.json", &score), Vec::<String>::new(), "{score:#}");
-    assert_eq!(score["schema_version"], 2);
+    assert_eq!(score["schema_version"], 3);
     // Fractions, from counts: 5 options everywhere is a chance of exactly 0.2.
     assert_eq!(score["chance"], json!(0.2));
     for (name, m) in score["metrics"].as_object().unwrap() {

@@ -30,7 +30,7 @@ fn shared_prefix_sweep_matches_each_prompt_scored_alone() {
     let out = run(&args);
     assert!(out.status.success(), "{}", stderr(&out));
     let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(report["schema_version"], 2);
+    assert_eq!(report["schema_version"], 3);
     let sweep = &report["models"][0];
     let decoded = sweep["tokens_decoded"].as_u64().unwrap();
     let unshared = sweep["tokens_unshared"].as_u64().unwrap();
@@ -241,7 +241,7 @@ fn the_recorded_sweep_re_renders_byte_for_byte() {
     let points: Value = serde_json::from_str(&std::fs::read_to_string(recorded("json")).unwrap()).unwrap();
     let fractions: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
     assert!(points.get("schema_version").is_none());
-    assert_eq!(fractions["schema_version"], 2);
+    assert_eq!(fractions["schema_version"], 3);
     let (was, is) = (&points["models"][0]["formats"][3], &fractions["models"][0]["formats"][3]);
     assert_eq!(is["accuracy"].as_f64().unwrap(), was["accuracy"].as_f64().unwrap() / 100.0);
     assert_eq!((&is["picks"], &is["pia"]), (&was["picks"], &was["pia"]), "counts and PIA are not points");

@@ -356,8 +356,8 @@ pub struct Comparison {
     pub schema_version: u32,
     pub file: String,
     pub file_sha256: String,
-    /// llama-perplexity's flag for the mode the runs scored.
-    pub mode: &'static str,
+    /// The mode the runs scored.
+    pub mode: crate::log::TaskKind,
     pub tasks: usize,
     /// Accuracy (a fraction) of a uniform random pick: the mean of 1/k.
     pub chance: f64,
@@ -411,8 +411,8 @@ fn unpaired(base: &Run, run: &Run) -> Option<(&'static str, String, String)> {
     if b.file_sha256 != r.file_sha256 {
         return Some(("task file", format!("{} (sha256 {})", b.file, b.file_sha256), format!("{} (sha256 {})", r.file, r.file_sha256)));
     }
-    if b.kind() != r.kind() {
-        return Some(("mode", b.kind().flag().to_owned(), r.kind().flag().to_owned()));
+    if b.mode != r.mode {
+        return Some(("mode", b.mode.name().to_owned(), r.mode.name().to_owned()));
     }
     let describe = |records: &[TaskRecord], at: usize| match records.get(at) {
         Some(t) => format!("{} tasks, task line {} is task {}", records.len(), at + 1, t.task),
@@ -461,7 +461,7 @@ fn info(run: &Run, scored: &Scored) -> RunInfo {
         log: run.source.display().to_string(),
         model: run.header.model.clone(),
         model_sha256: run.header.model_sha256.clone(),
-        settings: run.header.settings.clone(),
+        settings: run.header.settings(),
         chat_template: run.header.chat.as_ref().map(|c| c.template.clone()),
         accuracy: right as f64 / scored.picks.len().max(1) as f64,
         accuracy_interval: mcscore_metrics::Proportion { successes: right, n: scored.picks.len() }.wilson(),
@@ -572,7 +572,7 @@ pub fn compare(base: &Run, others: &[Run], groups: Option<&Groups>, options: &Co
         schema_version: crate::results::SCHEMA_VERSION,
         file: base.header.file.clone(),
         file_sha256: base.header.file_sha256.clone(),
-        mode: base.header.kind().flag(),
+        mode: base.header.mode,
         tasks: base.records.len(),
         chance: mean(&base.records.iter().map(|r| 1.0 / r.options.len().max(1) as f64).collect::<Vec<_>>()),
         normalisation: norm.name(),
@@ -725,7 +725,10 @@ pub(crate) mod tests {
             tasks: 4,
             selection: None,
             limit: None,
-            settings: "fa=Auto batch=micro60-out12".into(),
+            mode: crate::log::TaskKind::MultipleChoice,
+            lenient: false,
+            pmi: false,
+            kernels: "fa=Auto batch=micro60-out12".into(),
             shard: None,
             sequential: None,
             chat: None,

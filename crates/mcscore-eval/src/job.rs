@@ -566,7 +566,7 @@ impl<'e> ScoreJob<'e> {
         phase(&mut timings.hash);
         let sequential = spec.ordered.as_ref().map(|o| o.sequential.clone());
         let header = Header {
-            version: crate::log::version_for(sequential.as_ref(), chat.as_ref()),
+            version: crate::log::LOG_VERSION,
             mcscore: env!("CARGO_PKG_VERSION").to_owned(),
             model: spec.model.display().to_string(),
             model_sha256,
@@ -578,14 +578,10 @@ impl<'e> ScoreJob<'e> {
             tasks: prepared.len(),
             selection: spec.effective_subset(),
             limit: spec.limit,
-            settings: settings.fingerprint()
-                + match spec.kind {
-                    TaskKind::MultipleChoice => "",
-                    TaskKind::HellaSwag => " hellaswag",
-                    TaskKind::Winogrande => " winogrande",
-                }
-                + if spec.lenient { " lenient" } else { "" }
-                + if spec.pmi { " pmi" } else { "" },
+            mode: spec.kind,
+            lenient: spec.lenient,
+            pmi: spec.pmi,
+            kernels: settings.fingerprint(),
             shard,
             sequential,
             chat,

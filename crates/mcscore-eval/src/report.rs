@@ -162,9 +162,9 @@ fn labels(runs: &[Run]) -> Vec<String> {
             // words not every one of them shares, and the chat template.
             let differing: Vec<&str> = r
                 .header
-                .settings
-                .split_whitespace()
-                .filter(|word| !same_model.iter().all(|o| o.header.settings.split_whitespace().any(|w| w == *word)))
+                .settings_words()
+                .into_iter()
+                .filter(|word| !same_model.iter().all(|o| o.header.settings_words().contains(word)))
                 .collect();
             let mut what = differing.join(" ");
             let templates = |o: &&Run| o.header.chat.as_ref().map(|c| c.template.clone());
@@ -258,7 +258,7 @@ pub fn of_runs(runs: &[Run], options: &ReportOptions, groups: Option<&Groups>) -
             label: label.clone(),
             log: run.source.display().to_string(),
             model_sha256: run.header.model_sha256.clone(),
-            settings: run.header.settings.clone(),
+            settings: run.header.settings(),
             tasks: n,
             normalisations,
             schemes,

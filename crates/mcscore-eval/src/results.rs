@@ -16,8 +16,10 @@ use crate::log::{accuracy, normalisations, TaskRecord};
 use crate::EvalError;
 
 /// The results JSON's version. 1 (unnamed in the output) gave accuracies in
-/// percent and `report`'s metrics as `[name, value]` pairs.
-pub const SCHEMA_VERSION: u32 = 2;
+/// percent and `report`'s metrics as `[name, value]` pairs; 2 gave
+/// `compare`'s mode as llama-perplexity's flag and kept `score`'s `decodes`
+/// beside `fills`.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// What `score --json` prints of a run (docs/schema/score.schema.json): what
 /// was scored and how, accuracies and baselines as fractions, accuracy per
@@ -33,19 +35,17 @@ pub struct RunSummary<'a> {
     pub file: &'a str,
     pub file_sha256: &'a str,
     pub tasks: usize,
-    /// llama-perplexity's flag for the mode, without its dashes.
-    pub mode: &'static str,
+    /// The mode scored (llama-perplexity's flag without its dashes).
+    pub mode: crate::log::TaskKind,
     pub selection: Option<usize>,
     pub limit: Option<usize>,
     pub lenient: bool,
     pub chat: Option<&'a crate::log::ChatHeader>,
     pub settings: &'a mcscore_engine::Settings,
     pub n_ctx: u64,
-    /// The run's KV-cache fills.
+    /// The run's KV-cache fills (not `llama_decode` calls:
+    /// `timings.scoring.decodes` counts those).
     pub fills: usize,
-    /// `fills` under its old name, kept for schema 2 only: a fill is not a
-    /// `llama_decode` call (`timings.scoring.decodes` counts those).
-    pub decodes: usize,
     pub metrics: ByName<Accuracy>,
     pub groups: Option<GroupAccuracies>,
     pub chance: f64,
@@ -83,7 +83,7 @@ impl<'a> RunSummary<'a> {
             file: &header.file,
             file_sha256: &header.file_sha256,
             tasks: outcome.records.len(),
-            mode: header.kind().flag().trim_start_matches('-'),
+            mode: header.mode,
             selection: header.selection,
             limit: header.limit,
             lenient,
@@ -91,7 +91,6 @@ impl<'a> RunSummary<'a> {
             settings,
             n_ctx: outcome.n_ctx,
             fills: outcome.planned_fills,
-            decodes: outcome.planned_fills,
             metrics: accuracies(&outcome.records),
             groups,
             chance: fractions.chance,
@@ -122,11 +121,12 @@ pub struct MergedSummary<'a> {
     pub file_sha256: &'a str,
     pub tasks: usize,
     pub shards: usize,
-    pub mode: &'static str,
+    pub mode: crate::log::TaskKind,
     pub selection: Option<usize>,
     pub limit: Option<usize>,
-    /// The settings as the shards' logs record them.
-    pub settings: &'a str,
+    /// What the shards scored with that changes a number
+    /// ([`crate::log::Header::settings`]).
+    pub settings: String,
     pub metrics: ByName<Accuracy>,
     pub chance: f64,
     pub majority_class: f64,
@@ -146,10 +146,10 @@ impl<'a> MergedSummary<'a> {
             file_sha256: &header.file_sha256,
             tasks: merged.records.len(),
             shards: merged.shards,
-            mode: header.kind().flag().trim_start_matches('-'),
+            mode: header.mode,
             selection: header.selection,
             limit: header.limit,
-            settings: &header.settings,
+            settings: header.settings(),
             metrics: accuracies(&merged.records),
             chance: fractions.chance,
             majority_class: fractions.majority_class,

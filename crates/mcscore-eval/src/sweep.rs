@@ -511,17 +511,16 @@ impl SweepIdentity {
     /// The first field that differs from `now`'s, with both values; a field
     /// one side does not know is not compared.
     pub fn mismatch(&self, now: &SweepIdentity) -> Option<Mismatch> {
-        let mut fields = vec![
-            ("items (items_sha256)", self.items_sha256.clone(), now.items_sha256.clone()),
-            ("formats", self.formats.join(","), now.formats.join(",")),
-            ("rotations (circular)", self.circular.to_string(), now.circular.to_string()),
-            ("instruction line", self.instruction.to_string(), now.instruction.to_string()),
-            ("PriDe share", or_none(self.pride_alpha), or_none(now.pride_alpha)),
-        ];
-        if let (Some(was), Some(is)) = (&self.chat_template, &now.chat_template) {
-            fields.push(("chat template", was.clone(), is.clone()));
-        }
-        Mismatch::first(fields)
+        let shown = |v: &dyn std::fmt::Display| v.to_string();
+        Mismatch::check("items (items_sha256)", &self.items_sha256, &now.items_sha256, String::clone)
+            .or_else(|| Mismatch::check("formats", &self.formats, &now.formats, |f| f.join(",")))
+            .or_else(|| Mismatch::check("rotations (circular)", &self.circular, &now.circular, |v| shown(v)))
+            .or_else(|| Mismatch::check("instruction line", &self.instruction, &now.instruction, |v| shown(v)))
+            .or_else(|| Mismatch::check("PriDe share", &self.pride_alpha, &now.pride_alpha, |v| or_none(v.as_ref())))
+            .or_else(|| match (&self.chat_template, &now.chat_template) {
+                (Some(was), Some(is)) => Mismatch::check("chat template", was, is, String::clone),
+                _ => None,
+            })
     }
 }
 
@@ -541,13 +540,11 @@ pub struct SweepRunIdentity {
 impl SweepRunIdentity {
     /// The first field that differs from `now`'s, with both values.
     pub fn mismatch(&self, now: &SweepRunIdentity) -> Option<Mismatch> {
-        Mismatch::first([
-            ("model", self.model.clone(), now.model.clone()),
-            ("settings", self.settings.clone(), now.settings.clone()),
-            ("chat template", self.chat_template.clone(), now.chat_template.clone()),
-            ("shard count", self.shard_count.to_string(), now.shard_count.to_string()),
-            ("partition rule", self.partition_rule.clone(), now.partition_rule.clone()),
-        ])
+        Mismatch::check("model", &self.model, &now.model, String::clone)
+            .or_else(|| Mismatch::check("settings", &self.settings, &now.settings, String::clone))
+            .or_else(|| Mismatch::check("chat template", &self.chat_template, &now.chat_template, String::clone))
+            .or_else(|| Mismatch::check("shard count", &self.shard_count, &now.shard_count, usize::to_string))
+            .or_else(|| Mismatch::check("partition rule", &self.partition_rule, &now.partition_rule, String::clone))
     }
 }
 

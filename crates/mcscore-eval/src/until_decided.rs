@@ -339,7 +339,7 @@ pub fn until_decided(
         file_tasks,
         chunk: spec.chunk,
         alpha: spec.options.alpha,
-        margin: 100.0 * spec.options.margin,
+        margin: spec.options.margin,
         normalisation: norm.name().to_owned(),
         base_sha256: hashes[0].clone().unwrap_or_default(),
         other_sha256: hashes[1..].iter().map(|h| h.clone().unwrap_or_default()).collect(),

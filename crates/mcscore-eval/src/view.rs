@@ -59,7 +59,7 @@ pub struct Page {
     /// The task file's name, sha256 and mode, where there are runs.
     pub file: Option<String>,
     pub file_sha256: Option<String>,
-    pub mode: Option<&'static str>,
+    pub mode: Option<crate::log::TaskKind>,
     /// Chance and majority class over the page's tasks.
     pub baselines: Option<Baselines>,
     /// One report of every run, or one per run where their task lists differ
@@ -183,7 +183,7 @@ pub fn build(spec: PageSpec<'_>) -> Result<Page, EvalError> {
     }
     page.file = Some(base.header.file.clone());
     page.file_sha256 = Some(base.header.file_sha256.clone());
-    page.mode = Some(base.header.kind().flag());
+    page.mode = Some(base.header.mode);
     page.comparison = comparison;
     Ok(page)
 }
@@ -228,7 +228,7 @@ fn page_run(
         label,
         log: run.source.display().to_string(),
         model: run.header.model.clone(),
-        settings: run.header.settings.clone(),
+        settings: run.header.settings(),
         tasks: records.len(),
         tokens: records.iter().map(|r| r.options.iter().map(|o| o.tokens).collect()).collect(),
         picks: norms.iter().map(|&n| records.iter().map(|r| r.pred.get(n)).collect()).collect(),
@@ -250,7 +250,7 @@ fn task_table(base: &Run, path: Option<&Path>, groups: Option<&Groups>) -> Resul
     if std::fs::metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
         return Err(EvalError::Logs(LogsError::NoTaskFile { path, log: base.source.clone() }));
     }
-    let input = Input::open(&path, header.kind(), true)?;
+    let input = Input::open(&path, header.mode, true)?;
     let sha256 = sha256_hex(input.bytes());
     if sha256 != header.file_sha256 {
         return Err(EvalError::Logs(LogsError::OtherTaskFile {

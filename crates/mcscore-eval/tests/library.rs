@@ -29,7 +29,10 @@ fn header(tasks: usize, model: &str) -> Header {
         tasks,
         selection: None,
         limit: None,
-        settings: "c=auto".into(),
+        mode: mcscore_eval::log::TaskKind::MultipleChoice,
+        lenient: false,
+        pmi: false,
+        kernels: "c=auto".into(),
         shard: None,
         sequential: None,
         chat: None,
@@ -93,7 +96,7 @@ fn a_resume_names_the_field_that_differs_and_a_complete_log_is_left_alone() {
     let path = dir.path().join("run.jsonl");
     write_log(&path, &header(1, "m"), &[record(0, &[-1.0, -2.0], 0)], true);
     let mut other = header(1, "m");
-    other.settings = "c=512".into();
+    other.kernels = "c=512".into();
     let Err(LogError::ResumeMismatch { field, .. }) = SampleLog::open(&path, &other, true, |d| d) else { panic!("refused") };
     assert_eq!(field, "settings");
     // The same inputs under another path are the same run.
@@ -145,8 +148,8 @@ fn a_report_is_built_from_logs_alone() {
     // (Right on the other task each, with the same confidence: every scheme's mean ties.)
     let on = [record(0, &[-1.0, -3.0], 0), record(1, &[-1.0, -3.0], 1)];
     let off = [record(0, &[-3.0, -1.0], 0), record(1, &[-3.0, -1.0], 1)];
-    write_log(&fa_on, &Header { settings: "c=auto fa=On batch=micro60".into(), ..header(2, "m.gguf") }, &on, true);
-    write_log(&fa_off, &Header { settings: "c=auto fa=Off batch=micro60".into(), ..header(2, "m.gguf") }, &off, true);
+    write_log(&fa_on, &Header { kernels: "c=auto fa=On batch=micro60".into(), ..header(2, "m.gguf") }, &on, true);
+    write_log(&fa_off, &Header { kernels: "c=auto fa=Off batch=micro60".into(), ..header(2, "m.gguf") }, &off, true);
     let tied = report::build(&[fa_on, fa_off], &ReportOptions { resamples: 50, ..ReportOptions::default() }, None).unwrap();
     let labels: Vec<&str> = tied.models.iter().map(|m| m.label.as_str()).collect();
     assert_eq!(labels, ["m [fa=On]", "m [fa=Off]"]);

@@ -130,7 +130,10 @@ pub enum LogFault {
 
 /// Which of llama-perplexity's multiple-choice modes a job is: what its file
 /// holds, how its tasks are picked and what of each option is scored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Written by its [`TaskKind::name`], llama-perplexity's flag without its
+/// dashes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum TaskKind {
     /// A task file (`.bin`, `--multiple-choice`): `question + " " + option`,
     /// the option's tokens scored.
@@ -138,6 +141,7 @@ pub enum TaskKind {
     MultipleChoice,
     /// HellaSwag's six-line text file (`--hellaswag`): scored as multiple
     /// choice, in llama-perplexity's shuffled order.
+    #[serde(rename = "hellaswag")]
     HellaSwag,
     /// A Winogrande CSV (`--winogrande`): each option fills the sentence's
     /// `_`, and the sentence after it is scored.
@@ -145,13 +149,19 @@ pub enum TaskKind {
 }
 
 impl TaskKind {
-    /// llama-perplexity's flag for this mode.
-    pub fn flag(self) -> &'static str {
+    /// The mode's name, as logs and results write it.
+    pub fn name(self) -> &'static str {
         match self {
-            TaskKind::MultipleChoice => "--multiple-choice",
-            TaskKind::HellaSwag => "--hellaswag",
-            TaskKind::Winogrande => "--winogrande",
+            TaskKind::MultipleChoice => "multiple-choice",
+            TaskKind::HellaSwag => "hellaswag",
+            TaskKind::Winogrande => "winogrande",
         }
+    }
+}
+
+impl std::fmt::Display for TaskKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -197,24 +207,16 @@ impl ReplaceLock {
     }
 }
 
-/// The newest log format this mcscore reads and writes; a reader refuses a
-/// newer one by name. Logs written before the field existed read as version 1.
-/// Version 2 adds a sequential comparison's `sequential` header field and
-/// the footer's `stopped`; version 3 the `chat` header field. A log without
-/// them is still written as the oldest version that holds it, so that older
-/// readers read it (and refuse, by name, what they cannot read right).
-pub const LOG_VERSION: u32 = 3;
-
-/// The version of a log with this header: the oldest that holds all of it.
-pub fn version_for(sequential: Option<&Sequential>, chat: Option<&ChatHeader>) -> u32 {
-    if chat.is_some() {
-        3
-    } else if sequential.is_some() {
-        2
-    } else {
-        1
-    }
-}
+/// The log format this mcscore writes, and the newest it reads; a reader
+/// refuses a newer one by name. Logs written before the field existed read
+/// as version 1. Version 2 added a sequential comparison's `sequential`
+/// header field and the footer's `stopped`; version 3 the `chat` header
+/// field; version 4 writes the run's mode, `lenient`, `pmi` and kernel
+/// settings as fields where earlier versions glued them into one `settings`
+/// string, and a sequential comparison's margin as a fraction where earlier
+/// versions wrote accuracy points. Older logs are read through one
+/// migration ([`Header`]'s reader).
+pub const LOG_VERSION: u32 = 4;
 
 fn version_1() -> u32 {
     1
@@ -223,43 +225,158 @@ fn version_1() -> u32 {
 /// What a log was written from; `--resume` requires all of it but the paths
 /// to match. Inputs are identified by content (sha256 and size), so the same
 /// model or file reached through another path, a copy or a link still matches.
+/// A header of any version is read into this form ([`wire`]); it is written
+/// as [`LOG_VERSION`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "wire::Header")]
 pub struct Header {
-    /// The log format version ([`LOG_VERSION`]).
-    #[serde(default = "version_1")]
+    /// The log format version ([`LOG_VERSION`] for a log written now; an
+    /// older log keeps its own).
     pub version: u32,
+    /// The mcscore that wrote the log (`CARGO_PKG_VERSION`).
     pub mcscore: String,
     /// The model's path as given (for people; not compared).
     pub model: String,
+    /// The model's sha256, as hex.
     pub model_sha256: String,
     /// Whether `model_sha256` came from the hash cache rather than a read of
     /// the model (for people; not compared).
-    #[serde(default)]
     pub model_sha256_cached: bool,
-    #[serde(default)]
+    /// The model's size (0 in logs written before it was recorded).
     pub model_bytes: u64,
     /// The task file's path as given (for people; not compared).
     pub file: String,
+    /// The task file's sha256, as hex.
     pub file_sha256: String,
-    #[serde(default)]
+    /// The task file's size (0 in logs written before it was recorded).
     pub file_bytes: u64,
     /// Tasks this run announced.
     pub tasks: usize,
     /// `--multiple-choice-tasks`, if a subset was scored.
     pub selection: Option<usize>,
     /// `--limit`, if the file's first tasks were scored.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
-    pub settings: String,
+    /// The mode scored.
+    pub mode: TaskKind,
+    /// Read as llama.cpp reads a file that fails validation (`--lenient`).
+    pub lenient: bool,
+    /// Each option also scored without its question (`--pmi`).
+    pub pmi: bool,
+    /// The engine's settings that decide which kernels run and so the
+    /// numbers (flash attention, the batch rule), as space-separated
+    /// `name=value` words; a log written before version 4 keeps whatever
+    /// words its settings had besides the mode, `lenient` and `pmi`.
+    pub kernels: String,
     /// Set in the log of one shard of a run (`--shard K/N`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardHeader>,
     /// Set in the logs of a sequential comparison (`compare --until-decided`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sequential: Option<Sequential>,
     /// Set where the run scored inside a chat template (`--chat-template`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub chat: Option<ChatHeader>,
+}
+
+/// A header line as any version of the log wrote it, and the one migration
+/// that reads it into a [`Header`]: before version 4 the mode, `lenient`,
+/// `pmi` and the kernel settings were words of one `settings` string, and a
+/// sequential comparison's margin was in accuracy points.
+mod wire {
+    use super::{version_1, ChatHeader, Sequential, ShardHeader, TaskKind};
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    pub(super) struct Header {
+        #[serde(default = "version_1")]
+        version: u32,
+        mcscore: String,
+        model: String,
+        model_sha256: String,
+        #[serde(default)]
+        model_sha256_cached: bool,
+        #[serde(default)]
+        model_bytes: u64,
+        file: String,
+        file_sha256: String,
+        #[serde(default)]
+        file_bytes: u64,
+        tasks: usize,
+        selection: Option<usize>,
+        limit: Option<usize>,
+        settings: Option<String>,
+        mode: Option<TaskKind>,
+        lenient: Option<bool>,
+        pmi: Option<bool>,
+        kernels: Option<String>,
+        shard: Option<ShardHeader>,
+        sequential: Option<Sequential>,
+        chat: Option<ChatHeader>,
+    }
+
+    impl TryFrom<Header> for super::Header {
+        type Error = String;
+
+        fn try_from(h: Header) -> Result<super::Header, String> {
+            let version = h.version;
+            let typed = h.mode.is_some() || h.lenient.is_some() || h.pmi.is_some() || h.kernels.is_some();
+            let (mode, lenient, pmi, kernels, points) = if version >= 4 {
+                if h.settings.is_some() {
+                    return Err(format!("a version-{version} header has no `settings`: its mode, lenient, pmi and kernels are fields"));
+                }
+                match (h.mode, h.lenient, h.pmi, h.kernels) {
+                    (Some(mode), Some(lenient), Some(pmi), Some(kernels)) => (mode, lenient, pmi, kernels, false),
+                    _ => return Err(format!("a version-{version} header needs `mode`, `lenient`, `pmi` and `kernels`")),
+                }
+            } else {
+                if typed {
+                    return Err(format!("a version-{version} header holds its settings in `settings`, not in the fields of version 4"));
+                }
+                let settings = h.settings.ok_or_else(|| format!("a version-{version} header needs `settings`"))?;
+                let (mut mode, mut lenient, mut pmi, mut kernels) = (None, false, false, Vec::new());
+                for word in settings.split_whitespace() {
+                    let named = match word {
+                        "hellaswag" => Some(TaskKind::HellaSwag),
+                        "winogrande" => Some(TaskKind::Winogrande),
+                        _ => None,
+                    };
+                    match (word, named) {
+                        (_, Some(kind)) if mode.is_some_and(|m| m != kind) => {
+                            return Err(format!("the header's settings {settings:?} name two modes"));
+                        }
+                        (_, Some(kind)) => mode = Some(kind),
+                        ("lenient", None) => lenient = true,
+                        ("pmi", None) => pmi = true,
+                        (other, None) => kernels.push(other),
+                    }
+                }
+                (mode.unwrap_or_default(), lenient, pmi, kernels.join(" "), true)
+            };
+            let sequential = h.sequential.map(|s| Sequential { margin: if points { s.margin / 100.0 } else { s.margin }, ..s });
+            Ok(super::Header {
+                version,
+                mcscore: h.mcscore,
+                model: h.model,
+                model_sha256: h.model_sha256,
+                model_sha256_cached: h.model_sha256_cached,
+                model_bytes: h.model_bytes,
+                file: h.file,
+                file_sha256: h.file_sha256,
+                file_bytes: h.file_bytes,
+                tasks: h.tasks,
+                selection: h.selection,
+                limit: h.limit,
+                mode,
+                lenient,
+                pmi,
+                kernels,
+                shard: h.shard,
+                sequential,
+                chat: h.chat,
+            })
+        }
+    }
 }
 
 /// A run's chat template and its guards, as the log's header records them:
@@ -328,7 +445,8 @@ pub struct Sequential {
     pub chunk: usize,
     /// The error rate of each decision, before it is split between the OTHERs.
     pub alpha: f64,
-    /// The equivalence margin, in accuracy points.
+    /// The equivalence margin: a difference of accuracies, as a fraction
+    /// (written in accuracy points before log version 4).
     pub margin: f64,
     /// The normalisation whose right or wrong the sequences follow.
     pub normalisation: String,
@@ -338,16 +456,20 @@ pub struct Sequential {
 }
 
 impl Header {
-    /// Which mode the run scored, as its settings record it.
-    pub fn kind(&self) -> TaskKind {
-        let words: Vec<&str> = self.settings.split(' ').collect();
-        if words.contains(&"hellaswag") {
-            TaskKind::HellaSwag
-        } else if words.contains(&"winogrande") {
-            TaskKind::Winogrande
-        } else {
-            TaskKind::MultipleChoice
-        }
+    /// What the run scored with that changes a number, for people: the
+    /// kernel settings, then the mode (other than multiple choice),
+    /// `lenient` and `pmi` where they hold.
+    pub fn settings_words(&self) -> Vec<&str> {
+        let mut words: Vec<&str> = self.kernels.split_whitespace().collect();
+        words.extend((self.mode != TaskKind::MultipleChoice).then_some(self.mode.name()));
+        words.extend(self.lenient.then_some("lenient"));
+        words.extend(self.pmi.then_some("pmi"));
+        words
+    }
+
+    /// [`Header::settings_words`] as one line.
+    pub fn settings(&self) -> String {
+        self.settings_words().join(" ")
     }
 
     /// The task file's task count, where the header tells it: a shard's or
@@ -364,7 +486,9 @@ impl Header {
 /// The inputs a run read, by content.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Input {
+    /// The content's sha256, as hex.
     pub sha256: String,
+    /// Its size.
     pub bytes: u64,
 }
 
@@ -372,13 +496,16 @@ pub struct Input {
 /// and how, the chat template, the log format and mcscore's version, and the
 /// shard. `--resume` and shard merges check it through one
 /// [`RunIdentity::mismatch`], which names the first field that differs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct RunIdentity {
-    /// [`chat_identity`]: the template and its guards, or "none".
-    pub chat_template: String,
+    /// The chat template and its guards ([`ChatHeader::identity`]): the path
+    /// it was given by and the generation prompt, which follows from the
+    /// rest, set aside.
+    pub chat: Option<ChatHeader>,
     /// The log format ([`LOG_VERSION`]).
     pub version: u32,
+    /// The model and the task file, by content.
     pub model: Input,
     pub file: Input,
     /// Tasks announced (for a shard: its own).
@@ -386,42 +513,55 @@ pub struct RunIdentity {
     /// The subset, or the first tasks (`limit`), scored.
     pub selection: Option<usize>,
     pub limit: Option<usize>,
-    /// The mode and the settings that change a score, as the log records them.
-    pub settings: String,
-    /// A sequential comparison's order and stopping rule, or "none".
-    pub sequential: String,
+    /// The mode, `lenient`, `pmi` and the kernel settings.
+    pub mode: TaskKind,
+    pub lenient: bool,
+    pub pmi: bool,
+    pub kernels: String,
+    /// A sequential comparison's order and stopping rule.
+    pub sequential: Option<Sequential>,
+    /// The mcscore that wrote the log.
     pub mcscore: String,
+    /// The shard, in a shard's log.
     pub shard: Option<ShardHeader>,
 }
 
 /// The first field of two identities (a run's, a sweep's) that differs,
-/// with both values.
+/// with both values as a message shows them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mismatch {
+    /// The field, as a message names it.
     pub field: &'static str,
+    /// Its value in the earlier identity (a log's, the first shard's).
     pub was: String,
+    /// Its value now.
     pub now: String,
 }
 
 impl Mismatch {
-    /// The first of `fields` (name, value then, value now) whose values differ.
-    pub fn first(fields: impl IntoIterator<Item = (&'static str, String, String)>) -> Option<Mismatch> {
-        fields.into_iter().find(|(_, was, now)| was != now).map(|(field, was, now)| Mismatch { field, was, now })
+    /// `field`'s mismatch where `was` and `now` differ, each shown by `show`
+    /// (called only then).
+    pub fn check<T: PartialEq + ?Sized>(field: &'static str, was: &T, now: &T, show: impl Fn(&T) -> String) -> Option<Mismatch> {
+        (was != now).then(|| Mismatch { field, was: show(was), now: show(now) })
     }
 }
 
 impl RunIdentity {
+    /// The identity a log's header gives its run.
     pub fn of(header: &Header) -> RunIdentity {
         RunIdentity {
-            chat_template: chat_identity(header.chat.as_ref()),
+            chat: header.chat.clone().map(|chat| ChatHeader { template: String::new(), generation_prompt: String::new(), ..chat }),
             version: header.version,
             model: Input { sha256: header.model_sha256.clone(), bytes: header.model_bytes },
             file: Input { sha256: header.file_sha256.clone(), bytes: header.file_bytes },
             tasks: header.tasks,
             selection: header.selection,
             limit: header.limit,
-            settings: header.settings.clone(),
-            sequential: describe_sequential(header),
+            mode: header.mode,
+            lenient: header.lenient,
+            pmi: header.pmi,
+            kernels: header.kernels.clone(),
+            sequential: header.sequential.clone(),
             mcscore: header.mcscore.clone(),
             shard: header.shard.clone(),
         }
@@ -439,31 +579,30 @@ impl RunIdentity {
     }
 
     /// The first field that differs from `now`'s, with both values; the chat
-    /// template before the version, which a template raises.
+    /// template first (it once raised the version).
     pub fn mismatch(&self, now: &RunIdentity) -> Option<Mismatch> {
-        let fields = [
-            ("chat template", self.chat_template.clone(), now.chat_template.clone()),
-            ("version", self.version.to_string(), now.version.to_string()),
-            ("model_sha256", self.model.sha256.clone(), now.model.sha256.clone()),
-            ("model_bytes", self.model.bytes.to_string(), now.model.bytes.to_string()),
-            ("file_sha256", self.file.sha256.clone(), now.file.sha256.clone()),
-            ("file_bytes", self.file.bytes.to_string(), now.file.bytes.to_string()),
-            ("tasks", self.tasks.to_string(), now.tasks.to_string()),
-            ("selection", or_none(self.selection), or_none(now.selection)),
-            ("limit", or_none(self.limit), or_none(now.limit)),
-            ("settings", self.settings.clone(), now.settings.clone()),
-            ("sequential comparison", self.sequential.clone(), now.sequential.clone()),
-            ("mcscore", self.mcscore.clone(), now.mcscore.clone()),
-        ];
-        // A shard's fields, or "none" for each in the log of a whole run.
-        let shard = |identity: &RunIdentity| match &identity.shard {
-            Some(s) => [s.index.to_string(), s.count.to_string(), s.rule.clone(), s.run_tasks.to_string(), s.run_sha256.clone()],
-            None => std::array::from_fn(|_| "none".to_owned()),
-        };
-        let shard_names = ["shard index", "shard count", "partition rule", "run tasks", "run task list (run_sha256)"];
-        Mismatch::first(
-            fields.into_iter().chain(shard_names.into_iter().zip(shard(self)).zip(shard(now)).map(|((name, was), now)| (name, was, now))),
-        )
+        let shown = |value: &dyn std::fmt::Display| value.to_string();
+        Mismatch::check("chat template", &self.chat, &now.chat, |c| chat_identity(c.as_ref()))
+            .or_else(|| Mismatch::check("version", &self.version, &now.version, |v| shown(v)))
+            .or_else(|| Mismatch::check("model_sha256", &self.model.sha256, &now.model.sha256, String::clone))
+            .or_else(|| Mismatch::check("model_bytes", &self.model.bytes, &now.model.bytes, |v| shown(v)))
+            .or_else(|| Mismatch::check("file_sha256", &self.file.sha256, &now.file.sha256, String::clone))
+            .or_else(|| Mismatch::check("file_bytes", &self.file.bytes, &now.file.bytes, |v| shown(v)))
+            .or_else(|| Mismatch::check("tasks", &self.tasks, &now.tasks, |v| shown(v)))
+            .or_else(|| Mismatch::check("selection", &self.selection, &now.selection, |v| or_none(v.as_ref())))
+            .or_else(|| Mismatch::check("limit", &self.limit, &now.limit, |v| or_none(v.as_ref())))
+            .or_else(|| Mismatch::check("mode", &self.mode, &now.mode, |v| shown(v)))
+            .or_else(|| Mismatch::check("lenient", &self.lenient, &now.lenient, |v| shown(v)))
+            .or_else(|| Mismatch::check("pmi", &self.pmi, &now.pmi, |v| shown(v)))
+            .or_else(|| Mismatch::check("settings", &self.kernels, &now.kernels, String::clone))
+            .or_else(|| Mismatch::check("sequential comparison", &self.sequential, &now.sequential, |s| describe_sequential(s.as_ref())))
+            .or_else(|| Mismatch::check("mcscore", &self.mcscore, &now.mcscore, String::clone))
+            // A shard's fields, or "none" for each in the log of a whole run.
+            .or_else(|| shard_field("shard index", &self.shard, &now.shard, |s| s.index.to_string()))
+            .or_else(|| shard_field("shard count", &self.shard, &now.shard, |s| s.count.to_string()))
+            .or_else(|| shard_field("partition rule", &self.shard, &now.shard, |s| s.rule.clone()))
+            .or_else(|| shard_field("run tasks", &self.shard, &now.shard, |s| s.run_tasks.to_string()))
+            .or_else(|| shard_field("run task list (run_sha256)", &self.shard, &now.shard, |s| s.run_sha256.clone()))
     }
 }
 
@@ -485,18 +624,28 @@ pub fn chat_identity(chat: Option<&ChatHeader>) -> String {
     chat.map_or_else(|| "none".to_owned(), ChatHeader::identity)
 }
 
+/// One field of two runs' shards ("none" for the log of a whole run).
+fn shard_field(
+    field: &'static str,
+    was: &Option<ShardHeader>,
+    now: &Option<ShardHeader>,
+    get: fn(&ShardHeader) -> String,
+) -> Option<Mismatch> {
+    Mismatch::check(field, &was.as_ref().map(get), &now.as_ref().map(get), |v| or_none(v.as_ref()))
+}
+
 /// A sequential comparison's order and stopping rule, for a resume's refusal.
-fn describe_sequential(header: &Header) -> String {
-    match &header.sequential {
+fn describe_sequential(sequential: Option<&Sequential>) -> String {
+    match sequential {
         None => "none".to_owned(),
         Some(s) => format!(
-            "order {} seed {} (sha256 {}), chunks of {}, alpha {}, margin {}, {}, base {}, others {}",
+            "order {} seed {} (sha256 {}), chunks of {}, alpha {}, margin ±{} points, {}, base {}, others {}",
             s.order_rule,
             s.seed,
             s.order_sha256,
             s.chunk,
             s.alpha,
-            s.margin,
+            mcscore_metrics::shown(100.0 * s.margin),
             s.normalisation,
             s.base_sha256,
             s.other_sha256.join(" ")
@@ -809,11 +958,15 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Contents, LogError> {
             return Err(fail(LogFault::AfterFooter));
         }
         if n == 1 {
-            // The version is read first, so that a newer log is refused by
-            // name rather than as a line this reader does not understand.
+            // The version is read first, so that a newer log (or one of
+            // version 0) is refused by name rather than as a line this
+            // reader does not understand.
             let version = serde_json::from_slice::<Versioned>(text).map(|v| v.version).unwrap_or(1);
             if version > LOG_VERSION {
                 return Err(fail(LogFault::NewerVersion { found: version, supported: LOG_VERSION }));
+            }
+            if version == 0 {
+                return Err(fail(LogFault::VersionZero));
             }
         }
         let line: Line = serde_json::from_slice(text).map_err(|e| fail(LogFault::NotALogLine(e)))?;
@@ -867,9 +1020,6 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Contents, LogError> {
 
 /// Checks what a header says of the run's shape.
 fn check_header(header: &Header) -> Result<(), LogFault> {
-    if header.version == 0 {
-        return Err(LogFault::VersionZero);
-    }
     if header.limit == Some(0) {
         return Err(LogFault::ZeroLimit);
     }
@@ -925,7 +1075,7 @@ pub fn check_record(header: &Header, record: &TaskRecord) -> Result<(), LogFault
     if k > mcscore_format::MAX_OPTIONS {
         return Err(fault(format!("{k} options; a task file holds at most {}", mcscore_format::MAX_OPTIONS)));
     }
-    if header.kind() == TaskKind::Winogrande && k != 2 {
+    if header.mode == TaskKind::Winogrande && k != 2 {
         return Err(fault(format!("{k} options; a Winogrande task has exactly 2")));
     }
     if record.labels.len() != k {
@@ -970,8 +1120,7 @@ pub fn check_record(header: &Header, record: &TaskRecord) -> Result<(), LogFault
         let option = |g: Option<usize>| g.map_or_else(|| "none".to_owned(), |g| format!("option {g}"));
         return Err(fault(format!("gold is {}, but the labels' first 1 is {}", option(record.gold), option(gold))));
     }
-    let lenient = header.settings.split(' ').any(|w| w == "lenient");
-    if !lenient && record.labels.iter().filter(|&&l| l).count() != 1 {
+    if !header.lenient && record.labels.iter().filter(|&&l| l).count() != 1 {
         return Err(fault("the labels are not exactly one 1 (only a --lenient run logs such a task)".into()));
     }
     let norms: &[Normalisation] = if with_pmi { &Normalisation::WITH_PMI } else { &Normalisation::ALL };
@@ -1030,7 +1179,7 @@ mod tests {
 
     fn header(sequential: bool) -> Header {
         Header {
-            version: version_for(None, None) + u32::from(sequential),
+            version: LOG_VERSION,
             mcscore: "test".into(),
             model: "m".into(),
             model_sha256: "m".into(),
@@ -1042,7 +1191,10 @@ mod tests {
             tasks: 3,
             selection: None,
             limit: None,
-            settings: "c=auto".into(),
+            mode: TaskKind::MultipleChoice,
+            lenient: false,
+            pmi: false,
+            kernels: "c=auto".into(),
             shard: None,
             sequential: sequential.then(|| Sequential {
                 order_rule: "rule".into(),
@@ -1051,7 +1203,7 @@ mod tests {
                 file_tasks: 3,
                 chunk: 1,
                 alpha: 0.05,
-                margin: 1.0,
+                margin: 0.01,
                 normalisation: "acc_norm".into(),
                 base_sha256: "m".into(),
                 other_sha256: vec!["n".into()],
@@ -1069,6 +1221,61 @@ mod tests {
         (text + footer + "\n").into_bytes()
     }
 
+    /// `log` with its header written as a version-`version` (< 4) mcscore
+    /// wrote it: the settings as words of one string, a margin in points.
+    fn as_version(log: Vec<u8>, version: u32) -> Vec<u8> {
+        let text = String::from_utf8(log).unwrap();
+        let (first, rest) = text.split_once('\n').unwrap();
+        let mut header: serde_json::Value = serde_json::from_str(first).unwrap();
+        let fields = header.as_object_mut().unwrap();
+        let mode = fields.shift_remove("mode").unwrap();
+        let mut words = vec![fields.shift_remove("kernels").unwrap().as_str().unwrap().to_owned()];
+        words.extend((mode != "multiple-choice").then(|| mode.as_str().unwrap().to_owned()));
+        for flag in ["lenient", "pmi"] {
+            words.extend((fields.shift_remove(flag).unwrap() == true).then(|| flag.to_owned()));
+        }
+        fields.insert("settings".into(), words.join(" ").into());
+        fields.insert("version".into(), version.into());
+        if let Some(margin) = fields.get_mut("sequential").and_then(|s| s.get_mut("margin")) {
+            *margin = (100.0 * margin.as_f64().unwrap()).into();
+        }
+        format!("{header}\n{rest}").into_bytes()
+    }
+
+    #[test]
+    fn modes_are_written_by_their_names() {
+        for kind in [TaskKind::MultipleChoice, TaskKind::HellaSwag, TaskKind::Winogrande] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.name());
+        }
+    }
+
+    #[test]
+    fn a_log_of_any_version_reads_into_one_header() {
+        let path = Path::new("run.jsonl");
+        let footer = r#"{"type":"footer","complete":true,"scored":3}"#;
+        let mut lenient = header(false);
+        (lenient.mode, lenient.lenient, lenient.pmi) = (TaskKind::HellaSwag, true, false);
+        for now in [header(false), lenient, header(true)] {
+            let log = log_text(&now, 3, footer);
+            for version in [2, 3] {
+                let old = parse(&as_version(log.clone(), version), path).unwrap().header;
+                assert_eq!(Header { version: LOG_VERSION, ..old }, now, "version {version}");
+            }
+            assert_eq!(parse(&log, path).unwrap().header, now);
+        }
+        // Each form in its own versions only, and two modes are refused.
+        let log = log_text(&header(false), 3, footer);
+        let typed_but_old = String::from_utf8(log.clone()).unwrap().replacen("\"version\":4", "\"version\":3", 1);
+        let settings_but_new = String::from_utf8(as_version(log.clone(), 3)).unwrap().replacen("\"version\":3", "\"version\":4", 1);
+        let two_modes = String::from_utf8(as_version(log, 3)).unwrap().replacen("c=auto", "c=auto hellaswag winogrande", 1);
+        for (text, expected) in
+            [(typed_but_old, "not in the fields of version 4"), (settings_but_new, "has no `settings`"), (two_modes, "name two modes")]
+        {
+            let error = with_causes(&parse(text.as_bytes(), path).unwrap_err());
+            assert!(error.contains(expected) && error.contains("line 1"), "{error}");
+        }
+    }
+
     #[test]
     fn a_sequential_log_stopped_early_is_complete_and_only_a_sequential_one_may_stop() {
         let path = Path::new("run.jsonl");
@@ -1076,19 +1283,18 @@ mod tests {
         let contents = parse(&log_text(&header(true), 1, stopped), path).unwrap();
         assert!(contents.is_complete());
         assert_eq!(contents.footer.unwrap().stopped, Some(Stop::Different));
-        assert_eq!(contents.header.version, 2);
+        assert_eq!(contents.header.version, LOG_VERSION);
         let error = with_causes(&parse(&log_text(&header(false), 1, stopped), path).unwrap_err());
         assert!(error.contains("stopped the run"), "{error}");
         let unfinished = r#"{"type":"footer","complete":false,"scored":1,"stopped":"different"}"#;
         assert!(parse(&log_text(&header(true), 1, unfinished), path).is_err());
         // A version-1 header cannot hold a sequential comparison.
-        let mut old = header(true);
-        old.version = 1;
-        let error = with_causes(&parse(&log_text(&old, 1, r#"{"type":"footer","complete":false,"scored":1}"#), path).unwrap_err());
+        let unfinished = r#"{"type":"footer","complete":false,"scored":1}"#;
+        let error = with_causes(&parse(&as_version(log_text(&header(true), 1, unfinished), 1), path).unwrap_err());
         assert!(error.contains("version-1"), "{error}");
         // A resume checks the comparison's rule.
         let mut other = header(true);
-        other.sequential.as_mut().unwrap().margin = 2.0;
+        other.sequential.as_mut().unwrap().margin = 0.02;
         assert_eq!(RunIdentity::of(&header(true)).mismatch(&RunIdentity::of(&other)).map(|m| m.field), Some("sequential comparison"));
         assert_eq!(RunIdentity::of(&header(false)).mismatch(&RunIdentity::of(&header(false))), None);
     }
