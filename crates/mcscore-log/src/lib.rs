@@ -8,6 +8,8 @@
 //! the engine, so that fuzzing it builds no llama.cpp. The layout is in
 //! docs/formats.md.
 
+#![warn(missing_docs)]
+
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
@@ -20,43 +22,82 @@ use serde::{Deserialize, Serialize};
 /// the log (and line); `Display` leaves the source to the error chain.
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
+    /// The log as a file: one the system could not open, read or write, one
+    /// that is not a regular file, or an output that may not replace the
+    /// file at its path.
     #[error(transparent)]
     Format(#[from] mcscore_format::Error),
 
+    /// Reading, writing or cutting the log failed.
     #[error("{}", path.display())]
     Io {
+        /// The log.
         path: PathBuf,
+        /// The OS's error.
         #[source]
         source: std::io::Error,
     },
 
+    /// A line of the log is at fault.
     #[error("{}: line {line}", path.display())]
     Line {
+        /// The log.
         path: PathBuf,
+        /// The line's number, from 1.
         line: usize,
+        /// What is wrong with it.
         #[source]
         fault: LogFault,
     },
 
+    /// The log as a whole is at fault: no header, a directory, or lines that
+    /// do not add up to what the header and footer say.
     #[error("{}", path.display())]
     Whole {
+        /// The log.
         path: PathBuf,
+        /// What is wrong with it.
         #[source]
         fault: LogFault,
     },
 
+    /// A new log was asked for where one exists: a run never writes over a
+    /// log it does not resume.
     #[error("{}: the sample log exists; resume it, or remove it to start again", path.display())]
-    Exists { path: PathBuf },
+    Exists {
+        /// The log.
+        path: PathBuf,
+    },
 
+    /// A resume of a log written for another run: its header differs from
+    /// the run's in `field`.
     #[error("{}: cannot resume: the log was written with other {field}\n  log: {log}\n  now: {now}", path.display())]
-    ResumeMismatch { path: PathBuf, field: &'static str, log: String, now: String },
+    ResumeMismatch {
+        /// The log.
+        path: PathBuf,
+        /// The first field that differs ([`RunIdentity::mismatch`]).
+        field: &'static str,
+        /// Its value in the log.
+        log: String,
+        /// Its value for the run resuming it.
+        now: String,
+    },
 
+    /// Another process holds the log's lock: it is writing the log.
     #[error("{}: another process is writing this file (it holds the file's lock); wait for it to end, or stop it", path.display())]
-    Locked { path: PathBuf },
+    Locked {
+        /// The log.
+        path: PathBuf,
+    },
 
     /// A log whose run did not end normally, read where results are needed.
     #[error("{}: {why}", path.display())]
-    Unfinished { path: PathBuf, why: String },
+    Unfinished {
+        /// The log.
+        path: PathBuf,
+        /// What the log lacks, and how to finish the run ([`Contents::unfinished`]).
+        why: String,
+    },
 }
 
 impl LogError {
@@ -69,63 +110,133 @@ impl LogError {
 /// What is wrong with a sample log.
 #[derive(Debug, thiserror::Error)]
 pub enum LogFault {
+    /// A line that is not the JSON of a header, a task line or a footer.
     #[error("not a sample-log line")]
     NotALogLine(#[source] serde_json::Error),
 
+    /// A first line that is not a header.
     #[error("the first line must be the header")]
     HeaderNotFirst,
 
+    /// A header after the first line.
     #[error("a second header")]
     SecondHeader,
 
+    /// A line after the footer, which ends a log.
     #[error("a line after the footer (two runs written into one file?)")]
     AfterFooter,
 
+    /// A task on two lines.
     #[error("task {task} is logged twice (first on line {first_line})")]
-    TaskTwice { task: usize, first_line: usize },
+    TaskTwice {
+        /// The task's index in its file.
+        task: usize,
+        /// The line that logged it first.
+        first_line: usize,
+    },
 
+    /// A footer whose count of tasks scored differs from the task lines above it.
     #[error("the footer says {said} tasks were scored, but {lines} task lines precede it")]
-    FooterCount { said: usize, lines: usize },
+    FooterCount {
+        /// The footer's count.
+        said: usize,
+        /// The task lines above it.
+        lines: usize,
+    },
 
+    /// A log in a newer format than this mcscore reads.
     #[error("log format version {found}, newer than the {supported} this mcscore reads: read it with a newer mcscore")]
-    NewerVersion { found: u32, supported: u32 },
+    NewerVersion {
+        /// The log's format version.
+        found: u32,
+        /// The newest this mcscore reads ([`LOG_VERSION`]).
+        supported: u32,
+    },
 
+    /// A header of version 0, which no mcscore writes.
     #[error("log format version 0: versions start at 1")]
     VersionZero,
 
+    /// A header whose `limit` is 0.
     #[error("the header's limit is 0: a run of the first tasks scores at least one")]
     ZeroLimit,
 
+    /// No header: the file holds no whole line.
     #[error("empty sample log (no header line)")]
     Empty,
 
+    /// A directory given as the log.
     #[error("a directory, not a sample log")]
     Directory,
 
+    /// A task line that does not hold together ([`check_record`]).
     #[error("task {task}: {what}")]
-    Record { task: usize, what: String },
+    Record {
+        /// The task's index in its file.
+        task: usize,
+        /// What does not hold, as the message says it.
+        what: String,
+    },
 
+    /// A shard header whose numbers no shard has.
     #[error(
         "the header's shard is {index} of {count} (of a run of {run_tasks} tasks of the file's {file_tasks}): a shard index is below the count, the count at most the run's tasks, and those at most the file's"
     )]
-    Shard { index: usize, count: usize, run_tasks: usize, file_tasks: usize },
+    Shard {
+        /// The shard's index.
+        index: usize,
+        /// The shards of the run.
+        count: usize,
+        /// The tasks of the whole run.
+        run_tasks: usize,
+        /// The tasks of the task file.
+        file_tasks: usize,
+    },
 
+    /// More task lines than the header announces.
     #[error("{lines} task lines, but the header announces {announced} tasks")]
-    TooManyTasks { lines: usize, announced: usize },
+    TooManyTasks {
+        /// The task lines.
+        lines: usize,
+        /// The header's task count.
+        announced: usize,
+    },
 
+    /// A footer that says the run is complete over fewer task lines than the
+    /// header announces, and no sequential comparison stopped it.
     #[error("the footer says the run is complete, but {logged} of {announced} tasks are logged")]
-    CompleteButShort { logged: usize, announced: usize },
+    CompleteButShort {
+        /// The task lines.
+        logged: usize,
+        /// The header's task count.
+        announced: usize,
+    },
 
+    /// A footer that says a sequential comparison stopped the run, where the
+    /// header is not a sequential comparison's or the footer says the run is
+    /// not complete.
     #[error(
         "the footer says a sequential comparison stopped the run ({stopped:?}), but the header is not one's, or the run is not complete"
     )]
-    StoppedNotSequential { stopped: Stop },
+    StoppedNotSequential {
+        /// Why the footer says the run stopped.
+        stopped: Stop,
+    },
 
+    /// A header whose sequential comparison cannot be.
     #[error("the header's sequential comparison does not hold together: {why}")]
-    BadSequential { why: &'static str },
+    BadSequential {
+        /// What is wrong with it, as the message says it.
+        why: &'static str,
+    },
 
+    /// A chat template in a header of a version before 3, which had no field
+    /// for one.
     #[error("the header records a chat template, which a version-{version} log cannot hold (version 3 added it)")]
-    ChatInOldVersion { version: u32 },
+    ChatInOldVersion {
+        /// The header's version.
+        version: u32,
+    },
 }
 
 /// Which of llama-perplexity's multiple-choice modes a job is: what its file
@@ -168,14 +279,18 @@ impl std::fmt::Display for TaskKind {
 /// What a shard log's header says about its shard and the whole run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShardHeader {
+    /// This shard's index, from 0 (below `count`).
     pub index: usize,
+    /// The shards the run is split into.
     pub count: usize,
-    /// The partition rule (`mcscore_eval::shard::RULE`).
+    /// The name of the rule that split the run into shards.
     pub rule: String,
     /// Tasks of the whole run, and in its file (for llama-perplexity's output of a merged run).
     pub run_tasks: usize,
+    /// Tasks in the run's task file.
     pub file_tasks: usize,
-    /// sha256 of the whole run's task indices in run order ([`run_sha256`]).
+    /// sha256 of the whole run's task indices in run order, written as
+    /// decimals joined by commas.
     pub run_sha256: String,
 }
 
@@ -225,7 +340,7 @@ fn version_1() -> u32 {
 /// What a log was written from; `--resume` requires all of it but the paths
 /// to match. Inputs are identified by content (sha256 and size), so the same
 /// model or file reached through another path, a copy or a link still matches.
-/// A header of any version is read into this form ([`wire`]); it is written
+/// A header of any version is read into this form (by one migration); it is written
 /// as [`LOG_VERSION`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "wire::Header")]
@@ -392,6 +507,7 @@ pub struct ChatHeader {
     pub sha256: String,
     /// The engine that rendered it.
     pub renderer: String,
+    /// The system turn before each question (`--system`), if there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<String>,
     /// Solved examples scored as turns, if the file's shots were.
@@ -434,8 +550,9 @@ impl ChatHeader {
 /// so that it continues the same order and reaches the same decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sequential {
-    /// How the order is drawn from the seed (`mcscore_eval::until_decided::ORDER_RULE`).
+    /// The name of the rule that draws the order from the seed.
     pub order_rule: String,
+    /// The seed the order is drawn from.
     pub seed: u64,
     /// sha256 of the order's task indices ([`ShardHeader::run_sha256`]'s rule).
     pub order_sha256: String,
@@ -450,8 +567,9 @@ pub struct Sequential {
     pub margin: f64,
     /// The normalisation whose right or wrong the sequences follow.
     pub normalisation: String,
-    /// The sha256 of BASE's model, and of each OTHER's, in order.
+    /// The sha256 of BASE's model.
     pub base_sha256: String,
+    /// The sha256 of each OTHER's model, in the comparison's order.
     pub other_sha256: Vec<String>,
 }
 
@@ -505,18 +623,23 @@ pub struct RunIdentity {
     pub chat: Option<ChatHeader>,
     /// The log format ([`LOG_VERSION`]).
     pub version: u32,
-    /// The model and the task file, by content.
+    /// The model, by content.
     pub model: Input,
+    /// The task file, by content.
     pub file: Input,
     /// Tasks announced (for a shard: its own).
     pub tasks: usize,
-    /// The subset, or the first tasks (`limit`), scored.
+    /// `--multiple-choice-tasks`, if a subset was scored.
     pub selection: Option<usize>,
+    /// `--limit`, if the file's first tasks were scored.
     pub limit: Option<usize>,
-    /// The mode, `lenient`, `pmi` and the kernel settings.
+    /// The mode scored.
     pub mode: TaskKind,
+    /// Read as llama.cpp reads a file that fails validation (`--lenient`).
     pub lenient: bool,
+    /// Each option also scored without its question (`--pmi`).
     pub pmi: bool,
+    /// The engine's settings that decide which kernels run ([`Header::kernels`]).
     pub kernels: String,
     /// A sequential comparison's order and stopping rule.
     pub sequential: Option<Sequential>,
@@ -656,9 +779,13 @@ fn describe_sequential(sequential: Option<&Sequential>) -> String {
 /// The prediction of each normalisation, or whether it was right.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PerNormalisation<T> {
+    /// [`Normalisation::Acc`]'s.
     pub acc: T,
+    /// [`Normalisation::AccNorm`]'s.
     pub acc_norm: T,
+    /// [`Normalisation::AccChar`]'s.
     pub acc_char: T,
+    /// [`Normalisation::AccByte`]'s.
     pub acc_byte: T,
     /// Only in logs of `score --pmi`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -698,12 +825,15 @@ pub fn accuracy(records: &[TaskRecord], norm: Normalisation) -> mcscore_metrics:
 pub struct TaskRecord {
     /// Index of the task in its file.
     pub task: usize,
+    /// Each option's figures, in option order.
     pub options: Vec<OptionScore>,
     /// First option whose label is 1 (`null` only for lenient runs).
     pub gold: Option<usize>,
     /// Per option: whether its label is 1.
     pub labels: Vec<bool>,
+    /// The option each normalisation picks.
     pub pred: PerNormalisation<usize>,
+    /// Whether each normalisation's pick is right (its label is 1).
     pub correct: PerNormalisation<bool>,
 }
 
@@ -717,6 +847,9 @@ pub fn normalisations(records: &[TaskRecord]) -> &'static [Normalisation] {
 }
 
 impl TaskRecord {
+    /// The record of task `task` from its options' figures and labels (one
+    /// label per option): gold, picks and right or wrong follow from them,
+    /// `acc_pmi`'s where every option has an unconditional sum.
     pub fn new(task: usize, options: Vec<OptionScore>, labels: Vec<bool>) -> TaskRecord {
         let with_pmi = options.iter().all(|o| o.uncond_logprob_sum.is_some());
         let pred = PerNormalisation::from_fn(with_pmi, |n| n.predict(&options));
@@ -739,7 +872,9 @@ enum Line {
 /// or at the end of the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Footer {
+    /// Whether the run finished; `false` marks a log to resume.
     pub complete: bool,
+    /// The tasks scored, as many as the task lines above it.
     pub scored: usize,
     /// Why a sequential comparison's run ended before its last task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -762,8 +897,11 @@ pub enum Stop {
 /// A log as read: its header, task lines and footer, and where each line ends.
 #[derive(Debug)]
 pub struct Contents {
+    /// The header line.
     pub header: Header,
+    /// The task lines, in the log's order.
     pub records: Vec<TaskRecord>,
+    /// The footer, where the log has one: a run that was killed wrote none.
     pub footer: Option<Footer>,
     /// Byte offset just past the header line and past each task line.
     pub(crate) line_ends: Vec<u64>,
@@ -803,9 +941,19 @@ impl Contents {
 /// How [`SampleLog::open`] found the log.
 pub enum Opened {
     /// Ready for task lines, after the kept ones.
-    Writing { log: SampleLog, kept: Vec<TaskRecord> },
+    Writing {
+        /// The log, open to append to.
+        log: SampleLog,
+        /// The task lines kept from the log resumed (none for a new log).
+        kept: Vec<TaskRecord>,
+    },
     /// `--resume` of a log that already holds the whole run: left untouched.
-    Complete { records: Vec<TaskRecord>, stopped: Option<Stop> },
+    Complete {
+        /// Its task lines.
+        records: Vec<TaskRecord>,
+        /// Why a sequential comparison stopped the run early, if it did.
+        stopped: Option<Stop>,
+    },
 }
 
 /// Appends task lines as they are scored, flushing after each fill. Its file
@@ -873,6 +1021,8 @@ impl SampleLog {
         Ok(Opened::Writing { log: SampleLog { path: path.to_owned(), out }, kept: records })
     }
 
+    /// Appends a task line, which reaches the file at the next
+    /// [`SampleLog::flush`] at the latest.
     pub fn record(&mut self, record: &TaskRecord) -> Result<(), LogError> {
         write_line(&mut self.out, &Line::Task(record.clone())).map_err(LogError::io(&self.path))
     }

@@ -1,6 +1,8 @@
 //! Metrics over the per-option figures one scoring pass produces
 //! (docs/methods.md). Pure functions: no I/O, no model.
 
+#![warn(missing_docs)]
+
 pub mod calibration;
 pub mod debias;
 pub mod paired;
@@ -16,6 +18,7 @@ use serde::{Deserialize, Serialize};
 pub struct OptionScore {
     /// Σ log p(token) over the option's tokens after the common prefix.
     pub logprob_sum: f64,
+    /// The tokens `logprob_sum` sums over.
     pub tokens: u32,
     /// Unicode scalar values in the option text.
     pub chars: u32,
@@ -50,6 +53,8 @@ impl Normalisation {
     pub const WITH_PMI: [Normalisation; 5] =
         [Normalisation::Acc, Normalisation::AccNorm, Normalisation::AccChar, Normalisation::AccByte, Normalisation::AccPmi];
 
+    /// The name logs, results and messages give it (`acc`, `acc_norm`, …),
+    /// which is also its serialised form.
     pub fn name(self) -> &'static str {
         match self {
             Normalisation::Acc => "acc",
@@ -60,6 +65,9 @@ impl Normalisation {
         }
     }
 
+    /// The option's score, higher better: its summed log-probability, per
+    /// token, character or byte (a count of 0 taken as 1), or less its
+    /// unconditional sum (NaN for an option without one).
     pub fn score(self, option: &OptionScore) -> f64 {
         let by = |n: u32| option.logprob_sum / f64::from(n.max(1));
         match self {
@@ -281,7 +289,9 @@ pub fn ranks_desc(values: &[f64], ties: Ties) -> Vec<f64> {
 /// llama-perplexity's layout, which prints 100·p ± 100·sqrt(p(1−p)/(n−1)).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Proportion {
+    /// Successes counted (tasks right, for an accuracy).
     pub successes: usize,
+    /// Trials (tasks scored).
     pub n: usize,
 }
 

@@ -28,11 +28,15 @@ pub fn rank_distribution(accuracy: &[Vec<f64>]) -> Vec<Vec<usize>> {
 /// How two models compare across formats.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PairRecord {
+    /// The first model's index (its row of `accuracy`).
     pub a: usize,
+    /// The second model's index, after `a`.
     pub b: usize,
-    /// Formats where `a` scores higher, where `b` does, and ties.
+    /// Formats where `a` scores higher.
     pub a_ahead: usize,
+    /// Formats where `b` scores higher.
     pub b_ahead: usize,
+    /// Formats where they tie, or where either accuracy is NaN.
     pub tied: usize,
 }
 
@@ -43,6 +47,8 @@ impl PairRecord {
     }
 }
 
+/// How each pair of models compares across formats: `a` before `b`, pairs
+/// in order of `a`, then `b`.
 pub fn pair_records(accuracy: &[Vec<f64>]) -> Vec<PairRecord> {
     let mut records = Vec::new();
     for a in 0..accuracy.len() {

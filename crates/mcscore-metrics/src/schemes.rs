@@ -7,7 +7,9 @@ use serde::Serialize;
 /// One task as the schemes see it: option probabilities and the key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskProbs {
+    /// Each option's probability, in option order.
     pub p: Vec<f64>,
+    /// The gold option's index.
     pub key: usize,
 }
 
@@ -17,6 +19,7 @@ impl TaskProbs {
         TaskProbs { p: crate::softmax(scores), key }
     }
 
+    /// The number of options.
     pub fn k(&self) -> usize {
         self.p.len()
     }
@@ -26,6 +29,8 @@ impl TaskProbs {
         crate::first_max(self.p.iter().copied())
     }
 
+    /// The pick's probability: the top-label confidence that calibration
+    /// bins and NM's threshold compares.
     pub fn p_max(&self) -> f64 {
         // report builds these from records it checked (Run::check): at least 2 options, so pick indexes p
         self.p[self.pick()]
@@ -46,11 +51,20 @@ pub enum Scheme {
     /// Number right.
     Nr,
     /// Negative marking: abstain unless p_max > τ (`None`: 1/k).
-    Nm { tau: Option<f64> },
+    Nm {
+        /// The confidence p_max must exceed to answer.
+        tau: Option<f64>,
+    },
     /// Elimination: eliminate options with p < ε (`None`: 1/k).
-    Elim { epsilon: Option<f64> },
+    Elim {
+        /// The probability below which an option is eliminated.
+        epsilon: Option<f64>,
+    },
     /// Elimination with a penalty of k − 1 when the key is eliminated.
-    ElimNm { epsilon: Option<f64> },
+    ElimNm {
+        /// The probability below which an option is eliminated.
+        epsilon: Option<f64>,
+    },
     /// Confidence-based marking (Gardner-Medwin).
     Cbm,
     /// Point allocation: 1 − Brier/2.
@@ -60,6 +74,8 @@ pub enum Scheme {
 }
 
 impl Scheme {
+    /// Every rule, thresholds at their 1/k default, in the order reports
+    /// list them.
     pub const DEFAULTS: [Scheme; 7] = [
         Scheme::Nr,
         Scheme::Nm { tau: None },
@@ -70,6 +86,7 @@ impl Scheme {
         Scheme::Auc,
     ];
 
+    /// The rule's short name, as reports print it (`NR`, `Elim-NM`, …).
     pub fn name(self) -> &'static str {
         match self {
             Scheme::Nr => "NR",

@@ -39,6 +39,7 @@ pub enum Decision {
     Different,
     /// The interval lies inside (−margin, +margin).
     Equivalent,
+    /// Neither, so far.
     Undecided,
 }
 
@@ -87,6 +88,7 @@ impl ConfidenceSequence {
         self.interval
     }
 
+    /// Tasks pushed so far.
     pub fn tasks(&self) -> usize {
         self.tasks
     }

@@ -9,10 +9,12 @@ use serde::Serialize;
 pub struct SplitMix64(u64);
 
 impl SplitMix64 {
+    /// A generator started from `seed`.
     pub fn new(seed: u64) -> Self {
         SplitMix64(seed)
     }
 
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -30,8 +32,11 @@ impl SplitMix64 {
 /// A mean with its percentile bootstrap interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Estimate {
+    /// The column's mean.
     pub mean: f64,
+    /// The interval's lower bound, at most `mean`.
     pub low: f64,
+    /// The interval's upper bound, at least `mean`.
     pub high: f64,
 }
 
@@ -41,8 +46,12 @@ pub struct Estimate {
 /// never stored (1,000 × 100,000 of them would take 800 MB).
 #[derive(Debug, Clone, Copy)]
 pub struct Bootstrap {
+    /// Tasks: the length of every column, and the draws of each resample.
     pub n: usize,
+    /// Resamples drawn.
     pub resamples: usize,
+    /// Seeds each resample's generator (with the resample's index), so that
+    /// the same seed draws the same tasks.
     pub seed: u64,
 }
 
