@@ -4,7 +4,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use mcscore_eval::compare::{self, CompareOptions, Comparison, Groups, Pairing, Run, VerdictBasis, MIN_GROUPS_FOR_CLUSTERS};
+use mcscore_eval::compare::{self, CompareOptions, Comparison, Pairing, VerdictBasis, MIN_GROUPS_FOR_CLUSTERS};
+use mcscore_eval::groups::Groups;
+use mcscore_eval::run::Run;
 use mcscore_metrics::paired::PairedDifference;
 
 use crate::normalisation::NormArg;
@@ -170,23 +172,6 @@ pub(crate) fn groups(args: &Args, task_file: &Path, sha256: &str, file_tasks: Op
     groups_from(args.groups.as_deref(), args.manifest.as_deref(), task_file, sha256, file_tasks)
 }
 
-/// The manifests looked in when none is named, nearest first: a
-/// manifest.json in the task file's folder or any folder above it (where
-/// `mcscore build` writes it: beside `datasets/`), then the working
-/// directory's. Each is matched by the file's sha256, so one that is not
-/// the file's gives nothing.
-pub(crate) fn found_manifests(task_file: &Path) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = Vec::new();
-    let folder = task_file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let candidates = folder.ancestors().map(|d| d.join("manifest.json")).chain(std::iter::once(PathBuf::from("manifest.json")));
-    for candidate in candidates {
-        if candidate.is_file() && !found.iter().any(|f| mcscore_format::same_file(f, &candidate)) {
-            found.push(candidate);
-        }
-    }
-    found
-}
-
 /// Refuses a --manifest that is not a file to read: missing, a directory, or
 /// a special file (a FIFO would block the read). Every error names the path.
 pub(crate) fn check_named_manifest(manifest: &Path) -> anyhow::Result<()> {
@@ -202,7 +187,7 @@ pub(crate) fn check_named_manifest(manifest: &Path) -> anyhow::Result<()> {
 
 /// The tasks' groups from a --groups file (one line per task of the file,
 /// `file_tasks` of them where known), a --manifest, or a manifest found for
-/// `task_file` (see [`found_manifests`]).
+/// `task_file` ([`mcscore_eval::groups::found_manifests`]).
 pub(crate) fn groups_from(
     groups: Option<&Path>,
     manifest: Option<&Path>,
@@ -214,24 +199,19 @@ pub(crate) fn groups_from(
     // with a word; a manifest named by --manifest must be one.
     Ok(match (groups, manifest) {
         (Some(path), _) => {
-            let tasks =
-                file_tasks.or_else(|| found_manifests(task_file).iter().find_map(|m| Groups::manifest_tasks(m, sha256).unwrap_or(None)));
+            let tasks = file_tasks.or_else(|| Groups::found_tasks(task_file, sha256));
             Some(Groups::read(path, tasks).context("--groups")?)
         }
         (None, Some(manifest)) => {
             check_named_manifest(manifest)?;
             Groups::from_manifest(manifest, sha256).context("--manifest")?
         }
-        (None, None) => found_manifests(task_file).iter().find_map(|m| match Groups::from_manifest(m, sha256) {
-            Ok(groups) => groups,
-            Err(error) => {
-                eprintln!(
-                    "mcscore: warning: {}: not read as mcscore's manifest ({}), so no task groups from it; pass --manifest FILE or --groups FILE",
-                    m.display(),
-                    crate::with_causes(&error)
-                );
-                None
-            }
+        (None, None) => Groups::found(task_file, sha256, &mut |m, error| {
+            eprintln!(
+                "mcscore: warning: {}: not read as mcscore's manifest ({}), so no task groups from it; pass --manifest FILE or --groups FILE",
+                m.display(),
+                crate::with_causes(error)
+            );
         }),
     })
 }

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use mcscore_datasets::{
-    build, build_with_shots, entry_benchmark, find, hub, shot_name, Benchmark, DatasetError, Entry, Manifest, Mismatch, Scaffold, Source,
-    BENCHMARKS,
+    build, build_with_shots, entry_benchmark, find, shot_name, Benchmark, DatasetError, Entry, Manifest, Mismatch, Scaffold, Source,
+    Sources, BENCHMARKS,
 };
 use mcscore_format::{read_winogrande, Task, TaskFile};
 
@@ -30,32 +30,22 @@ pub(crate) struct SourceArgs {
 impl SourceArgs {
     /// The source files of `benchmark`, local or downloaded.
     pub(crate) fn resolve(&self, benchmark: &Benchmark) -> anyhow::Result<Vec<Source>> {
-        if let Some(path) = &self.source {
-            // Recorded by its name alone: the manifest holds no absolute or
-            // `..` path (verify refuses one), and verify is given the file again.
-            let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-            return Ok(vec![Source::local(path, name)]);
-        }
-        if let Some(root) = &self.sources {
-            let relative = benchmark.local.with_context(|| {
-                format!("{}: no local copy is registered under --sources; pass --source PATH, or build from the hub", benchmark.name)
-            })?;
-            let path = root.join(relative);
-            if !path.exists() {
-                bail!("{}: {} does not exist (--sources {})", benchmark.name, path.display(), root.display());
-            }
-            return Ok(vec![Source::local(&path, relative)]);
-        }
-        let fetched = hub::fetch(benchmark).map_err(|e| match e {
-            e @ (DatasetError::Hub { .. } | DatasetError::Unpinned { .. }) => {
-                anyhow::anyhow!(
-                    "{} (offline, or no pinned revision? build from a local copy with --source PATH or --sources DIR)",
-                    crate::with_causes(&e)
-                )
-            }
-            e => e.into(),
-        })?;
-        Ok(fetched.into_iter().map(|(url, path)| Source { name: url, path }).collect())
+        let sources = match (&self.source, &self.sources) {
+            (Some(path), _) => Sources::File(path),
+            (None, Some(root)) => Sources::Root(root),
+            (None, None) => Sources::Hub,
+        };
+        sources.resolve(benchmark).map_err(|e| {
+            let hint = match &e {
+                DatasetError::Hub { .. } | DatasetError::Unpinned { .. } => {
+                    "offline, or no pinned revision? build from a local copy with --source PATH or --sources DIR"
+                }
+                DatasetError::NoLocalCopy { .. } => "--sources; pass --source PATH, or build from the hub",
+                DatasetError::LocalCopyMissing { .. } => "--sources",
+                _ => return e.into(),
+            };
+            anyhow::anyhow!("{} ({hint})", crate::with_causes(&e))
+        })
     }
 }
 

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use mcscore_metrics::calibration::Calibration;
+use mcscore_metrics::paired::LogHistogram;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -363,7 +364,6 @@ fn flip_matrix(svg: &mut String, base: &str, p: &mcscore_eval::compare::Pairing)
         .caption(format!("{} (rows) → {} (columns)", short(base, 24), short(&p.other.label, 24)), ("sans-serif", 17))
         .margin(12)
         .build_cartesian_2d(-0.9f64..2.0, 2.6f64..0.0)?;
-    let total = f.tasks().max(1) as f64;
     let cells = [
         (0, 0, f.both_right, String::new()),
         (1, 0, f.right_to_wrong, String::new()),
@@ -372,7 +372,7 @@ fn flip_matrix(svg: &mut String, base: &str, p: &mcscore_eval::compare::Pairing)
     ];
     for (col, row, count, note) in cells {
         let (x, y) = (col as f64, row as f64 + 0.5);
-        let shade = count as f64 / total;
+        let shade = f.share(count);
         let color = if col != row {
             RGBColor(255, 255 - (200.0 * shade.sqrt()) as u8, 255 - (200.0 * shade.sqrt()) as u8)
         } else {
@@ -381,7 +381,7 @@ fn flip_matrix(svg: &mut String, base: &str, p: &mcscore_eval::compare::Pairing)
         chart.draw_series(std::iter::once(Rectangle::new([(x, y), (x + 0.97, y + 0.97)], color.filled())))?;
         chart.draw_series(std::iter::once(Text::new(format!("{count}"), (x + 0.35, y + 0.38), ("sans-serif", 24))))?;
         chart.draw_series(std::iter::once(Text::new(
-            format!("{:.1} %  {note}", 100.0 * count as f64 / total),
+            format!("{:.1} %  {note}", points(f.share(count))),
             (x + 0.1, y + 0.7),
             ("sans-serif", 13),
         )))?;
@@ -395,18 +395,9 @@ fn flip_matrix(svg: &mut String, base: &str, p: &mcscore_eval::compare::Pairing)
 }
 
 fn kl_histogram(svg: &mut String, base: &str, p: &mcscore_eval::compare::Pairing) -> anyhow::Result<()> {
-    // KL spans orders of magnitude: bin log10 of it, with everything below
-    // 1e-6 nats (no visible change) in the first bin.
-    const FLOOR: f64 = -6.0;
-    let logs: Vec<f64> = p.kl_per_task.iter().map(|&k| if k > 0.0 { k.log10().max(FLOOR) } else { FLOOR }).collect();
-    // An infinite KL (a library caller's scores; a log cannot hold them) goes in the last bin.
-    let top = logs.iter().copied().filter(|l| l.is_finite()).fold(FLOOR + 1.0, f64::max).ceil();
-    let bins = 40usize;
-    let width = (top - FLOOR) / bins as f64;
-    let mut counts = vec![0usize; bins];
-    for &l in &logs {
-        counts[(((l - FLOOR) / width) as usize).min(bins - 1)] += 1;
-    }
+    let histogram = LogHistogram::of(&p.kl_per_task, 40);
+    let (counts, width, top) = (&histogram.counts, histogram.width(), histogram.top);
+    const FLOOR: f64 = LogHistogram::FLOOR;
     let highest = counts.iter().copied().max().unwrap_or(1).max(1) as f64;
     let root = SVGBackend::with_string(svg, (720, 460)).into_drawing_area();
     root.fill(&WHITE)?;

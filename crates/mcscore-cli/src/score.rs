@@ -6,8 +6,6 @@ use std::path::{Path, PathBuf};
 use mcscore_eval::shard::Shard;
 use mcscore_eval::{End, EvalError, ScoreJob, ScoreSpec, Selection, TaskKind};
 
-use mcscore_metrics::Normalisation;
-
 use crate::chat_args::ChatArgs;
 use crate::engine_args::EngineArgs;
 use crate::progress::ProgressMode;
@@ -193,12 +191,10 @@ fn print_timings(outcome: &mcscore_eval::ScoreOutcome) {
 /// llama.cpp's buffers and the kinds of resident page.
 fn print_memory(m: &mcscore_engine::MemoryReport) {
     let mb = |bytes: u64| bytes as f64 / 1e6;
-    let file = m.model_file.max(1) as f64;
-    match m.peak {
-        Some(peak) => eprintln!(
-            "memory: peak RSS {:.0} MB, {:.2}× the model file ({:.0} MB; weights {}):",
+    match (m.peak, m.peak_per_model_byte()) {
+        (Some(peak), Some(ratio)) => eprintln!(
+            "memory: peak RSS {:.0} MB, {ratio:.2}× the model file ({:.0} MB; weights {}):",
             mb(peak),
-            peak as f64 / file,
             mb(m.model_file),
             match (m.mmap, m.pages_released) {
                 (mcscore_engine::Mmap::On, _) => "mapped, --mmap on",
@@ -207,7 +203,7 @@ fn print_memory(m: &mcscore_engine::MemoryReport) {
                 (mcscore_engine::Mmap::Auto, false) => "--mmap auto, but no mapping of the file was found to release",
             }
         ),
-        None => eprintln!("memory: peak RSS not known here (no /proc/self/status); model file {:.0} MB:", mb(m.model_file)),
+        _ => eprintln!("memory: peak RSS not known here (no /proc/self/status); model file {:.0} MB:", mb(m.model_file)),
     }
     use mcscore_engine::BufferUse;
     for (what, holds) in
@@ -374,10 +370,7 @@ fn print_results(
     let groups = (!llama)
         .then(|| {
             crate::compare::groups_from(None, args.manifest.as_deref(), path, &outcome.header.file_sha256, None).and_then(|groups| {
-                groups
-                    .map(|g| mcscore_eval::results::group_accuracies(&outcome.records, &g, Normalisation::AccNorm, path))
-                    .transpose()
-                    .map_err(Into::into)
+                groups.map(|g| mcscore_eval::results::score_group_accuracies(outcome, &g, path)).transpose().map_err(Into::into)
             })
         })
         .transpose()

@@ -19,8 +19,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use mcscore_engine::{ContextSize, Engine, SessionLimits};
-use mcscore_eval::completions::{ApiError, CompletionRequest, Completions, Limits, ModelInfo};
-use mcscore_eval::queue::{Outcome, Queue, Refused, Work};
+mod completions;
+mod queue;
+
+use completions::{ApiError, CompletionRequest, Completions, Limits, ModelInfo};
+use queue::{Outcome, Queue, Refused, Work};
 use serde_json::Value;
 use subtle::ConstantTimeEq;
 
@@ -281,7 +284,7 @@ async fn complete(state: &AppState, route: &str, id: u64, started: Instant, body
     if let Err(refused) = state.queue.submit(work) {
         guard.armed = false;
         return Err(match refused {
-            Refused::Full(_) => server_error(
+            Refused::Full => server_error(
                 503,
                 "server_overloaded",
                 format!(
@@ -290,7 +293,7 @@ async fn complete(state: &AppState, route: &str, id: u64, started: Instant, body
                     state.queue.token_capacity()
                 ),
             ),
-            Refused::Closed(_) => server_error(503, "server_shutting_down", "the server is stopping".into()),
+            Refused::Closed => server_error(503, "server_shutting_down", "the server is stopping".into()),
         });
     }
     let outcome = receiver.await;

@@ -10,8 +10,9 @@ use std::io::Write as _;
 
 use anyhow::Context;
 use base64::Engine as _;
-use mcscore_eval::compare::{CompareOptions, Run};
+use mcscore_eval::compare::CompareOptions;
 use mcscore_eval::report::ReportOptions;
+use mcscore_eval::run::Run;
 use mcscore_eval::view::{self, Page, PageSpec};
 use sha2::{Digest, Sha256};
 
@@ -88,7 +89,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     // Every file read, the task files the logs name among them: none may be
     // replaced by the page, --force or not.
     let named: Vec<PathBuf> = runs.iter().map(|r| PathBuf::from(&r.header.file)).collect();
-    let found = named.first().map(|file| crate::compare::found_manifests(file)).unwrap_or_default();
+    let found = named.first().map(|file| mcscore_eval::groups::found_manifests(file)).unwrap_or_default();
     let inputs: Vec<&Path> = paths
         .iter()
         .copied()

@@ -106,6 +106,58 @@ pub enum DatasetError {
     /// A k-shot file that cannot be built.
     #[error(transparent)]
     Shots(#[from] ShotError),
+
+    /// A root of local copies, for a benchmark that has no registered copy.
+    #[error("{name}: no local copy is registered under {}", root.display())]
+    NoLocalCopy {
+        /// The benchmark.
+        name: &'static str,
+        /// The root of local copies.
+        root: PathBuf,
+    },
+
+    /// A benchmark's registered copy missing under the root of local copies.
+    #[error("{name}: {} does not exist", path.display())]
+    LocalCopyMissing {
+        /// The benchmark.
+        name: &'static str,
+        /// Where its copy was looked for.
+        path: PathBuf,
+    },
+}
+
+/// Where a benchmark's source files come from.
+#[derive(Debug, Clone, Copy)]
+pub enum Sources<'a> {
+    /// One file or folder, for one benchmark: the manifest names it by its
+    /// file name alone (it holds no absolute or `..` path, and verify is
+    /// given the file again).
+    File(&'a Path),
+    /// A root of local copies, each benchmark's registered copy under it.
+    Root(&'a Path),
+    /// The Hugging Face hub, at the benchmark's pinned revision.
+    Hub,
+}
+
+impl Sources<'_> {
+    /// The source files of `benchmark`, local or downloaded.
+    pub fn resolve(self, benchmark: &Benchmark) -> Result<Vec<Source>, DatasetError> {
+        match self {
+            Sources::File(path) => {
+                let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+                Ok(vec![Source::local(path, name)])
+            }
+            Sources::Root(root) => {
+                let relative = benchmark.local.ok_or_else(|| DatasetError::NoLocalCopy { name: benchmark.name, root: root.to_owned() })?;
+                let path = root.join(relative);
+                if !path.exists() {
+                    return Err(DatasetError::LocalCopyMissing { name: benchmark.name, path });
+                }
+                Ok(vec![Source::local(&path, relative)])
+            }
+            Sources::Hub => Ok(hub::fetch(benchmark)?.into_iter().map(|(url, path)| Source { name: url, path }).collect()),
+        }
+    }
 }
 
 /// A source file to read: how the manifest names it, and where it is.

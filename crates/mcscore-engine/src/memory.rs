@@ -329,6 +329,12 @@ pub struct MemoryReport {
 }
 
 impl MemoryReport {
+    /// The peak resident memory per byte of the model file: how far above
+    /// the weights a run went (where the peak is known).
+    pub fn peak_per_model_byte(&self) -> Option<f64> {
+        self.peak.map(|peak| peak as f64 / self.model_file.max(1) as f64)
+    }
+
     /// Bytes of the buffers that hold `what`.
     pub fn bytes(&self, what: BufferUse) -> u64 {
         self.buffers.iter().filter(|b| b.holds == what).map(|b| b.bytes).sum()

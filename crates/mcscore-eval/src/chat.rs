@@ -393,7 +393,7 @@ pub(crate) fn split_shots(question: &str, shots: usize) -> Option<(Vec<(&str, &s
 /// file whose sha256 is `file_sha256`; `None` where it records none (a
 /// missing manifest records nothing).
 pub fn manifest_shots(manifest: &Path, file_sha256: &str) -> Result<Option<usize>, EvalError> {
-    Ok(crate::compare::manifest_entry(manifest, file_sha256)?.and_then(|e| e.shots).map(|s| s.k))
+    Ok(crate::groups::manifest_entry(manifest, file_sha256)?.and_then(|e| e.shots).map(|s| s.k))
 }
 
 /// Every task's prompt rendered inside the template, up to where its option

@@ -4,7 +4,7 @@
 //! is measured task by task, with far more power than two unpaired intervals.
 
 use std::borrow::Cow;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use mcscore_metrics::paired::{
     acceleration, bca_interval, benjamini_hochberg, holm, js, kl, log_softmax, mcnemar, mean_acceleration, paired_difference,
@@ -14,7 +14,9 @@ use mcscore_metrics::stats::Bootstrap;
 use mcscore_metrics::Normalisation;
 use serde::Serialize;
 
-use crate::log::{self, Header, TaskRecord};
+use crate::groups::Groups;
+use crate::log::{self, TaskRecord};
+use crate::run::Run;
 use crate::EvalError;
 use crate::{GroupsFault, LogsError};
 
@@ -42,174 +44,6 @@ impl Default for CompareOptions {
 impl CompareOptions {
     pub fn new(normalisation: Normalisation, margin: f64, alpha: f64, resamples: u32, seed: u64) -> Self {
         CompareOptions { normalisation, margin, alpha, resamples, seed }
-    }
-}
-
-/// One run: a sample log's header and task records, read from a file or
-/// built in memory.
-#[derive(Debug, Clone)]
-pub struct Run {
-    /// How the run is named in the output (the model's file stem by default).
-    pub label: String,
-    /// Where the records came from (a log's path), for messages.
-    pub source: PathBuf,
-    pub header: Header,
-    pub records: Vec<TaskRecord>,
-}
-
-impl Run {
-    /// Checks every record against itself and the header as the log reader
-    /// does (`check_record`): a run built in memory is held to what a file is.
-    pub fn check(&self) -> Result<(), EvalError> {
-        for (i, record) in self.records.iter().enumerate() {
-            // A log's line 1 is its header; task records follow.
-            log::check_record(&self.header, record).map_err(|fault| crate::log::LogError::Line {
-                path: self.source.clone(),
-                line: i + 2,
-                fault,
-            })?;
-        }
-        Ok(())
-    }
-
-    /// Reads a complete sample log (an unfinished one is refused: its tasks
-    /// would not pair with a finished run's).
-    pub fn read(path: &Path) -> Result<Run, EvalError> {
-        let contents = log::read(path)?;
-        contents.require_complete(path)?;
-        let log::Contents { header, records, .. } = contents;
-        let mut label = log::label(&header.model);
-        if let Some(chat) = &header.chat {
-            // Base against chat is the same model twice: the template tells them apart.
-            label.push_str(&format!(" [chat template {}]", chat.template));
-        }
-        Ok(Run { label, source: path.to_owned(), header, records })
-    }
-}
-
-/// The group (an MMLU subject, a passage) of each task of a file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Groups {
-    /// Where the groups come from, as the output says it.
-    pub source: String,
-    names: Vec<String>,
-    /// Per task of the file, in file order: an index into `names`.
-    of_task: Vec<usize>,
-    /// Each group's category (MMLU's stem, humanities, …), where recorded.
-    categories: Option<std::collections::BTreeMap<String, String>>,
-}
-
-impl Groups {
-    /// From runs of consecutive tasks: (group, how many tasks), in file order.
-    pub fn from_runs(source: impl Into<String>, runs: &[(String, usize)]) -> Groups {
-        let mut names: Vec<String> = Vec::new();
-        let mut index_of: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-        let mut of_task = Vec::new();
-        for (name, count) in runs {
-            let index = *index_of.entry(name.as_str()).or_insert_with(|| {
-                names.push(name.clone());
-                names.len() - 1
-            });
-            of_task.extend(std::iter::repeat_n(index, *count));
-        }
-        Groups { source: source.into(), names, of_task, categories: None }
-    }
-
-    /// These groups with a category for each (a group the map misses has none).
-    pub(crate) fn with_categories(mut self, categories: std::collections::BTreeMap<String, String>) -> Groups {
-        self.categories = Some(categories);
-        self
-    }
-
-    /// The category of group `name`, where the groups have categories.
-    pub(crate) fn category_of(&self, name: &str) -> Option<&str> {
-        self.categories.as_ref()?.get(name).map(String::as_str)
-    }
-
-    /// Refuses groups that do not reach every task of `records` (read from `log`).
-    pub(crate) fn check_reach(&self, records: &[crate::log::TaskRecord], log: &Path) -> Result<(), EvalError> {
-        match records.iter().map(|r| r.task).max() {
-            Some(last) if last >= self.tasks() => Err(EvalError::Logs(LogsError::BadGroups {
-                path: PathBuf::from(&self.source),
-                fault: GroupsFault::Reach { groups_for: self.tasks(), log: log.to_owned(), task: last },
-            })),
-            _ => Ok(()),
-        }
-    }
-
-    /// A text file with one line per task of the task file, in file order:
-    /// the task's group. `file_tasks`, where known (a log's header of the
-    /// whole file, a shard or a sequential comparison, or a manifest entry),
-    /// must be the number of lines; where not, [`compare`] refuses groups
-    /// that miss a task it compares.
-    pub fn read(path: &Path, file_tasks: Option<usize>) -> Result<Groups, EvalError> {
-        let bad = |fault| EvalError::Logs(LogsError::BadGroups { path: path.to_owned(), fault });
-        let bytes = mcscore_format::read_input(path)?;
-        let text = std::str::from_utf8(&bytes).map_err(|e| bad(GroupsFault::NotUtf8 { byte: e.valid_up_to() }))?;
-        // A Windows editor's byte-order mark is not part of the first group's name.
-        let lines: Vec<&str> = text.strip_prefix('\u{feff}').unwrap_or(text).lines().collect();
-        if let Some(tasks) = file_tasks.filter(|&t| t != lines.len()) {
-            return Err(bad(GroupsFault::LineCount { lines: lines.len(), tasks }));
-        }
-        if let Some(line) = lines.iter().position(|l| l.trim().is_empty()) {
-            return Err(bad(GroupsFault::EmptyLine { line: line + 1 }));
-        }
-        let mut runs: Vec<(String, usize)> = Vec::new();
-        for line in lines {
-            match runs.last_mut() {
-                Some((name, count)) if name == line.trim() => *count += 1,
-                _ => runs.push((line.trim().to_owned(), 1)),
-            }
-        }
-        Ok(Groups::from_runs(path.display().to_string(), &runs))
-    }
-
-    /// The groups `manifest` records for the task file whose sha256 is
-    /// `file_sha256`; `None` when no entry of it has groups.
-    /// The runs must add up to the entry's task count (the manifest may be
-    /// another program's).
-    pub fn from_manifest(manifest: &Path, file_sha256: &str) -> Result<Option<Groups>, EvalError> {
-        let Some(e) = manifest_entry(manifest, file_sha256)? else { return Ok(None) };
-        let Some(g) = e.groups.as_ref() else { return Ok(None) };
-        let total = g.runs.iter().try_fold(0usize, |sum, (_, count)| sum.checked_add(*count));
-        let bad = |fault| EvalError::Logs(LogsError::BadGroups { path: manifest.to_owned(), fault });
-        if total != Some(e.tasks) {
-            return Err(bad(GroupsFault::ManifestCount {
-                name: e.name.clone(),
-                field: g.field.to_string(),
-                covered: total,
-                tasks: e.tasks,
-            }));
-        }
-        // As a --groups file's empty line is: every task needs a group.
-        if let Some(run) = g.runs.iter().position(|(name, _)| name.trim().is_empty()) {
-            return Err(bad(GroupsFault::UnnamedRun { name: e.name.clone(), field: g.field.to_string(), run: run + 1 }));
-        }
-        let groups = Groups::from_runs(format!("{}: {}'s {}", manifest.display(), e.name, g.field), &g.runs);
-        Ok(Some(match &g.categories {
-            Some(categories) => groups.with_categories(categories.clone()),
-            None => groups,
-        }))
-    }
-
-    /// How many tasks `manifest` says the task file whose sha256 is
-    /// `file_sha256` has; `None` without an entry.
-    pub fn manifest_tasks(manifest: &Path, file_sha256: &str) -> Result<Option<usize>, EvalError> {
-        Ok(manifest_entry(manifest, file_sha256)?.map(|e| e.tasks))
-    }
-
-    /// The group of task `task` of the file, where the groups reach it.
-    pub fn name_of(&self, task: usize) -> Option<&str> {
-        self.group(task).map(|g| self.names[g].as_str())
-    }
-
-    fn group(&self, task: usize) -> Option<usize> {
-        self.of_task.get(task).copied()
-    }
-
-    fn tasks(&self) -> usize {
-        self.of_task.len()
     }
 }
 
@@ -374,11 +208,6 @@ pub struct Comparison {
     /// Where the task groups came from; `None` when none are known.
     pub groups: Option<String>,
     pub others: Vec<Pairing>,
-}
-
-/// The entry of `manifest` for the task file whose sha256 is `file_sha256`.
-pub(crate) fn manifest_entry(manifest: &Path, file_sha256: &str) -> Result<Option<mcscore_datasets::Entry>, EvalError> {
-    Ok(mcscore_datasets::Manifest::load(manifest)?.datasets.into_iter().find(|e| e.sha256 == file_sha256))
 }
 
 /// The two runs as compared: a sequential comparison stops its runs at
@@ -709,7 +538,9 @@ fn clustered(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::log::Header;
     use mcscore_metrics::OptionScore;
+    use std::path::Path;
 
     pub(crate) fn header(model: &str) -> Header {
         Header {

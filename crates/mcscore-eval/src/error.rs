@@ -320,8 +320,136 @@ pub enum StudyError {
         source: serde_json::Error,
     },
 
-    #[error("{}: {what}", path.display())]
-    BadStudy { path: PathBuf, what: String },
+    /// A study whose values cannot be planned, or written as a script or
+    /// manifest.
+    #[error("{}: {fault}", path.display())]
+    BadStudy {
+        /// The study file.
+        path: PathBuf,
+        /// What is wrong with it.
+        fault: StudyFault,
+    },
+}
+
+/// What is wrong with a study: one variant per value a plan refuses.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StudyFault {
+    /// No model, file or settings entry.
+    #[error("models, files and settings each need at least one entry")]
+    Empty,
+
+    /// A shard count outside 1 to the most a plan builds.
+    #[error("shards is {shards}; give 1 to {max}")]
+    Shards { shards: usize, max: usize },
+
+    /// More array tasks than a plan builds.
+    #[error("{models} models × {files} files × {settings} settings × {shards} shards is more than {max} array tasks")]
+    TooManyTasks { models: usize, files: usize, settings: usize, shards: usize, max: usize },
+
+    /// No output folder.
+    #[error("out is empty; give the folder the logs go to")]
+    NoOut,
+
+    /// An output folder with a backslash, which sbatch reads as an escape.
+    #[error("out {out:?} holds a backslash, which sbatch's output file patterns read as an escape; choose a folder without one")]
+    OutBackslash { out: String },
+
+    /// No mcscore binary to run.
+    #[error("mcscore is empty; give the mcscore binary the jobs run (default: mcscore on PATH)")]
+    NoBinary,
+
+    /// An empty model or file path.
+    #[error("{field} holds an empty path")]
+    EmptyPath { field: &'static str },
+
+    /// A control character, which would add a line to a script or manifest.
+    #[error("{field} {value:?} holds the control character {character:?}; a study value is one line of plain text")]
+    ControlCharacter { field: String, value: String, character: char },
+
+    /// A study path for the merge job that is not absolute.
+    #[error("slurm.study {path:?} is not an absolute path (the merge job runs in another folder)")]
+    StudyPathRelative { path: String },
+
+    /// The study file's own path, which a Slurm script names, is not UTF-8.
+    #[error("the study's path is not UTF-8: give slurm.study, as the jobs see it")]
+    StudyPathNotUtf8,
+
+    /// No array task may run.
+    #[error("slurm.max_running is 0; give at least 1 (array tasks that may run at once)")]
+    MaxRunningZero,
+
+    /// A Slurm task of no CPU.
+    #[error("slurm.cpus_per_task is 0; give at least 1")]
+    CpusPerTaskZero,
+
+    /// A Kubernetes job of no pod, or pods of no CPU.
+    #[error("kubernetes.parallelism and kubernetes.cpus must be at least 1")]
+    KubernetesZero,
+
+    /// A scheduler option with characters the scheduler does not take there.
+    #[error("{field} {value:?} is not a valid value (for example {example})")]
+    OptionValue { field: &'static str, value: String, example: &'static str },
+
+    /// A Kubernetes job name that is not a DNS label.
+    #[error("kubernetes.name {name:?} is not a DNS label (lower-case letters, digits and -, at most 63)")]
+    NotDnsLabel { name: String },
+
+    /// A value kubectl's YAML 1.1 parser would read as something other than a string.
+    #[error("{field} {value:?} reads as a boolean, null, number or date in YAML 1.1, which kubectl's parser follows; choose another")]
+    Yaml11 { field: &'static str, value: String },
+
+    /// An empty Kubernetes image or mount.
+    #[error("{field} is empty")]
+    EmptyField { field: &'static str },
+
+    /// A Kubernetes value --kubernetes needs, not given.
+    #[error(
+        "kubernetes.{field} is not set; --kubernetes needs the image, volume_claim and mount of your cluster (for example \"{field}\": \"{example}\")"
+    )]
+    KubernetesUnset { field: &'static str, example: &'static str },
+
+    /// A Kubernetes mount that is not an absolute path.
+    #[error("kubernetes.mount {mount:?} is not an absolute path")]
+    MountRelative { mount: String },
+
+    /// A path the pods would not see.
+    #[error("{field}: {path} is not on the volume the job mounts at {mount} (kubernetes.mount): give absolute paths under it")]
+    NotMounted { field: &'static str, path: String, mount: String },
+
+    /// A settings name that cannot name files.
+    #[error("settings name {name:?}: use letters, digits, - and _ (it names files)")]
+    SettingsName { name: String },
+
+    /// A flag the plan sets itself.
+    #[error("settings {name:?}: {flag} is set by the plan")]
+    PlannedFlag { name: String, flag: String },
+
+    /// Flags `mcscore score` would refuse.
+    #[error("settings {name:?} ({flags}): `mcscore score` would refuse them: {why}")]
+    Refused { name: String, flags: String, why: String },
+
+    /// Two models or files whose logs would have one name.
+    #[error("two entries share the name {name:?}, which names their logs")]
+    SharedName { name: String },
+
+    /// A run's threads above the CPUs each task gets.
+    #[error("settings {name:?} run -t {threads} threads, but each task gets {cpus} CPUs ({field}): raise {field} or lower -t")]
+    Threads { name: String, threads: u32, cpus: u32, field: &'static str },
+
+    /// Layers offloaded to a GPU the study does not request.
+    #[error("settings {name:?} offload layers to a GPU (-ngl {layers}), but the study requests none: set {field}, or give -ngl 0")]
+    NoGpu { name: String, layers: u32, field: &'static str },
+
+    /// GPUs requested for a run that keeps every layer on the CPU.
+    #[error(
+        "the study requests {gpus} GPU(s) per task ({field}), but settings {name:?} keep every layer on the CPU (-ngl 0): plan CPU and GPU settings as two studies"
+    )]
+    CpuOnly { gpus: u32, field: &'static str, name: String },
+
+    /// The Kubernetes manifest could not be written.
+    #[error("writing the manifest")]
+    Manifest(#[source] serde_norway::Error),
 }
 
 /// Sample logs that a report or comparison cannot put side by side: other

@@ -6,10 +6,11 @@
 //! ([`until_decided`]), the prompt-format sweep ([`sweep`]),
 //! llama-perplexity's output ([`llama`]), the results JSON ([`results`]),
 //! what `mcscore view`'s page shows ([`view`]), the option-ID
-//! tokenisation audit ([`tokens`]), and what `mcscore serve` answers: the
-//! OpenAI completions API with prompt log-probabilities ([`completions`])
-//! over a bounded queue that packs concurrent requests into fills ([`queue`]). Front ends parse, print and plot; every
-//! result is computed here.
+//! tokenisation audit ([`tokens`]), the runs and task groups they read
+//! ([`run`], [`groups`]), and a study's runs split into shards ([`study`],
+//! [`shard`]). Front ends parse, print and plot; every result is computed
+//! here. The server's requests, queue and HTTP belong to the `mcscore`
+//! binary: a library caller scores through [`ScoreJob`] or the engine.
 //!
 //! Score a file with two models loaded once, write a log, compare the runs
 //! in memory and build a report, without the binary:
@@ -17,7 +18,8 @@
 //! ```no_run
 //! use std::path::PathBuf;
 //! use mcscore_engine::{Engine, Mmap};
-//! use mcscore_eval::compare::{compare, CompareOptions, Run};
+//! use mcscore_eval::compare::{compare, CompareOptions};
+//! use mcscore_eval::run::Run;
 //! use mcscore_eval::{report, Cancel, NoProgress, ScoreJob, ScoreSpec};
 //!
 //! let file = PathBuf::from("datasets/arc-easy-validation.bin");
@@ -47,15 +49,15 @@
 static ALLOCATOR: mcscore_engine::budget::BoundedAlloc = mcscore_engine::budget::BoundedAlloc;
 pub mod chat;
 pub mod compare;
-pub mod completions;
 mod error;
 mod fills;
+pub mod groups;
 mod hashes;
 mod job;
 pub mod llama;
-pub mod queue;
 pub mod report;
 pub mod results;
+pub mod run;
 pub mod shard;
 pub mod study;
 pub mod sweep;
@@ -65,7 +67,7 @@ pub mod view;
 
 pub use error::{
     with_causes, ChatError, EvalError, GroupsFault, LogsError, SequentialError, SequentialSetting, ShardError, SpecError, StudyError,
-    SweepError, SweepFault,
+    StudyFault, SweepError, SweepFault,
 };
 pub use fills::Cancel;
 pub use hashes::sha256_cached;

@@ -14,8 +14,9 @@ use serde::Serialize;
 use crate::results::{group_accuracies, ByName, GroupAccuracies};
 use crate::LogsError;
 
-use crate::compare::{Groups, Run};
+use crate::groups::Groups;
 use crate::log;
+use crate::run::Run;
 use crate::EvalError;
 
 /// How a report is computed.

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use mcscore_metrics::{Normalisation, Proportion};
 
-use crate::compare::Groups;
+use crate::groups::Groups;
 use crate::log::{accuracy, normalisations, TaskRecord};
 use crate::EvalError;
 
@@ -240,6 +240,12 @@ pub struct GroupAccuracies {
     pub categories: Vec<GroupAccuracy>,
     /// Per group, in order of first appearance.
     pub groups: Vec<GroupAccuracy>,
+}
+
+/// The accuracy per group and category of a scored run, as `score` gives
+/// it: under acc_norm, the normalisation of llama-perplexity's number.
+pub fn score_group_accuracies(outcome: &crate::ScoreOutcome, groups: &Groups, log: &Path) -> Result<GroupAccuracies, EvalError> {
+    group_accuracies(&outcome.records, groups, Normalisation::AccNorm, log)
 }
 
 /// The accuracy under `norm` of each group and category of `records` (read

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use crate::log::write_complete;
 use crate::shard::{merge, Merged};
 use crate::EvalError;
-use crate::StudyError;
+use crate::{StudyError, StudyFault};
 
 /// A study file (JSON).
 #[derive(Debug, Clone, Deserialize)]
@@ -119,11 +119,9 @@ impl KubernetesOptions {
     }
 
     /// The image, claim and mount, or which is missing.
-    fn required(&self) -> Result<(&str, &str, &str), String> {
-        fn field<'a>(value: &'a Option<String>, name: &str, example: &str) -> Result<&'a str, String> {
-            value.as_deref().ok_or_else(|| {
-                format!("kubernetes.{name} is not set; --kubernetes needs the image, volume_claim and mount of your cluster (for example \"{name}\": \"{example}\")")
-            })
+    fn required(&self) -> Result<(&str, &str, &str), StudyFault> {
+        fn field<'a>(value: &'a Option<String>, field: &'static str, example: &'static str) -> Result<&'a str, StudyFault> {
+            value.as_deref().ok_or(StudyFault::KubernetesUnset { field, example })
         }
         Ok((
             field(&self.image, "image", "registry.example.org/mcscore:0.1.0")?,
@@ -179,20 +177,20 @@ fn reads_as_non_string_in_yaml_1_1(value: &str) -> bool {
 
 /// Refuses a study value that holds a control character: a newline in a
 /// path or an option would add a line to the script or manifest.
-fn plain(field: &str, value: &str) -> Result<(), String> {
+fn plain(field: &str, value: &str) -> Result<(), StudyFault> {
     match value.chars().find(|&c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')) {
-        Some(c) => Err(format!("{field} {value:?} holds the control character {c:?}; a study value is one line of plain text")),
+        Some(character) => Err(StudyFault::ControlCharacter { field: field.to_owned(), value: value.to_owned(), character }),
         None => Ok(()),
     }
 }
 
 /// Refuses a scheduler option unless every character is one of `allowed`
 /// (besides ASCII letters and digits): what Slurm and Kubernetes accept there.
-fn option_value(field: &str, value: &str, allowed: &str, example: &str) -> Result<(), String> {
+fn option_value(field: &'static str, value: &str, allowed: &str, example: &'static str) -> Result<(), StudyFault> {
     if !value.is_empty() && value.chars().all(|c| c.is_ascii_alphanumeric() || allowed.contains(c)) {
         Ok(())
     } else {
-        Err(format!("{field} {value:?} is not a valid value (for example {example})"))
+        Err(StudyFault::OptionValue { field, value: value.to_owned(), example })
     }
 }
 
@@ -200,56 +198,49 @@ impl Study {
     /// Reads and checks a study file; `needs_of` reads one settings entry's
     /// flags as `mcscore score` would, or says why it would refuse them.
     pub fn load(path: &Path, needs_of: impl Fn(&[String]) -> Result<Needs, String>) -> Result<Study, EvalError> {
-        let bad = |what: String| EvalError::Study(StudyError::BadStudy { path: path.to_owned(), what });
+        let bad = |fault| EvalError::Study(StudyError::BadStudy { path: path.to_owned(), fault });
         let bytes = mcscore_format::read_input(path)?;
         let mut study: Study =
             serde_json::from_slice(&bytes).map_err(|source| EvalError::Study(StudyError::NotAStudy { path: path.to_owned(), source }))?;
         study.check().map_err(bad)?;
         for (name, flags) in &study.settings {
-            let needs = needs_of(flags)
-                .map_err(|e| bad(format!("settings {name:?} ({}): `mcscore score` would refuse them: {e}", flags.join(" "))))?;
+            let needs = needs_of(flags).map_err(|why| bad(StudyFault::Refused { name: name.clone(), flags: flags.join(" "), why }))?;
             study.needs.insert(name.clone(), needs);
         }
         Ok(study)
     }
 
     /// Checks every value before it reaches a script or manifest.
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), StudyFault> {
         let study = self;
         if study.models.is_empty() || study.files.is_empty() || study.settings.is_empty() {
-            return Err("models, files and settings each need at least one entry".into());
+            return Err(StudyFault::Empty);
         }
         if study.shards == 0 || study.shards > MAX_SHARDS {
-            return Err(format!("shards is {}; give 1 to {MAX_SHARDS}", study.shards));
+            return Err(StudyFault::Shards { shards: study.shards, max: MAX_SHARDS });
         }
         let (m, f, s) = (study.models.len(), study.files.len(), study.settings.len());
         match m.checked_mul(f).and_then(|r| r.checked_mul(s)).and_then(|r| r.checked_mul(study.shards)) {
             Some(tasks) if tasks <= MAX_ARRAY_TASKS => {}
             _ => {
-                return Err(format!(
-                    "{m} models × {f} files × {s} settings × {} shards is more than {MAX_ARRAY_TASKS} array tasks",
-                    study.shards
-                ))
+                return Err(StudyFault::TooManyTasks { models: m, files: f, settings: s, shards: study.shards, max: MAX_ARRAY_TASKS });
             }
         }
         if study.out.is_empty() {
-            return Err("out is empty; give the folder the logs go to".into());
+            return Err(StudyFault::NoOut);
         }
         if study.out.contains('\\') {
             // sbatch reads `\` in --output as turning its %A/%a patterns off.
-            return Err(format!(
-                "out {:?} holds a backslash, which sbatch's output file patterns read as an escape; choose a folder without one",
-                study.out
-            ));
+            return Err(StudyFault::OutBackslash { out: study.out.clone() });
         }
         if study.mcscore.is_empty() {
-            return Err("mcscore is empty; give the mcscore binary the jobs run (default: mcscore on PATH)".into());
+            return Err(StudyFault::NoBinary);
         }
         for (field, values) in [("models", &study.models), ("files", &study.files)] {
             for value in values {
                 plain(field, value)?;
                 if value.is_empty() {
-                    return Err(format!("{field} holds an empty path"));
+                    return Err(StudyFault::EmptyPath { field });
                 }
             }
         }
@@ -258,12 +249,12 @@ impl Study {
         if let Some(path) = &study.slurm.study {
             plain("slurm.study", path)?;
             if !Path::new(path).is_absolute() {
-                return Err(format!("slurm.study {path:?} is not an absolute path (the merge job runs in another folder)"));
+                return Err(StudyFault::StudyPathRelative { path: path.clone() });
             }
         }
         let o = &study.slurm;
         if o.max_running == Some(0) {
-            return Err("slurm.max_running is 0; give at least 1 (array tasks that may run at once)".into());
+            return Err(StudyFault::MaxRunningZero);
         }
         for (field, value, allowed, example) in
             [("slurm.partition", &o.partition, "_-.,", "gpu"), ("slurm.mem", &o.mem, "", "16G"), ("slurm.time", &o.time, ":-", "02:00:00")]
@@ -273,7 +264,7 @@ impl Study {
             }
         }
         if o.cpus_per_task == Some(0) {
-            return Err("slurm.cpus_per_task is 0; give at least 1".into());
+            return Err(StudyFault::CpusPerTaskZero);
         }
         let k = &study.kubernetes;
         let name = k.name();
@@ -283,7 +274,7 @@ impl Study {
             || name.starts_with('-')
             || name.ends_with('-')
         {
-            return Err(format!("kubernetes.name {name:?} is not a DNS label (lower-case letters, digits and -, at most 63)"));
+            return Err(StudyFault::NotDnsLabel { name: name.to_owned() });
         }
         option_value("kubernetes.memory", k.memory(), ".", "16Gi")?;
         for (field, value) in [
@@ -293,9 +284,7 @@ impl Study {
             ("kubernetes.memory", Some(k.memory())),
         ] {
             if let Some(value) = value.filter(|v| reads_as_non_string_in_yaml_1_1(v)) {
-                return Err(format!(
-                    "{field} {value:?} reads as a boolean, null, number or date in YAML 1.1, which kubectl's parser follows; choose another"
-                ));
+                return Err(StudyFault::Yaml11 { field, value: value.to_owned() });
             }
         }
         if let Some(claim) = &k.volume_claim {
@@ -305,29 +294,29 @@ impl Study {
             if let Some(value) = value {
                 plain(field, value)?;
                 if value.is_empty() {
-                    return Err(format!("{field} is empty"));
+                    return Err(StudyFault::EmptyField { field });
                 }
             }
         }
         if k.parallelism == Some(0) || k.cpus == Some(0) {
-            return Err("kubernetes.parallelism and kubernetes.cpus must be at least 1".into());
+            return Err(StudyFault::KubernetesZero);
         }
         for (name, flags) in &study.settings {
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-                return Err(format!("settings name {name:?}: use letters, digits, - and _ (it names files)"));
+                return Err(StudyFault::SettingsName { name: name.clone() });
             }
             for flag in flags {
                 plain(&format!("settings {name:?}:"), flag)?;
             }
             if let Some(flag) = flags.iter().find(|f| PLANNED_FLAGS.contains(&f.split('=').next().unwrap_or(""))) {
-                return Err(format!("settings {name:?}: {flag} is set by the plan"));
+                return Err(StudyFault::PlannedFlag { name: name.clone(), flag: flag.clone() });
             }
         }
         for list in [&study.models, &study.files] {
             let mut stems: Vec<String> = list.iter().map(|p| crate::log::label(p)).collect();
             stems.sort();
             if let Some(w) = stems.windows(2).find(|w| w[0] == w[1]) {
-                return Err(format!("two entries share the name {:?}, which names their logs", w[0]));
+                return Err(StudyFault::SharedName { name: w[0].clone() });
             }
         }
         Ok(())
@@ -335,7 +324,7 @@ impl Study {
 
     /// Every path a Kubernetes job reads or writes must lie on the volume it
     /// mounts at `mount`, or the pods fail one by one on the cluster.
-    fn check_mounted(&self, mount: &str) -> Result<(), String> {
+    fn check_mounted(&self, mount: &str) -> Result<(), StudyFault> {
         let mount_path = Path::new(mount);
         let on_volume = |p: &Path| {
             p.is_absolute()
@@ -344,14 +333,12 @@ impl Study {
                 && !p.components().any(|c| matches!(c, std::path::Component::ParentDir))
         };
         if !mount_path.is_absolute() {
-            return Err(format!("kubernetes.mount {mount:?} is not an absolute path"));
+            return Err(StudyFault::MountRelative { mount: mount.to_owned() });
         }
         let paths = self.models.iter().map(|m| ("models", m)).chain(self.files.iter().map(|f| ("files", f))).chain([("out", &self.out)]);
         for (field, path) in paths {
             if !on_volume(Path::new(path)) {
-                return Err(format!(
-                    "{field}: {path} is not on the volume the job mounts at {mount} (kubernetes.mount): give absolute paths under it"
-                ));
+                return Err(StudyFault::NotMounted { field, path: path.clone(), mount: mount.to_owned() });
             }
         }
         Ok(())
@@ -360,26 +347,20 @@ impl Study {
     /// The CPUs and GPUs each array task gets: the scheduler options where
     /// given, else what the settings ask; refused where a run's `-t` or
     /// `-ngl` would not fit them.
-    fn resources(&self, (cpus_field, cpus): (&str, Option<u32>), (gpus_field, gpus): (&str, Option<u32>)) -> Result<Resources, String> {
+    fn resources(
+        &self,
+        (cpus_field, cpus): (&'static str, Option<u32>),
+        (gpus_field, gpus): (&'static str, Option<u32>),
+    ) -> Result<Resources, StudyFault> {
         let cpus = cpus.or_else(|| self.needs.values().filter_map(|n| n.threads).max()).unwrap_or(DEFAULT_CPUS);
         let gpus = gpus.unwrap_or(0);
         for (name, needs) in &self.needs {
             if let Some(threads) = needs.threads.filter(|&t| t > cpus) {
-                return Err(format!(
-                    "settings {name:?} run -t {threads} threads, but each task gets {cpus} CPUs ({cpus_field}): raise {cpus_field} or lower -t"
-                ));
+                return Err(StudyFault::Threads { name: name.clone(), threads, cpus, field: cpus_field });
             }
             match needs.gpu_layers {
-                Some(layers) if layers > 0 && gpus == 0 => {
-                    return Err(format!(
-                        "settings {name:?} offload layers to a GPU (-ngl {layers}), but the study requests none: set {gpus_field}, or give -ngl 0"
-                    ))
-                }
-                Some(0) if gpus > 0 => {
-                    return Err(format!(
-                        "the study requests {gpus} GPU(s) per task ({gpus_field}), but settings {name:?} keep every layer on the CPU (-ngl 0): plan CPU and GPU settings as two studies"
-                    ))
-                }
+                Some(layers) if layers > 0 && gpus == 0 => return Err(StudyFault::NoGpu { name: name.clone(), layers, field: gpus_field }),
+                Some(0) if gpus > 0 => return Err(StudyFault::CpuOnly { gpus, field: gpus_field, name: name.clone() }),
                 _ => {}
             }
         }
@@ -458,14 +439,14 @@ impl Study {
     /// succeeded. `study` is the study file's absolute path here, which the
     /// merge job uses unless `slurm.study` says how the jobs see it.
     pub fn slurm_script(&self, study: &Path) -> Result<String, EvalError> {
-        let bad = |what: String| EvalError::Study(StudyError::BadStudy { path: study.to_owned(), what });
+        let bad = |fault| EvalError::Study(StudyError::BadStudy { path: study.to_owned(), fault });
         // A study built or edited in memory is checked as a loaded one is.
         self.check().map_err(bad)?;
         let o = &self.slurm;
         let resources = self.resources(("slurm.cpus_per_task", o.cpus_per_task), ("slurm.gpus_per_task", o.gpus_per_task)).map_err(bad)?;
         let study_text = match &o.study {
             Some(path) => path.as_str(),
-            None => study.to_str().ok_or_else(|| bad("the study's path is not UTF-8: give slurm.study, as the jobs see it".into()))?,
+            None => study.to_str().ok_or_else(|| bad(StudyFault::StudyPathNotUtf8))?,
         };
         plain("the study's path", study_text).map_err(bad)?;
         let logs = format!("{}/slurm", self.out);
@@ -523,7 +504,7 @@ impl Study {
     /// shard of every run, on a shared volume that holds every path. Written
     /// by a YAML serializer, so no study value can add a key.
     pub fn kubernetes_manifest(&self, path: &Path) -> Result<String, EvalError> {
-        let bad = |what: String| EvalError::Study(StudyError::BadStudy { path: path.to_owned(), what });
+        let bad = |fault| EvalError::Study(StudyError::BadStudy { path: path.to_owned(), fault });
         self.check().map_err(bad)?;
         let k = &self.kubernetes;
         let (image, claim, mount) = k.required().map_err(bad)?;
@@ -569,8 +550,7 @@ impl Study {
                 },
             },
         };
-        serde_norway::to_string(&job)
-            .map_err(|e| EvalError::Study(StudyError::BadStudy { path: path.to_owned(), what: format!("writing the manifest: {e}") }))
+        serde_norway::to_string(&job).map_err(|e| bad(StudyFault::Manifest(e)))
     }
 
     /// Merges every run whose shards are all complete into its merged log

@@ -14,9 +14,11 @@ use mcscore_metrics::sequential::{ConfidenceSequence, Decision};
 use mcscore_metrics::stats::SplitMix64;
 use serde::Serialize;
 
-use crate::compare::{self, CompareOptions, Groups, Pairing, Run};
+use crate::compare::{self, CompareOptions, Pairing};
+use crate::groups::Groups;
 use crate::job::{End, Ordered, Running, ScoreJob, ScoreOutcome, ScoreSpec};
 use crate::log::{Sequential, Stop};
+use crate::run::Run;
 use crate::shard::run_sha256;
 use crate::{Cancel, EvalError, Progress};
 use crate::{SequentialError, SequentialSetting};

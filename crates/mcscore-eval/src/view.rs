@@ -11,9 +11,11 @@ use mcscore_metrics::paired::Flip;
 use mcscore_metrics::Normalisation;
 use serde::Serialize;
 
-use crate::compare::{self, CompareOptions, Comparison, Groups, Run};
+use crate::compare::{self, CompareOptions, Comparison};
+use crate::groups::Groups;
 use crate::log;
 use crate::report::{self, Report, ReportOptions};
+use crate::run::Run;
 use crate::sweep::SweepReport;
 use crate::LogsError;
 use crate::{EvalError, Input};

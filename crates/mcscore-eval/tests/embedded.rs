@@ -6,8 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use mcscore_engine::{quantize, Engine, Mmap, QuantType};
-use mcscore_eval::compare::{compare, CompareOptions, Run};
+use mcscore_eval::compare::{compare, CompareOptions};
 use mcscore_eval::report::{self, ReportOptions};
+use mcscore_eval::run::Run;
 use mcscore_eval::until_decided::{until_decided, UntilDecidedSpec};
 use mcscore_eval::{Cancel, End, EvalError, NoProgress, ScoreJob, ScoreOutcome, ScoreSpec};
 use mcscore_eval::{SequentialError, SequentialSetting, SpecError};

@@ -17,6 +17,7 @@ pub struct Flips {
     pub wrong_to_right: usize,
     /// Wrong under both, with different picks.
     pub wrong_to_other_wrong: usize,
+    /// Right under both.
     pub both_right: usize,
     /// Wrong under both, with the same pick.
     pub both_wrong: usize,
@@ -27,7 +28,9 @@ pub struct Flips {
 /// One task as one run scored it: whether the pick was right, and the pick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pick {
+    /// Whether the picked option is right (its label is 1).
     pub right: bool,
+    /// The picked option's index.
     pub option: usize,
 }
 
@@ -35,8 +38,11 @@ pub struct Pick {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Flip {
+    /// Right under both.
     BothRight,
+    /// Right under BASE, wrong under OTHER.
     RightToWrong,
+    /// Wrong under BASE, right under OTHER.
     WrongToRight,
     /// Wrong under both, with the same pick.
     BothWrong,
@@ -48,6 +54,7 @@ impl Flip {
     /// Every cell, in the order of their codes (`flip as u8`).
     pub const ALL: [Flip; 5] = [Flip::BothRight, Flip::RightToWrong, Flip::WrongToRight, Flip::BothWrong, Flip::WrongToOtherWrong];
 
+    /// The cell of a task that BASE scored as `base` and OTHER as `other`.
     pub fn of(base: Pick, other: Pick) -> Flip {
         match (base.right, other.right) {
             (true, false) => Flip::RightToWrong,
@@ -76,13 +83,19 @@ impl Flips {
         f
     }
 
+    /// The tasks counted: the sum of the five cells (`same_pick` overlaps them).
     pub fn tasks(&self) -> usize {
         self.right_to_wrong + self.wrong_to_right + self.wrong_to_other_wrong + self.both_right + self.both_wrong
     }
 
     /// The share of tasks where both runs picked the same option.
     pub fn agreement(&self) -> f64 {
-        self.same_pick as f64 / self.tasks().max(1) as f64
+        self.share(self.same_pick)
+    }
+
+    /// The share of the tasks that `count` of them are (0 for no tasks).
+    pub fn share(&self, count: usize) -> f64 {
+        count as f64 / self.tasks().max(1) as f64
     }
 }
 
@@ -191,13 +204,54 @@ pub fn js(ln_p: &[f64], ln_q: &[f64]) -> f64 {
     (0.5 * kl(ln_p, &ln_m) + 0.5 * kl(ln_q, &ln_m)).clamp(0.0, std::f64::consts::LN_2)
 }
 
+/// A histogram of log10 of per-task divergences in nats: they span orders
+/// of magnitude, so equal bins of the logarithm show them; everything at or
+/// below [`LogHistogram::FLOOR`] (no visible change, 0 included) is in the
+/// first bin, and an infinite value in the last.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogHistogram {
+    /// The upper edge of the last bin: the largest finite log10 value,
+    /// rounded up (at least `FLOOR + 1`).
+    pub top: f64,
+    /// Tasks per bin, from `FLOOR` to `top` in equal steps.
+    pub counts: Vec<usize>,
+}
+
+impl LogHistogram {
+    /// The lower edge of the first bin: 1e-6 nats.
+    pub const FLOOR: f64 = -6.0;
+
+    /// `values` in `bins` (at least 1) bins.
+    pub fn of(values: &[f64], bins: usize) -> LogHistogram {
+        let bins = bins.max(1);
+        let logs: Vec<f64> = values.iter().map(|&v| if v > 0.0 { v.log10().max(Self::FLOOR) } else { Self::FLOOR }).collect();
+        let top = logs.iter().copied().filter(|l| l.is_finite()).fold(Self::FLOOR + 1.0, f64::max).ceil();
+        let width = (top - Self::FLOOR) / bins as f64;
+        let mut counts = vec![0usize; bins];
+        for &l in &logs {
+            counts[(((l - Self::FLOOR) / width) as usize).min(bins - 1)] += 1;
+        }
+        LogHistogram { top, counts }
+    }
+
+    /// The width of a bin, in log10 units.
+    pub fn width(&self) -> f64 {
+        (self.top - Self::FLOOR) / self.counts.len() as f64
+    }
+}
+
 /// How a per-task quantity is spread over the tasks.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Spread {
+    /// The mean (0 for no values).
     pub mean: f64,
+    /// The median (NaN for no values, as are the other quantiles and the maximum).
     pub median: f64,
+    /// The 90th percentile.
     pub p90: f64,
+    /// The 99th percentile.
     pub p99: f64,
+    /// The largest value.
     pub max: f64,
 }
 
@@ -236,6 +290,7 @@ pub enum Verdict {
     Different,
     /// Both: a real difference, smaller than the margin.
     DifferentWithinMargin,
+    /// Neither equivalent nor different.
     Undecided,
 }
 
@@ -255,6 +310,8 @@ impl Verdict {
         }
     }
 
+    /// The verdict's name, as results and messages write it
+    /// (`different_within_margin`, …), which is also its serialised form.
     pub fn name(self) -> &'static str {
         match self {
             Verdict::Equivalent => "equivalent",
@@ -268,11 +325,13 @@ impl Verdict {
 /// A paired difference of accuracies (fractions) with its intervals and verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct PairedDifference {
+    /// The estimated difference, OTHER's accuracy less BASE's (a fraction).
     pub estimate: f64,
     /// At 1 − α: "different" when it excludes 0 (and McNemar agrees).
     pub interval: (f64, f64),
     /// At 1 − 2α: "equivalent" when it lies inside ±margin (TOST).
     pub tost_interval: (f64, f64),
+    /// What the two intervals, and McNemar's test, say against the margin.
     pub verdict: Verdict,
 }
 
@@ -409,8 +468,12 @@ pub(crate) fn normal_quantile(p: f64) -> f64 {
 pub struct ClusterBootstrap<'a> {
     /// The group index of each task, in `0..groups`.
     pub group_of: &'a [usize],
+    /// The number of groups.
     pub groups: usize,
+    /// Resamples drawn.
     pub resamples: usize,
+    /// Seeds each resample's generator (with the resample's index), so that
+    /// a report is reproducible.
     pub seed: u64,
 }
 
@@ -525,6 +588,15 @@ mod tests {
         }
         let d = paired_difference(0.0, &[0.0; 1000], 0.0, 2000, 0, 0, 0.01, 0.05);
         assert_eq!(d.verdict, Verdict::Equivalent, "{d:?}");
+    }
+
+    #[test]
+    fn log_histogram_bins_by_order_of_magnitude() {
+        // 0 and 1e-7 at the floor, 1e-3 in the middle, 10 and ∞ in the last bin.
+        let h = LogHistogram::of(&[0.0, 1e-7, 1e-3, 10.0, f64::INFINITY], 7);
+        assert_eq!((h.top, h.width()), (1.0, 1.0));
+        assert_eq!(h.counts, [2, 0, 0, 1, 0, 0, 2]);
+        assert_eq!(LogHistogram::of(&[], 0).counts, [0]);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! with per-token log-probabilities (`echo`) in the shape that
 //! lm-evaluation-harness (`local-completions`, `gguf`) and OpenAI's clients
 //! parse. Generation stops at one greedy token. The queue that packs requests
-//! into the engine's fills is [`crate::queue`]; HTTP is the front end's.
+//! into the engine's fills is [`super::queue`]; HTTP is the front end's.
 
 use std::sync::Arc;
 
@@ -19,7 +19,7 @@ pub(crate) const MAX_TOP_LOGPROBS: usize = 20;
 /// name a million one-token prompts) makes the server hold more than a
 /// bounded answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Prompts in one request.
     pub prompts: usize,
     /// Prompt tokens in one request (BOS the server adds included).
@@ -37,7 +37,7 @@ impl Default for Limits {
 
 /// A refused request, with what OpenAI's error body carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     /// The HTTP status: 400 for a bad field, 404 for an unknown model, 401,
     /// 413, 503 from the front end.
     pub status: u16,
@@ -50,17 +50,17 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    pub fn invalid(param: &str, message: impl Into<String>) -> ApiError {
+    pub(crate) fn invalid(param: &str, message: impl Into<String>) -> ApiError {
         ApiError { status: 400, message: message.into(), param: Some(param.to_owned()), kind: "invalid_request_error", code: None }
     }
 
     /// A request over one of the server's [`Limits`]: 413.
-    pub fn too_large(param: &str, message: impl Into<String>) -> ApiError {
+    pub(crate) fn too_large(param: &str, message: impl Into<String>) -> ApiError {
         ApiError { status: 413, code: Some("request_too_large"), ..ApiError::invalid(param, message) }
     }
 
     /// OpenAI's error body: `{"error": {"message", "type", "param", "code"}}`.
-    pub fn body(&self) -> Value {
+    pub(crate) fn body(&self) -> Value {
         serde_json::json!({"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}})
     }
 }
@@ -75,7 +75,7 @@ enum Prompt {
 /// A checked completion request.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub struct CompletionRequest {
+pub(crate) struct CompletionRequest {
     prompts: Vec<Prompt>,
     echo: bool,
     /// Top log-probabilities per token; `None`: no `logprobs` in the answer.
@@ -113,7 +113,7 @@ impl CompletionRequest {
     /// Reads a JSON body, refusing what this server would not honour, each
     /// refusal naming its field and what is allowed. `model` must name the
     /// served model (or be absent).
-    pub fn parse(body: &[u8], served: &ModelInfo, limits: &Limits) -> Result<CompletionRequest, ApiError> {
+    pub(crate) fn parse(body: &[u8], served: &ModelInfo, limits: &Limits) -> Result<CompletionRequest, ApiError> {
         let fields = object(body)?;
         only(&fields, &[READ, ACCEPTED].concat())?;
         if let Some(model) = fields.get("model") {
@@ -205,12 +205,8 @@ impl CompletionRequest {
     }
 
     /// Prompts in the request.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.prompts.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.prompts.is_empty()
     }
 }
 
@@ -267,7 +263,7 @@ fn parse_prompts(value: &Value) -> Result<Vec<Prompt>, ApiError> {
 
 /// What `GET /v1/models` says about the served model.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModelInfo {
+pub(crate) struct ModelInfo {
     pub id: String,
     pub created: u64,
 }
@@ -275,7 +271,7 @@ pub struct ModelInfo {
 /// The served model's tokenizer and the completions built on it: shared by
 /// every request handler (tokenising is cheap and thread-safe).
 #[non_exhaustive]
-pub struct Completions {
+pub(crate) struct Completions {
     engine: Arc<Engine>,
     pub model: ModelInfo,
     max_prompt: usize,
@@ -285,7 +281,7 @@ pub struct Completions {
 /// A prompt ready for the engine, with what its answer needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct PreparedPrompt {
+pub(crate) struct PreparedPrompt {
     pub request: PromptRequest,
     /// Whether the model's BOS was put before the prompt (and is not echoed).
     implicit_bos: bool,
@@ -296,7 +292,7 @@ pub struct PreparedPrompt {
 /// A checked request, tokenised.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub struct CompletionJob {
+pub(crate) struct CompletionJob {
     pub prompts: Vec<PreparedPrompt>,
     echo: bool,
     logprobs: Option<usize>,
@@ -306,7 +302,7 @@ pub struct CompletionJob {
 
 impl CompletionJob {
     /// Tokens the model reads for this request (implicit BOS included).
-    pub fn prompt_tokens(&self) -> usize {
+    pub(crate) fn prompt_tokens(&self) -> usize {
         self.prompts.iter().map(|p| p.request.tokens.len()).sum()
     }
 }
@@ -314,7 +310,7 @@ impl CompletionJob {
 /// One completion choice.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
-pub struct Choice {
+pub(crate) struct Choice {
     pub text: String,
     pub index: usize,
     pub logprobs: Option<Logprobs>,
@@ -325,7 +321,7 @@ pub struct Choice {
 /// then per generated token.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
-pub struct Logprobs {
+pub(crate) struct Logprobs {
     pub tokens: Vec<String>,
     pub token_logprobs: Vec<Option<f64>>,
     pub top_logprobs: Vec<Option<TopLogprobs>>,
@@ -336,7 +332,7 @@ pub struct Logprobs {
 /// `{token: logprob}` object (kept as pairs: a million rows of JSON maps
 /// would take gigabytes).
 #[derive(Debug, Clone, PartialEq)]
-pub struct TopLogprobs(pub Vec<(String, f64)>);
+pub(crate) struct TopLogprobs(pub Vec<(String, f64)>);
 
 impl Serialize for TopLogprobs {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -351,7 +347,7 @@ impl Serialize for TopLogprobs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
-pub struct Usage {
+pub(crate) struct Usage {
     pub prompt_tokens: usize,
     pub completion_tokens: usize,
     pub total_tokens: usize,
@@ -360,7 +356,7 @@ pub struct Usage {
 /// The body of a completion answer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
-pub struct CompletionResponse {
+pub(crate) struct CompletionResponse {
     pub id: String,
     pub object: &'static str,
     pub created: u64,
@@ -372,7 +368,7 @@ pub struct CompletionResponse {
 impl Completions {
     /// `max_prompt`: the longest prompt the engine session takes, in tokens
     /// (an implicit BOS included).
-    pub fn new(engine: Arc<Engine>, model: ModelInfo, max_prompt: usize, limits: Limits) -> Completions {
+    pub(crate) fn new(engine: Arc<Engine>, model: ModelInfo, max_prompt: usize, limits: Limits) -> Completions {
         Completions { engine, model, max_prompt, limits }
     }
 
@@ -382,7 +378,7 @@ impl Completions {
     /// remote tokenizer asks for none), and a model like Gemma scores poorly
     /// without it. Each prompt's first echoed token then has a
     /// log-probability; where nothing precedes it, `null`.
-    pub fn prepare(&self, request: CompletionRequest) -> Result<CompletionJob, ApiError> {
+    pub(crate) fn prepare(&self, request: CompletionRequest) -> Result<CompletionJob, ApiError> {
         let n_vocab = self.engine.n_vocab();
         let bos = self.engine.bos();
         let mut prompts = Vec::with_capacity(request.prompts.len());
@@ -462,7 +458,7 @@ impl Completions {
     }
 
     /// Builds the answer from the rows the engine read for each prompt.
-    pub fn respond(&self, id: String, created: u64, job: &CompletionJob, rows: &[Vec<RowScores>]) -> CompletionResponse {
+    pub(crate) fn respond(&self, id: String, created: u64, job: &CompletionJob, rows: &[Vec<RowScores>]) -> CompletionResponse {
         let mut choices = Vec::with_capacity(job.prompts.len());
         let mut completion_tokens = 0;
         for (index, (prompt, rows)) in job.prompts.iter().zip(rows).enumerate() {
@@ -539,7 +535,7 @@ impl Completions {
     /// `{"tokens", "count", "max_model_len"}` (vLLM's shape, which
     /// lm-eval's remote tokenizer reads). Special tokens written in the text
     /// are read as such, so `<bos>` gives the BOS id.
-    pub fn tokenize(&self, body: &[u8]) -> Result<Value, ApiError> {
+    pub(crate) fn tokenize(&self, body: &[u8]) -> Result<Value, ApiError> {
         let fields = object(body)?;
         only(&fields, &["prompt", "add_special_tokens", "model"])?;
         let text = fields.get("prompt").and_then(Value::as_str).ok_or_else(|| ApiError::invalid("prompt", "prompt must be a string"))?;
@@ -552,7 +548,7 @@ impl Completions {
     }
 
     /// `POST /detokenize`: `{"tokens": [ids]}` → `{"prompt": TEXT}`.
-    pub fn detokenize(&self, body: &[u8]) -> Result<Value, ApiError> {
+    pub(crate) fn detokenize(&self, body: &[u8]) -> Result<Value, ApiError> {
         let fields = object(body)?;
         only(&fields, &["tokens", "model"])?;
         let tokens = match fields.get("tokens") {
@@ -576,7 +572,7 @@ impl Completions {
     /// tokenizer tokenises them to find their ids), the BOS rule, and the
     /// GGUF's chat template (`null` without one), which lm-eval's
     /// `--apply_chat_template` renders before it sends a prompt.
-    pub fn tokenizer_info(&self) -> Value {
+    pub(crate) fn tokenizer_info(&self) -> Value {
         let (bos, eos) = self.engine.special_tokens();
         let (bos_text, eos_text) = self.engine.special_texts();
         serde_json::json!({
@@ -593,7 +589,7 @@ impl Completions {
     }
 
     /// `GET /v1/models`.
-    pub fn models(&self) -> Value {
+    pub(crate) fn models(&self) -> Value {
         serde_json::json!({"object": "list", "data": [{"id": self.model.id, "object": "model", "created": self.model.created, "owned_by": "mcscore"}]})
     }
 }

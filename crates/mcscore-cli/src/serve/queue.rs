@@ -16,7 +16,7 @@ use mcscore_engine::{Engine, EngineError, PromptRequest, RowScores, SessionLimit
 const GATHER_TOKENS: usize = 16_384;
 
 /// A request's prompts, waiting to be scored.
-pub struct Work {
+pub(crate) struct Work {
     pub prompts: Vec<PromptRequest>,
     /// Set when the client has gone: the worker skips the work.
     pub cancelled: Arc<AtomicBool>,
@@ -27,7 +27,7 @@ pub struct Work {
 
 /// How a request's work ended.
 #[derive(Debug)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Scored {
         /// Per prompt, the rows it asked for.
         rows: Vec<Vec<RowScores>>,
@@ -44,16 +44,16 @@ pub enum Outcome {
 }
 
 /// Why [`Queue::submit`] did not take the work.
-pub enum Refused {
+pub(crate) enum Refused {
     /// The queue holds as many requests, or prompt tokens, as it may.
-    Full(Work),
+    Full,
     /// The worker has stopped.
-    Closed(Work),
+    Closed,
 }
 
 /// The bounded queue and its worker.
 #[non_exhaustive]
-pub struct Queue {
+pub(crate) struct Queue {
     sender: SyncSender<Work>,
     worker: JoinHandle<()>,
     capacity: usize,
@@ -67,7 +67,7 @@ impl Queue {
     /// Creates the engine session within `limits` (on the worker thread,
     /// which keeps it) and starts the worker. `capacity`: requests that may
     /// wait at once; `token_capacity`: their prompt tokens, in all.
-    pub fn start(
+    pub(crate) fn start(
         engine: Arc<Engine>,
         settings: Settings,
         limits: SessionLimits,
@@ -105,39 +105,39 @@ impl Queue {
 
     /// Queues work without waiting: a full queue (in requests or in prompt
     /// tokens) gives it back at once.
-    pub fn submit(&self, work: Work) -> Result<(), Refused> {
+    pub(crate) fn submit(&self, work: Work) -> Result<(), Refused> {
         let tokens = tokens_of(&work);
         let before = self.queued_tokens.fetch_add(tokens, Ordering::SeqCst);
         if before > 0 && before + tokens > self.token_capacity {
             self.queued_tokens.fetch_sub(tokens, Ordering::SeqCst);
-            return Err(Refused::Full(work));
+            return Err(Refused::Full);
         }
         self.sender.try_send(work).map_err(|e| {
             self.queued_tokens.fetch_sub(tokens, Ordering::SeqCst);
             match e {
-                TrySendError::Full(w) => Refused::Full(w),
-                TrySendError::Disconnected(w) => Refused::Closed(w),
+                TrySendError::Full(_) => Refused::Full,
+                TrySendError::Disconnected(_) => Refused::Closed,
             }
         })
     }
 
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.capacity
     }
 
-    pub fn token_capacity(&self) -> usize {
+    pub(crate) fn token_capacity(&self) -> usize {
         self.token_capacity
     }
 
     /// Requests whose clients went away before the worker reached them, so
     /// that their prompts were never scored.
-    pub fn skipped(&self) -> u64 {
+    pub(crate) fn skipped(&self) -> u64 {
         self.skipped.load(Ordering::Relaxed)
     }
 
     /// Stops taking work, lets the worker finish what was queued, and waits
     /// for it.
-    pub fn shutdown(self) {
+    pub(crate) fn shutdown(self) {
         drop(self.sender);
         let _ = self.worker.join();
     }
@@ -201,7 +201,7 @@ fn work(session: &mut mcscore_engine::Session<'_>, receiver: Receiver<Work>, ski
             }
             Err(e) => {
                 for w in live {
-                    (w.reply)(Outcome::Failed(crate::with_causes(&e)));
+                    (w.reply)(Outcome::Failed(mcscore_format::with_causes(&e)));
                 }
             }
         }
