@@ -2,9 +2,10 @@
 //! llama-perplexity's real outputs (../shared/reference), and tasks that share
 //! text decode it once with the scores they get alone.
 //!
-//! Tolerances are those of the command-line agreement tests (measured there):
-//! every option's per-token score within 0.9 nats of the reference and token
-//! counts identical. The median is over the first 40 tasks only, so it is
+//! Tolerances are those of the command-line agreement tests, where they are
+//! derived (crates/mcscore-cli/tests/agreement.rs): every option's per-token
+//! score within 1.0 nats of the reference and token counts identical. The
+//! median is over the first 40 tasks only, so it is
 //! noisier than the CLI test's over whole files: measured 0.101–0.107 on a
 //! CPU with AMX (whose ggml kernels the reference build lacks; the CLI test's
 //! whole-file medians there are 0.084–0.093), so it must be within 0.12.
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 use mcscore_engine::{plan, Completion, ContextSize, Engine, FlashAttention, Mmap, Settings, TaskScores};
 use mcscore_format::{Task, TaskFile};
 
-const TOLERANCE: f64 = 0.9;
+const TOLERANCE: f64 = 1.0;
 const MEDIAN_TOLERANCE: f64 = 0.12;
 /// Tasks of each reference file scored here (the CLI tests score them all).
 const TASKS: usize = 40;

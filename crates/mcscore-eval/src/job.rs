@@ -65,6 +65,101 @@ pub struct ScoreSpec {
 pub const HELLASWAG_DEFAULT_TASKS: usize = 400;
 
 impl ScoreSpec {
+    /// Refuses settings that do not go together, before anything is read.
+    fn check(&self) -> Result<(), EvalError> {
+        let path = || self.file.clone();
+        if self.pmi && self.kind == TaskKind::Winogrande {
+            return Err(EvalError::Spec(SpecError::PmiWinogrande { path: path() }));
+        }
+        if self.ordered.is_some() && (self.subset.is_some() || self.limit.is_some() || self.shard.is_some() || self.pmi) {
+            return Err(EvalError::Spec(SpecError::OrderedWith { path: path() }));
+        }
+        if self.limit.is_some() && self.subset.is_some() {
+            return Err(EvalError::Spec(SpecError::LimitWithSubset { path: path() }));
+        }
+        if self.limit == Some(0) {
+            return Err(EvalError::Spec(SpecError::ZeroLimit { path: path() }));
+        }
+        if let Some(shard) = self.shard {
+            shard.check()?;
+        }
+        if !self.chat.is_none() && self.kind == TaskKind::Winogrande {
+            return Err(EvalError::Chat(ChatError::ChatWinogrande { path: path() }));
+        }
+        if self.chat.is_none() && (self.chat.system.is_some() || self.chat.shots.is_some()) {
+            return Err(EvalError::Chat(ChatError::ChatWithoutTemplate { path: path() }));
+        }
+        Ok(())
+    }
+
+    /// The run's tasks, in the order they are scored, from a file of
+    /// `file_tasks`: a sequential comparison's order, the first `--limit`,
+    /// or llama-perplexity's pick.
+    fn run_order(&self, file_tasks: usize) -> Result<(Selection, Vec<usize>), EvalError> {
+        Ok(match &self.ordered {
+            Some(ordered) => {
+                check_order(&ordered.order, file_tasks)
+                    .map_err(|why| EvalError::Sequential(SequentialError::NotAnOrder { path: self.file.clone(), why }))?;
+                (Selection::All, ordered.order.clone())
+            }
+            None => match self.limit {
+                Some(limit) => first(limit, file_tasks),
+                None => select(self.kind, self.effective_subset(), file_tasks),
+            },
+        })
+    }
+
+    /// This shard's header and its range of `order`, for a shard's run. A
+    /// shard cuts the run by its tasks' bytes (no tokeniser needed) and reads
+    /// and tokenises its own range only: a shard of an 819,772-task file
+    /// prepares its tasks, not the run's.
+    fn shard_range(&self, order: &[usize], tasks: &Tasks<'_>) -> Result<Option<(ShardHeader, std::ops::Range<usize>)>, EvalError> {
+        let Some(shard) = self.shard else { return Ok(None) };
+        let bytes: Vec<usize> = order.iter().map(|&i| task_bytes(&tasks.get(i).expect("orders index the file's tasks"))).collect();
+        let range = partition(&bytes, shard.count)?.swap_remove(shard.index);
+        let header = ShardHeader {
+            index: shard.index,
+            count: shard.count,
+            rule: crate::shard::RULE.to_owned(),
+            run_tasks: order.len(),
+            file_tasks: tasks.len(),
+            run_sha256: run_sha256(order.iter().copied()),
+        };
+        Ok(Some((header, range)))
+    }
+
+    /// The model's sha256 and whether it came from the cache, where a log
+    /// records it or the caller asked; empty otherwise.
+    fn model_hash(&self) -> Result<(String, bool), EvalError> {
+        Ok(match (self.log.is_some() || self.hash_model, &self.hash_cache, &self.model_sha256) {
+            (false, _, _) => (String::new(), false),
+            (true, _, Some(known)) => (known.clone(), false),
+            (true, Some(cache), None) => crate::hashes::sha256_cached(&self.model, cache)?,
+            (true, None, None) => (sha256_file(&self.model).map_err(EvalError::io(&self.model))?, false),
+        })
+    }
+
+    /// The sample log, opened new or resumed after its last task: under the
+    /// batch rule a task's numbers do not depend on the fill it lands in.
+    /// The header pins the file and the subset; the lines kept must be the
+    /// run's tasks (`prepared`) in the run's order too.
+    fn open_log(&self, header: &Header, prepared: &[PreparedTask]) -> Result<Logged, EvalError> {
+        let Some(log_path) = &self.log else { return Ok(Logged { log: None, kept: Vec::new(), already_complete: false, stopped: None }) };
+        let logged = match SampleLog::open(log_path, header, self.resume, |done| done)? {
+            Opened::Writing { log, kept } => Logged { log: Some(log), kept, already_complete: false, stopped: None },
+            Opened::Complete { records, stopped } => Logged { log: None, kept: records, already_complete: true, stopped },
+        };
+        if let Some((at, record)) = logged.kept.iter().enumerate().find(|(i, r)| prepared.get(*i).is_none_or(|p| p.index != r.task)) {
+            return Err(EvalError::ResumeOtherTasks {
+                path: log_path.clone(),
+                position: at,
+                logged: record.task,
+                run: prepared.get(at).map(|p| p.index),
+            });
+        }
+        Ok(logged)
+    }
+
     /// The subset the run takes: `subset`, or its mode's default where it
     /// has one and no limit or order is given (HellaSwag's
     /// [`HELLASWAG_DEFAULT_TASKS`]).
@@ -227,6 +322,34 @@ impl<'a> Tasks<'a> {
 
 /// The engine a job scores with: its own, or one lent by the caller (who
 /// may lend it to many jobs, one after another).
+/// A run's sample log as opened: the writer (none without a log, or for
+/// a complete one), the records kept, and how a complete log ended.
+struct Logged {
+    log: Option<SampleLog>,
+    kept: Vec<TaskRecord>,
+    already_complete: bool,
+    stopped: Option<crate::log::Stop>,
+}
+
+/// `--pmi`'s pass: every selected task's options after the context
+/// "Answer:" alone, inside the same chat turns (no shots to split), tokenised
+/// and planned.
+fn unconditional_pass(
+    spec: &ScoreSpec,
+    engine: &Engine,
+    template: Option<&Template>,
+    selected: &[(usize, Task<'_>)],
+) -> Result<(Vec<PreparedTask>, Plan), EvalError> {
+    let path = spec.file.as_path();
+    let bare: Vec<(usize, Task<'_>)> =
+        selected.iter().map(|(i, t)| (*i, Task { question: UNCONDITIONAL_CONTEXT, mc1: t.mc1.clone(), mc2: Default::default() })).collect();
+    let unconditional_error = |source| EvalError::Unconditional { path: path.to_owned(), source };
+    let chat = ChatSpec { shots: None, ..spec.chat.clone() };
+    let prepared = crate::chat::prepare(engine, &chat, template, path, &bare, spec.settings.task_limit(), unconditional_error)?.0;
+    let plan = mcscore_engine::plan(&prepared, &spec.settings).map_err(unconditional_error)?;
+    Ok((prepared, plan))
+}
+
 enum Lent<'e> {
     Owned(Box<Engine>),
     Borrowed(&'e Engine),
@@ -446,21 +569,7 @@ impl<'e> ScoreJob<'e> {
     fn prepare_on(spec: ScoreSpec, load: impl FnOnce(&ScoreSpec) -> Result<Lent<'e>, EvalError>) -> Result<ScoreJob<'e>, EvalError> {
         let started = Instant::now();
         let path = spec.file.as_path();
-        if spec.pmi && spec.kind == TaskKind::Winogrande {
-            return Err(EvalError::Spec(SpecError::PmiWinogrande { path: path.to_owned() }));
-        }
-        if spec.ordered.is_some() && (spec.subset.is_some() || spec.limit.is_some() || spec.shard.is_some() || spec.pmi) {
-            return Err(EvalError::Spec(SpecError::OrderedWith { path: path.to_owned() }));
-        }
-        if spec.limit.is_some() && spec.subset.is_some() {
-            return Err(EvalError::Spec(SpecError::LimitWithSubset { path: path.to_owned() }));
-        }
-        if spec.limit == Some(0) {
-            return Err(EvalError::Spec(SpecError::ZeroLimit { path: path.to_owned() }));
-        }
-        if let Some(shard) = spec.shard {
-            shard.check()?;
-        }
+        spec.check()?;
         let input = Input::open(path, spec.kind, spec.lenient)?;
         let all_tasks = input.tasks(path)?;
         let mut timings = Timings::default();
@@ -470,39 +579,11 @@ impl<'e> ScoreJob<'e> {
             lap = Instant::now();
         };
         timings.read = started.elapsed().as_secs_f64();
-        let (selection, order) = match &spec.ordered {
-            Some(ordered) => {
-                check_order(&ordered.order, all_tasks.len())
-                    .map_err(|why| EvalError::Sequential(SequentialError::NotAnOrder { path: path.to_owned(), why }))?;
-                (Selection::All, ordered.order.clone())
-            }
-            None => match spec.limit {
-                Some(limit) => first(limit, all_tasks.len()),
-                None => select(spec.kind, spec.effective_subset(), all_tasks.len()),
-            },
-        };
+        let (selection, order) = spec.run_order(all_tasks.len())?;
         // Every index of an order is below the task count: `check_order`,
         // `first` and `select` make them so.
         let task = |i: usize| all_tasks.get(i).expect("orders index the file's tasks");
-        // A shard cuts the run by its tasks' bytes (no tokeniser needed) and
-        // reads and tokenises its own range only: a shard of an 819,772-task
-        // file prepares its tasks, not the run's.
-        let shard = match spec.shard {
-            Some(shard) => {
-                let bytes: Vec<usize> = order.iter().map(|&i| task_bytes(&task(i))).collect();
-                let range = partition(&bytes, shard.count)?.swap_remove(shard.index);
-                let header = ShardHeader {
-                    index: shard.index,
-                    count: shard.count,
-                    rule: crate::shard::RULE.to_owned(),
-                    run_tasks: order.len(),
-                    file_tasks: all_tasks.len(),
-                    run_sha256: run_sha256(order.iter().copied()),
-                };
-                Some((header, range))
-            }
-            None => None,
-        };
+        let shard = spec.shard_range(&order, &all_tasks)?;
         let range = shard.as_ref().map_or(0..order.len(), |(_, range)| range.clone());
         // A chat header records the run's first prompt: every shard renders it,
         // prepared before the shard's tasks and dropped after.
@@ -511,13 +592,6 @@ impl<'e> ScoreJob<'e> {
         let mut selected: Vec<(usize, Task<'_>)> = order[..extra].iter().chain(&order[range]).map(|&i| (i, task(i))).collect();
         let shard = shard.map(|(header, _)| header);
         let settings = &spec.settings;
-
-        if !spec.chat.is_none() && spec.kind == TaskKind::Winogrande {
-            return Err(EvalError::Chat(ChatError::ChatWinogrande { path: path.to_owned() }));
-        }
-        if spec.chat.is_none() && (spec.chat.system.is_some() || spec.chat.shots.is_some()) {
-            return Err(EvalError::Chat(ChatError::ChatWithoutTemplate { path: path.to_owned() }));
-        }
         let engine = load(&spec)?;
         phase(&mut timings.load);
         let mut memory = MemorySeen::default();
@@ -540,29 +614,9 @@ impl<'e> ScoreJob<'e> {
         phase(&mut timings.tokenise);
         let plan = plan(&prepared, settings).map_err(EvalError::engine(path))?;
         engine.check_memory(&plan, settings.n_gpu_layers).map_err(EvalError::engine(path))?;
-        let unconditional = if spec.pmi {
-            let bare: Vec<(usize, Task<'_>)> = selected
-                .iter()
-                .map(|(i, t)| (*i, Task { question: UNCONDITIONAL_CONTEXT, mc1: t.mc1.clone(), mc2: Default::default() }))
-                .collect();
-            let unconditional_error = |source| EvalError::Unconditional { path: path.to_owned(), source };
-            // The same turns around "Answer:" alone; no shots to split.
-            let chat = ChatSpec { shots: None, ..spec.chat.clone() };
-            let prepared =
-                crate::chat::prepare(&engine, &chat, template.as_ref(), path, &bare, settings.task_limit(), unconditional_error)?.0;
-            let plan = mcscore_engine::plan(&prepared, settings).map_err(unconditional_error)?;
-            Some((prepared, plan))
-        } else {
-            None
-        };
-
+        let unconditional = spec.pmi.then(|| unconditional_pass(&spec, &engine, template.as_ref(), &selected)).transpose()?;
         phase(&mut timings.plan);
-        let (model_sha256, model_sha256_cached) = match (spec.log.is_some() || spec.hash_model, &spec.hash_cache) {
-            (false, _) => (String::new(), false),
-            (true, _) if spec.model_sha256.is_some() => (spec.model_sha256.clone().unwrap_or_default(), false),
-            (true, Some(cache)) => crate::hashes::sha256_cached(&spec.model, cache)?,
-            (true, None) => (sha256_file(&spec.model).map_err(EvalError::io(&spec.model))?, false),
-        };
+        let (model_sha256, model_sha256_cached) = spec.model_hash()?;
         phase(&mut timings.hash);
         let sequential = spec.ordered.as_ref().map(|o| o.sequential.clone());
         let header = Header {
@@ -586,28 +640,7 @@ impl<'e> ScoreJob<'e> {
             sequential,
             chat,
         };
-        // Resume after the last task logged: under the batch rule a task's
-        // numbers do not depend on the fill it lands in.
-        let (log, kept, already_complete, stopped) = match &spec.log {
-            Some(log_path) => {
-                let (log, kept, complete, stopped) = match SampleLog::open(log_path, &header, spec.resume, |done| done)? {
-                    Opened::Writing { log, kept } => (Some(log), kept, false, None),
-                    Opened::Complete { records, stopped } => (None, records, true, stopped),
-                };
-                // The header pins the file and the subset; the lines must be
-                // the run's tasks in the run's order too.
-                if let Some((at, record)) = kept.iter().enumerate().find(|(i, r)| prepared.get(*i).is_none_or(|p| p.index != r.task)) {
-                    return Err(EvalError::ResumeOtherTasks {
-                        path: log_path.clone(),
-                        position: at,
-                        logged: record.task,
-                        run: prepared.get(at).map(|p| p.index),
-                    });
-                }
-                (log, kept, complete, stopped)
-            }
-            None => (None, Vec::new(), false, None),
-        };
+        let Logged { log, kept, already_complete, stopped } = spec.open_log(&header, &prepared)?;
         phase(&mut timings.log);
         let lenient_faults = match &input {
             Input::Lenient { faults, .. } => faults.clone(),

@@ -315,203 +315,38 @@ pub fn until_decided(
     drop(file);
     let mut order = shuffled_order(file_tasks, spec.order_seed);
     order.truncate(spec.max_tasks.unwrap_or(usize::MAX));
-    let n = order.len();
-    let k = spec.others.len();
-    let norm = spec.options.normalisation;
-    let alpha_each = spec.options.alpha / k as f64;
-    let log_paths = spec.log_paths();
-    let models: Vec<&PathBuf> = spec.models().collect();
-
-    let Loaded { engines, of_model, available } = load_engines(spec)?;
-    // Hashes first: every log's header names every model of the comparison.
-    let hashes: Vec<Option<String>> = match &log_paths {
-        Some(_) => models
-            .iter()
-            .map(|m| match &spec.hash_cache {
-                Some(cache) => crate::sha256_cached(m, cache).map(|(h, _)| Some(h)),
-                None => mcscore_format::sha256_file(m).map(Some).map_err(EvalError::io(m.as_path())),
-            })
-            .collect::<Result<_, _>>()?,
-        None => vec![None; models.len()],
-    };
-    let sequential = Sequential {
-        order_rule: ORDER_RULE.to_owned(),
-        seed: spec.order_seed,
-        order_sha256: run_sha256(order.iter().copied()),
-        file_tasks,
-        chunk: spec.chunk,
-        alpha: spec.options.alpha,
-        margin: spec.options.margin,
-        normalisation: norm.name().to_owned(),
-        base_sha256: hashes[0].clone().unwrap_or_default(),
-        other_sha256: hashes[1..].iter().map(|h| h.clone().unwrap_or_default()).collect(),
-    };
-    let mut prepared: Vec<(usize, ScoreJob<'_>)> = Vec::with_capacity(models.len());
-    for m in 0..models.len() {
-        // The engine's own path: a model given twice is loaded once.
-        let engine = &engines[of_model[m]];
-        let mut job_spec = ScoreSpec::new(engine.path(), &spec.file);
-        job_spec.settings = spec.settings.clone();
-        job_spec.log = log_paths.as_ref().map(|p| p[m].clone());
-        job_spec.resume = spec.resume;
-        job_spec.model_sha256 = hashes[m].clone();
-        job_spec.ordered = Some(Ordered { order: order.clone(), sequential: sequential.clone() });
-        job_spec.chat = spec.chat.clone();
-        prepared.push((of_model[m], ScoreJob::with_engine(engine, job_spec)?));
-    }
-    check_memory_together(&engines, &prepared, available)?;
-    let mut jobs: Vec<Option<Running<'_>>> = Vec::with_capacity(models.len());
-    for (_, job) in prepared {
-        jobs.push(Some(job.start(progress, cancel)?));
-    }
-
-    let mut sequences: Vec<ConfidenceSequence> = (0..k).map(|_| ConfidenceSequence::new(alpha_each)).collect();
-    let mut decided: Vec<Option<(Decision, usize)>> = vec![None; k];
-    let mut outcomes: Vec<Option<ScoreOutcome>> = (0..=k).map(|_| None).collect();
-    let mut at = 0;
-    let mut interrupted = false;
-    while at < n && decided.iter().any(Option::is_none) {
-        let end = (at + spec.chunk).min(n);
-        // BASE and every OTHER still undecided score the chunk.
-        for m in std::iter::once(0).chain((1..=k).filter(|&m| decided[m - 1].is_none())) {
-            let job = jobs[m].as_mut().expect("an undecided model's job is running");
-            if !job.score_to(end, progress, cancel)? {
-                interrupted = true;
-                break;
-            }
-            if job.records().len() < end {
-                let path = log_paths.as_ref().map_or_else(|| models[m].clone(), |p| p[m].clone());
-                return Err(EvalError::Sequential(SequentialError::SequentialLog {
-                    path,
-                    why: format!(
-                        "the log is complete after {} tasks of the order, but the stopping rule had not decided there (the log was edited, or written by another mcscore)",
-                        job.records().len()
-                    ),
-                }));
-            }
-        }
-        if interrupted {
+    let loaded = load_engines(spec)?;
+    let sequential = sequential_header(spec, &order, file_tasks)?;
+    let jobs = prepare_jobs(spec, &loaded, &order, &sequential)?;
+    let mut jobs = jobs.into_iter().map(|job| job.start(progress, cancel).map(Some)).collect::<Result<Vec<_>, _>>()?;
+    let mut run = Sequences::new(spec, order.len());
+    while run.at < run.n && run.decided.iter().any(Option::is_none) {
+        if !run.score_chunk(&mut jobs, progress, cancel)? {
             break;
         }
-        let base = jobs[0].as_ref().expect("BASE's job runs until the end").records();
-        for o in 0..k {
-            if decided[o].is_some() {
-                continue;
-            }
-            let other = jobs[o + 1].as_ref().expect("undecided").records();
-            // both jobs scored this chunk, so hold end records (checked above); check() refused acc_pmi
-            for t in at..end {
-                sequences[o].push(base[t].correct.get(norm), other[t].correct.get(norm));
-            }
-            let decision = sequences[o].decision(spec.options.margin);
-            if decision != Decision::Undecided {
-                decided[o] = Some((decision, end));
-            }
-        }
-        at = end;
-        on_look(&Look {
-            tasks: at,
-            of: n,
-            others: (0..k)
-                .map(|o| OtherLook {
-                    label: label(models[o + 1]),
-                    interval: sequences[o].interval(),
-                    decision: decided[o].map_or(Decision::Undecided, |d| d.0),
-                    decided_at: decided[o].map(|d| d.1),
-                })
-                .collect(),
-        });
-        // Decided OTHERs end now, complete: their logs stop here.
-        for o in 0..k {
-            if let (Some((decision, used)), Some(job)) = (decided[o], jobs[o + 1].take_if(|_| decided[o].is_some())) {
-                let stop = if decision == Decision::Different { Stop::Different } else { Stop::Equivalent };
-                let outcome = job.stop(stop)?;
-                let logged_other = matches!(outcome.end, End::Stopped(s) if s != stop) || outcome.records.len() != used;
-                if logged_other {
-                    return Err(EvalError::Sequential(SequentialError::SequentialLog {
-                        path: log_paths.as_ref().map_or_else(|| models[o + 1].clone(), |p| p[o + 1].clone()),
-                        why: format!(
-                            "the log ended {:?} after {} tasks, but the stopping rule decides {decision:?} after {used} (the log was edited, or written by another mcscore)",
-                            outcome.end,
-                            outcome.records.len()
-                        ),
-                    }));
-                }
-                outcomes[o + 1] = Some(outcome);
-            }
-        }
+        on_look(&run.look());
+        run.stop_decided(&mut jobs)?;
     }
-    // Whatever is still running ends: complete at the end of the order,
-    // stopped when every OTHER is decided, resumable after Ctrl-C.
-    for (m, slot) in jobs.iter_mut().enumerate() {
-        if let Some(job) = slot.take() {
-            outcomes[m] = Some(if !interrupted && m == 0 && decided.iter().all(Option::is_some) {
-                job.stop(Stop::EveryOtherDecided)?
-            } else {
-                job.finish()?
-            });
-        }
-    }
-    let outcomes: Vec<ScoreOutcome> = outcomes.into_iter().map(|o| o.expect("every job ended")).collect();
+    let outcomes = run.finish(jobs)?;
+    let models: Vec<&PathBuf> = spec.models().collect();
     let scored = |m: usize| outcomes[m].records.len() - outcomes[m].resumed;
     let part = |m: usize| ModelPart {
         label: label(models[m]),
         model: models[m].display().to_string(),
-        log: log_paths.as_ref().map(|p| p[m].display().to_string()),
+        log: run.log_paths.as_ref().map(|p| p[m].display().to_string()),
         tasks: outcomes[m].records.len(),
         scored: scored(m),
         scoring_seconds: outcomes[m].scoring_seconds,
         beyond_training: outcomes[m].beyond_training,
     };
     // Every model that scored here; `None` when none did (a finished comparison resumed).
-    let whole_order_seconds =
-        (0..=k).filter(|&m| scored(m) > 0).map(|m| outcomes[m].scoring_seconds / scored(m) as f64 * n as f64).reduce(|a, b| a + b);
-    let mut others = Vec::with_capacity(k);
-    for o in 0..k {
-        let used = decided[o].map_or(at, |d| d.1);
-        let as_run = |m: usize| Run {
-            label: label(models[m]),
-            source: log_paths.as_ref().map_or_else(|| models[m].clone(), |p| p[m].clone()),
-            header: outcomes[m].header.clone(),
-            records: outcomes[m].records[..used.min(outcomes[m].records.len())].to_vec(),
-        };
-        let (base_run, other_run) = (as_run(0), as_run(o + 1));
-        let options = CompareOptions { alpha: alpha_each, ..spec.options };
-        let fixed_sample = match used {
-            0 => None,
-            _ => compare::compare(&base_run, std::slice::from_ref(&other_run), groups, &options)?.others.into_iter().next(),
-        };
-        let decision = decided[o].map_or(Decision::Undecided, |d| d.0);
-        let (low, high) = sequences[o].interval();
-        let conclusion = match decision {
-            Decision::Different if high < 0.0 => "worse".to_owned(),
-            Decision::Different => "better".to_owned(),
-            Decision::Equivalent => format!("equivalent {}", compare::within(spec.options.margin)),
-            Decision::Undecided if interrupted => "undecided: interrupted".to_owned(),
-            Decision::Undecided if n < file_tasks => {
-                format!("undecided at {}: the {n} tasks --max-tasks allows were scored", compare::plus_minus(spec.options.margin))
-            }
-            Decision::Undecided => {
-                format!("undecided at {}: every task of the file was scored", compare::plus_minus(spec.options.margin))
-            }
-        };
-        let differently = base_run
-            .records
-            .iter()
-            .zip(&other_run.records)
-            .filter(|(b, r)| b.options.iter().zip(&r.options).any(|(x, y)| x.tokens != y.tokens))
-            .count();
-        others.push(OtherOutcome {
-            part: part(o + 1),
-            decision,
-            conclusion,
-            tasks_used: used,
-            difference: fixed_sample.as_ref().map_or(0.0, |p| p.difference.estimate),
-            interval: (low, high),
-            tasks_tokenised_differently: differently,
-            fixed_sample,
-        });
-    }
+    let whole_order_seconds = (0..outcomes.len())
+        .filter(|&m| scored(m) > 0)
+        .map(|m| outcomes[m].scoring_seconds / scored(m) as f64 * run.n as f64)
+        .reduce(|a, b| a + b);
+    let others = (0..spec.others.len())
+        .map(|o| run.outcome_of(o, part(o + 1), &outcomes, groups, file_tasks))
+        .collect::<Result<Vec<_>, EvalError>>()?;
     Ok(UntilDecided {
         schema_version: crate::results::SCHEMA_VERSION,
         file: spec.file.display().to_string(),
@@ -520,18 +355,265 @@ pub fn until_decided(
         order_rule: ORDER_RULE,
         order_seed: spec.order_seed,
         order_sha256: sequential.order_sha256,
-        order_tasks: n,
+        order_tasks: run.n,
         chunk: spec.chunk,
-        normalisation: norm.name(),
+        normalisation: spec.options.normalisation.name(),
         margin: spec.options.margin,
         alpha: spec.options.alpha,
-        alpha_each,
-        interrupted,
+        alpha_each: run.alpha_each,
+        interrupted: run.interrupted,
         base: part(0),
         others,
         wall_seconds: started.elapsed().as_secs_f64(),
         whole_order_seconds,
     })
+}
+
+/// What every log of the comparison records of it: the order, the rule
+/// and every model's sha256 (hashed only where logs are written).
+fn sequential_header(spec: &UntilDecidedSpec, order: &[usize], file_tasks: usize) -> Result<Sequential, EvalError> {
+    let hashes: Vec<String> = match spec.log_dir {
+        Some(_) => spec
+            .models()
+            .map(|m| match &spec.hash_cache {
+                Some(cache) => crate::sha256_cached(m, cache).map(|(h, _)| h),
+                None => mcscore_format::sha256_file(m).map_err(EvalError::io(m.as_path())),
+            })
+            .collect::<Result<_, _>>()?,
+        None => vec![String::new(); spec.others.len() + 1],
+    };
+    Ok(Sequential {
+        order_rule: ORDER_RULE.to_owned(),
+        seed: spec.order_seed,
+        order_sha256: run_sha256(order.iter().copied()),
+        file_tasks,
+        chunk: spec.chunk,
+        alpha: spec.options.alpha,
+        margin: spec.options.margin,
+        normalisation: spec.options.normalisation.name().to_owned(),
+        base_sha256: hashes[0].clone(),
+        other_sha256: hashes[1..].to_vec(),
+    })
+}
+
+/// Every model's job (BASE first), each on its engine, checked together
+/// against the memory available before any model was loaded.
+fn prepare_jobs<'e>(
+    spec: &UntilDecidedSpec,
+    loaded: &'e Loaded,
+    order: &[usize],
+    sequential: &Sequential,
+) -> Result<Vec<ScoreJob<'e>>, EvalError> {
+    let log_paths = spec.log_paths();
+    let mut prepared: Vec<(usize, ScoreJob<'_>)> = Vec::with_capacity(loaded.of_model.len());
+    for (m, &e) in loaded.of_model.iter().enumerate() {
+        // The engine's own path: a model given twice is loaded once.
+        let engine = &loaded.engines[e];
+        let mut job_spec = ScoreSpec::new(engine.path(), &spec.file);
+        job_spec.settings = spec.settings.clone();
+        job_spec.log = log_paths.as_ref().map(|p| p[m].clone());
+        job_spec.resume = spec.resume;
+        job_spec.model_sha256 = (!sequential.base_sha256.is_empty()).then(|| {
+            if m == 0 {
+                sequential.base_sha256.clone()
+            } else {
+                sequential.other_sha256[m - 1].clone()
+            }
+        });
+        job_spec.ordered = Some(Ordered { order: order.to_vec(), sequential: sequential.clone() });
+        job_spec.chat = spec.chat.clone();
+        prepared.push((e, ScoreJob::with_engine(engine, job_spec)?));
+    }
+    check_memory_together(&loaded.engines, &prepared, loaded.available)?;
+    Ok(prepared.into_iter().map(|(_, job)| job).collect())
+}
+
+/// The comparison as it scores: each OTHER's confidence sequence and
+/// decision, and each model's outcome once its job has ended.
+struct Sequences<'s> {
+    spec: &'s UntilDecidedSpec,
+    models: Vec<&'s PathBuf>,
+    log_paths: Option<Vec<PathBuf>>,
+    /// Tasks in the order, and of them scored by every model still needed.
+    n: usize,
+    at: usize,
+    alpha_each: f64,
+    sequences: Vec<ConfidenceSequence>,
+    /// Per OTHER: its decision and the tasks it rests on, once decided.
+    decided: Vec<Option<(Decision, usize)>>,
+    /// Per model (BASE first): its outcome, once its job has ended.
+    outcomes: Vec<Option<ScoreOutcome>>,
+    interrupted: bool,
+}
+
+impl<'s> Sequences<'s> {
+    fn new(spec: &'s UntilDecidedSpec, n: usize) -> Sequences<'s> {
+        let k = spec.others.len();
+        let alpha_each = spec.options.alpha / k as f64;
+        Sequences {
+            spec,
+            models: spec.models().collect(),
+            log_paths: spec.log_paths(),
+            n,
+            at: 0,
+            alpha_each,
+            sequences: (0..k).map(|_| ConfidenceSequence::new(alpha_each)).collect(),
+            decided: vec![None; k],
+            outcomes: (0..=k).map(|_| None).collect(),
+            interrupted: false,
+        }
+    }
+
+    /// The log of model `m`, or the model where no log is written.
+    fn source(&self, m: usize) -> PathBuf {
+        self.log_paths.as_ref().map_or_else(|| self.models[m].clone(), |p| p[m].clone())
+    }
+
+    /// BASE and every OTHER still undecided score the next chunk, and each
+    /// undecided sequence takes its tasks; false when `cancel` stopped it.
+    fn score_chunk(&mut self, jobs: &mut [Option<Running<'_>>], progress: &mut dyn Progress, cancel: &Cancel) -> Result<bool, EvalError> {
+        let (at, end) = (self.at, (self.at + self.spec.chunk).min(self.n));
+        for m in std::iter::once(0).chain((1..jobs.len()).filter(|&m| self.decided[m - 1].is_none())) {
+            let job = jobs[m].as_mut().expect("an undecided model's job is running");
+            if !job.score_to(end, progress, cancel)? {
+                self.interrupted = true;
+                return Ok(false);
+            }
+            if job.records().len() < end {
+                return Err(EvalError::Sequential(SequentialError::SequentialLog {
+                    path: self.source(m),
+                    why: format!(
+                        "the log is complete after {} tasks of the order, but the stopping rule had not decided there (the log was edited, or written by another mcscore)",
+                        job.records().len()
+                    ),
+                }));
+            }
+        }
+        let norm = self.spec.options.normalisation;
+        let base = jobs[0].as_ref().expect("BASE's job runs until the end").records();
+        for o in 0..self.decided.len() {
+            if self.decided[o].is_some() {
+                continue;
+            }
+            let other = jobs[o + 1].as_ref().expect("undecided").records();
+            // both jobs scored this chunk, so hold end records (checked above); check() refused acc_pmi
+            for t in at..end {
+                self.sequences[o].push(base[t].correct.get(norm), other[t].correct.get(norm));
+            }
+            let decision = self.sequences[o].decision(self.spec.options.margin);
+            if decision != Decision::Undecided {
+                self.decided[o] = Some((decision, end));
+            }
+        }
+        self.at = end;
+        Ok(true)
+    }
+
+    /// What the sequences show now.
+    fn look(&self) -> Look {
+        Look {
+            tasks: self.at,
+            of: self.n,
+            others: (0..self.decided.len())
+                .map(|o| OtherLook {
+                    label: label(self.models[o + 1]),
+                    interval: self.sequences[o].interval(),
+                    decision: self.decided[o].map_or(Decision::Undecided, |d| d.0),
+                    decided_at: self.decided[o].map(|d| d.1),
+                })
+                .collect(),
+        }
+    }
+
+    /// Decided OTHERs end now, complete: their logs stop here.
+    fn stop_decided(&mut self, jobs: &mut [Option<Running<'_>>]) -> Result<(), EvalError> {
+        for o in 0..self.decided.len() {
+            let Some((decision, used)) = self.decided[o] else { continue };
+            let Some(job) = jobs[o + 1].take() else { continue };
+            let stop = if decision == Decision::Different { Stop::Different } else { Stop::Equivalent };
+            let outcome = job.stop(stop)?;
+            let logged_other = matches!(outcome.end, End::Stopped(s) if s != stop) || outcome.records.len() != used;
+            if logged_other {
+                return Err(EvalError::Sequential(SequentialError::SequentialLog {
+                    path: self.source(o + 1),
+                    why: format!(
+                        "the log ended {:?} after {} tasks, but the stopping rule decides {decision:?} after {used} (the log was edited, or written by another mcscore)",
+                        outcome.end,
+                        outcome.records.len()
+                    ),
+                }));
+            }
+            self.outcomes[o + 1] = Some(outcome);
+        }
+        Ok(())
+    }
+
+    /// Whatever is still running ends: complete at the end of the order,
+    /// stopped when every OTHER is decided, resumable after Ctrl-C. Every
+    /// model's outcome, BASE first.
+    fn finish(&mut self, jobs: Vec<Option<Running<'_>>>) -> Result<Vec<ScoreOutcome>, EvalError> {
+        let all_decided = !self.interrupted && self.decided.iter().all(Option::is_some);
+        for (m, job) in jobs.into_iter().enumerate() {
+            if let Some(job) = job {
+                self.outcomes[m] = Some(if m == 0 && all_decided { job.stop(Stop::EveryOtherDecided)? } else { job.finish()? });
+            }
+        }
+        Ok(self.outcomes.iter_mut().map(|o| o.take().expect("every job ended")).collect())
+    }
+
+    /// OTHER `o`'s answer, with its `part`: the decision in words, the
+    /// sequence at the stop, and `compare` on the tasks it rests on.
+    fn outcome_of(
+        &self,
+        o: usize,
+        part: ModelPart,
+        outcomes: &[ScoreOutcome],
+        groups: Option<&Groups>,
+        file_tasks: usize,
+    ) -> Result<OtherOutcome, EvalError> {
+        let used = self.decided[o].map_or(self.at, |d| d.1);
+        let as_run = |m: usize| Run {
+            label: label(self.models[m]),
+            source: self.source(m),
+            header: outcomes[m].header.clone(),
+            records: outcomes[m].records[..used.min(outcomes[m].records.len())].to_vec(),
+        };
+        let (base_run, other_run) = (as_run(0), as_run(o + 1));
+        let options = CompareOptions { alpha: self.alpha_each, ..self.spec.options };
+        let fixed_sample = match used {
+            0 => None,
+            _ => compare::compare(&base_run, std::slice::from_ref(&other_run), groups, &options)?.others.into_iter().next(),
+        };
+        let decision = self.decided[o].map_or(Decision::Undecided, |d| d.0);
+        let (low, high) = self.sequences[o].interval();
+        let margin = self.spec.options.margin;
+        let conclusion = match decision {
+            Decision::Different if high < 0.0 => "worse".to_owned(),
+            Decision::Different => "better".to_owned(),
+            Decision::Equivalent => format!("equivalent {}", compare::within(margin)),
+            Decision::Undecided if self.interrupted => "undecided: interrupted".to_owned(),
+            Decision::Undecided if self.n < file_tasks => {
+                format!("undecided at {}: the {} tasks --max-tasks allows were scored", compare::plus_minus(margin), self.n)
+            }
+            Decision::Undecided => format!("undecided at {}: every task of the file was scored", compare::plus_minus(margin)),
+        };
+        let differently = base_run
+            .records
+            .iter()
+            .zip(&other_run.records)
+            .filter(|(b, r)| b.options.iter().zip(&r.options).any(|(x, y)| x.tokens != y.tokens))
+            .count();
+        Ok(OtherOutcome {
+            part,
+            decision,
+            conclusion,
+            tasks_used: used,
+            difference: fixed_sample.as_ref().map_or(0.0, |p| p.difference.estimate),
+            interval: (low, high),
+            tasks_tokenised_differently: differently,
+            fixed_sample,
+        })
+    }
 }
 
 #[cfg(test)]
