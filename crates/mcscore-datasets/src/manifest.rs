@@ -13,7 +13,8 @@ pub struct SourceFile {
     /// As given to `build`: relative to the sources root for registered local
     /// copies, `hf://REPO@REV/PATH` for hub files.
     pub path: String,
-    /// sha256 of the file (of a folder, as [`crate::source_sha256`] hashes it), in hex.
+    /// sha256 of the file (of a folder: its files' names and bytes in name
+    /// order, as `source_sha256` hashes it), in hex.
     pub sha256: String,
 }
 

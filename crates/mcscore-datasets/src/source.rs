@@ -2,12 +2,14 @@
 //! row, so that every builder maps one shape whatever the file was: Parquet
 //! (what the hub publishes), Arrow IPC streams (`save_to_disk` and cache
 //! files), JSON Lines, JSON (an array of records or an object of records) and
-//! CSV/TSV.
+//! CSV/TSV. Parquet and Arrow need the `sources` feature (arrow and parquet);
+//! without it they are refused with an error that says so.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "sources")]
 use arrow::array::RecordBatch;
 use serde_json::{Map, Value};
 
@@ -67,7 +69,8 @@ pub fn read_records(path: &Path) -> Result<Vec<Value>, DatasetError> {
 /// so a build's memory does not grow with the source. A JSON file is one
 /// document and is read whole. A `save_to_disk` folder is read through its
 /// `data-*.arrow` files in name order. The first error of `each` stops the
-/// reading and is returned.
+/// reading and is returned. Without the `sources` feature, Parquet and
+/// Arrow files (so `save_to_disk` folders too) are refused.
 pub fn for_each_record(path: &Path, each: &mut dyn FnMut(Value) -> Result<(), DatasetError>) -> Result<(), DatasetError> {
     if path.is_dir() {
         let mut shards: Vec<PathBuf> = std::fs::read_dir(path)
@@ -88,6 +91,11 @@ pub fn for_each_record(path: &Path, each: &mut dyn FnMut(Value) -> Result<(), Da
         .ok_or_else(|| error(path, "unknown source format (expected .parquet, .arrow, .jsonl, .json, .csv or .tsv)"))?;
     let open = || File::open(path).map_err(|e| error(path, e));
     match format {
+        #[cfg(not(feature = "sources"))]
+        SourceFormat::Parquet | SourceFormat::ArrowStream => {
+            Err(error(path, "reading Parquet and Arrow files needs mcscore-datasets' `sources` feature, which this build leaves out"))
+        }
+        #[cfg(feature = "sources")]
         SourceFormat::Parquet => {
             let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(open()?)
                 .and_then(|b| b.build())
@@ -97,6 +105,7 @@ pub fn for_each_record(path: &Path, each: &mut dyn FnMut(Value) -> Result<(), Da
             }
             Ok(())
         }
+        #[cfg(feature = "sources")]
         SourceFormat::ArrowStream => {
             let reader = arrow::ipc::reader::StreamReader::try_new(BufReader::new(open()?), None).map_err(|e| error(path, e))?;
             for batch in reader {
@@ -169,6 +178,7 @@ pub fn for_each_record(path: &Path, each: &mut dyn FnMut(Value) -> Result<(), Da
 }
 
 /// Hands each row of one record batch to `each` as a JSON object.
+#[cfg(feature = "sources")]
 fn batch_to_json(path: &Path, batch: &RecordBatch, each: &mut dyn FnMut(Value) -> Result<(), DatasetError>) -> Result<(), DatasetError> {
     let mut writer = arrow::json::ArrayWriter::new(Vec::new());
     writer.write_batches(&[batch]).map_err(|e| error(path, e))?;
@@ -193,4 +203,18 @@ struct SourceLine {
     line: usize,
     #[source]
     source: crate::Cause,
+}
+
+#[cfg(all(test, not(feature = "sources")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_the_sources_feature_parquet_and_arrow_are_refused_by_name() {
+        for name in ["validation-00000-of-00001.parquet", "data-00000-of-00001.arrow"] {
+            let error = for_each_record(Path::new(name), &mut |_| Ok(())).unwrap_err();
+            let message = mcscore_format::with_causes(&error);
+            assert!(message.contains(name) && message.contains("`sources` feature"), "{message}");
+        }
+    }
 }
