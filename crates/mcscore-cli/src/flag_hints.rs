@@ -44,7 +44,7 @@ pub(crate) fn flag_hint(command: Asked, error: &EvalError) -> Option<&'static st
                 | LogsError::TaskNotInFile { .. }
                 | LogsError::OtherOptions { .. },
             ),
-        ) => "pass the task file the logs scored with --tasks FILE",
+        ) => "pass the task file the logs scored with --task-file FILE",
         (Asked::Sweep, EvalError::Sweep(SweepError::PrideTooFewTasks { .. })) => {
             "give at least 2 tasks (--tasks), or sweep without --pride"
         }

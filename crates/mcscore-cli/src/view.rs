@@ -31,7 +31,7 @@ const STYLE: &str = include_str!("view/view.css");
 ///
 /// The page is one file with everything inline; it makes no network request
 /// and works from file:// offline. Task text is read from the task file the
-/// logs name (or --tasks) and always shown as text.
+/// logs name (or --task-file) and always shown as text.
 #[derive(clap::Args)]
 #[command(
     after_help = "Examples:\n  mcscore view q4_k_m.jsonl q8_0.jsonl q2_k.jsonl -o quants.html\n  mcscore view --compare q4_k_m.jsonl q2_k.jsonl --sweep sweep.json -o page.html\n  mcscore view --sweep a.json b.json -o sweeps.html"
@@ -57,7 +57,7 @@ pub(crate) struct Args {
     /// The task file the logs scored, for the tasks' text (default: the path
     /// their header records). Checked by its sha256.
     #[arg(long, value_name = "FILE")]
-    tasks: Option<PathBuf>,
+    task_file: Option<PathBuf>,
     /// The normalisation whose picks are right or wrong, compared, and sorted by margin.
     #[arg(long, value_enum, default_value = "acc-norm")]
     normalisation: NormArg,
@@ -94,7 +94,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         .iter()
         .copied()
         .chain(args.sweep.iter().map(PathBuf::as_path))
-        .chain(args.tasks.as_deref())
+        .chain(args.task_file.as_deref())
         .chain(args.groups.as_deref())
         .chain(args.manifest.as_deref())
         .chain(named.iter().map(PathBuf::as_path))
@@ -113,7 +113,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     };
     let sweep = (!args.sweep.is_empty()).then(|| mcscore_eval::sweep::merge_saved(&args.sweep)).transpose()?;
     let mut spec = PageSpec::new(&runs);
-    spec.tasks = args.tasks.as_deref();
+    spec.task_file = args.task_file.as_deref();
     spec.groups = groups.as_ref();
     spec.compare = CompareOptions::new(
         args.normalisation.into(),

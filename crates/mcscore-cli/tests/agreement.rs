@@ -15,6 +15,7 @@
 //! - a misread (a wrong row or token), stood in for by ours against the
 //!   reference's score of the task's next option: median 0.65 to 2.1 per
 //!   file, p10 0.25.
+//!
 //! So each file's median must be within MEDIAN_TOLERANCE (0.1: above every
 //! noise median, a sixth of the smallest misread median; each file's
 //! misread median is checked to be above 3 × it, so the bound can fail

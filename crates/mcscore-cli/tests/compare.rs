@@ -478,9 +478,13 @@ fn view_of_the_quant_logs_in_headless_chromium() {
     let again = run(&["view", logs[0], "-o", path_str(&page)]);
     assert!(!again.status.success() && stderr(&again).contains("pass --force"), "{}", stderr(&again));
     // Other task files, inputs as the page, and nothing to show are refused.
-    let other_file = run(&["view", logs[0], "--tasks", &repo("datasets/arc-easy-test.bin"), "-o", path_str(&dir.join("x.html"))]);
+    let other_file = run(&["view", logs[0], "--task-file", &repo("datasets/arc-easy-test.bin"), "-o", path_str(&dir.join("x.html"))]);
     assert_eq!(other_file.status.code(), Some(1));
-    assert!(stderr(&other_file).contains("not the task file") && stderr(&other_file).contains("--tasks FILE"), "{}", stderr(&other_file));
+    assert!(
+        stderr(&other_file).contains("not the task file") && stderr(&other_file).contains("--task-file FILE"),
+        "{}",
+        stderr(&other_file)
+    );
     let over_input = run(&["view", logs[0], "-o", logs[0], "--force"]);
     assert!(!over_input.status.success() && stderr(&over_input).contains("one of the command's inputs"), "{}", stderr(&over_input));
     assert_eq!(run(&["view", "-o", path_str(&dir.join("y.html"))]).status.code(), Some(2));

@@ -28,7 +28,7 @@ pub struct PageSpec<'a> {
     pub runs: &'a [Run],
     /// The task file the runs scored, for the tasks' text; by default the
     /// file their log headers name. Checked by its sha256.
-    pub tasks: Option<&'a Path>,
+    pub task_file: Option<&'a Path>,
     pub groups: Option<&'a Groups>,
     pub compare: CompareOptions,
     pub report: ReportOptions,
@@ -38,7 +38,7 @@ pub struct PageSpec<'a> {
 
 impl<'a> PageSpec<'a> {
     pub fn new(runs: &'a [Run]) -> PageSpec<'a> {
-        PageSpec { runs, tasks: None, groups: None, compare: CompareOptions::default(), report: ReportOptions::default(), sweep: None }
+        PageSpec { runs, task_file: None, groups: None, compare: CompareOptions::default(), report: ReportOptions::default(), sweep: None }
     }
 }
 
@@ -124,7 +124,7 @@ pub struct PageRun {
 
 /// Builds the page of `spec`.
 pub fn build(spec: PageSpec<'_>) -> Result<Page, EvalError> {
-    let PageSpec { runs, tasks, groups, compare: compare_options, report: report_options, sweep } = spec;
+    let PageSpec { runs, task_file, groups, compare: compare_options, report: report_options, sweep } = spec;
     if runs.is_empty() && sweep.is_none() {
         return Err(EvalError::NoLogs);
     }
@@ -170,7 +170,7 @@ pub fn build(spec: PageSpec<'_>) -> Result<Page, EvalError> {
         &Normalisation::ALL
     };
     page.normalisations = norms.iter().map(|n| n.name()).collect();
-    page.tasks = task_table(base, tasks, groups)?;
+    page.tasks = task_table(base, task_file, groups)?;
     page.baselines = Some(Baselines::from_tasks(base.records.iter().map(|r| (r.options.len(), r.gold))));
 
     let labels: Vec<String> = match &comparison {
@@ -361,7 +361,7 @@ mod tests {
         let other = dir.path().join("other.bin");
         mcscore_format::write_tasks(&other, std::iter::once(mcscore_format::Task::new("q", vec!["a", "b"], 0))).unwrap();
         let mut spec = PageSpec::new(&runs);
-        spec.tasks = Some(&other);
+        spec.task_file = Some(&other);
         assert!(matches!(build(spec), Err(EvalError::Logs(LogsError::OtherTaskFile { .. }))));
         runs[0].header.file = dir.path().join("gone.bin").display().to_string();
         assert!(matches!(build(PageSpec::new(&runs)), Err(EvalError::Logs(LogsError::NoTaskFile { .. }))));
