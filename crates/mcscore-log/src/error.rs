@@ -3,10 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::read::Stop;
-// Named only in doc links.
-#[cfg(doc)]
-use crate::{check_record, Contents, RunIdentity, LOG_VERSION};
+use crate::header::Stop;
 
 /// Why a sample log could not be read, written or resumed. Messages name
 /// the log (and line); `Display` leaves the source to the error chain.
@@ -65,7 +62,7 @@ pub enum LogError {
     ResumeMismatch {
         /// The log.
         path: PathBuf,
-        /// The first field that differs ([`RunIdentity::mismatch`]).
+        /// The first field that differs ([`RunIdentity::mismatch`](crate::RunIdentity::mismatch)).
         field: &'static str,
         /// Its value in the log.
         log: String,
@@ -85,7 +82,7 @@ pub enum LogError {
     Unfinished {
         /// The log.
         path: PathBuf,
-        /// What the log lacks, and how to finish the run ([`Contents::unfinished`]).
+        /// What the log lacks, and how to finish the run ([`Contents::unfinished`](crate::Contents::unfinished)).
         why: String,
     },
 }
@@ -139,7 +136,7 @@ pub enum LogFault {
     NewerVersion {
         /// The log's format version.
         found: u32,
-        /// The newest this mcscore reads ([`LOG_VERSION`]).
+        /// The newest this mcscore reads ([`LOG_VERSION`](crate::LOG_VERSION)).
         supported: u32,
     },
 
@@ -159,7 +156,7 @@ pub enum LogFault {
     #[error("a directory, not a sample log")]
     Directory,
 
-    /// A task line that does not hold together ([`check_record`]).
+    /// A task line that does not hold together ([`check_record`](crate::check_record)).
     #[error("task {task}: {what}")]
     Record {
         /// The task's index in its file.

@@ -4,8 +4,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::identity::or_none;
-
 /// Which of llama-perplexity's multiple-choice modes a job is: what its file
 /// holds, how its tasks are picked and what of each option is scored.
 /// Written by its [`TaskKind::name`], llama-perplexity's flag without its
@@ -338,6 +336,24 @@ impl Header {
             (None, None) => (self.selection.is_none() && self.limit.is_none()).then_some(self.tasks),
         }
     }
+}
+
+/// A value said in a message, or "none" where it is absent.
+pub fn or_none<T: std::fmt::Display>(value: Option<T>) -> String {
+    value.map_or_else(|| "none".to_owned(), |v| v.to_string())
+}
+
+/// Why a sequential comparison stopped scoring a model: a complete log of
+/// fewer tasks than its header announces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stop {
+    /// This OTHER's confidence sequence excluded 0.
+    Different,
+    /// This OTHER's confidence sequence lay inside ±margin.
+    Equivalent,
+    /// BASE: every OTHER was decided.
+    EveryOtherDecided,
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! What makes logs parts of one run ([`RunIdentity`]), and how a message
 //! names the first field in which two runs differ.
 
-use crate::header::{ChatHeader, Header, Sequential, ShardHeader, TaskKind};
+use crate::header::{or_none, ChatHeader, Header, Sequential, ShardHeader, TaskKind};
 // Named only in doc links.
 #[cfg(doc)]
 use crate::header::LOG_VERSION;
@@ -139,11 +139,6 @@ impl RunIdentity {
 /// `models/gemma-3-270m-q4_k_m.gguf`), or the whole path where it has none.
 pub fn label(path: &str) -> String {
     std::path::Path::new(path).file_stem().map_or_else(|| path.to_owned(), |s| s.to_string_lossy().into_owned())
-}
-
-/// A value said in a message, or "none" where it is absent.
-pub fn or_none<T: std::fmt::Display>(value: Option<T>) -> String {
-    value.map_or_else(|| "none".to_owned(), |v| v.to_string())
 }
 
 /// A run's chat template and its guards ([`ChatHeader::identity`]), or

@@ -20,8 +20,8 @@ mod test_support;
 mod write;
 
 pub use error::{LogError, LogFault};
-pub use header::{ChatHeader, Header, Sequential, ShardHeader, TaskKind, LOG_VERSION};
-pub use identity::{chat_identity, label, or_none, Input, Mismatch, RunIdentity};
-pub use read::{parse, read, Contents, Footer, Stop};
+pub use header::{or_none, ChatHeader, Header, Sequential, ShardHeader, Stop, TaskKind, LOG_VERSION};
+pub use identity::{chat_identity, label, Input, Mismatch, RunIdentity};
+pub use read::{parse, read, Contents, Footer};
 pub use record::{accuracy, check_record, normalisations, PerNormalisation, TaskRecord, MIN_TOKEN_LOGPROB};
 pub use write::{write_complete, Opened, SampleLog};

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{LogError, LogFault};
-use crate::header::{version_1, Header, LOG_VERSION};
+use crate::header::{version_1, Header, Stop, LOG_VERSION};
 use crate::record::{check_record, TaskRecord};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,19 +30,6 @@ pub struct Footer {
     /// Why a sequential comparison's run ended before its last task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<Stop>,
-}
-
-/// Why a sequential comparison stopped scoring a model: a complete log of
-/// fewer tasks than its header announces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stop {
-    /// This OTHER's confidence sequence excluded 0.
-    Different,
-    /// This OTHER's confidence sequence lay inside ±margin.
-    Equivalent,
-    /// BASE: every OTHER was decided.
-    EveryOtherDecided,
 }
 
 /// A log as read: its header, task lines and footer, and where each line ends.

@@ -7,9 +7,9 @@ use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{LogError, LogFault};
-use crate::header::Header;
+use crate::header::{Header, Stop};
 use crate::identity::{Mismatch, RunIdentity};
-use crate::read::{parse, Contents, Footer, Line, Stop};
+use crate::read::{parse, Contents, Footer, Line};
 use crate::record::TaskRecord;
 
 /// Takes the exclusive lock on `file` (opened from `path`) without waiting.
