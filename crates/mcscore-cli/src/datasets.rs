@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use mcscore_datasets::{
-    build, build_with_shots, entry_benchmark, find, shot_name, Benchmark, DatasetError, Entry, Manifest, Mismatch, Scaffold, Source,
-    Sources, BENCHMARKS,
+    build, build_with_shots, entry_benchmark, find, shot_name, Benchmark, DatasetError, Entry, Manifest, Scaffold, Source, Sources,
+    VerifyFault, BENCHMARKS,
 };
 use mcscore_format::{read_winogrande, Task, TaskFile};
 
@@ -238,9 +238,9 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
             outln!("{}: verified: {} tasks match {}", path.display(), entry.tasks, entry.source.repo)?;
         } else {
             failed += 1;
-            let count = Mismatch::count(&mismatches);
+            let count = VerifyFault::count(&mismatches);
             outln!("{}: {count} MISMATCH{}", path.display(), if count == 1 { "" } else { "ES" })?;
-            let shown: Vec<&Mismatch> = mismatches.iter().filter(|m| !matches!(m, Mismatch::Unlisted { .. })).take(50).collect();
+            let shown: Vec<&VerifyFault> = mismatches.iter().filter(|m| !matches!(m, VerifyFault::Unlisted { .. })).take(50).collect();
             for m in &shown {
                 outln!("  {m}")?;
             }
@@ -256,7 +256,7 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-fn verify_entry(entry: &Entry, path: &Path, source_args: &SourceArgs, progress: ProgressMode) -> anyhow::Result<Vec<Mismatch>> {
+fn verify_entry(entry: &Entry, path: &Path, source_args: &SourceArgs, progress: ProgressMode) -> anyhow::Result<Vec<VerifyFault>> {
     let benchmark = entry_benchmark(entry)?;
     // A task file strictly validated (its tasks read one at a time from the
     // mapped file), or Winogrande's CSV strictly read.

@@ -434,7 +434,7 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
 
 /// One line of a metric's spread across formats; where every format has the
 /// same value, no format is named as the least or the most.
-fn spread_line(metric: &str, s: &mcscore_eval::sweep::Spread) -> String {
+fn spread_line(metric: &str, s: &mcscore_eval::sweep::FormatSpread) -> String {
     if s.min == s.max {
         format!("{metric} across formats: {:.2} in every format", points(s.min))
     } else {

@@ -221,7 +221,7 @@ fn write_entry(
 
 /// One way a task file differs from what its source says.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Mismatch {
+pub enum VerifyFault {
     /// The file holds more or fewer tasks than the source gives.
     #[error("the file has {found} tasks, the source {expected}")]
     TaskCount {
@@ -318,11 +318,11 @@ pub enum Mismatch {
 /// The task differences a verification keeps; the rest are counted.
 pub const MAX_LISTED: usize = 1000;
 
-impl Mismatch {
+impl VerifyFault {
     /// The differences `mismatches` stand for: one each, or an
-    /// [`Mismatch::Unlisted`]'s count.
-    pub fn count(mismatches: &[Mismatch]) -> usize {
-        mismatches.iter().map(|m| if let Mismatch::Unlisted { count } = m { *count } else { 1 }).sum()
+    /// [`VerifyFault::Unlisted`]'s count.
+    pub fn count(mismatches: &[VerifyFault]) -> usize {
+        mismatches.iter().map(|m| if let VerifyFault::Unlisted { count } = m { *count } else { 1 }).sum()
     }
 }
 
@@ -334,7 +334,7 @@ pub fn verify_tasks<'t>(
     tasks: impl IntoIterator<Item = Task<'t>>,
     sources: &[Source],
     progress: &mut dyn FnMut(usize),
-) -> Result<Vec<Mismatch>, DatasetError> {
+) -> Result<Vec<VerifyFault>, DatasetError> {
     Ok(compare(benchmark, sources, None, &mut tasks.into_iter(), progress)?.0)
 }
 
@@ -346,13 +346,13 @@ fn compare(
     preambles: Option<&mut Preambles>,
     tasks: &mut dyn Iterator<Item = Task<'_>>,
     progress: &mut dyn FnMut(usize),
-) -> Result<(Vec<Mismatch>, Option<GroupRuns>), DatasetError> {
+) -> Result<(Vec<VerifyFault>, Option<GroupRuns>), DatasetError> {
     let scaffold = benchmark.scaffold;
     let (mut mismatches, mut read, mut unlisted) = (Vec::new(), 0, 0);
     let (expected, groups) = render_each(benchmark, sources, preambles, &mut |index, (question, options, gold)| {
         let Some(task) = tasks.next() else { return Ok(()) };
         read += 1;
-        let mut differs = |mismatch: Mismatch| {
+        let mut differs = |mismatch: VerifyFault| {
             if mismatches.len() < MAX_LISTED {
                 mismatches.push(mismatch);
             } else {
@@ -360,18 +360,18 @@ fn compare(
             }
         };
         if task.question != question {
-            differs(Mismatch::Question { task: index });
+            differs(VerifyFault::Question { task: index });
         }
         if task.options() != options.iter().map(String::as_str).collect::<Vec<_>>() {
             let found: Vec<String> = task.options().iter().map(|o| o.to_string()).collect();
             if scaffold == Scaffold::Letter {
-                differs(Mismatch::LetterOptions { task: index, found });
+                differs(VerifyFault::LetterOptions { task: index, found });
             } else {
-                differs(Mismatch::Options { task: index, expected: options, found });
+                differs(VerifyFault::Options { task: index, expected: options, found });
             }
         }
         if task.gold() != Some(gold) {
-            differs(Mismatch::Gold { task: index, expected: gold, found: task.gold() });
+            differs(VerifyFault::Gold { task: index, expected: gold, found: task.gold() });
         }
         // Tasks of the file compared, against the file's count.
         progress(read);
@@ -380,10 +380,10 @@ fn compare(
     let found = read + tasks.count();
     progress(found);
     if expected != found {
-        mismatches.insert(0, Mismatch::TaskCount { expected, found });
+        mismatches.insert(0, VerifyFault::TaskCount { expected, found });
     }
     if unlisted > 0 {
-        mismatches.push(Mismatch::Unlisted { count: unlisted });
+        mismatches.push(VerifyFault::Unlisted { count: unlisted });
     }
     Ok((mismatches, groups))
 }
@@ -399,30 +399,30 @@ pub fn verify_entry<'t>(
     sources: &[Source],
     shot_sources: &[Source],
     progress: &mut dyn FnMut(usize),
-) -> Result<Vec<Mismatch>, DatasetError> {
+) -> Result<Vec<VerifyFault>, DatasetError> {
     let benchmark = entry_benchmark(entry)?;
     let mut mismatches = Vec::new();
     let sha256 = sha256_hex(bytes);
     if sha256 != entry.sha256 {
-        mismatches.push(Mismatch::FileSha256 { expected: entry.sha256.clone(), found: sha256 });
+        mismatches.push(VerifyFault::FileSha256 { expected: entry.sha256.clone(), found: sha256 });
     }
     let recorded_shots = entry.shots.as_ref().map_or(&[][..], |s| &s.from.files[..]);
     for (read, recorded) in [(sources.len(), entry.source.files.len()), (shot_sources.len(), recorded_shots.len())] {
         if read != recorded {
-            mismatches.push(Mismatch::SourceCount { recorded, read });
+            mismatches.push(VerifyFault::SourceCount { recorded, read });
         }
     }
     for recorded in entry.source.files.iter().chain(recorded_shots) {
         let path = std::path::Path::new(&recorded.path);
         let hub = recorded.path.starts_with("hf://");
         if !hub && (path.is_absolute() || path.components().any(|c| matches!(c, std::path::Component::ParentDir))) {
-            mismatches.push(Mismatch::SourcePath { path: recorded.path.clone() });
+            mismatches.push(VerifyFault::SourcePath { path: recorded.path.clone() });
         }
     }
     for (source, recorded) in sources.iter().zip(&entry.source.files).chain(shot_sources.iter().zip(recorded_shots)) {
         let found = source_sha256(&source.path)?;
         if found != recorded.sha256 {
-            mismatches.push(Mismatch::SourceSha256 { path: source.name.clone(), expected: recorded.sha256.clone(), found });
+            mismatches.push(VerifyFault::SourceSha256 { path: source.name.clone(), expected: recorded.sha256.clone(), found });
         }
     }
     let mut preambles = match &entry.shots {
@@ -436,7 +436,7 @@ pub fn verify_entry<'t>(
                 format!("{} runs of {} ({} tasks)", g.runs.len(), g.field, g.runs.iter().map(|r| r.1).sum::<usize>())
             })
         };
-        mismatches.push(Mismatch::Groups { recorded: describe(&entry.groups), found: describe(&groups) });
+        mismatches.push(VerifyFault::Groups { recorded: describe(&entry.groups), found: describe(&groups) });
     }
     mismatches.extend(tasks_mismatches);
     Ok(mismatches)

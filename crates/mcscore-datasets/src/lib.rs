@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 pub use benchmarks::{find, Benchmark, BENCHMARKS};
 #[cfg(feature = "sources")]
-pub use from_sources::{build, build_with_shots, source_sha256, verify_entry, verify_tasks, Mismatch, Sources, MAX_LISTED};
+pub use from_sources::{build, build_with_shots, source_sha256, verify_entry, verify_tasks, Sources, VerifyFault, MAX_LISTED};
 pub use item::{ConvertError, Item};
 pub use manifest::{Entry, GroupRuns, Manifest, Provenance, ShotsRecord, SourceFile};
 pub use render::Scaffold;

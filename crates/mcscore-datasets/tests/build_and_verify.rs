@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use mcscore_datasets::{
-    build, build_with_shots, find, load_items, verify_entry, verify_tasks, DatasetError, Manifest, Mismatch, Scaffold, ShotError, Source,
-    BENCHMARKS,
+    build, build_with_shots, find, load_items, verify_entry, verify_tasks, DatasetError, Manifest, Scaffold, ShotError, Source,
+    VerifyFault, BENCHMARKS,
 };
 use mcscore_format::{write_tasks, Task, TaskFile};
 
@@ -66,7 +66,7 @@ fn winogrande_csv_is_llama_cpps_and_verifies() {
     assert_eq!(verify_tasks(find(name).unwrap(), tasks.iter().cloned(), &local_source(name), &mut |_| {}).unwrap(), vec![]);
     tasks[5] = Task::new(tasks[5].question, tasks[5].options().to_vec(), 1 - tasks[5].gold().unwrap());
     let found = verify_tasks(find(name).unwrap(), tasks.iter().cloned(), &local_source(name), &mut |_| {}).unwrap();
-    assert!(matches!(found[..], [Mismatch::Gold { task: 5, .. }]), "{found:?}");
+    assert!(matches!(found[..], [VerifyFault::Gold { task: 5, .. }]), "{found:?}");
 
     // Every task moved one place: each differs, the first MAX_LISTED are
     // kept, the rest counted; progress ends at the file's task count.
@@ -74,8 +74,8 @@ fn winogrande_csv_is_llama_cpps_and_verifies() {
     let mut last = 0;
     let found = verify_tasks(find(name).unwrap(), tasks.iter().cloned(), &local_source(name), &mut |done| last = done).unwrap();
     assert_eq!(found.len(), mcscore_datasets::MAX_LISTED + 1);
-    assert!(matches!(found.last(), Some(Mismatch::Unlisted { .. })), "{:?}", found.last());
-    assert!(Mismatch::count(&found) >= 1267, "{}", Mismatch::count(&found));
+    assert!(matches!(found.last(), Some(VerifyFault::Unlisted { .. })), "{:?}", found.last());
+    assert!(VerifyFault::count(&found) >= 1267, "{}", VerifyFault::count(&found));
     assert_eq!(last, 1267);
 }
 
@@ -156,7 +156,7 @@ fn rewrite(src: &Path, dst: &Path, edit: impl FnOnce(&mut Vec<(String, Vec<Strin
     write_tasks(dst, tasks.iter().map(|(q, o, g)| Task::new(q, o.iter().map(String::as_str).collect(), *g))).unwrap();
 }
 
-fn verify_mutant(name: &str, edit: impl FnOnce(&mut Vec<(String, Vec<String>, usize)>)) -> Vec<Mismatch> {
+fn verify_mutant(name: &str, edit: impl FnOnce(&mut Vec<(String, Vec<String>, usize)>)) -> Vec<VerifyFault> {
     let dir = tempfile::tempdir().unwrap();
     let mutant = dir.path().join("mutant.bin");
     rewrite(&repo_root().join(format!("datasets/{name}.bin")), &mutant, edit);
@@ -166,7 +166,7 @@ fn verify_mutant(name: &str, edit: impl FnOnce(&mut Vec<(String, Vec<String>, us
 #[test]
 fn verify_catches_a_moved_label() {
     let found = verify_mutant("arc-easy-validation", |t| t[100].2 = (t[100].2 + 1) % t[100].1.len());
-    assert!(matches!(found[..], [Mismatch::Gold { task: 100, .. }]), "{found:?}");
+    assert!(matches!(found[..], [VerifyFault::Gold { task: 100, .. }]), "{found:?}");
 }
 
 #[test]
@@ -176,13 +176,13 @@ fn verify_catches_one_changed_byte_in_an_option() {
         let first = option.remove(0);
         option.insert(0, if first == 'x' { 'y' } else { 'x' });
     });
-    assert!(matches!(found[..], [Mismatch::Options { task: 7, .. }]), "{found:?}");
+    assert!(matches!(found[..], [VerifyFault::Options { task: 7, .. }]), "{found:?}");
 }
 
 #[test]
 fn verify_catches_two_swapped_tasks() {
     let found = verify_mutant("mmlu-validation", |t| t.swap(10, 11));
-    let tasks: Vec<usize> = found.iter().filter_map(|m| if let Mismatch::Question { task } = m { Some(*task) } else { None }).collect();
+    let tasks: Vec<usize> = found.iter().filter_map(|m| if let VerifyFault::Question { task } = m { Some(*task) } else { None }).collect();
     assert_eq!(tasks, [10, 11], "{found:?}");
 }
 
@@ -191,14 +191,14 @@ fn verify_catches_a_dropped_task() {
     let found = verify_mutant("arc-challenge-validation", |t| {
         t.remove(50);
     });
-    assert!(found.contains(&Mismatch::TaskCount { expected: 299, found: 298 }), "{found:?}");
-    assert!(found.contains(&Mismatch::Question { task: 50 }), "{found:?}");
+    assert!(found.contains(&VerifyFault::TaskCount { expected: 299, found: 298 }), "{found:?}");
+    assert!(found.contains(&VerifyFault::Question { task: 50 }), "{found:?}");
 }
 
 #[test]
 fn verify_catches_reordered_letter_options() {
     let found = verify_mutant("mmlu-validation", |t| t[3].1.swap(0, 1));
-    assert!(matches!(&found[..], [Mismatch::LetterOptions { task: 3, found }, ..] if found[0] == "B"), "{found:?}");
+    assert!(matches!(&found[..], [VerifyFault::LetterOptions { task: 3, found }, ..] if found[0] == "B"), "{found:?}");
 }
 
 #[test]
@@ -215,7 +215,7 @@ fn verify_catches_a_source_of_another_revision() {
     let sources = vec![Source::local(&other, find(name).unwrap().local.unwrap())];
     let file = TaskFile::open(repo_root().join(format!("datasets/{name}.bin"))).unwrap();
     let found = verify_tasks(find(name).unwrap(), file.tasks(), &sources, &mut |_| {}).unwrap();
-    assert!(matches!(found[..], [Mismatch::Gold { task: 0, expected: 1, found: Some(0) }]), "{found:?}");
+    assert!(matches!(found[..], [VerifyFault::Gold { task: 0, expected: 1, found: Some(0) }]), "{found:?}");
     let recorded = Manifest::load(&repo_root().join("manifest.json")).unwrap();
     let recorded = &recorded.entry(name).unwrap().source.files[0].sha256;
     assert_ne!(&mcscore_datasets::source_sha256(&other).unwrap(), recorded, "the manifest's source sha256 tells the revisions apart");
@@ -265,7 +265,7 @@ fn five_shot_mmlu_rebuilds_and_verifies() {
     let changed = tasks[3].question.replacen("Answer: B", "Answer: C", 1);
     tasks[3] = Task::new(&changed, tasks[3].options().to_vec(), tasks[3].gold().unwrap());
     let found = verify_entry(committed, &bytes, tasks.iter().cloned(), &sources, &dev, &mut |_| {}).unwrap();
-    assert!(matches!(found[..], [Mismatch::Question { task: 3 }]), "{found:?}");
+    assert!(matches!(found[..], [VerifyFault::Question { task: 3 }]), "{found:?}");
 }
 
 #[test]

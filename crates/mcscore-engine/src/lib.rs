@@ -35,7 +35,7 @@ pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings, BATCH_RULE, MI
 pub use prepare::PreparedTask;
 pub use prompts::{PromptRequest, RowScores, Session, SessionLimits};
 pub use quantize::{quantize, QuantType};
-pub use score::{Completion, Run, ScoreTimes, TaskScores, TokenCounts};
+pub use score::{Completion, ScoreSummary, ScoreTimes, TaskScores, TokenCounts};
 pub use subset::{hellaswag_order, select_tasks};
 
 /// Why scoring could not run or finish. Every variant names the task (index in
@@ -496,7 +496,7 @@ impl Engine {
     }
 
     /// Where memory went: the weights' buffers, a context's (`context`,
-    /// from [`Run::context_buffers`]), and the largest resident `sample`.
+    /// from [`ScoreSummary::context_buffers`]), and the largest resident `sample`.
     pub fn memory_report(&self, context: &[Buffer], sample: Option<Resident>) -> MemoryReport {
         MemoryReport {
             model_file: self.model_bytes(),

@@ -101,7 +101,7 @@ impl std::ops::AddAssign for ScoreTimes {
 
 /// What [`Engine::score`] did.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Run {
+pub struct ScoreSummary {
     /// How it ended.
     pub completion: Completion,
     /// The tokens it decoded.
@@ -152,10 +152,10 @@ impl Engine {
         settings: &Settings,
         interrupted: &dyn Fn() -> bool,
         mut sink: impl FnMut(TaskScores) -> ControlFlow<()>,
-    ) -> Result<Run, EngineError> {
+    ) -> Result<ScoreSummary, EngineError> {
         if plan.fills.is_empty() {
             // Nothing to score (a resumed run that was complete): no context.
-            return Ok(Run {
+            return Ok(ScoreSummary {
                 completion: Completion::Finished,
                 tokens: TokenCounts::default(),
                 times: ScoreTimes::default(),
@@ -241,7 +241,7 @@ impl Engine {
             })?;
             let Some(padding) = decoded else {
                 let completion = Completion::Interrupted { scored };
-                return Ok(Run { completion, tokens, times, context_buffers, resident: Resident::now() });
+                return Ok(ScoreSummary { completion, tokens, times, context_buffers, resident: Resident::now() });
             };
             tokens.decoded += entries.len();
             tokens.padding += padding;
@@ -264,12 +264,12 @@ impl Engine {
                 if sink(TaskScores { task: task.index, options, labels: task.labels.clone() }).is_break() {
                     times.consumer += consumer_started.elapsed().as_secs_f64();
                     let completion = Completion::Interrupted { scored };
-                    return Ok(Run { completion, tokens, times, context_buffers, resident: Resident::now() });
+                    return Ok(ScoreSummary { completion, tokens, times, context_buffers, resident: Resident::now() });
                 }
             }
             times.consumer += consumer_started.elapsed().as_secs_f64();
         }
-        Ok(Run { completion: Completion::Finished, tokens, times, context_buffers, resident: Resident::now() })
+        Ok(ScoreSummary { completion: Completion::Finished, tokens, times, context_buffers, resident: Resident::now() })
     }
 }
 

@@ -242,7 +242,7 @@ pub fn select(kind: TaskKind, requested: Option<usize>, n_tasks: usize) -> (Sele
 }
 
 /// The tasks of a file: strictly validated, or read as llama.cpp would.
-pub enum Input {
+pub enum OpenedFile {
     Strict(TaskFile),
     /// The bytes of a file that fails strict validation, and its faults.
     Lenient {
@@ -256,19 +256,19 @@ pub enum Input {
     },
 }
 
-impl Input {
+impl OpenedFile {
     /// Opens `path` as `kind` says: a task file strictly or, with `lenient`,
     /// kept with the faults llama.cpp reads past; a text file as it is (its
-    /// tasks are read, strictly, by [`Input::tasks`]).
-    pub fn open(path: &Path, kind: TaskKind, lenient: bool) -> Result<Input, EvalError> {
+    /// tasks are read, strictly, by [`OpenedFile::tasks`]).
+    pub fn open(path: &Path, kind: TaskKind, lenient: bool) -> Result<OpenedFile, EvalError> {
         if kind != TaskKind::MultipleChoice {
-            return Ok(Input::Text { bytes: mcscore_format::read_input(path)?, kind });
+            return Ok(OpenedFile::Text { bytes: mcscore_format::read_input(path)?, kind });
         }
         match TaskFile::open(path) {
-            Ok(file) => Ok(Input::Strict(file)),
+            Ok(file) => Ok(OpenedFile::Strict(file)),
             Err(FormatError::Invalid { faults, .. }) if lenient => {
                 let bytes = mcscore_format::read_input(path)?;
-                Ok(Input::Lenient { bytes, faults })
+                Ok(OpenedFile::Lenient { bytes, faults })
             }
             Err(e) => Err(e.into()),
         }
@@ -276,17 +276,17 @@ impl Input {
 
     pub fn tasks(&self, path: &Path) -> Result<Tasks<'_>, EvalError> {
         Ok(match self {
-            Input::Strict(file) => Tasks::Mapped(file),
-            Input::Lenient { bytes, .. } => Tasks::Parsed(read_lenient(bytes, path)?),
-            Input::Text { bytes, kind: TaskKind::HellaSwag } => Tasks::Parsed(read_hellaswag(bytes, path)?),
-            Input::Text { bytes, .. } => Tasks::Parsed(read_winogrande(bytes, path)?),
+            OpenedFile::Strict(file) => Tasks::Mapped(file),
+            OpenedFile::Lenient { bytes, .. } => Tasks::Parsed(read_lenient(bytes, path)?),
+            OpenedFile::Text { bytes, kind: TaskKind::HellaSwag } => Tasks::Parsed(read_hellaswag(bytes, path)?),
+            OpenedFile::Text { bytes, .. } => Tasks::Parsed(read_winogrande(bytes, path)?),
         })
     }
 
     pub fn bytes(&self) -> &[u8] {
         match self {
-            Input::Strict(file) => file.bytes(),
-            Input::Lenient { bytes, .. } | Input::Text { bytes, .. } => bytes,
+            OpenedFile::Strict(file) => file.bytes(),
+            OpenedFile::Lenient { bytes, .. } | OpenedFile::Text { bytes, .. } => bytes,
         }
     }
 }
@@ -570,7 +570,7 @@ impl<'e> ScoreJob<'e> {
         let started = Instant::now();
         let path = spec.file.as_path();
         spec.check()?;
-        let input = Input::open(path, spec.kind, spec.lenient)?;
+        let input = OpenedFile::open(path, spec.kind, spec.lenient)?;
         let all_tasks = input.tasks(path)?;
         let mut timings = Timings::default();
         let mut lap = Instant::now();
@@ -643,8 +643,8 @@ impl<'e> ScoreJob<'e> {
         let Logged { log, kept, already_complete, stopped } = spec.open_log(&header, &prepared)?;
         phase(&mut timings.log);
         let lenient_faults = match &input {
-            Input::Lenient { faults, .. } => faults.clone(),
-            Input::Strict(_) | Input::Text { .. } => Vec::new(),
+            OpenedFile::Lenient { faults, .. } => faults.clone(),
+            OpenedFile::Strict(_) | OpenedFile::Text { .. } => Vec::new(),
         };
         Ok(ScoreJob {
             baselines: Baselines::of(selected.iter().map(|(_, t)| t)),

@@ -43,6 +43,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![warn(missing_docs)]
+
 /// The unit tests count a chat template's allocations as the binary does.
 #[cfg(test)]
 #[global_allocator]
@@ -72,7 +74,7 @@ pub use error::{
 pub use fills::Cancel;
 pub use hashes::sha256_cached;
 pub use job::{
-    select, BeyondTraining, End, Input, Ordered, Running, ScoreJob, ScoreOutcome, ScoreSpec, Selection, Tasks, Timings,
+    select, BeyondTraining, End, OpenedFile, Ordered, Running, ScoreJob, ScoreOutcome, ScoreSpec, Selection, Tasks, Timings,
     HELLASWAG_DEFAULT_TASKS, UNCONDITIONAL_CONTEXT,
 };
 /// The sample log, in its own crate (no engine), re-exported here.

@@ -141,7 +141,7 @@ fn default_binary() -> String {
 
 /// One run of a study: a model on a file with named settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Run {
+pub struct PlannedRun {
     pub model: String,
     pub file: String,
     pub settings_name: String,
@@ -368,12 +368,12 @@ impl Study {
     }
 
     /// Every run, in array order: by file, then model, then settings.
-    pub fn runs(&self) -> Vec<Run> {
+    pub fn runs(&self) -> Vec<PlannedRun> {
         let mut runs = Vec::new();
         for file in &self.files {
             for model in &self.models {
                 for (name, flags) in &self.settings {
-                    runs.push(Run { model: model.clone(), file: file.clone(), settings_name: name.clone(), flags: flags.clone() });
+                    runs.push(PlannedRun { model: model.clone(), file: file.clone(), settings_name: name.clone(), flags: flags.clone() });
                 }
             }
         }
@@ -386,17 +386,17 @@ impl Study {
     }
 
     /// A run's shard logs are this, the shard's number, then `.jsonl`.
-    fn shard_prefix(&self, run: &Run) -> String {
+    fn shard_prefix(&self, run: &PlannedRun) -> String {
         format!("{}/shards/{}/{}.{}.shard-", self.out, crate::log::label(&run.file), crate::log::label(&run.model), run.settings_name)
     }
 
     /// Where shard `k` of a run writes its log.
-    pub fn shard_log(&self, run: &Run, k: usize) -> String {
+    pub fn shard_log(&self, run: &PlannedRun, k: usize) -> String {
         format!("{}{k}.jsonl", self.shard_prefix(run))
     }
 
     /// Where a run's merged log goes.
-    pub fn merged_log(&self, run: &Run) -> String {
+    pub fn merged_log(&self, run: &PlannedRun) -> String {
         format!("{}/{}/{}.{}.jsonl", self.out, crate::log::label(&run.file), crate::log::label(&run.model), run.settings_name)
     }
 
@@ -601,7 +601,7 @@ impl Study {
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct RunMerge {
-    pub run: Run,
+    pub run: PlannedRun,
     /// Array indices of the run's shards whose logs are missing or unfinished.
     pub unfinished: Vec<usize>,
     pub merged: Result<Merged, EvalError>,

@@ -29,7 +29,7 @@ mod report;
 mod saved;
 mod shard;
 
-pub use report::{Comparison, FormatResult, ModelSweep, Pride, Spread, SweepReport};
+pub use report::{FormatResult, FormatSpread, ModelSweep, Pride, Ranking, SweepReport};
 pub use saved::{merge_saved, save};
 use shard::SHARD_RULE;
 pub use shard::{SweepIdentity, SweepRunIdentity, SweepShard, SWEEP_SHARD_VERSION};

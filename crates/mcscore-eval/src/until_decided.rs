@@ -309,7 +309,7 @@ pub fn until_decided(
 ) -> Result<UntilDecided, EvalError> {
     spec.check()?;
     let started = Instant::now();
-    let file = crate::job::Input::open(&spec.file, crate::TaskKind::MultipleChoice, false)?;
+    let file = crate::job::OpenedFile::open(&spec.file, crate::TaskKind::MultipleChoice, false)?;
     let file_tasks = file.tasks(&spec.file)?.len();
     let file_sha256 = mcscore_format::sha256_hex(file.bytes());
     drop(file);

@@ -13,12 +13,13 @@ use serde::Serialize;
 
 use crate::compare::{self, CompareOptions, Comparison};
 use crate::groups::Groups;
+use crate::job::OpenedFile;
 use crate::log;
 use crate::report::{self, Report, ReportOptions};
 use crate::run::Run;
 use crate::sweep::SweepReport;
+use crate::EvalError;
 use crate::LogsError;
-use crate::{EvalError, Input};
 
 /// What a page is built from.
 #[non_exhaustive]
@@ -252,7 +253,7 @@ fn task_table(base: &Run, path: Option<&Path>, groups: Option<&Groups>) -> Resul
     if std::fs::metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
         return Err(EvalError::Logs(LogsError::NoTaskFile { path, log: base.source.clone() }));
     }
-    let input = Input::open(&path, header.mode, true)?;
+    let input = OpenedFile::open(&path, header.mode, true)?;
     let sha256 = sha256_hex(input.bytes());
     if sha256 != header.file_sha256 {
         return Err(EvalError::Logs(LogsError::OtherTaskFile {

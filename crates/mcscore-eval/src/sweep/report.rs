@@ -15,7 +15,7 @@ use crate::EvalError;
 
 #[derive(Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct Spread {
+pub struct FormatSpread {
     pub mean: f64,
     pub std: f64,
     pub min: f64,
@@ -24,11 +24,11 @@ pub struct Spread {
     pub max_format: String,
 }
 
-pub(super) fn spread(values: &[f64], names: &[String]) -> Spread {
+pub(super) fn spread(values: &[f64], names: &[String]) -> FormatSpread {
     // The first minimum is the first maximum of the negated values.
     let argmin = first_max(values.iter().map(|v| -v));
     let argmax = first_max(values.iter().copied());
-    Spread {
+    FormatSpread {
         mean: values.iter().sum::<f64>() / values.len() as f64,
         std: if values.len() > 1 { std_dev(values) } else { 0.0 },
         min: values[argmin],
@@ -111,8 +111,8 @@ pub struct ModelSweep {
     pub tokens_unshared: usize,
     pub scoring_seconds: f64,
     pub formats: Vec<FormatResult>,
-    pub accuracy_across_formats: Spread,
-    pub circular_accuracy_across_formats: Option<Spread>,
+    pub accuracy_across_formats: FormatSpread,
+    pub circular_accuracy_across_formats: Option<FormatSpread>,
     /// The chat template the prompts were scored inside, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat: Option<crate::chat::ChatHeader>,
@@ -128,7 +128,7 @@ impl ModelSweep {
 
 #[derive(Serialize)]
 #[non_exhaustive]
-pub struct Comparison {
+pub struct Ranking {
     /// What models are ranked by.
     pub ranked_by: &'static str,
     /// Per model: how many formats rank it 1st, 2nd, ….
@@ -163,7 +163,7 @@ pub struct SweepReport {
     pub models: Vec<ModelSweep>,
     /// Recomputed whenever sweeps are put side by side.
     #[serde(skip_deserializing)]
-    pub comparison: Option<Comparison>,
+    pub comparison: Option<Ranking>,
 }
 
 impl Sweep {
@@ -180,7 +180,7 @@ impl Sweep {
 
     /// The report of the models swept, with their comparison.
     pub fn report(&self, subset: Option<usize>, settings: &Settings, models: Vec<ModelSweep>) -> Result<SweepReport, EvalError> {
-        let comparison = (models.len() > 1).then(|| compare(&models, self.spec.circular));
+        let comparison = (models.len() > 1).then(|| rank(&models, self.spec.circular));
         Ok(SweepReport {
             schema_version: crate::results::SCHEMA_VERSION,
             file: self.items.label.clone(),
@@ -304,7 +304,7 @@ fn analyse(sweep: &Sweep, model: &Path, scored: &[Scored<'_>], scores: &Scores) 
     }
 }
 
-pub(super) fn compare(sweeps: &[ModelSweep], circular: bool) -> Comparison {
+pub(super) fn rank(sweeps: &[ModelSweep], circular: bool) -> Ranking {
     let circular_accuracy: Vec<Vec<f64>> =
         sweeps.iter().map(|m| m.formats.iter().map(|f| f.circular_accuracy.unwrap_or(f.accuracy)).collect()).collect();
     // Circular accuracy that is the same for every model in every format (0
@@ -314,7 +314,7 @@ pub(super) fn compare(sweeps: &[ModelSweep], circular: bool) -> Comparison {
     let accuracy: Vec<Vec<f64>> =
         if circular_ranks { circular_accuracy } else { sweeps.iter().map(|m| m.formats.iter().map(|f| f.accuracy).collect()).collect() };
     let taus: Vec<f64> = robustness::kendall_between_formats(&accuracy).into_iter().filter(|t| t.is_finite()).collect();
-    Comparison {
+    Ranking {
         ranked_by: match (circular, circular_ranks) {
             (true, true) => "circular_accuracy",
             (true, false) => "accuracy (circular accuracy is the same for every model in every format)",
@@ -357,13 +357,13 @@ mod tests {
             .unwrap()
         };
         let sweeps = [model("a", [50.0, 40.0]), model("b", [30.0, 60.0])];
-        let c = compare(&sweeps, true);
+        let c = rank(&sweeps, true);
         assert!(c.ranked_by.starts_with("accuracy (circular accuracy is the same"), "{}", c.ranked_by);
         assert_eq!(c.rank_distribution, [[1, 1], [1, 1]], "each model first in one format, by accuracy");
         assert_eq!(c.reversal_rate, 1.0);
         // Where circular accuracy differs, it ranks.
         let mut sweeps = sweeps;
         sweeps[0].formats[0].circular_accuracy = Some(25.0);
-        assert_eq!(compare(&sweeps, true).ranked_by, "circular_accuracy");
+        assert_eq!(rank(&sweeps, true).ranked_by, "circular_accuracy");
     }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use mcscore_format::AtomicFile;
 use serde::{Deserialize, Serialize};
 
-use super::report::{compare, spread};
+use super::report::{rank, spread};
 use super::{FormatResult, ModelSweep, SweepIdentity, SweepReport};
 use crate::{EvalError, SweepError, SweepFault};
 
@@ -111,7 +111,7 @@ pub fn merge_saved(paths: &[PathBuf]) -> Result<SweepReport, EvalError> {
         first.models.extend(report.models);
     }
     let mut report = merged.ok_or(EvalError::NoLogs)?;
-    report.comparison = (report.models.len() > 1).then(|| compare(&report.models, report.circular));
+    report.comparison = (report.models.len() > 1).then(|| rank(&report.models, report.circular));
     Ok(report)
 }
 
