@@ -14,7 +14,7 @@ use std::ffi::{c_char, CStr};
 use std::io::Write;
 
 /// The exit status of an abort (128 + SIGABRT), as a shell reports one.
-pub const ABORT_EXIT: i32 = 134;
+pub(crate) const ABORT_EXIT: i32 = 134;
 
 /// ggml's abort hook: says the failed check on one line of stderr, removes
 /// every output still being written, and exits with [`ABORT_EXIT`] without a

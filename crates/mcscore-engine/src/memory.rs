@@ -69,7 +69,7 @@ pub(crate) struct PageRelease {
 
 impl PageRelease {
     #[cfg(target_os = "linux")]
-    pub fn new(path: &std::path::Path) -> Option<PageRelease> {
+    pub(crate) fn new(path: &std::path::Path) -> Option<PageRelease> {
         use std::os::unix::fs::MetadataExt;
         let path = std::fs::canonicalize(path).ok()?;
         let inode = std::fs::metadata(&path).ok()?.ino();
@@ -83,13 +83,13 @@ impl PageRelease {
     }
 
     /// Whether any release found a mapping of the file to release.
-    pub fn found(&self) -> bool {
+    pub(crate) fn found(&self) -> bool {
         self.found.load(Ordering::Relaxed)
     }
 
     /// Called with llama.cpp's loading progress (before each tensor): releases
     /// the pages read since the last release, every 1/256 of the model.
-    pub fn progress(&mut self, progress: f32) {
+    pub(crate) fn progress(&mut self, progress: f32) {
         if progress - self.last >= 1.0 / 256.0 || progress >= 1.0 {
             self.release();
             self.last = progress;
@@ -98,7 +98,7 @@ impl PageRelease {
 
     /// Drops every resident page of the file's mappings in this process.
     #[cfg(target_os = "linux")]
-    pub fn release(&self) {
+    pub(crate) fn release(&self) {
         let Ok(maps) = std::fs::read("/proc/self/maps") else { return };
         for (start, end) in mappings_of(&maps, &self.path, self.inode) {
             self.found.store(true, Ordering::Relaxed);

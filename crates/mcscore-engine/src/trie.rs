@@ -35,26 +35,26 @@ pub(crate) struct Layout {
 
 impl Trie {
     /// Nodes, i.e. tokens decoded when nothing is cached.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.tokens.len()
     }
 
     /// Sequence ids the fill needs.
-    pub fn leaves(&self) -> usize {
+    pub(crate) fn leaves(&self) -> usize {
         self.leaves
     }
 
-    pub fn token(&self, node: u32) -> LlamaToken {
+    pub(crate) fn token(&self, node: u32) -> LlamaToken {
         self.tokens[node as usize]
     }
 
     /// The node before this one in its sequences; `None` for a root.
-    pub fn parent(&self, node: u32) -> Option<u32> {
+    pub(crate) fn parent(&self, node: u32) -> Option<u32> {
         Some(self.parents[node as usize]).filter(|&p| p != NO_PARENT)
     }
 
     /// The position of a node's token in its sequences.
-    pub fn depth(&self, node: u32) -> u32 {
+    pub(crate) fn depth(&self, node: u32) -> u32 {
         self.depths[node as usize]
     }
 
@@ -98,7 +98,7 @@ impl Trie {
     /// Adds a task's decoded tokens (its prefix, then each option's tokens but
     /// the last) and returns, per option, the nodes whose logits score its
     /// tokens: node `i` predicts the option's token `i`.
-    pub fn insert(&mut self, task: &PreparedTask) -> Vec<Vec<u32>> {
+    pub(crate) fn insert(&mut self, task: &PreparedTask) -> Vec<Vec<u32>> {
         let mut last = NO_PARENT;
         for &token in &task.prefix {
             last = self.child(last, token);
@@ -120,7 +120,7 @@ impl Trie {
     }
 
     /// Numbers the leaves depth-first and finds the chain every leaf shares.
-    pub fn layout(&self) -> Layout {
+    pub(crate) fn layout(&self) -> Layout {
         let n = self.len();
         let mut kids: Vec<Vec<u32>> = vec![Vec::new(); n];
         let mut roots = Vec::new();
@@ -180,7 +180,7 @@ pub(crate) struct FillTree {
 }
 
 impl FillTree {
-    pub fn new(group: &[PreparedTask]) -> FillTree {
+    pub(crate) fn new(group: &[PreparedTask]) -> FillTree {
         let mut trie = Trie::default();
         let scoring: Vec<Vec<Vec<u32>>> = group.iter().map(|t| trie.insert(t)).collect();
         let layout = trie.layout();

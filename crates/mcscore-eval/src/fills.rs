@@ -25,7 +25,7 @@ impl Cancel {
         self.0.store(true, Ordering::SeqCst);
     }
 
-    pub fn is_cancelled(&self) -> bool {
+    pub(crate) fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::SeqCst)
     }
 }
@@ -66,7 +66,7 @@ pub(crate) struct MemorySeen {
 }
 
 impl MemorySeen {
-    pub fn sample(&mut self, sample: Option<Resident>) {
+    pub(crate) fn sample(&mut self, sample: Option<Resident>) {
         self.largest = match (self.largest, sample) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),

@@ -22,7 +22,7 @@ pub struct Groups {
 
 impl Groups {
     /// From runs of consecutive tasks: (group, how many tasks), in file order.
-    pub fn from_runs(source: impl Into<String>, runs: &[(String, usize)]) -> Groups {
+    pub(crate) fn from_runs(source: impl Into<String>, runs: &[(String, usize)]) -> Groups {
         let mut names: Vec<String> = Vec::new();
         let mut index_of: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         let mut of_task = Vec::new();
@@ -115,12 +115,12 @@ impl Groups {
 
     /// How many tasks `manifest` says the task file whose sha256 is
     /// `file_sha256` has; `None` without an entry.
-    pub fn manifest_tasks(manifest: &Path, file_sha256: &str) -> Result<Option<usize>, EvalError> {
+    pub(crate) fn manifest_tasks(manifest: &Path, file_sha256: &str) -> Result<Option<usize>, EvalError> {
         Ok(manifest_entry(manifest, file_sha256)?.map(|e| e.tasks))
     }
 
     /// The group of task `task` of the file, where the groups reach it.
-    pub fn name_of(&self, task: usize) -> Option<&str> {
+    pub(crate) fn name_of(&self, task: usize) -> Option<&str> {
         self.group(task).map(|g| self.names[g].as_str())
     }
 

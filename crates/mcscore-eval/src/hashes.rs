@@ -23,7 +23,7 @@ struct Entry {
 
 /// The sha256 of `path`, and whether it came from the cache in `cache_dir`.
 /// A cache that cannot be read or written only costs the hashing.
-pub fn sha256_cached(path: &Path, cache_dir: &Path) -> Result<(String, bool), EvalError> {
+pub(crate) fn sha256_cached(path: &Path, cache_dir: &Path) -> Result<(String, bool), EvalError> {
     let metadata = std::fs::metadata(path).map_err(EvalError::io(path))?;
     let modified_ns = metadata.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
     let key = std::fs::canonicalize(path).map_err(EvalError::io(path))?.display().to_string();

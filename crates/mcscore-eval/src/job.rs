@@ -21,7 +21,7 @@ use crate::{ChatError, SequentialError, SpecError};
 use crate::{EvalError, Phase, Progress};
 
 /// The context of the unconditional pass of acc_pmi (lm-evaluation-harness, OLMES).
-pub const UNCONDITIONAL_CONTEXT: &str = "Answer:";
+pub(crate) const UNCONDITIONAL_CONTEXT: &str = "Answer:";
 
 /// What to score, and how: [`ScoreSpec::new`], then the fields to change.
 #[derive(Debug, Clone)]
@@ -62,7 +62,7 @@ pub struct ScoreSpec {
 /// llama-perplexity's default `--hellaswag-tasks`: a HellaSwag run given no
 /// subset, limit or order scores this many of the file's tasks, picked as it
 /// picks them (a subset of 0 scores every task).
-pub const HELLASWAG_DEFAULT_TASKS: usize = 400;
+pub(crate) const HELLASWAG_DEFAULT_TASKS: usize = 400;
 
 impl ScoreSpec {
     /// Refuses settings that do not go together, before anything is read.
@@ -222,7 +222,7 @@ pub enum Selection {
 }
 
 /// The file's first `limit` tasks of `n_tasks`, in file order.
-pub fn first(limit: usize, n_tasks: usize) -> (Selection, Vec<usize>) {
+pub(crate) fn first(limit: usize, n_tasks: usize) -> (Selection, Vec<usize>) {
     (Selection::First(limit), (0..limit.min(n_tasks)).collect())
 }
 
@@ -242,7 +242,7 @@ pub fn select(kind: TaskKind, requested: Option<usize>, n_tasks: usize) -> (Sele
 }
 
 /// The tasks of a file: strictly validated, or read as llama.cpp would.
-pub enum OpenedFile {
+pub(crate) enum OpenedFile {
     Strict(TaskFile),
     /// The bytes of a file that fails strict validation, and its faults.
     Lenient {
@@ -260,7 +260,7 @@ impl OpenedFile {
     /// Opens `path` as `kind` says: a task file strictly or, with `lenient`,
     /// kept with the faults llama.cpp reads past; a text file as it is (its
     /// tasks are read, strictly, by [`OpenedFile::tasks`]).
-    pub fn open(path: &Path, kind: TaskKind, lenient: bool) -> Result<OpenedFile, EvalError> {
+    pub(crate) fn open(path: &Path, kind: TaskKind, lenient: bool) -> Result<OpenedFile, EvalError> {
         if kind != TaskKind::MultipleChoice {
             return Ok(OpenedFile::Text { bytes: mcscore_format::read_input(path)?, kind });
         }
@@ -274,7 +274,7 @@ impl OpenedFile {
         }
     }
 
-    pub fn tasks(&self, path: &Path) -> Result<Tasks<'_>, EvalError> {
+    pub(crate) fn tasks(&self, path: &Path) -> Result<Tasks<'_>, EvalError> {
         Ok(match self {
             OpenedFile::Strict(file) => Tasks::Mapped(file),
             OpenedFile::Lenient { bytes, .. } => Tasks::Parsed(read_lenient(bytes, path)?),
@@ -283,7 +283,7 @@ impl OpenedFile {
         })
     }
 
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         match self {
             OpenedFile::Strict(file) => file.bytes(),
             OpenedFile::Lenient { bytes, .. } | OpenedFile::Text { bytes, .. } => bytes,
@@ -863,7 +863,7 @@ impl Running<'_> {
     /// than its last), packed afresh: under the batch rule they score as they
     /// would in one uninterrupted run's fills. Returns `false` when `cancel`
     /// stopped it (at a fill, as [`ScoreJob::run`]); the run can then only be finished.
-    pub fn score_to(&mut self, end: usize, progress: &mut dyn Progress, cancel: &Cancel) -> Result<bool, EvalError> {
+    pub(crate) fn score_to(&mut self, end: usize, progress: &mut dyn Progress, cancel: &Cancel) -> Result<bool, EvalError> {
         let end = end.min(self.prepared.len());
         let from = self.records.len();
         if self.cancelled || self.already_complete || from >= end {

@@ -72,11 +72,7 @@ pub use error::{
     StudyFault, SweepError, SweepFault,
 };
 pub use fills::Cancel;
-pub use hashes::sha256_cached;
-pub use job::{
-    select, BeyondTraining, End, OpenedFile, Ordered, Running, ScoreJob, ScoreOutcome, ScoreSpec, Selection, Tasks, Timings,
-    HELLASWAG_DEFAULT_TASKS, UNCONDITIONAL_CONTEXT,
-};
+pub use job::{select, BeyondTraining, End, Ordered, Running, ScoreJob, ScoreOutcome, ScoreSpec, Selection, Tasks, Timings};
 /// The sample log, in its own crate (no engine), re-exported here.
 pub use mcscore_log as log;
 pub use mcscore_log::{LogError, LogFault, TaskKind};

@@ -19,7 +19,7 @@ use crate::EvalError;
 /// percent and `report`'s metrics as `[name, value]` pairs; 2 gave
 /// `compare`'s mode as llama-perplexity's flag and kept `score`'s `decodes`
 /// beside `fills`.
-pub const SCHEMA_VERSION: u32 = 3;
+pub(crate) const SCHEMA_VERSION: u32 = 3;
 
 /// What `score --json` prints of a run (docs/schema/score.schema.json): what
 /// was scored and how, accuracies and baselines as fractions, accuracy per
@@ -250,7 +250,12 @@ pub fn score_group_accuracies(outcome: &crate::ScoreOutcome, groups: &Groups, lo
 
 /// The accuracy under `norm` of each group and category of `records` (read
 /// from `log`); refused where the groups do not reach a task.
-pub fn group_accuracies(records: &[TaskRecord], groups: &Groups, norm: Normalisation, log: &Path) -> Result<GroupAccuracies, EvalError> {
+pub(crate) fn group_accuracies(
+    records: &[TaskRecord],
+    groups: &Groups,
+    norm: Normalisation,
+    log: &Path,
+) -> Result<GroupAccuracies, EvalError> {
     groups.check_reach(records, log)?;
     // (name, category, tasks, right) in order of first appearance.
     fn tally(rows: &mut Vec<(String, Option<String>, usize, usize)>, name: &str, category: Option<&str>, right: bool) {

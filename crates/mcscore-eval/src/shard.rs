@@ -21,7 +21,7 @@ use crate::EvalError;
 use crate::ShardError;
 
 /// The partition rule's name, recorded in shard logs (a later rule gets a new name).
-pub const RULE: &str = "contiguous-by-bytes";
+pub(crate) const RULE: &str = "contiguous-by-bytes";
 
 /// Shard `index` (0-based) of `count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

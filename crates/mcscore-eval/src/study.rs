@@ -59,7 +59,7 @@ pub struct Needs {
 
 /// CPUs per array task where neither the scheduler options nor any
 /// settings' `-t` say.
-pub const DEFAULT_CPUS: u32 = 4;
+pub(crate) const DEFAULT_CPUS: u32 = 4;
 
 /// What every array task gets, derived from the study.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -29,10 +29,11 @@ mod report;
 mod saved;
 mod shard;
 
-pub use report::{FormatResult, FormatSpread, ModelSweep, Pride, Ranking, SweepReport};
+pub use report::{FormatResult, FormatSpread, ModelSweep, Pride, RankReversals, SweepReport};
 pub use saved::{merge_saved, save};
 use shard::SHARD_RULE;
-pub use shard::{SweepIdentity, SweepRunIdentity, SweepShard, SWEEP_SHARD_VERSION};
+use shard::SWEEP_SHARD_VERSION;
+pub use shard::{SweepIdentity, SweepRunIdentity, SweepShard};
 
 /// One prompt: an item rendered in a format under a rotation.
 #[non_exhaustive]

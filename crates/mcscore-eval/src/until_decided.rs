@@ -26,7 +26,7 @@ use crate::{SequentialError, SequentialSetting};
 /// How the order is drawn: a Fisher–Yates shuffle of the file's task indices
 /// (from the last position down, each swapped with a position drawn by
 /// `SplitMix64::below` from the seed).
-pub const ORDER_RULE: &str = "fisher-yates/splitmix64";
+pub(crate) const ORDER_RULE: &str = "fisher-yates/splitmix64";
 
 /// The file's `n` task indices in the order [`ORDER_RULE`] draws from `seed`.
 pub(crate) fn shuffled_order(n: usize, seed: u64) -> Vec<usize> {
@@ -376,7 +376,7 @@ fn sequential_header(spec: &UntilDecidedSpec, order: &[usize], file_tasks: usize
         Some(_) => spec
             .models()
             .map(|m| match &spec.hash_cache {
-                Some(cache) => crate::sha256_cached(m, cache).map(|(h, _)| h),
+                Some(cache) => crate::hashes::sha256_cached(m, cache).map(|(h, _)| h),
                 None => mcscore_format::sha256_file(m).map_err(EvalError::io(m.as_path())),
             })
             .collect::<Result<_, _>>()?,

@@ -128,7 +128,7 @@ impl ModelSweep {
 
 #[derive(Serialize)]
 #[non_exhaustive]
-pub struct Ranking {
+pub struct RankReversals {
     /// What models are ranked by.
     pub ranked_by: &'static str,
     /// Per model: how many formats rank it 1st, 2nd, ….
@@ -163,7 +163,7 @@ pub struct SweepReport {
     pub models: Vec<ModelSweep>,
     /// Recomputed whenever sweeps are put side by side.
     #[serde(skip_deserializing)]
-    pub comparison: Option<Ranking>,
+    pub comparison: Option<RankReversals>,
 }
 
 impl Sweep {
@@ -304,7 +304,7 @@ fn analyse(sweep: &Sweep, model: &Path, scored: &[Scored<'_>], scores: &Scores) 
     }
 }
 
-pub(super) fn rank(sweeps: &[ModelSweep], circular: bool) -> Ranking {
+pub(super) fn rank(sweeps: &[ModelSweep], circular: bool) -> RankReversals {
     let circular_accuracy: Vec<Vec<f64>> =
         sweeps.iter().map(|m| m.formats.iter().map(|f| f.circular_accuracy.unwrap_or(f.accuracy)).collect()).collect();
     // Circular accuracy that is the same for every model in every format (0
@@ -314,7 +314,7 @@ pub(super) fn rank(sweeps: &[ModelSweep], circular: bool) -> Ranking {
     let accuracy: Vec<Vec<f64>> =
         if circular_ranks { circular_accuracy } else { sweeps.iter().map(|m| m.formats.iter().map(|f| f.accuracy).collect()).collect() };
     let taus: Vec<f64> = robustness::kendall_between_formats(&accuracy).into_iter().filter(|t| t.is_finite()).collect();
-    Ranking {
+    RankReversals {
         ranked_by: match (circular, circular_ranks) {
             (true, true) => "circular_accuracy",
             (true, false) => "accuracy (circular accuracy is the same for every model in every format)",

@@ -18,7 +18,7 @@ pub(super) const SHARD_RULE: &str = "contiguous-by-tokens";
 
 /// The format of a saved sweep shard, written as `version`; a shard saved
 /// before it was written is version 1.
-pub const SWEEP_SHARD_VERSION: u32 = 1;
+pub(crate) const SWEEP_SHARD_VERSION: u32 = 1;
 
 fn first_shard_version() -> u32 {
     1
@@ -115,7 +115,7 @@ impl SweepRunIdentity {
 
 impl SweepShard {
     /// The sweep this shard is part of.
-    pub fn sweep_identity(&self) -> SweepIdentity {
+    pub(crate) fn sweep_identity(&self) -> SweepIdentity {
         SweepIdentity {
             items_sha256: self.items_sha256.clone(),
             formats: self.formats.clone(),
@@ -127,7 +127,7 @@ impl SweepShard {
     }
 
     /// The run this shard is part of.
-    pub fn run_identity(&self) -> SweepRunIdentity {
+    pub(crate) fn run_identity(&self) -> SweepRunIdentity {
         SweepRunIdentity {
             model: self.model.clone(),
             settings: self.settings.to_string(),
