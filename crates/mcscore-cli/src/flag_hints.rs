@@ -2,7 +2,7 @@
 //! messages name files, tasks and lines; the command line adds its flags.
 
 use mcscore_engine::EngineError;
-use mcscore_eval::{EvalError, LogError, LogsError, SweepError};
+use mcscore_eval::{EvalError, LogError, LogsError, ShardError, SweepError};
 
 /// The command that failed, where one error calls for another flag in each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +35,13 @@ pub(crate) fn flag_hint(command: Asked, error: &EvalError) -> Option<&'static st
     }
     Some(match (command, error) {
         (Asked::Score, EvalError::Log(LogError::Exists { .. })) => "--resume continues it",
+        (_, EvalError::Log(LogError::Unfinished { why, .. }) | EvalError::Shard(ShardError::ShardIncomplete { why, .. })) => {
+            match why.resumable() {
+                Some(false) => "finish the run with `mcscore score ... --resume`",
+                Some(true) => "finish the comparison with `mcscore compare --until-decided ... --resume`",
+                None => return None,
+            }
+        }
         (Asked::Report, EvalError::Logs(LogsError::OtherTasks { .. })) => "use the same --multiple-choice-tasks",
         (
             Asked::View,
@@ -117,5 +124,20 @@ mod tests {
         ));
         let other = anyhow::Error::from(EngineError::OneOption { task: 3 });
         assert_eq!(describe(Asked::Serve, &other), "task 3: one option; a task needs at least 2 options to be scored");
+    }
+
+    #[test]
+    fn an_unfinished_log_says_how_to_finish_it_where_resuming_can() {
+        use mcscore_eval::log::Unfinished;
+        let unfinished = |why| anyhow::Error::from(EvalError::Log(LogError::Unfinished { path: "a.jsonl".into(), why }));
+        let killed = unfinished(Unfinished::Killed { logged: 3, announced: 10, sequential: false });
+        assert_eq!(
+            describe(Asked::Report, &killed),
+            "a.jsonl: 3 of 10 tasks logged and no footer: the run was interrupted or killed; finish the run with `mcscore score ... --resume`"
+        );
+        let sequential = unfinished(Unfinished::Interrupted { logged: 3, announced: 10, sequential: true });
+        assert!(describe(Asked::View, &sequential).ends_with("; finish the comparison with `mcscore compare --until-decided ... --resume`"));
+        let untrusted = unfinished(Unfinished::NoFooter { announced: 10 });
+        assert!(describe(Asked::Report, &untrusted).ends_with("so its results are not to be trusted; score it again"));
     }
 }

@@ -190,7 +190,7 @@ pub(crate) fn stdout_error(error: std::io::Error) -> anyhow::Error {
 
 /// Checks `score`'s flags (as a study gives them) the way `mcscore score`
 /// parses them, without running anything: the first problem clap finds.
-pub(crate) fn parse_score_flags(flags: &[&str]) -> Result<mcscore_eval::study::Needs, String> {
+pub(crate) fn parse_score_flags(flags: &[&str]) -> Result<plan::Needs, String> {
     use clap::{CommandFactory, FromArgMatches};
     let line = ["mcscore", "score"].into_iter().chain(flags.iter().copied()).map(std::ffi::OsString::from);
     let first_line = |e: clap::Error| e.to_string().lines().next().unwrap_or_default().trim_start_matches("error: ").to_owned();
@@ -202,7 +202,7 @@ pub(crate) fn parse_score_flags(flags: &[&str]) -> Result<mcscore_eval::study::N
     let Some(score) = matches.subcommand_matches("score") else { return Ok(Default::default()) };
     // What the flags state, not the defaults: a study derives its resources from them.
     let stated = |id: &str| score.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
-    Ok(mcscore_eval::study::Needs {
+    Ok(plan::Needs {
         threads: score.get_one::<i32>("threads").filter(|_| stated("threads")).map(|&t| t.unsigned_abs()),
         gpu_layers: score.get_one::<u32>("n_gpu_layers").filter(|_| stated("n_gpu_layers")).copied(),
     })

@@ -2,16 +2,18 @@
 //! shards) as one Slurm array job or one Kubernetes Indexed Job, and the
 //! merge of its shards afterwards.
 
-use std::path::PathBuf;
-
-use mcscore_eval::study::Study;
 use std::io::Write;
+use std::path::PathBuf;
 
 use anyhow::Context;
 use mcscore_format::AtomicFile;
 
 use crate::output::{self, Target};
 use crate::Outcome;
+
+mod study;
+
+pub(crate) use study::{Needs, Study};
 
 const EXAMPLES: &str = "\
 Examples:

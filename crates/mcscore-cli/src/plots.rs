@@ -234,7 +234,7 @@ fn format_bars(
             format!(
                 "{}: accuracy per prompt format{}",
                 short(label, 40),
-                // Sweeps saved by earlier mcscores have no intervals.
+                // A saved sweep file may hold no intervals.
                 if intervals.iter().any(Option::is_some) { " (95 % Wilson intervals)" } else { "" }
             ),
             ("sans-serif", 18),

@@ -76,6 +76,7 @@ impl TemplateChoice {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ChatSpec {
+    /// Which template the prompts are rendered inside (`--chat-template`).
     pub template: TemplateChoice,
     /// A system turn before the question (`--system`).
     pub system: Option<String>,
@@ -92,6 +93,7 @@ impl ChatSpec {
         ChatSpec { template, system: None, shots: None }
     }
 
+    /// Whether the run scores without a template (a job refuses `system` or `shots` set then).
     pub fn is_none(&self) -> bool {
         self.template == TemplateChoice::None
     }

@@ -31,7 +31,9 @@ pub struct CompareOptions {
     pub margin: f64,
     /// The error rate of each verdict (split over several OTHERs).
     pub alpha: f64,
+    /// Bootstrap resamples: of the tasks, of the groups, and of each group's tasks.
     pub resamples: u32,
+    /// The seed every bootstrap draws from, so that a comparison repeats exactly.
     pub seed: u64,
 }
 
@@ -42,6 +44,7 @@ impl Default for CompareOptions {
 }
 
 impl CompareOptions {
+    /// Options with every field given (the struct is `#[non_exhaustive]`: no literal outside this crate).
     pub fn new(normalisation: Normalisation, margin: f64, alpha: f64, resamples: u32, seed: u64) -> Self {
         CompareOptions { normalisation, margin, alpha, resamples, seed }
     }
@@ -51,8 +54,11 @@ impl CompareOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct Interval {
+    /// The statistic: its mean over the compared tasks.
     pub estimate: f64,
+    /// The lower bound of its task-bootstrap BCa interval at the comparison's `interval_level`.
     pub low: f64,
+    /// The upper bound of that interval.
     pub high: f64,
 }
 
@@ -60,10 +66,16 @@ pub struct Interval {
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct RunInfo {
+    /// How the output names the run: its label, with its log's file stem added where two runs' labels are the same.
     pub label: String,
+    /// Where its records came from (the log's path), as text.
     pub log: String,
+    /// The model's path as its header records it.
     pub model: String,
+    /// The model's sha256, as hex (empty where the run did not hash it).
     pub model_sha256: String,
+    /// What the run scored with that changes a number, space-separated: the kernel settings, then
+    /// the mode (other than multiple choice), `lenient` and `pmi` where they hold.
     pub settings: String,
     /// The chat template the run scored inside (`--chat-template`), if any.
     pub chat_template: Option<String>,
@@ -77,9 +89,13 @@ pub struct RunInfo {
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct GroupShift {
+    /// The group's name, as the groups' source gives it.
     pub name: String,
+    /// The group's tasks among those compared.
     pub tasks: usize,
+    /// BASE's accuracy (a fraction) on the group's tasks.
     pub base_accuracy: f64,
+    /// OTHER's accuracy (a fraction) on the group's tasks.
     pub other_accuracy: f64,
     /// OTHER − BASE.
     pub difference: f64,
@@ -87,6 +103,7 @@ pub struct GroupShift {
     /// comparison's ([`paired_difference`]); `None` below
     /// [`MIN_GROUP_FOR_INTERVAL`] tasks, where a bootstrap says nothing.
     pub interval: Option<(f64, f64)>,
+    /// McNemar's exact two-sided p over the group's right→wrong and wrong→right tasks, unadjusted.
     pub mcnemar_p: f64,
     /// Benjamini–Hochberg's adjusted p over the groups.
     pub bh_q: f64,
@@ -106,6 +123,7 @@ pub const MIN_GROUPS_FOR_CLUSTERS: usize = 10;
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct Clustered {
+    /// Groups that hold at least one of the compared tasks.
     pub groups: usize,
     /// The difference judged by the cluster bootstrap; `None` below
     /// [`MIN_GROUPS_FOR_CLUSTERS`] groups.
@@ -145,6 +163,7 @@ impl Serialize for VerdictBasis {
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct Pairing {
+    /// OTHER's run, its accuracy over the tasks compared.
     pub other: RunInfo,
     /// Tasks compared: BASE's, or fewer where both runs are of one
     /// sequential comparison that stopped OTHER earlier.
@@ -156,22 +175,27 @@ pub struct Pairing {
     pub difference: PairedDifference,
     /// What the verdict rests on.
     pub verdict_basis: VerdictBasis,
+    /// The verdict of the bootstrap `verdict_basis` names: the cluster bootstrap's where it ran, else `difference`'s.
     pub verdict: Verdict,
     /// "worse", "better", "equivalent within ±1 point", ….
     pub conclusion: String,
+    /// McNemar's exact test over the tasks that changed from right to wrong or back.
     pub mcnemar: McNemar,
     /// McNemar's p after Holm's correction over the OTHERs.
     pub mcnemar_p_holm: f64,
+    /// Tasks counted by what happened to them: right under BASE and wrong under OTHER, and so on.
     pub flips: Flips,
     /// The share of tasks where both picked the same option.
     pub agreement: f64,
     /// KL(base‖other) of the choice distributions per task, in nats.
     pub kl: Spread,
+    /// The mean of that KL over the tasks, in nats, with its interval.
     pub kl_mean: Interval,
     /// Jensen–Shannon divergence per task, in nats.
     pub js: Spread,
     /// ln q(gold) − ln p(gold): negative when OTHER is less sure of the answer.
     pub gold_logprob_change: Interval,
+    /// The statistics over the task groups; `None` when no groups are known.
     pub clustered: Option<Clustered>,
     /// Per task, for plots and pages (not in JSON: a 100,000-task file
     /// would make it huge).
@@ -188,25 +212,35 @@ pub struct Pairing {
 pub struct Comparison {
     /// The results JSON's version ([`crate::results::SCHEMA_VERSION`]).
     pub schema_version: u32,
+    /// The task file's path as BASE's header records it.
     pub file: String,
+    /// The task file's sha256, as hex.
     pub file_sha256: String,
     /// The mode the runs scored.
     pub mode: crate::log::TaskKind,
+    /// BASE's tasks (an OTHER stopped earlier by a sequential comparison is compared on fewer: its `tasks`).
     pub tasks: usize,
     /// Accuracy (a fraction) of a uniform random pick: the mean of 1/k.
     pub chance: f64,
+    /// The normalisation compared (`acc`, `acc_norm`, …).
     pub normalisation: &'static str,
+    /// The equivalence margin: a difference of accuracies (a fraction).
     pub margin: f64,
+    /// The error rate asked for, before it is split over the OTHERs.
     pub alpha: f64,
     /// 1 − α/k for k OTHERs (Bonferroni): the level of `difference`.
     pub interval_level: f64,
     /// 1 − 2α/k: the level of `tost_interval`.
     pub tost_level: f64,
+    /// Bootstrap resamples.
     pub resamples: u32,
+    /// The seed the bootstraps drew from.
     pub seed: u64,
+    /// BASE's run, its accuracy over all its tasks.
     pub base: RunInfo,
     /// Where the task groups came from; `None` when none are known.
     pub groups: Option<String>,
+    /// Each OTHER against BASE, in the order given.
     pub others: Vec<Pairing>,
 }
 

@@ -19,9 +19,13 @@ const GIB: f64 = (1u64 << 30) as f64;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum EvalError {
+    /// A task file, or another input or output as a file, could not be read
+    /// or written, or holds faults.
     #[error(transparent)]
     Format(#[from] mcscore_format::Error),
 
+    /// A benchmark's source files could not be read into items, or a
+    /// manifest could not be read.
     #[error(transparent)]
     Dataset(#[from] mcscore_datasets::DatasetError),
 
@@ -36,7 +40,9 @@ pub enum EvalError {
     /// Scoring failed; `path` is the task file, model or item set concerned.
     #[error("{}", path.display())]
     Engine {
+        /// The task file, the model, or a sweep's item set (its task file as given, or its benchmark's name).
         path: PathBuf,
+        /// The engine's error.
         #[source]
         source: EngineError,
     },
@@ -44,7 +50,9 @@ pub enum EvalError {
     /// The unconditional pass of acc_pmi (options after "Answer:") failed.
     #[error("{}: the unconditional pass (options after \"Answer:\")", path.display())]
     Unconditional {
+        /// The task file.
         path: PathBuf,
+        /// The engine's error.
         #[source]
         source: EngineError,
     },
@@ -52,60 +60,100 @@ pub enum EvalError {
     /// Scoring failed on one prompt of a sweep.
     #[error("{label}: task {task} in format {format}, rotation {rotation} (prompt {prompt})")]
     Prompt {
+        /// The task file as given, or the benchmark's name.
         label: String,
+        /// The task's index in the file or source, from 0.
         task: usize,
+        /// The format's name (`upper.dot.newline`).
         format: String,
+        /// How far the options are rotated left, from 0.
         rotation: usize,
+        /// The prompt's index among the sweep's prompts, from 0.
         prompt: usize,
+        /// The engine's error.
         #[source]
         source: Box<EngineError>,
     },
 
+    /// Shard logs that do not tile one run.
     #[error(transparent)]
     Shard(#[from] ShardError),
 
+    /// A sweep that cannot render, merge or compare.
     #[error(transparent)]
     Sweep(#[from] SweepError),
 
-    #[error(transparent)]
-    Study(#[from] StudyError),
-
+    /// Sample logs that a report or comparison cannot put side by side.
     #[error(transparent)]
     Logs(#[from] LogsError),
 
+    /// A sequential comparison that cannot start or stop.
     #[error(transparent)]
     Sequential(#[from] SequentialError),
 
+    /// A chat template that cannot wrap the tasks.
     #[error(transparent)]
     Chat(#[from] ChatError),
 
+    /// A score job asked for something that cannot run.
     #[error(transparent)]
     Spec(#[from] SpecError),
 
     /// A log whose header matches the run but whose task lines are not its tasks.
     #[error("{}: cannot resume: task line {} is task {logged}, but the run's task there is {} (the log was edited, or written by another mcscore)", path.display(), position + 1, run.map_or("none (the run has fewer tasks)".to_owned(), |t| t.to_string()))]
-    ResumeOtherTasks { path: PathBuf, position: usize, logged: usize, run: Option<usize> },
+    ResumeOtherTasks {
+        /// The log.
+        path: PathBuf,
+        /// The first task line that differs, from 0 among the task lines (the message counts from 1).
+        position: usize,
+        /// The task that line holds: its index in the file.
+        logged: usize,
+        /// The run's task at that position, by its index in the file; `None` where the run has fewer tasks.
+        run: Option<usize>,
+    },
 
     /// An output whose path is one of the job's inputs (by inode).
     #[error("{}: writing it would replace {}, one of the inputs; choose another folder", path.display(), input.display())]
-    WouldReplaceInput { path: PathBuf, input: PathBuf },
+    WouldReplaceInput {
+        /// The output.
+        path: PathBuf,
+        /// The input it is the same file as, as given.
+        input: PathBuf,
+    },
 
+    /// Reading or writing a file or folder failed.
     #[error("{}", path.display())]
     Io {
+        /// The file or folder.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
 
     /// A run that scored fewer tasks than it announced.
     #[error("{}: scored {scored} tasks but {announced} were announced", path.display())]
-    Incomplete { path: PathBuf, scored: usize, announced: usize },
+    Incomplete {
+        /// The task file; in a sweep, the model.
+        path: PathBuf,
+        /// Tasks scored (in a sweep, prompts).
+        scored: usize,
+        /// Tasks the run set out to score (in a sweep, prompts).
+        announced: usize,
+    },
 
+    /// No sample log (or saved sweep, or sweep shard) given where at least
+    /// one is needed.
     #[error("a report needs at least one sample log")]
     NoLogs,
 
+    /// A model whose token pieces do not spell an audit prompt back, so that
+    /// how it tokenises the option IDs cannot be audited.
     #[error("{}: the model's token pieces do not spell the prompt back; cannot audit", path.display())]
-    Unauditable { path: PathBuf },
+    Unauditable {
+        /// The model.
+        path: PathBuf,
+    },
 
     /// A progress or output callback of the front end failed.
     #[error(transparent)]
@@ -116,83 +164,224 @@ pub enum EvalError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ShardError {
+    /// A shard whose index is not below its count, or a count of 0.
     #[error("shard {index} of {count}: a shard's index is below its count, and the count at least 1")]
-    NoSuchShard { index: usize, count: usize },
+    NoSuchShard {
+        /// Which shard, from 0 (`K` of `--shard K/N`).
+        index: usize,
+        /// How many shards the run is split into (`N`).
+        count: usize,
+    },
 
+    /// More shards than the run has tasks.
     #[error("{shards} shards for {tasks} tasks: at most one shard per task")]
-    TooManyShards { shards: usize, tasks: usize },
+    TooManyShards {
+        /// The shard count asked for.
+        shards: usize,
+        /// The run's tasks.
+        tasks: usize,
+    },
 
+    /// A whole run's log given where shard logs are merged.
     #[error("{}: not a shard log (its header has no shard; `score --shard K/N` writes them)", path.display())]
-    NotAShard { path: PathBuf },
+    NotAShard {
+        /// The log.
+        path: PathBuf,
+    },
 
     /// A shard whose run did not end normally (the log crate says how).
     #[error("{}: shard {shard} is incomplete: {why}", path.display())]
-    ShardIncomplete { path: PathBuf, shard: usize, why: String },
+    ShardIncomplete {
+        /// The shard's log.
+        path: PathBuf,
+        /// The shard's index, from 0.
+        shard: usize,
+        /// How its run ended, as the log reads.
+        why: mcscore_log::Unfinished,
+    },
 
+    /// A shard of another run than the first shard given: the two differ in
+    /// more than their index and tasks.
     #[error("{}: shard {shard} is of another run than {}: its {field} differs\n  {}: {log}\n  this log: {now}", path.display(), first.display(), first.display())]
-    OtherRun { path: PathBuf, shard: usize, field: &'static str, first: PathBuf, log: String, now: String },
+    OtherRun {
+        /// The shard's log (or saved sweep shard).
+        path: PathBuf,
+        /// The shard's index, from 0.
+        shard: usize,
+        /// The first field that differs, as the message names it.
+        field: &'static str,
+        /// The first shard given, which the others are checked against.
+        first: PathBuf,
+        /// The field's value in `first`.
+        log: String,
+        /// The field's value in this shard.
+        now: String,
+    },
 
+    /// One shard index in two files.
     #[error("shard {shard} is given twice: {} and {}", first.display(), second.display())]
-    ShardTwice { shard: usize, first: PathBuf, second: PathBuf },
+    ShardTwice {
+        /// The shard's index, from 0.
+        shard: usize,
+        /// The file given first with that index.
+        first: PathBuf,
+        /// The file that gives it again.
+        second: PathBuf,
+    },
 
+    /// Shards of the run that were not given.
     #[error("{absent} of the run's {count} shards missing: {}{}", missing.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(", "), if *absent > missing.len() { format!(" and {} more", absent - missing.len()) } else { String::new() })]
-    ShardsMissing { missing: Vec<usize>, absent: usize, count: usize },
+    ShardsMissing {
+        /// The first missing shards' indices, from 0, in order: at most 20, however many are missing.
+        missing: Vec<usize>,
+        /// How many shards are missing in all.
+        absent: usize,
+        /// How many shards the run is split into.
+        count: usize,
+    },
 
+    /// A task logged by two shards.
     #[error("task {task} is scored by two shards: {} and {}", first.display(), second.display())]
-    TaskInTwoShards { task: usize, first: PathBuf, second: PathBuf },
+    TaskInTwoShards {
+        /// The task's index in the file, from 0.
+        task: usize,
+        /// The shard log that holds it first.
+        first: PathBuf,
+        /// Another shard log that holds it.
+        second: PathBuf,
+    },
 
+    /// Shards that, each sound and all present, do not hold the run's tasks
+    /// (or a sweep run's prompts) once each, in order.
     #[error("the shards do not tile one run: {why}")]
-    ShardsOtherTasks { why: String },
+    ShardsOtherTasks {
+        /// How they fall short, with the shards concerned.
+        why: String,
+    },
 }
 
 /// A sweep that cannot render, merge or compare.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SweepError {
+    /// A file given as a sweep shard that is not the JSON of one.
     #[error("{}: not a saved sweep shard (`sweep --shard K/N --save-json` writes them)", path.display())]
     NotASweepShard {
+        /// The file.
         path: PathBuf,
+        /// The JSON parser's error.
         #[source]
         source: serde_json::Error,
     },
 
+    /// A sweep shard of other items, formats, rotations, instruction line,
+    /// PriDe share or chat template than the sweep merging it.
     #[error("{}: a shard of another sweep: its {what} differ from this sweep's (give the flags the shards were run with)", path.display())]
-    ShardOfOtherSweep { path: PathBuf, what: &'static str },
+    ShardOfOtherSweep {
+        /// The shard.
+        path: PathBuf,
+        /// The first thing that differs, as the message names it (`formats`, `instruction line`, …).
+        what: &'static str,
+    },
 
+    /// A task of a letter-mode task file that does not parse back into an
+    /// item.
     #[error("{label}: task {task} is not in the letter scaffold (\"Question: …\\nA. …\\nAnswer:\" with options A, B, …); a sweep re-renders items, so it needs that exact layout (or a benchmark's source)")]
-    NotLetterScaffold { label: String, task: usize },
+    NotLetterScaffold {
+        /// The task file as given.
+        label: String,
+        /// The task's index in the file, from 0.
+        task: usize,
+    },
 
+    /// A benchmark item with a passage.
     #[error("{name}: item {row} comes with a passage, which the letter formats have no place for; a sweep takes question-and-options benchmarks")]
-    PassageItem { name: String, row: usize },
+    PassageItem {
+        /// The benchmark's name.
+        name: String,
+        /// The item's index among the benchmark's items, from 0.
+        row: usize,
+    },
 
+    /// A sweep of no format.
     #[error("{label}: no prompt formats to sweep")]
-    NoFormats { label: String },
+    NoFormats {
+        /// The task file as given, or the benchmark's name.
+        label: String,
+    },
 
+    /// A task file or source of no task.
     #[error("{label}: no tasks to sweep")]
-    NoItems { label: String },
+    NoItems {
+        /// The task file as given, or the benchmark's name.
+        label: String,
+    },
 
+    /// A task with more options than a format has IDs.
     #[error("{label}: task {task}: its {options} options have no {format} IDs")]
-    NoIds { label: String, task: usize, options: usize, format: String },
+    NoIds {
+        /// The task file as given, or the benchmark's name.
+        label: String,
+        /// The task's index in the file or source, from 0.
+        task: usize,
+        /// Its options.
+        options: usize,
+        /// The format's name.
+        format: String,
+    },
 
+    /// PriDe asked of fewer than two tasks.
     #[error("{label}: PriDe needs at least two tasks: one to estimate the prior, one to debias")]
-    PrideTooFewTasks { label: String },
+    PrideTooFewTasks {
+        /// The task file as given, or the benchmark's name.
+        label: String,
+    },
 
+    /// PriDe asked of tasks with different numbers of options.
     #[error("{label}: PriDe needs one number of options; task {task} has {options} where task {first} has {first_options}")]
-    PrideMixedOptions { label: String, task: usize, options: usize, first: usize, first_options: usize },
+    PrideMixedOptions {
+        /// The task file as given, or the benchmark's name.
+        label: String,
+        /// The first swept task whose number of options differs from the first's: its index in the file or source, from 0.
+        task: usize,
+        /// Its options.
+        options: usize,
+        /// The first swept task: its index in the file or source, from 0.
+        first: usize,
+        /// The first swept task's options.
+        first_options: usize,
+    },
 
+    /// A file given as a saved sweep that is not the JSON of one.
     #[error("{}: not a saved sweep (the JSON of mcscore sweep)", path.display())]
     NotASweep {
+        /// The file.
         path: PathBuf,
+        /// The JSON parser's error.
         #[source]
         source: serde_json::Error,
     },
 
     /// A saved sweep that parses but does not hold together.
     #[error("{}: not a sweep mcscore saved: {fault}", path.display())]
-    BadSweep { path: PathBuf, fault: Box<SweepFault> },
+    BadSweep {
+        /// The saved sweep or sweep shard.
+        path: PathBuf,
+        /// What does not hold together.
+        fault: Box<SweepFault>,
+    },
 
+    /// Saved sweeps of other items, formats or settings than the first,
+    /// given side by side.
     #[error("{}: swept other {what} than {}; only sweeps of the same items and formats compare", path.display(), first.display())]
-    OtherSweep { path: PathBuf, what: &'static str, first: PathBuf },
+    OtherSweep {
+        /// The saved sweep.
+        path: PathBuf,
+        /// The first thing that differs, as the message names it (`formats`, `instruction line`, …).
+        what: &'static str,
+        /// The first saved sweep given.
+        first: PathBuf,
+    },
 }
 
 /// Why a saved sweep, or a sweep shard, is not one mcscore wrote: a sweep
@@ -203,35 +392,81 @@ pub enum SweepError {
 pub enum SweepFault {
     /// A shard written by a newer mcscore.
     #[error("a sweep shard of format {version} (this mcscore reads up to {max}): written by a newer mcscore")]
-    NewerShard { version: u32, max: u32 },
+    NewerShard {
+        /// The shard's format version.
+        version: u32,
+        /// The newest this mcscore reads.
+        max: u32,
+    },
 
     /// A shard index at or past the shard count.
     #[error("shard index {index} of {count} shards; an index is below the count")]
-    ShardIndex { index: usize, count: usize },
+    ShardIndex {
+        /// The shard's index as saved.
+        index: usize,
+        /// The shard count as saved.
+        count: usize,
+    },
 
     /// A prompt's row of log-probabilities that the analysis cannot index.
     #[error("prompt {prompt}: {found} log-probabilities (finite and at most 0 each) for {ids} IDs")]
-    PromptRow { prompt: usize, found: usize, ids: usize },
+    PromptRow {
+        /// The prompt's index among the sweep's prompts, from 0.
+        prompt: usize,
+        /// The log-probabilities its row holds.
+        found: usize,
+        /// The IDs the prompt has (0 for a prompt past the sweep's last): one log-probability each.
+        ids: usize,
+    },
 
     /// A sweep saved by a newer mcscore.
     #[error("results schema {version} (this mcscore reads up to {max}): saved by a newer mcscore")]
-    NewerSchema { version: u64, max: u32 },
+    NewerSchema {
+        /// The sweep's `schema_version`.
+        version: u64,
+        /// The newest this mcscore reads.
+        max: u32,
+    },
 
     /// No format or no model.
     #[error("{formats} formats and {models} models; a sweep has at least one of each")]
-    Empty { formats: usize, models: usize },
+    Empty {
+        /// The formats the sweep lists.
+        formats: usize,
+        /// The models it holds results for.
+        models: usize,
+    },
 
     /// A model with results for another number of formats than the sweep lists.
     #[error("{model} has results for {found} formats, the sweep {formats}")]
-    FormatCount { model: String, found: usize, formats: usize },
+    FormatCount {
+        /// The model's path as saved.
+        model: String,
+        /// The formats it has results for.
+        found: usize,
+        /// The formats the sweep lists.
+        formats: usize,
+    },
 
     /// PriDe results where the sweep ran none, or none where it ran PriDe.
     #[error("{model}'s format {format} {} PriDe results, the sweep's pride_alpha is {}", if *has { "has" } else { "has no" }, mcscore_log::or_none(*alpha))]
-    Pride { model: String, format: String, has: bool, alpha: Option<f64> },
+    Pride {
+        /// The model's path as saved.
+        model: String,
+        /// The format's name.
+        format: String,
+        /// Whether the format has PriDe results.
+        has: bool,
+        /// The sweep's PriDe calibration share α as saved; `None` for a sweep without PriDe.
+        alpha: Option<f64>,
+    },
 
     /// One saved sweep given twice.
     #[error("the same file as {}: give each saved sweep once", earlier.display())]
-    Repeated { earlier: PathBuf },
+    Repeated {
+        /// The path it was given by before.
+        earlier: PathBuf,
+    },
 
     /// A sweep of no tasks.
     #[error("0 tasks")]
@@ -243,36 +478,100 @@ pub enum SweepFault {
 
     /// No prompt scored, or a time that is not one.
     #[error("{model}: {prompts} prompts scored in {seconds} s")]
-    Prompts { model: String, prompts: usize, seconds: f64 },
+    Prompts {
+        /// The model's path as saved.
+        model: String,
+        /// The prompts it scored.
+        prompts: usize,
+        /// Its scoring time as saved, in seconds: NaN or below 0 where this is the fault.
+        seconds: f64,
+    },
 
     /// A model's results out of the sweep's format order.
     #[error("{model}: results for format {found} where the sweep lists {listed}")]
-    FormatOrder { model: String, found: String, listed: String },
+    FormatOrder {
+        /// The model's path as saved.
+        model: String,
+        /// The format its results name at the first place that differs.
+        found: String,
+        /// The format the sweep lists there.
+        listed: String,
+    },
 
     /// A share outside 0 to 1, or 0 to 100 in a sweep saved in points
     /// (`top`), a rounding's width allowed.
     #[error("{model}'s format {format}: {what} is {value}, not in 0 to {top}")]
-    OutOfRange { model: String, format: String, what: &'static str, value: f64, top: f64 },
+    OutOfRange {
+        /// The model's path as saved.
+        model: String,
+        /// The format's name.
+        format: String,
+        /// Which figure, as the message names it (`accuracy`, `rstd`, `PriDe's accuracy_after`, …).
+        what: &'static str,
+        /// The figure as saved: a fraction, or points in a sweep saved before schema 2.
+        value: f64,
+        /// A full share as the sweep writes it: 1, or 100 in a sweep saved before schema 2.
+        top: f64,
+    },
 
     /// An interval that does not hold its estimate.
     #[error("{model}'s format {format}: {what} [{low}, {high}] does not hold its accuracy")]
-    Interval { model: String, format: String, what: &'static str, low: f64, high: f64 },
+    Interval {
+        /// The model's path as saved.
+        model: String,
+        /// The format's name.
+        format: String,
+        /// Which interval: `accuracy_interval` or `circular_interval`.
+        what: &'static str,
+        /// Its lower bound as saved: a fraction, or points in a sweep saved before schema 2.
+        low: f64,
+        /// Its upper bound, as `low`; below `low` where that is the fault.
+        high: f64,
+    },
 
     /// A PIA outside 0 to 1.
     #[error("{model}'s format {format}: pia is {value}, not a share in 0 to 1")]
-    Pia { model: String, format: String, value: f64 },
+    Pia {
+        /// The model's path as saved.
+        model: String,
+        /// The format's name.
+        format: String,
+        /// The PIA as saved (a fraction in every schema).
+        value: f64,
+    },
 
     /// Picks that are not one per task (per rotation with --circular) over 2 to 100 positions.
     #[error("{model}'s format {format}: {picked} picks over {positions} positions (and {rotations} rotations) for {tasks} tasks{}", if *circular { " in every rotation" } else { "" })]
-    Picks { model: String, format: String, picked: u128, positions: usize, rotations: usize, tasks: usize, circular: bool },
+    Picks {
+        /// The model's path as saved.
+        model: String,
+        /// The format's name.
+        format: String,
+        /// The picks counted over every position.
+        picked: u128,
+        /// The positions picks are counted for.
+        positions: usize,
+        /// The rotations with an accuracy of their own (more than `positions` is a fault too).
+        rotations: usize,
+        /// The tasks the sweep scored.
+        tasks: usize,
+        /// Whether the sweep scored every rotation (`--circular`).
+        circular: bool,
+    },
 
     /// A spread of circular accuracies where not every format has one.
     #[error("{model}: circular accuracies across formats, but not in every format")]
-    CircularSpread { model: String },
+    CircularSpread {
+        /// The model's path as saved.
+        model: String,
+    },
 
     /// A spread across formats that its formats' accuracies do not give.
     #[error("{model}: the spread across formats (mean, std, min, max) does not follow from the formats' accuracies")]
-    Spread { model: String },
+    Spread {
+        /// The model's path as saved.
+        model: String,
+    },
 }
 
 /// Why groups (a `--groups` file, or a manifest's) do not give each task
@@ -282,174 +581,68 @@ pub enum SweepFault {
 pub enum GroupsFault {
     /// A groups file that is not UTF-8.
     #[error("not UTF-8 at byte {byte}")]
-    NotUtf8 { byte: usize },
+    NotUtf8 {
+        /// The offset of the first byte that is not, from 0.
+        byte: usize,
+    },
 
     /// Another number of lines than the task file has tasks.
     #[error("{lines} lines, but the task file has {tasks} tasks: give one group per task, in file order")]
-    LineCount { lines: usize, tasks: usize },
+    LineCount {
+        /// The groups file's lines.
+        lines: usize,
+        /// The task file's tasks.
+        tasks: usize,
+    },
 
     /// An empty line: a task without a group.
     #[error("line {line} is empty: every task needs a group")]
-    EmptyLine { line: usize },
+    EmptyLine {
+        /// The first empty line, counting from 1.
+        line: usize,
+    },
 
     /// Groups for fewer tasks than a log holds.
     #[error("groups for {groups_for} tasks, but {} holds task {task}: give one group per task of the task file", log.display())]
-    Reach { groups_for: usize, log: PathBuf, task: usize },
+    Reach {
+        /// The tasks the groups cover.
+        groups_for: usize,
+        /// The log.
+        log: PathBuf,
+        /// The last task it holds, by its index in the file (from 0).
+        task: usize,
+    },
 
     /// A compared task with no group.
     #[error("no group for task {task}")]
-    NoGroup { task: usize },
+    NoGroup {
+        /// The task's index in the file, from 0.
+        task: usize,
+    },
 
     /// A manifest entry whose group runs do not add up to its tasks.
     #[error("{name}'s {field} groups cover {}, but the entry has {tasks}: rebuild the manifest", covered.map_or_else(|| "more than 2^64 tasks".to_owned(), |t| format!("{t} tasks")))]
-    ManifestCount { name: String, field: String, covered: Option<usize>, tasks: usize },
+    ManifestCount {
+        /// The entry's name.
+        name: String,
+        /// The source field its groups come from.
+        field: String,
+        /// The tasks its runs of consecutive tasks add up to; `None` where the sum overflows.
+        covered: Option<usize>,
+        /// The entry's tasks.
+        tasks: usize,
+    },
 
     /// A manifest's group run without a name.
     #[error("{name}'s {field} group run {run} has no name: every task needs a group")]
-    UnnamedRun { name: String, field: String, run: usize },
-}
-
-/// A study file that cannot be planned.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StudyError {
-    #[error("{}: not a study file", path.display())]
-    NotAStudy {
-        path: PathBuf,
-        #[source]
-        source: serde_json::Error,
+    UnnamedRun {
+        /// The entry's name.
+        name: String,
+        /// The source field its groups come from.
+        field: String,
+        /// Which of its runs of consecutive tasks, counting from 1.
+        run: usize,
     },
-
-    /// A study whose values cannot be planned, or written as a script or
-    /// manifest.
-    #[error("{}: {fault}", path.display())]
-    BadStudy {
-        /// The study file.
-        path: PathBuf,
-        /// What is wrong with it.
-        fault: StudyFault,
-    },
-}
-
-/// What is wrong with a study: one variant per value a plan refuses.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StudyFault {
-    /// No model, file or settings entry.
-    #[error("models, files and settings each need at least one entry")]
-    Empty,
-
-    /// A shard count outside 1 to the most a plan builds.
-    #[error("shards is {shards}; give 1 to {max}")]
-    Shards { shards: usize, max: usize },
-
-    /// More array tasks than a plan builds.
-    #[error("{models} models × {files} files × {settings} settings × {shards} shards is more than {max} array tasks")]
-    TooManyTasks { models: usize, files: usize, settings: usize, shards: usize, max: usize },
-
-    /// No output folder.
-    #[error("out is empty; give the folder the logs go to")]
-    NoOut,
-
-    /// An output folder with a backslash, which sbatch reads as an escape.
-    #[error("out {out:?} holds a backslash, which sbatch's output file patterns read as an escape; choose a folder without one")]
-    OutBackslash { out: String },
-
-    /// No mcscore binary to run.
-    #[error("mcscore is empty; give the mcscore binary the jobs run (default: mcscore on PATH)")]
-    NoBinary,
-
-    /// An empty model or file path.
-    #[error("{field} holds an empty path")]
-    EmptyPath { field: &'static str },
-
-    /// A control character, which would add a line to a script or manifest.
-    #[error("{field} {value:?} holds the control character {character:?}; a study value is one line of plain text")]
-    ControlCharacter { field: String, value: String, character: char },
-
-    /// A study path for the merge job that is not absolute.
-    #[error("slurm.study {path:?} is not an absolute path (the merge job runs in another folder)")]
-    StudyPathRelative { path: String },
-
-    /// The study file's own path, which a Slurm script names, is not UTF-8.
-    #[error("the study's path is not UTF-8: give slurm.study, as the jobs see it")]
-    StudyPathNotUtf8,
-
-    /// No array task may run.
-    #[error("slurm.max_running is 0; give at least 1 (array tasks that may run at once)")]
-    MaxRunningZero,
-
-    /// A Slurm task of no CPU.
-    #[error("slurm.cpus_per_task is 0; give at least 1")]
-    CpusPerTaskZero,
-
-    /// A Kubernetes job of no pod, or pods of no CPU.
-    #[error("kubernetes.parallelism and kubernetes.cpus must be at least 1")]
-    KubernetesZero,
-
-    /// A scheduler option with characters the scheduler does not take there.
-    #[error("{field} {value:?} is not a valid value (for example {example})")]
-    OptionValue { field: &'static str, value: String, example: &'static str },
-
-    /// A Kubernetes job name that is not a DNS label.
-    #[error("kubernetes.name {name:?} is not a DNS label (lower-case letters, digits and -, at most 63)")]
-    NotDnsLabel { name: String },
-
-    /// A value kubectl's YAML 1.1 parser would read as something other than a string.
-    #[error("{field} {value:?} reads as a boolean, null, number or date in YAML 1.1, which kubectl's parser follows; choose another")]
-    Yaml11 { field: &'static str, value: String },
-
-    /// An empty Kubernetes image or mount.
-    #[error("{field} is empty")]
-    EmptyField { field: &'static str },
-
-    /// A Kubernetes value --kubernetes needs, not given.
-    #[error(
-        "kubernetes.{field} is not set; --kubernetes needs the image, volume_claim and mount of your cluster (for example \"{field}\": \"{example}\")"
-    )]
-    KubernetesUnset { field: &'static str, example: &'static str },
-
-    /// A Kubernetes mount that is not an absolute path.
-    #[error("kubernetes.mount {mount:?} is not an absolute path")]
-    MountRelative { mount: String },
-
-    /// A path the pods would not see.
-    #[error("{field}: {path} is not on the volume the job mounts at {mount} (kubernetes.mount): give absolute paths under it")]
-    NotMounted { field: &'static str, path: String, mount: String },
-
-    /// A settings name that cannot name files.
-    #[error("settings name {name:?}: use letters, digits, - and _ (it names files)")]
-    SettingsName { name: String },
-
-    /// A flag the plan sets itself.
-    #[error("settings {name:?}: {flag} is set by the plan")]
-    PlannedFlag { name: String, flag: String },
-
-    /// Flags `mcscore score` would refuse.
-    #[error("settings {name:?} ({flags}): `mcscore score` would refuse them: {why}")]
-    Refused { name: String, flags: String, why: String },
-
-    /// Two models or files whose logs would have one name.
-    #[error("two entries share the name {name:?}, which names their logs")]
-    SharedName { name: String },
-
-    /// A run's threads above the CPUs each task gets.
-    #[error("settings {name:?} run -t {threads} threads, but each task gets {cpus} CPUs ({field}): raise {field} or lower -t")]
-    Threads { name: String, threads: u32, cpus: u32, field: &'static str },
-
-    /// Layers offloaded to a GPU the study does not request.
-    #[error("settings {name:?} offload layers to a GPU (-ngl {layers}), but the study requests none: set {field}, or give -ngl 0")]
-    NoGpu { name: String, layers: u32, field: &'static str },
-
-    /// GPUs requested for a run that keeps every layer on the CPU.
-    #[error(
-        "the study requests {gpus} GPU(s) per task ({field}), but settings {name:?} keep every layer on the CPU (-ngl 0): plan CPU and GPU settings as two studies"
-    )]
-    CpuOnly { gpus: u32, field: &'static str, name: String },
-
-    /// The Kubernetes manifest could not be written.
-    #[error("writing the manifest")]
-    Manifest(#[source] serde_norway::Error),
 }
 
 /// Sample logs that a report or comparison cannot put side by side: other
@@ -460,46 +653,136 @@ pub enum StudyFault {
 pub enum LogsError {
     /// `scored` and `first_scored` read "FILE (sha256 HASH)".
     #[error("{}: scored {scored}, but {} scored {first_scored}: a report compares runs on the same dataset", path.display(), first.display())]
-    OtherDataset { path: PathBuf, scored: String, first: PathBuf, first_scored: String },
+    OtherDataset {
+        /// The log.
+        path: PathBuf,
+        /// The task file it scored.
+        scored: String,
+        /// The first log given.
+        first: PathBuf,
+        /// The task file the first log scored.
+        first_scored: String,
+    },
 
+    /// Logs of one task file that hold other tasks, or the same in another
+    /// order.
     #[error("{}: scored other tasks (or another order) than {}; score the same subset", path.display(), first.display())]
-    OtherTasks { path: PathBuf, first: PathBuf },
+    OtherTasks {
+        /// The log.
+        path: PathBuf,
+        /// The first log given.
+        first: PathBuf,
+    },
 
     /// Two logs that `compare` cannot pair task by task.
     #[error("{}: not the same tasks as {}: its {field} differs\n  {}: {base_value}\n  this log: {value}", path.display(), base.display(), base.display())]
-    NotPaired { path: PathBuf, base: PathBuf, field: &'static str, base_value: String, value: String },
+    NotPaired {
+        /// An OTHER's log.
+        path: PathBuf,
+        /// BASE's log.
+        base: PathBuf,
+        /// The first thing that differs, as the message names it (`task file`, `mode`, `task list`, `options of a task`).
+        field: &'static str,
+        /// What BASE's log holds there.
+        base_value: String,
+        /// What the OTHER's log holds there.
+        value: String,
+    },
 
+    /// A log with no task line.
     #[error("{}: the log holds no tasks: there is no accuracy to report or compare", path.display())]
-    NoTasks { path: PathBuf },
+    NoTasks {
+        /// The log.
+        path: PathBuf,
+    },
 
     /// A groups file that does not give each task of the file one group.
     #[error("{}: {fault}", path.display())]
-    BadGroups { path: PathBuf, fault: GroupsFault },
+    BadGroups {
+        /// The groups file or manifest; for a task the groups miss, where they come from as the output names it
+        /// (`MANIFEST: NAME's FIELD` for a manifest's).
+        path: PathBuf,
+        /// What is wrong with them.
+        fault: GroupsFault,
+    },
 
     /// Two runs of one model with the same scores on every task: one run
     /// given twice, which a report would rank against itself.
     #[error("{}: the same run as {} (model sha256 {model_sha256}, every task's scores the same): give each run once", again.display(), first.display())]
-    RepeatedRun { again: PathBuf, first: PathBuf, model_sha256: String },
+    RepeatedRun {
+        /// The log given later.
+        again: PathBuf,
+        /// The log given first.
+        first: PathBuf,
+        /// The model's sha256, in hex.
+        model_sha256: String,
+    },
 
     /// The task file a log names is not where it names it.
     #[error("{}: the task file {} is not there; give the path of the task file the log scored", log.display(), path.display())]
-    NoTaskFile { path: PathBuf, log: PathBuf },
+    NoTaskFile {
+        /// The task file: the path given, else the one the log names.
+        path: PathBuf,
+        /// The log.
+        log: PathBuf,
+    },
 
+    /// A task a log holds that is past the end of the task file.
     #[error("{}: task {task} is not in {}, which has {tasks} tasks: not the task file the log scored", log.display(), path.display())]
-    TaskNotInFile { path: PathBuf, task: usize, tasks: usize, log: PathBuf },
+    TaskNotInFile {
+        /// The task file.
+        path: PathBuf,
+        /// The task's index in the file, as the log holds it (from 0).
+        task: usize,
+        /// The task file's tasks.
+        tasks: usize,
+        /// The log.
+        log: PathBuf,
+    },
 
+    /// A task with another number of options in the task file than in a log.
     #[error("{}: task {task} has {logged} options, but {options} in {}: not the task file the log scored", log.display(), path.display())]
-    OtherOptions { path: PathBuf, task: usize, options: usize, log: PathBuf, logged: usize },
+    OtherOptions {
+        /// The task file.
+        path: PathBuf,
+        /// The task's index in the file, from 0.
+        task: usize,
+        /// Its options in the task file.
+        options: usize,
+        /// The log.
+        log: PathBuf,
+        /// Its options in the log.
+        logged: usize,
+    },
 
     /// A task file that is not the one a log scored.
     #[error("{}: not the task file {} scored: its sha256 is {sha256}, the log's {logged}", path.display(), log.display())]
-    OtherTaskFile { path: PathBuf, sha256: String, log: PathBuf, logged: String },
+    OtherTaskFile {
+        /// The task file.
+        path: PathBuf,
+        /// Its sha256, in hex.
+        sha256: String,
+        /// The log.
+        log: PathBuf,
+        /// The sha256 of the task file the log scored, in hex.
+        logged: String,
+    },
 
+    /// A task without a gold option, where a report or comparison needs one.
     #[error("{}: task {task} has no gold option (a lenient run)", path.display())]
-    NoGold { path: PathBuf, task: usize },
+    NoGold {
+        /// The log.
+        path: PathBuf,
+        /// The task's index in the file, from 0.
+        task: usize,
+    },
 
+    /// acc_pmi asked of a log that holds no unconditional pass.
     #[error("{}: the acc_pmi normalisation needs a log of `mcscore score --pmi`", path.display())]
-    NoPmi { path: PathBuf },
+    NoPmi {
+        /// The log.
+        path: PathBuf,
+    },
 }
 
 /// A setting a sequential comparison cannot run with.
@@ -535,11 +818,21 @@ pub enum SequentialSetting {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SequentialError {
+    /// A task order that names a task the file lacks, or one task twice.
     #[error("{}: not an order of the file's tasks: {why}", path.display())]
-    NotAnOrder { path: PathBuf, why: String },
+    NotAnOrder {
+        /// The task file.
+        path: PathBuf,
+        /// Which position is at fault, and how.
+        why: String,
+    },
 
+    /// A run cancelled before it was asked to end as decided.
     #[error("{}: a run stopped by Ctrl-C cannot be ended as decided; finish it, and resume it later", path.display())]
-    StopCancelled { path: PathBuf },
+    StopCancelled {
+        /// The task file.
+        path: PathBuf,
+    },
 
     /// A sequential comparison asked for something it cannot do: a usage
     /// error, whatever the inputs.
@@ -548,57 +841,124 @@ pub enum SequentialError {
 
     /// The models of a sequential comparison, held at once, would not fit.
     #[error("{}: with the {before} model(s) before it, the comparison needs about {:.1} GiB ({what}), but {:.1} GiB of memory is available; compare fewer models at once", model.display(), *needed as f64 / GIB, *available as f64 / GIB)]
-    ModelsDoNotFit { model: PathBuf, before: usize, what: &'static str, needed: u64, available: u64 },
+    ModelsDoNotFit {
+        /// The model that would not fit: the next to load, or the one with the largest context.
+        model: PathBuf,
+        /// The models held with it: those loaded before it, or, for the largest context, every other model.
+        before: usize,
+        /// What `needed` counts, as the message names it.
+        what: &'static str,
+        /// The memory needed, in bytes.
+        needed: u64,
+        /// The memory available before any model was loaded, in bytes.
+        available: u64,
+    },
 
     /// A sequential comparison's log that its stopping rule does not explain.
     #[error("{}: {why}", path.display())]
-    SequentialLog { path: PathBuf, why: String },
+    SequentialLog {
+        /// The log (the model's path, where the comparison keeps no logs).
+        path: PathBuf,
+        /// Where the log and the stopping rule part.
+        why: String,
+    },
 }
 
 /// A chat template that cannot wrap the tasks.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ChatError {
+    /// The model's own template asked for, where the GGUF has none.
     #[error("{}: the GGUF carries no chat template (tokenizer.chat_template); name one of llama.cpp's built-in templates or a Jinja file instead", model.display())]
-    NoChatTemplate { model: PathBuf },
+    NoChatTemplate {
+        /// The model.
+        model: PathBuf,
+    },
 
     /// A chat template that does not parse or render, or fails a guard.
     #[error("chat template {template}{}: {message}", line.map_or(String::new(), |l| format!(", line {l}")))]
-    Template { template: String, line: Option<usize>, message: String },
+    Template {
+        /// The template as messages name it: its file, or the model's path with "(its tokenizer.chat_template)".
+        template: String,
+        /// The template's line at fault, counting from 1, where the Jinja engine says.
+        line: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
 
     /// llama.cpp could not render with one of its built-in templates (the
     /// engine's error names the template and keeps llama.cpp's cause).
     #[error(transparent)]
     Builtin(EngineError),
 
+    /// A question that does not split into the solved examples asked for
+    /// (shots as turns) and the question asked.
     #[error("{}: task {task}: its question does not split into {shots} solved examples (each ending \"Answer: X\" and a blank line) and a question ending \"Answer:\"", path.display())]
-    ShotsNotSplit { path: PathBuf, task: usize, shots: usize },
+    ShotsNotSplit {
+        /// The task file.
+        path: PathBuf,
+        /// The task's index in the file, from 0.
+        task: usize,
+        /// The solved examples asked for.
+        shots: usize,
+    },
 
+    /// A system turn, or shots as turns, without a chat template to put them in.
     #[error("{}: a system turn, or shots as turns, needs a chat template", path.display())]
-    ChatWithoutTemplate { path: PathBuf },
+    ChatWithoutTemplate {
+        /// The task file.
+        path: PathBuf,
+    },
 
+    /// A chat template asked of a Winogrande file.
     #[error("{}: a chat template applies to multiple-choice and HellaSwag files; Winogrande's options fill a blank inside the sentence, so there is no question to put in the user's turn", path.display())]
-    ChatWinogrande { path: PathBuf },
+    ChatWinogrande {
+        /// The task file.
+        path: PathBuf,
+    },
 }
 
 /// A score job asked for something that cannot run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SpecError {
+    /// acc_pmi's unconditional pass asked of a Winogrande file.
     #[error("{}: acc_pmi is not defined for Winogrande, whose options fill a blank rather than follow a context", path.display())]
-    PmiWinogrande { path: PathBuf },
+    PmiWinogrande {
+        /// The task file.
+        path: PathBuf,
+    },
 
+    /// A job lent an engine loaded from another model than its own.
     #[error("{}: a job was lent the engine of {}; lend a job the engine of its own model", model.display(), engine.display())]
-    LentEngine { model: PathBuf, engine: PathBuf },
+    LentEngine {
+        /// The job's model.
+        model: PathBuf,
+        /// The model the engine was loaded from.
+        engine: PathBuf,
+    },
 
+    /// A job with its own task order that also asks for a subset, a limit, a
+    /// shard or acc_pmi's unconditional pass.
     #[error("{}: a job with its own task order takes no subset, shard or acc_pmi pass", path.display())]
-    OrderedWith { path: PathBuf },
+    OrderedWith {
+        /// The task file.
+        path: PathBuf,
+    },
 
+    /// A limit and a subset asked together.
     #[error("{}: a limit (the first N tasks) and a subset (llama-perplexity's pick of N) cannot be combined", path.display())]
-    LimitWithSubset { path: PathBuf },
+    LimitWithSubset {
+        /// The task file.
+        path: PathBuf,
+    },
 
+    /// A limit of 0 tasks.
     #[error("{}: a limit of 0 tasks scores nothing; give at least 1", path.display())]
-    ZeroLimit { path: PathBuf },
+    ZeroLimit {
+        /// The task file.
+        path: PathBuf,
+    },
 }
 
 impl EvalError {

@@ -17,10 +17,13 @@ use crate::EvalError;
 pub struct Cancel(Arc<AtomicBool>);
 
 impl Cancel {
+    /// A flag not yet set.
     pub fn new() -> Cancel {
         Cancel::default()
     }
 
+    /// Sets the flag, for this handle and every clone: the job stops before
+    /// its next micro-batch. Setting it again does nothing more.
     pub fn cancel(&self) {
         self.0.store(true, Ordering::SeqCst);
     }

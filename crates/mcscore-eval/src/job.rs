@@ -27,8 +27,11 @@ pub(crate) const UNCONDITIONAL_CONTEXT: &str = "Answer:";
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ScoreSpec {
+    /// The file to score: a `.bin` task file, or HellaSwag's text or a Winogrande CSV as `kind` says.
     pub file: PathBuf,
+    /// The mode: how `file` is read, how its tasks are picked and what of each option is scored.
     pub kind: TaskKind,
+    /// The GGUF model to score with (for [`ScoreJob::with_engine`], the path its engine was loaded from).
     pub model: PathBuf,
     /// Score a file that fails strict validation the way llama.cpp reads it.
     pub lenient: bool,
@@ -36,8 +39,10 @@ pub struct ScoreSpec {
     pub subset: Option<usize>,
     /// Score the file's first this many tasks, in file order (not with `subset`).
     pub limit: Option<usize>,
-    /// Also score every option after [`UNCONDITIONAL_CONTEXT`] alone.
+    /// Also score every option after the unconditional context `Answer:`
+    /// alone (the acc_pmi pass).
     pub pmi: bool,
+    /// llama.cpp's settings (context, fill size, threads, GPU layers, mmap).
     pub settings: Settings,
     /// Write (or continue) a sample log here.
     pub log: Option<PathBuf>,
@@ -52,8 +57,8 @@ pub struct ScoreSpec {
     /// Take the tasks in this order, recorded in the log (a sequential
     /// comparison's); with it, no subset, shard or acc_pmi pass.
     pub ordered: Option<Ordered>,
-    /// The model's sha256 where the caller has read it already
-    /// ([`crate::sha256_cached`]), so that a large model is read once.
+    /// The model's sha256 where the caller has read it already, so that a
+    /// large model is read once.
     pub model_sha256: Option<String>,
     /// Score inside a chat template ([`crate::chat`]); none by default.
     pub chat: ChatSpec,
@@ -161,8 +166,8 @@ impl ScoreSpec {
     }
 
     /// The subset the run takes: `subset`, or its mode's default where it
-    /// has one and no limit or order is given (HellaSwag's
-    /// [`HELLASWAG_DEFAULT_TASKS`]).
+    /// has one and no limit or order is given (HellaSwag's 400 tasks, as
+    /// llama-perplexity's `--hellaswag` defaults to).
     pub fn effective_subset(&self) -> Option<usize> {
         match self.subset {
             None if self.kind == TaskKind::HellaSwag && self.limit.is_none() && self.ordered.is_none() => Some(HELLASWAG_DEFAULT_TASKS),
@@ -200,6 +205,7 @@ impl ScoreSpec {
 pub struct Ordered {
     /// Task indices into the file, each at most once.
     pub order: Vec<usize>,
+    /// The sequential comparison's seed, stopping rule and models, recorded in the log's header.
     pub sequential: crate::log::Sequential,
 }
 
@@ -213,7 +219,10 @@ pub enum Selection {
     /// A subset of 0: every task, as llama-perplexity reads 0.
     AllForZero,
     /// More tasks than the file has: every task.
-    AllForMore { asked: usize },
+    AllForMore {
+        /// The subset asked for, more than the file's tasks.
+        asked: usize,
+    },
     /// llama-perplexity's pick of this many tasks, in its order.
     Subset(usize),
     /// The file's first tasks, this many, in file order (`--limit`; all of
@@ -295,11 +304,14 @@ impl OpenedFile {
 /// the mapped file (a run or shard of an 819,772-task file holds views of
 /// its own tasks only), or those parsed from a lenient or text file.
 pub enum Tasks<'a> {
+    /// A strictly valid task file, each task viewed in the mapped bytes when asked for.
     Mapped(&'a TaskFile),
+    /// Every task of a lenient or text file, parsed.
     Parsed(Vec<Task<'a>>),
 }
 
 impl<'a> Tasks<'a> {
+    /// Tasks in the file.
     pub fn len(&self) -> usize {
         match self {
             Tasks::Mapped(file) => file.len(),
@@ -307,6 +319,7 @@ impl<'a> Tasks<'a> {
         }
     }
 
+    /// Whether the file has no tasks.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -320,8 +333,6 @@ impl<'a> Tasks<'a> {
     }
 }
 
-/// The engine a job scores with: its own, or one lent by the caller (who
-/// may lend it to many jobs, one after another).
 /// A run's sample log as opened: the writer (none without a log, or for
 /// a complete one), the records kept, and how a complete log ended.
 struct Logged {
@@ -350,6 +361,8 @@ fn unconditional_pass(
     Ok((prepared, plan))
 }
 
+/// The engine a job scores with: its own, or one lent by the caller (who
+/// may lend it to many jobs, one after another).
 enum Lent<'e> {
     Owned(Box<Engine>),
     Borrowed(&'e Engine),
@@ -399,8 +412,9 @@ pub struct BeyondTraining {
     pub trained: usize,
     /// How many of the run's tasks decode past it.
     pub tasks: usize,
-    /// The longest of them: its index in the file, and its longest sequence's tokens.
+    /// The longest of them: its index in the file (from 0).
     pub longest_task: usize,
+    /// The tokens the longest task's longest sequence decodes (its prefix, then an option's tokens but its last).
     pub longest_tokens: usize,
 }
 
@@ -428,6 +442,7 @@ impl BeyondTraining {
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum End {
+    /// Every task was scored; the log (if any) is marked complete.
     Finished,
     /// Cancelled; the log (if any) ends at a fill and is marked incomplete.
     Interrupted,
@@ -460,6 +475,7 @@ pub struct Timings {
     pub unconditional: f64,
     /// Scoring, broken down.
     pub scoring: mcscore_engine::ScoreTimes,
+    /// From the start of the job's preparation to its outcome (not the load of a lent engine).
     pub total: f64,
 }
 
@@ -502,23 +518,31 @@ impl Timings {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ScoreOutcome {
+    /// The sample log's header of the run (written, or matched by the log resumed).
     pub header: Header,
     /// Every task of the run so far, in run order (kept ones first).
     pub records: Vec<TaskRecord>,
     /// Tasks taken from the log rather than scored.
     pub resumed: usize,
+    /// How the run ended.
     pub end: End,
+    /// Tokens this process decoded, with what scoring each task on its own would decode and the padding (not the resumed tasks').
     pub tokens: TokenCounts,
     /// KV-cache fills this run made.
     pub fills: usize,
     /// Fills of the whole run, resumed or not.
     pub planned_fills: usize,
+    /// The context allocated for the whole run's plan, in tokens (KV-cache cells).
     pub n_ctx: u64,
+    /// Chance and majority-class accuracies (fractions) over the run's tasks (a shard's: its own).
     pub baselines: Baselines,
     /// Options over all tasks of the run (llama-perplexity's chance line).
     pub total_options: usize,
+    /// Seconds this process spent scoring tasks (the unconditional pass aside).
     pub scoring_seconds: f64,
+    /// Seconds from the start of the job's preparation to its outcome.
     pub wall_seconds: f64,
+    /// Where the time went, phase by phase.
     pub timings: Timings,
     /// Where memory went: llama.cpp's buffers and the process's resident pages.
     pub memory: mcscore_engine::MemoryReport,
@@ -537,6 +561,8 @@ impl ScoreOutcome {
         normalisations(&self.records)
     }
 
+    /// The tasks of `records` that `norm` got right, of all of them; `norm` must be one of
+    /// [`ScoreOutcome::normalisations`] (acc_pmi without its pass panics).
     pub fn accuracy(&self, norm: Normalisation) -> Proportion {
         crate::log::accuracy(&self.records, norm)
     }
@@ -668,10 +694,12 @@ impl<'e> ScoreJob<'e> {
         })
     }
 
+    /// The whole run's fills (a resume decodes the tasks left, packed afresh).
     pub fn plan(&self) -> &Plan {
         &self.plan
     }
 
+    /// The sample log's header of the run (what a resumed log must match).
     pub fn header(&self) -> &Header {
         &self.header
     }
@@ -686,6 +714,7 @@ impl<'e> ScoreJob<'e> {
         self.already_complete
     }
 
+    /// Which rule picked the run's tasks from the file.
     pub fn selection(&self) -> Selection {
         self.selection
     }
@@ -835,6 +864,7 @@ pub struct Running<'e> {
 }
 
 impl Running<'_> {
+    /// The sample log's header of the run.
     pub fn header(&self) -> &Header {
         &self.header
     }
@@ -863,7 +893,7 @@ impl Running<'_> {
     /// than its last), packed afresh: under the batch rule they score as they
     /// would in one uninterrupted run's fills. Returns `false` when `cancel`
     /// stopped it (at a fill, as [`ScoreJob::run`]); the run can then only be finished.
-    pub(crate) fn score_to(&mut self, end: usize, progress: &mut dyn Progress, cancel: &Cancel) -> Result<bool, EvalError> {
+    pub fn score_to(&mut self, end: usize, progress: &mut dyn Progress, cancel: &Cancel) -> Result<bool, EvalError> {
         let end = end.min(self.prepared.len());
         let from = self.records.len();
         if self.cancelled || self.already_complete || from >= end {

@@ -7,20 +7,20 @@
 //! llama-perplexity's output ([`llama`]), the results JSON ([`results`]),
 //! what `mcscore view`'s page shows ([`view`]), the option-ID
 //! tokenisation audit ([`tokens`]), the runs and task groups they read
-//! ([`run`], [`groups`]), and a study's runs split into shards ([`study`],
-//! [`shard`]). Front ends parse, print and plot; every result is computed
-//! here. The server's requests, queue and HTTP belong to the `mcscore`
-//! binary: a library caller scores through [`ScoreJob`] or the engine.
+//! ([`run`], [`groups`]), and a run's shards merged into one ([`shard`]).
+//! Front ends parse, print and plot; every result is computed here. The
+//! server's requests, queue and HTTP, and the cluster scripts of a study,
+//! belong to the `mcscore` binary: a library caller scores through
+//! [`ScoreJob`], with the [`Engine`] it re-exports.
 //!
 //! Score a file with two models loaded once, write a log, compare the runs
 //! in memory and build a report, without the binary:
 //!
 //! ```no_run
 //! use std::path::PathBuf;
-//! use mcscore_engine::{Engine, Mmap};
 //! use mcscore_eval::compare::{compare, CompareOptions};
 //! use mcscore_eval::run::Run;
-//! use mcscore_eval::{report, Cancel, NoProgress, ScoreJob, ScoreSpec};
+//! use mcscore_eval::{report, Cancel, Engine, Mmap, NoProgress, Normalisation, ScoreJob, ScoreSpec};
 //!
 //! let file = PathBuf::from("datasets/arc-easy-validation.bin");
 //! let mut outcomes = Vec::new();
@@ -31,7 +31,7 @@
 //!     spec.subset = Some(100);
 //!     spec.log = Some(PathBuf::from(format!("{model}.jsonl")));
 //!     let outcome = ScoreJob::with_engine(&engine, spec)?.run(&mut NoProgress, &Cancel::new())?;
-//!     println!("{model}: acc_norm {:.2} %", outcome.accuracy(mcscore_metrics::Normalisation::AccNorm).percent());
+//!     println!("{model}: acc_norm {:.2} %", outcome.accuracy(Normalisation::AccNorm).percent());
 //!     outcomes.push(Run { label: model.into(), source: model.into(), header: outcome.header, records: outcome.records });
 //! }
 //! let comparison = compare(&outcomes[0], &outcomes[1..], None, &CompareOptions::default())?;
@@ -61,21 +61,25 @@ pub mod report;
 pub mod results;
 pub mod run;
 pub mod shard;
-pub mod study;
 pub mod sweep;
 pub mod tokens;
 pub mod until_decided;
 pub mod view;
 
 pub use error::{
-    with_causes, ChatError, EvalError, GroupsFault, LogsError, SequentialError, SequentialSetting, ShardError, SpecError, StudyError,
-    StudyFault, SweepError, SweepFault,
+    with_causes, ChatError, EvalError, GroupsFault, LogsError, SequentialError, SequentialSetting, ShardError, SpecError, SweepError,
+    SweepFault,
 };
 pub use fills::Cancel;
 pub use job::{select, BeyondTraining, End, Ordered, Running, ScoreJob, ScoreOutcome, ScoreSpec, Selection, Tasks, Timings};
+/// The engine a job scores with, and how it maps the model file: what a
+/// library caller needs to load a model once and lend it to many jobs.
+pub use mcscore_engine::{Engine, Mmap};
 /// The sample log, in its own crate (no engine), re-exported here.
 pub use mcscore_log as log;
 pub use mcscore_log::{LogError, LogFault, TaskKind};
+/// The normalisations an outcome's accuracy is read under.
+pub use mcscore_metrics::Normalisation;
 
 /// A stretch of work a job reports progress on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +113,8 @@ pub trait Progress {
         Ok(())
     }
 
+    /// `phase` is over: its units are done, or a cancel stopped it (an error
+    /// returns without this call).
     fn finish(&mut self, _phase: Phase) {}
 }
 

@@ -18,6 +18,7 @@ pub struct LlamaOutput {
 }
 
 impl LlamaOutput {
+    /// The output of a run of `kind`'s mode, no task counted yet.
     pub fn new(kind: TaskKind) -> LlamaOutput {
         LlamaOutput { kind, hits: 0 }
     }

@@ -28,7 +28,9 @@ pub struct ReportOptions {
     pub tau: Option<f64>,
     /// Elim's elimination threshold ε (default 1/k).
     pub epsilon: Option<f64>,
+    /// Bootstrap resamples of the tasks, for the intervals of the estimates, the ranks and the rank correlations.
     pub resamples: u32,
+    /// The seed the bootstrap draws from: every model and column gets the same draws.
     pub seed: u64,
 }
 
@@ -42,16 +44,25 @@ impl Default for ReportOptions {
 #[derive(Debug, Serialize)]
 #[non_exhaustive]
 pub struct ModelReport {
+    /// The model's file stem; where several runs are of one model, followed by what tells them apart in brackets
+    /// (the settings they do not share, the chat template).
     pub label: String,
+    /// Where its records came from (the log's path), as text.
     pub log: String,
+    /// The model's sha256, as hex (empty where the run did not hash it).
     pub model_sha256: String,
+    /// What the run scored with that changes a number, space-separated: the kernel settings, then
+    /// the mode (other than multiple choice), `lenient` and `pmi` where they hold.
     pub settings: String,
+    /// Tasks in the run (the same in every run of the report).
     pub tasks: usize,
-    /// Accuracy (%) of each normalisation.
+    /// Accuracy (a fraction) of each normalisation the log holds, with its bootstrap interval.
     pub normalisations: ByName<Estimate>,
     /// Mean score of each scheme.
     pub schemes: ByName<Estimate>,
+    /// What the schemes' scores hide: abstentions, eliminations, confidence levels, attempts (rates as fractions).
     pub behaviour: Behaviour,
+    /// How well the top option's probability matches how often the pick is right (ECE, Brier score and its bins).
     pub calibration: Calibration,
     /// Accuracy per group (MMLU's subject) and category, where the file's groups are known.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -62,6 +73,7 @@ pub struct ModelReport {
 #[derive(Debug, Serialize)]
 #[non_exhaustive]
 pub struct Ranking {
+    /// The scheme's short name (`NR`, `Elim-NM`, …).
     pub scheme: String,
     /// Rank of each model (1 = best, ties sharing the mean rank), in model order.
     pub ranks: Vec<f64>,
@@ -73,9 +85,11 @@ pub struct Ranking {
     /// Spearman's ρ with NR's ranking; none where either ranking is all ties
     /// (a correlation with a constant is undefined).
     pub spearman_vs_nr: Option<f64>,
+    /// The standard deviation of ρ over the bootstrap's resamples; none where ρ or it is undefined.
     pub spearman_se: Option<f64>,
     /// Kendall's τ-b with NR's ranking; none where undefined, as ρ.
     pub kendall_vs_nr: Option<f64>,
+    /// The standard deviation of τ-b over the bootstrap's resamples; none where τ-b or it is undefined.
     pub kendall_se: Option<f64>,
 }
 
@@ -106,12 +120,19 @@ fn defined(x: f64) -> Option<f64> {
 pub struct Report {
     /// The results JSON's version (`results::SCHEMA_VERSION`).
     pub schema_version: u32,
+    /// The task file's path as the first log's header records it.
     pub file: String,
+    /// The task file's sha256, as hex (every run's).
     pub file_sha256: String,
+    /// The normalisation whose softmax gives the option probabilities (`acc`, `acc_norm`, …).
     pub normalisation: &'static str,
+    /// Bootstrap resamples.
     pub resamples: u32,
+    /// The seed the bootstrap drew from.
     pub seed: u64,
+    /// One per run, in the order given.
     pub models: Vec<ModelReport>,
+    /// One per scheme, NR first; none for a single run.
     pub rankings: Vec<Ranking>,
 }
 

@@ -19,7 +19,7 @@ use crate::EvalError;
 /// percent and `report`'s metrics as `[name, value]` pairs; 2 gave
 /// `compare`'s mode as llama-perplexity's flag and kept `score`'s `decodes`
 /// beside `fills`.
-pub(crate) const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// What `score --json` prints of a run (docs/schema/score.schema.json): what
 /// was scored and how, accuracies and baselines as fractions, accuracy per
@@ -28,35 +28,74 @@ pub(crate) const SCHEMA_VERSION: u32 = 3;
 #[derive(Debug, Clone, serde::Serialize)]
 #[non_exhaustive]
 pub struct RunSummary<'a> {
+    /// The results JSON's version (`SCHEMA_VERSION`): it goes up when a key changes meaning or goes away.
     pub schema_version: u32,
+    /// The model's path as given (for people: the run is identified by `model_sha256`).
     pub model: &'a str,
+    /// The model file's sha256, as lowercase hex.
     pub model_sha256: &'a str,
+    /// Whether `model_sha256` came from the hash cache (keyed by the model's path, size and modification
+    /// time) rather than a read of the model.
     pub model_sha256_cached: bool,
+    /// The task file's path as given (for people: the run is identified by `file_sha256`).
     pub file: &'a str,
+    /// The task file's sha256, as lowercase hex.
     pub file_sha256: &'a str,
+    /// Tasks scored, resumed ones included: every task of the run unless it ended early.
     pub tasks: usize,
     /// The mode scored (llama-perplexity's flag without its dashes).
     pub mode: crate::log::TaskKind,
+    /// The subset asked for (`--multiple-choice-tasks N` and its kin, or HellaSwag's default of 400),
+    /// picked as llama-perplexity picks; `null` for every task. A subset of 0, or of more tasks than
+    /// the file holds, scores every task.
     pub selection: Option<usize>,
+    /// `--limit N`: the file's first N tasks, in file order; `null` without it.
     pub limit: Option<usize>,
+    /// Whether the file was read as llama.cpp reads one that fails validation (`--lenient`).
     pub lenient: bool,
+    /// The chat template the tasks were scored inside, as the log's header records it; `null` without one.
     pub chat: Option<&'a crate::log::ChatHeader>,
+    /// The engine settings the run scored with (`-np`, `-b`, `-t`, `-tb`, `-ngl`, flash attention),
+    /// as an object.
     pub settings: &'a mcscore_engine::Settings,
+    /// The KV-cache context allocated, in tokens: what the run's largest fill holds with its
+    /// padding, rounded up to 256.
     pub n_ctx: u64,
     /// The run's KV-cache fills (not `llama_decode` calls:
     /// `timings.scoring.decodes` counts those).
     pub fills: usize,
+    /// The accuracy under each normalisation, keyed by name in the order `acc`, `acc_norm`,
+    /// `acc_char`, `acc_byte`, then `acc_pmi` where every task has it (`--pmi`).
     pub metrics: ByName<Accuracy>,
+    /// The accuracy per group and category under acc_norm, where the file's groups are known (MMLU's
+    /// subjects); `null` otherwise.
     pub groups: Option<GroupAccuracies>,
+    /// A uniform guess's accuracy over the tasks scored, as a fraction: the mean over tasks of 1 ÷ its options.
     pub chance: f64,
+    /// The largest share of the tasks scored whose gold is at one option position, as a fraction:
+    /// what always picking that position scores.
     pub majority_class: f64,
+    /// Tokens this process decoded, padding aside: a fill's shared tokens once, those reused from the
+    /// previous fill's cache not at all. Resumed tasks are not counted.
     pub tokens_evaluated: usize,
+    /// Tokens that scoring each of this process's tasks on its own would decode (its prefix once,
+    /// each option's tokens but the last): against `tokens_evaluated`, what sharing saved.
     pub tokens_unshared: usize,
+    /// Scratch tokens decoded to fill the last micro-batch of each fill (the batch rule), beside
+    /// `tokens_evaluated`.
     pub tokens_padding: usize,
+    /// Tasks taken from the log (`--resume`) rather than scored by this process.
     pub resumed_tasks: usize,
+    /// Seconds this process spent scoring the tasks' fills; preparation and acc_pmi's unconditional
+    /// pass are not counted.
     pub scoring_seconds: f64,
+    /// Seconds from the job's start (reading the task file) to its end: preparation (loading the model
+    /// where the job loads it, tokenising, hashing) and scoring.
     pub wall_seconds: f64,
+    /// Where the run's time went, phase by phase, in seconds; `null` unless asked for (`--timings`).
     pub timings: Option<&'a crate::Timings>,
+    /// Where the run's memory went (llama.cpp's buffers, the process's resident pages), in bytes;
+    /// `null` unless asked for (`--timings`).
     pub memory: Option<&'a mcscore_engine::MemoryReport>,
     /// Tasks longer than the model's training context; `null` when none are.
     pub beyond_training: Option<crate::BeyondTraining>,
@@ -114,27 +153,44 @@ impl<'a> RunSummary<'a> {
 #[derive(Debug, Clone, serde::Serialize)]
 #[non_exhaustive]
 pub struct MergedSummary<'a> {
+    /// The results JSON's version (`SCHEMA_VERSION`): it goes up when a key changes meaning or goes away.
     pub schema_version: u32,
+    /// The model's path as the first shard's header gives it (for people: the run is identified by
+    /// `model_sha256`).
     pub model: &'a str,
+    /// The model file's sha256, as lowercase hex.
     pub model_sha256: &'a str,
+    /// The task file's path as the first shard's header gives it (for people: the run is identified
+    /// by `file_sha256`).
     pub file: &'a str,
+    /// The task file's sha256, as lowercase hex.
     pub file_sha256: &'a str,
+    /// Tasks of the merged run: every shard's together.
     pub tasks: usize,
+    /// Shard logs merged (the run's shard count).
     pub shards: usize,
+    /// The mode scored (llama-perplexity's flag without its dashes).
     pub mode: crate::log::TaskKind,
+    /// The subset the run asked for, as in [`RunSummary::selection`]; `null` for every task.
     pub selection: Option<usize>,
+    /// `--limit N`: the file's first N tasks, in file order; `null` without it.
     pub limit: Option<usize>,
     /// What the shards scored with that changes a number
     /// ([`crate::log::Header::settings`]).
     pub settings: String,
+    /// The accuracy under each normalisation over the merged run, keyed by name, as in
+    /// [`RunSummary::metrics`].
     pub metrics: ByName<Accuracy>,
+    /// A uniform guess's accuracy over the run's tasks, as a fraction: the mean over tasks of 1 ÷ its options.
     pub chance: f64,
+    /// The largest share of the run's tasks whose gold is at one option position, as a fraction.
     pub majority_class: f64,
     /// The merged log, where one was written.
     pub log: Option<&'a Path>,
 }
 
 impl<'a> MergedSummary<'a> {
+    /// The summary of the `merged` shards, with the path of the merged log where one was written.
     pub fn new(merged: &'a crate::shard::Merged, log: Option<&'a Path>) -> MergedSummary<'a> {
         let header = &merged.header;
         let fractions = baselines(&merged.records);
@@ -163,10 +219,12 @@ impl<'a> MergedSummary<'a> {
 pub struct ByName<T>(pub Vec<(String, T)>);
 
 impl<T> ByName<T> {
+    /// The value named `name`, if there is one (the first, were a name there twice).
     pub fn get(&self, name: &str) -> Option<&T> {
         self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v)
     }
 
+    /// The `(name, value)` pairs, in order.
     pub fn iter(&self) -> impl Iterator<Item = &(String, T)> {
         self.0.iter()
     }
@@ -218,14 +276,20 @@ pub fn baselines(records: &[TaskRecord]) -> mcscore_format::Baselines {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[non_exhaustive]
 pub struct GroupAccuracy {
+    /// The group's name (an MMLU subject), or the category's in a category's row.
     pub name: String,
     /// The group's category (MMLU's stem, humanities, …), where recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
+    /// Tasks of the run in the group (or category).
     pub tasks: usize,
+    /// Of those, the tasks right under the normalisation of the `GroupAccuracies` that holds this row.
     pub correct: usize,
+    /// `correct` ÷ `tasks`, as a fraction.
     pub accuracy: f64,
+    /// The lower bound of the 95 % Wilson interval of `accuracy`, as a fraction.
     pub low: f64,
+    /// The upper bound of the 95 % Wilson interval of `accuracy`, as a fraction.
     pub high: f64,
 }
 
@@ -235,6 +299,7 @@ pub struct GroupAccuracy {
 pub struct GroupAccuracies {
     /// Where the groups come from (the manifest entry or the groups file).
     pub source: String,
+    /// The normalisation whose picks are counted (`acc_norm` for `score`; `report`'s choice), by name.
     pub normalisation: &'static str,
     /// Per category, in order of first appearance; empty where the groups have none.
     pub categories: Vec<GroupAccuracy>,

@@ -14,7 +14,9 @@ pub struct Run {
     pub label: String,
     /// Where the records came from (a log's path), for messages.
     pub source: PathBuf,
+    /// The sample log's header: model, task file, settings.
     pub header: Header,
+    /// One record per task scored, in the log's order.
     pub records: Vec<TaskRecord>,
 }
 

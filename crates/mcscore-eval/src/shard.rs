@@ -26,7 +26,9 @@ pub(crate) const RULE: &str = "contiguous-by-bytes";
 /// Shard `index` (0-based) of `count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shard {
+    /// Which shard, from 0 (`K` of `--shard K/N`).
     pub index: usize,
+    /// How many shards the run is split into (`N`).
     pub count: usize,
 }
 
@@ -49,23 +51,50 @@ impl FromStr for Shard {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ShardEnvError {
+    /// A variable the shard is read from does not hold a whole number.
     #[error("{name}={value:?} is not a whole number")]
-    NotANumber { name: &'static str, value: String },
+    NotANumber {
+        /// The variable's name.
+        name: &'static str,
+        /// What it holds.
+        value: String,
+    },
+    /// A Slurm array task's index without the array's size.
     #[error("SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not")]
     NoSlurmCount,
+    /// The shard count given disagrees with the Slurm array's size.
     #[error("{asked} shards were asked for, but SLURM_ARRAY_TASK_COUNT={count}")]
-    OtherCount { asked: usize, count: usize },
+    OtherCount {
+        /// The shard count the caller gave.
+        asked: usize,
+        /// `SLURM_ARRAY_TASK_COUNT`.
+        count: usize,
+    },
+    /// The array task's ID is below the array's first, so it has no shard index.
     #[error("SLURM_ARRAY_TASK_ID={id} is below SLURM_ARRAY_TASK_MIN={min}")]
-    BelowMin { id: usize, min: usize },
+    BelowMin {
+        /// `SLURM_ARRAY_TASK_ID`.
+        id: usize,
+        /// `SLURM_ARRAY_TASK_MIN`.
+        min: usize,
+    },
     /// A Kubernetes Indexed Job's environment holds its index, not its count.
     #[error("JOB_COMPLETION_INDEX is set, but a Kubernetes job's environment holds no shard count")]
     NoKubernetesCount,
+    /// Both schedulers' variables are set: which one runs this process is unclear.
     #[error("both SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX are set")]
     Both,
+    /// Neither scheduler's index is set: this process is not an array task.
     #[error("neither SLURM_ARRAY_TASK_ID (a Slurm array job) nor JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is set")]
     Neither,
+    /// The index read is not below the shard count.
     #[error("shard {index} is not below the shard count {count} (are the array indices contiguous?)")]
-    OutOfRange { index: usize, count: usize },
+    OutOfRange {
+        /// The shard index read (from 0; Slurm's less `SLURM_ARRAY_TASK_MIN`).
+        index: usize,
+        /// The shard count.
+        count: usize,
+    },
 }
 
 impl Shard {
@@ -152,14 +181,18 @@ pub fn partition(costs: &[usize], count: usize) -> Result<Vec<Range<usize>>, Eva
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Merged {
+    /// The first shard's header, as the whole run's: no shard, and `tasks` the run's.
     pub header: Header,
+    /// Every shard's records, in run order.
     pub records: Vec<TaskRecord>,
+    /// How many shards were merged (the run's shard count).
     pub shards: usize,
     /// Tasks in the file the run picked from.
     pub file_tasks: usize,
 }
 
 impl Merged {
+    /// The tasks that `norm` got right, of all the run's; acc_pmi panics where the run has no PMI pass.
     pub fn accuracy(&self, norm: mcscore_metrics::Normalisation) -> mcscore_metrics::Proportion {
         crate::log::accuracy(&self.records, norm)
     }

@@ -40,17 +40,28 @@ pub use shard::{SweepIdentity, SweepRunIdentity, SweepShard};
 pub struct Prompt {
     /// Position of the item among the swept items.
     pub item: usize,
+    /// The format's index into the sweep's formats (`Sweep::names`), from 0.
     pub format: usize,
+    /// How far the options are rotated left, from 0: rotation r puts the item's option r first.
     pub rotation: usize,
+    /// The prompt's text: `Question: `, the stem, the options under their IDs, the instruction line
+    /// where asked for, and `Answer:`.
     pub question: String,
+    /// The option IDs in position order (`A`, `B`, … in the upper-case formats): what is scored after
+    /// `question`.
     pub ids: Vec<String>,
+    /// The gold option's position in this prompt, from 0 (after the rotation).
     pub gold: usize,
 }
 
 /// The swept items, with their index in the file or source.
 pub struct Items {
+    /// The task file's path as given, or the benchmark's name: what messages and a report's `file` name.
     pub label: String,
+    /// Each swept item's index in the file or source, from 0, in the order swept (llama-perplexity's
+    /// pick order for a subset).
     pub indices: Vec<usize>,
+    /// The items, in the order of `indices`.
     pub items: Vec<Item>,
 }
 
@@ -59,7 +70,12 @@ pub enum ItemSource<'a> {
     /// A letter-mode task file in the letter scaffold, parsed back to items.
     File(&'a Path),
     /// A benchmark's items, read from its source files.
-    Benchmark { benchmark: &'a Benchmark, sources: &'a [Source] },
+    Benchmark {
+        /// The benchmark: which buildable task file, and how its source rows become items.
+        benchmark: &'a Benchmark,
+        /// Its source files (how the manifest names each, and where it is on disk).
+        sources: &'a [Source],
+    },
 }
 
 /// The items to sweep: all of them, or `subset` picked as llama-perplexity
@@ -97,6 +113,7 @@ pub fn load_items(source: ItemSource<'_>, subset: Option<usize>) -> Result<(Item
 /// How to sweep.
 #[derive(Debug, Clone)]
 pub struct SweepSpec {
+    /// The prompt formats to render each item in, in order (`PromptFormat::all()` gives all 48).
     pub formats: Vec<PromptFormat>,
     /// Score every cyclic rotation of the options.
     pub circular: bool,
@@ -111,12 +128,16 @@ pub struct SweepSpec {
 /// A sweep ready to score: its items, formats and rendered prompts.
 #[non_exhaustive]
 pub struct Sweep {
+    /// The items swept.
     pub items: Items,
+    /// How they are swept.
     pub spec: SweepSpec,
     /// The formats' names, in order.
     pub names: Vec<String>,
     /// Items whose rotations calibrate PriDe.
     calibration: HashSet<usize>,
+    /// Every prompt, item by item, then rotation, then format: the order of `Scores::log_probs`
+    /// and of a shard's prompts.
     pub prompts: Vec<Prompt>,
 }
 
@@ -324,8 +345,14 @@ impl Sweep {
 
 /// One model's log-probabilities of every prompt's IDs, in prompt order.
 pub struct Scores {
+    /// Per prompt, in `Sweep::prompts` order: the log-probability in nats of each ID, in position order
+    /// (summed over the ID's tokens after the prefix every ID's sequence shares).
     pub log_probs: Vec<Vec<f64>>,
+    /// Tokens decoded, and what scoring each prompt on its own would decode (summed over the shards
+    /// of merged scores, which keep no padding count).
     pub tokens: TokenCounts,
+    /// Seconds from loading the model to the last prompt scored (summed over the shards of merged
+    /// scores).
     pub seconds: f64,
     /// The chat template the prompts were scored inside, if any.
     pub chat: Option<crate::chat::ChatHeader>,

@@ -16,11 +16,15 @@ use crate::EvalError;
 #[derive(Debug, Serialize)]
 #[non_exhaustive]
 pub struct Pair {
+    /// The prompt format's name without its separator, IDs then delimiter
+    /// (e.g. `upper.parens`).
     pub format: String,
     /// Tokens covering each option's label (e.g. `(A)`), per option.
     pub label_tokens: Vec<usize>,
     /// Per option: whether the bare ID is exactly one token.
     pub id_is_a_token: Vec<bool>,
+    /// Some option's bare ID is not a token of its own (any of
+    /// `id_is_a_token` false).
     pub flagged: bool,
 }
 

@@ -47,8 +47,11 @@ pub const DEFAULT_CHUNK: usize = 100;
 pub struct UntilDecidedSpec {
     /// A multiple-choice task file.
     pub file: PathBuf,
+    /// BASE's model (a GGUF file), the one every OTHER is compared with.
     pub base: PathBuf,
+    /// The OTHERs' models, each compared with BASE (a model given twice is loaded once).
     pub others: Vec<PathBuf>,
+    /// llama.cpp's settings, the same for every model.
     pub settings: Settings,
     /// The normalisation, margin and α of the decisions (α split between
     /// the OTHERs), and the bootstrap of the fixed-sample comparison.
@@ -130,9 +133,11 @@ impl UntilDecidedSpec {
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct OtherLook {
+    /// OTHER's label: its model's file stem.
     pub label: String,
     /// The confidence sequence: (low, high), differences of fractions.
     pub interval: (f64, f64),
+    /// Its decision: undecided until the sequence decides, then kept (a decided OTHER scores no more tasks).
     pub decision: Decision,
     /// The tasks it was decided after, once decided.
     pub decided_at: Option<usize>,
@@ -146,6 +151,7 @@ pub struct Look {
     pub tasks: usize,
     /// Tasks in the order.
     pub of: usize,
+    /// Each OTHER, in the order given.
     pub others: Vec<OtherLook>,
 }
 
@@ -153,13 +159,17 @@ pub struct Look {
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct ModelPart {
+    /// The model's label: its file stem.
     pub label: String,
+    /// The model's path as given.
     pub model: String,
+    /// Its sample log's path; `None` where no logs are written.
     pub log: Option<String>,
     /// Tasks in its log or memory (resumed ones included).
     pub tasks: usize,
-    /// Tasks scored by this process, and the seconds it took.
+    /// Tasks scored by this process (not resumed from its log).
     pub scored: usize,
+    /// Seconds this process spent scoring them.
     pub scoring_seconds: f64,
     /// Its scored tasks longer than the model's training context, if any.
     pub beyond_training: Option<crate::BeyondTraining>,
@@ -169,7 +179,9 @@ pub struct ModelPart {
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct OtherOutcome {
+    /// OTHER's model, log and work.
     pub part: ModelPart,
+    /// What its confidence sequence decided; undecided where the order ended or the run was interrupted first.
     pub decision: Decision,
     /// "worse", "better", "equivalent within ±2 points", "undecided at ±2:
     /// every task of the file was scored" or "undecided: interrupted".
@@ -196,24 +208,37 @@ pub struct OtherOutcome {
 pub struct UntilDecided {
     /// The results JSON's version ([`crate::results::SCHEMA_VERSION`]).
     pub schema_version: u32,
+    /// The task file's path as given.
     pub file: String,
+    /// The task file's sha256, as hex.
     pub file_sha256: String,
+    /// Tasks in the file.
     pub file_tasks: usize,
+    /// The name of the rule that draws the order from the seed (`fisher-yates/splitmix64`).
     pub order_rule: &'static str,
+    /// The seed the order is drawn from.
     pub order_seed: u64,
+    /// sha256 of the order's task indices, as decimal numbers joined by commas (a shard's `run_sha256` rule).
     pub order_sha256: String,
     /// Tasks the order holds (the file's, or --max-tasks of them).
     pub order_tasks: usize,
+    /// Tasks scored between two looks at the sequences.
     pub chunk: usize,
+    /// The normalisation whose right or wrong the sequences follow (`acc`, `acc_norm`, …).
     pub normalisation: &'static str,
+    /// The equivalence margin: a difference of accuracies (a fraction).
     pub margin: f64,
+    /// The error rate asked for, before it is split over the OTHERs.
     pub alpha: f64,
     /// α/k for k OTHERs (Bonferroni): each sequence's level is 1 − this.
     pub alpha_each: f64,
     /// Ctrl-C stopped it; the logs are resumable.
     pub interrupted: bool,
+    /// BASE's model, log and work.
     pub base: ModelPart,
+    /// Each OTHER's answer, in the order given.
     pub others: Vec<OtherOutcome>,
+    /// Seconds the whole comparison took: loading the models, preparing and scoring.
     pub wall_seconds: f64,
     /// Scoring every model on every task of the order, from the seconds a
     /// task took each model here; `None` when nothing was scored.

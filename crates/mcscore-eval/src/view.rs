@@ -30,14 +30,18 @@ pub struct PageSpec<'a> {
     /// The task file the runs scored, for the tasks' text; by default the
     /// file their log headers name. Checked by its sha256.
     pub task_file: Option<&'a Path>,
+    /// The task file's groups, for the comparison's and reports' per-group figures and the task table's column.
     pub groups: Option<&'a Groups>,
+    /// How the runs are compared; its normalisation is also the page's (its margins and default view).
     pub compare: CompareOptions,
+    /// How each report is computed.
     pub report: ReportOptions,
     /// Saved sweeps, side by side (see [`crate::sweep::merge_saved`]).
     pub sweep: Option<SweepReport>,
 }
 
 impl<'a> PageSpec<'a> {
+    /// A page of `runs` (BASE first) with the default options, its task file the one their logs name, no groups and no sweep.
     pub fn new(runs: &'a [Run]) -> PageSpec<'a> {
         PageSpec { runs, task_file: None, groups: None, compare: CompareOptions::default(), report: ReportOptions::default(), sweep: None }
     }
@@ -51,6 +55,7 @@ pub(crate) const PROBABILITY_SCALE: f64 = 10_000.0;
 #[derive(Serialize)]
 #[non_exhaustive]
 pub struct Page {
+    /// The version of mcscore that built the page.
     pub mcscore: &'static str,
     /// The normalisation of the comparison, the margins and the default view.
     pub normalisation: &'static str,
@@ -58,19 +63,26 @@ pub struct Page {
     pub normalisations: Vec<&'static str>,
     /// The codes of `PageRun::flips` (a flip's code is its index here).
     pub flip_kinds: Vec<Flip>,
+    /// What the runs' `probabilities` and `margin` are counted in: 10,000 for units of 1/10,000 (5,000 is 0.5).
     pub probability_scale: f64,
     /// The task file's name, sha256 and mode, where there are runs.
     pub file: Option<String>,
+    /// The task file's sha256, as hex, where there are runs.
     pub file_sha256: Option<String>,
+    /// The mode the runs scored, where there are runs.
     pub mode: Option<crate::log::TaskKind>,
     /// Chance and majority class over the page's tasks.
     pub baselines: Option<Baselines>,
     /// One report of every run, or one per run where their task lists differ
     /// (the runs of a sequential comparison stop at different tasks).
     pub reports: Vec<Report>,
+    /// Every run after BASE compared with BASE; `None` for fewer than two runs.
     pub comparison: Option<Comparison>,
+    /// BASE's tasks: their text, answers and groups (empty without runs).
     pub tasks: TaskTable,
+    /// Each run's values per task, BASE first.
     pub runs: Vec<PageRun>,
+    /// The saved sweeps of the spec, side by side.
     pub sweep: Option<SweepReport>,
 }
 
@@ -82,6 +94,7 @@ pub struct TaskTable {
     pub index: Vec<usize>,
     /// The context the options follow, as scored.
     pub question: Vec<String>,
+    /// The task's options' text, in option order.
     pub options: Vec<Vec<String>>,
     /// The first right option (`null` only in lenient runs).
     pub gold: Vec<Option<usize>>,
@@ -89,6 +102,7 @@ pub struct TaskTable {
     pub answers: Vec<Vec<usize>>,
     /// Where the groups come from, and their names.
     pub groups_source: Option<String>,
+    /// The names of the groups of the table's tasks, in order of first appearance.
     pub groups: Vec<String>,
     /// Per task: an index into `groups`.
     pub group: Vec<Option<usize>>,
@@ -99,10 +113,16 @@ pub struct TaskTable {
 #[derive(Debug, Serialize)]
 #[non_exhaustive]
 pub struct PageRun {
+    /// How the page names the run: the comparison's label where runs are compared, else its report's.
     pub label: String,
+    /// Where its records came from (the log's path), as text.
     pub log: String,
+    /// The model's path as its header records it.
     pub model: String,
+    /// What the run scored with that changes a number, space-separated: the kernel settings, then
+    /// the mode (other than multiple choice), `lenient` and `pmi` where they hold.
     pub settings: String,
+    /// Rows of the task table its arrays cover: its tasks, at most BASE's.
     pub tasks: usize,
     /// Per task, per option: tokens scored.
     pub tokens: Vec<Vec<u32>>,
@@ -120,6 +140,8 @@ pub struct PageRun {
     /// KL(BASE‖this run) in nats, over the tasks compared, to 7 significant
     /// digits (an f32 would read a finite 1e300 as infinite).
     pub flips: Option<Vec<u8>>,
+    /// Per task compared: KL(BASE‖this run) of the choice distributions, in nats, to 7 significant digits;
+    /// absent for BASE.
     pub kl: Option<Vec<f64>>,
 }
 

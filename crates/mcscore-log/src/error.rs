@@ -82,8 +82,8 @@ pub enum LogError {
     Unfinished {
         /// The log.
         path: PathBuf,
-        /// What the log lacks, and how to finish the run ([`Contents::unfinished`](crate::Contents::unfinished)).
-        why: String,
+        /// What the log lacks.
+        why: Unfinished,
     },
 }
 
@@ -224,4 +224,52 @@ pub enum LogFault {
         /// The header's version.
         version: u32,
     },
+}
+
+/// Why a log does not hold a finished run. The first two can be finished by
+/// resuming the run that wrote them; the last cannot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Unfinished {
+    /// The run was interrupted and wrote a footer that says so.
+    #[error("{logged} of {announced} tasks logged, marked incomplete when the run was interrupted")]
+    Interrupted {
+        /// Task lines in the log.
+        logged: usize,
+        /// Tasks the header announces.
+        announced: usize,
+        /// The log is one of a sequential comparison's, which is resumed as
+        /// a comparison, not as a score.
+        sequential: bool,
+    },
+    /// The run ended without a footer before its last task: killed, or out of power.
+    #[error("{logged} of {announced} tasks logged and no footer: the run was interrupted or killed")]
+    Killed {
+        /// Task lines in the log.
+        logged: usize,
+        /// Tasks the header announces.
+        announced: usize,
+        /// The log is one of a sequential comparison's.
+        sequential: bool,
+    },
+    /// Every task is logged but the footer is missing: the run failed after
+    /// its last task, so nothing vouches for what it logged.
+    #[error(
+        "all {announced} tasks are logged, but the log has no footer: the run did not end normally (it failed after its last task, \
+         e.g. because the model file changed), so its results are not to be trusted; score it again"
+    )]
+    NoFooter {
+        /// Tasks the header announces (and the log holds).
+        announced: usize,
+    },
+}
+
+impl Unfinished {
+    /// Whether resuming finishes the run: `Some(sequential)` for a run that
+    /// stopped early, `None` for one whose results cannot be trusted.
+    pub fn resumable(&self) -> Option<bool> {
+        match *self {
+            Unfinished::Interrupted { sequential, .. } | Unfinished::Killed { sequential, .. } => Some(sequential),
+            Unfinished::NoFooter { .. } => None,
+        }
+    }
 }

@@ -19,7 +19,7 @@ mod record;
 mod test_support;
 mod write;
 
-pub use error::{LogError, LogFault};
+pub use error::{LogError, LogFault, Unfinished};
 pub use header::{or_none, ChatHeader, Header, Sequential, ShardHeader, Stop, TaskKind, LOG_VERSION};
 pub use identity::{chat_identity, label, Input, Mismatch, RunIdentity};
 pub use read::{parse, read, Contents, Footer};

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{LogError, LogFault};
+use crate::error::{LogError, LogFault, Unfinished};
 use crate::header::{version_1, Header, Stop, LOG_VERSION};
 use crate::record::{check_record, TaskRecord};
 
@@ -64,14 +64,14 @@ impl Contents {
     }
 
     /// Why the log does not hold a finished run, or `None` when it does.
-    pub fn unfinished(&self) -> Option<String> {
+    pub fn unfinished(&self) -> Option<Unfinished> {
         let (logged, announced) = (self.records.len(), self.header.tasks);
-        let command = if self.header.sequential.is_some() { "compare --until-decided" } else { "score" };
+        let sequential = self.header.sequential.is_some();
         Some(match self.footer {
             _ if self.is_complete() => return None,
-            Some(_) => format!("{logged} of {announced} tasks logged, marked incomplete when the run was interrupted; finish it with `mcscore {command} ... --resume`"),
-            None if logged < announced => format!("{logged} of {announced} tasks logged and no footer: the run was interrupted or killed; finish it with `mcscore {command} ... --resume`"),
-            None => format!("all {announced} tasks are logged, but the log has no footer: the run did not end normally (it failed after its last task, e.g. because the model file changed), so its results are not to be trusted; score it again"),
+            Some(_) => Unfinished::Interrupted { logged, announced, sequential },
+            None if logged < announced => Unfinished::Killed { logged, announced, sequential },
+            None => Unfinished::NoFooter { announced },
         })
     }
 }

@@ -41,7 +41,7 @@ impl<T: Copy> PerNormalisation<T> {
             Normalisation::AccNorm => self.acc_norm,
             Normalisation::AccChar => self.acc_char,
             Normalisation::AccByte => self.acc_byte,
-            Normalisation::AccPmi => self.acc_pmi.expect("acc_pmi is logged only by score --pmi"),
+            Normalisation::AccPmi => self.acc_pmi.expect("acc_pmi is logged only by a run with the PMI pass"),
         }
     }
 }
@@ -158,7 +158,7 @@ pub fn check_record(header: &Header, record: &TaskRecord) -> Result<(), LogFault
         return Err(fault(format!("gold is {}, but the labels' first 1 is {}", option(record.gold), option(gold))));
     }
     if !header.lenient && record.labels.iter().filter(|&&l| l).count() != 1 {
-        return Err(fault("the labels are not exactly one 1 (only a --lenient run logs such a task)".into()));
+        return Err(fault("the labels are not exactly one 1 (only a lenient run logs such a task)".into()));
     }
     let norms: &[Normalisation] = if with_pmi { &Normalisation::WITH_PMI } else { &Normalisation::ALL };
     for &norm in norms {

@@ -13,14 +13,22 @@ use serde::{Deserialize, Serialize};
 use super::{items_sha256, Prompt, Scores, Sweep};
 use crate::EvalError;
 
+/// One model's accuracy (or circular accuracy) across the sweep's formats, as fractions: its mean,
+/// its spread and the formats at either end.
 #[derive(Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct FormatSpread {
+    /// The mean over formats, as a fraction.
     pub mean: f64,
+    /// The sample standard deviation over formats (n − 1 in the denominator), as a fraction; 0 for one format.
     pub std: f64,
+    /// The lowest value, as a fraction.
     pub min: f64,
+    /// The format that scores `min` (the first in the sweep's order, on a tie).
     pub min_format: String,
+    /// The highest value, as a fraction.
     pub max: f64,
+    /// The format that scores `max` (the first in the sweep's order, on a tie).
     pub max_format: String,
 }
 
@@ -38,34 +46,49 @@ pub(super) fn spread(values: &[f64], names: &[String]) -> FormatSpread {
     }
 }
 
+/// PriDe's debiasing in one format (`--pride`): the position prior estimated from the calibration
+/// tasks, and the other tasks' accuracy and RStd before and after it, as fractions.
 #[derive(Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Pride {
     /// The position prior, per ID position.
     pub prior: Vec<f64>,
+    /// Tasks whose every rotation was scored to estimate the prior: a seeded share α of the swept
+    /// tasks (rounded up), at least one and at most all but one.
     pub calibration_tasks: usize,
     /// Tasks debiased (scored in the original order only).
     pub debiased_tasks: usize,
+    /// The debiased tasks' accuracy with the model's own picks, as a fraction.
     pub accuracy_before: f64,
+    /// The debiased tasks' accuracy with PriDe's picks (the first maximum of each ID's log-probability
+    /// less the log of its prior), as a fraction.
     pub accuracy_after: f64,
+    /// RStd of the model's own picks on the debiased tasks, as a fraction (as `FormatResult::rstd`).
     pub rstd_before: f64,
+    /// RStd of PriDe's picks on the debiased tasks, as a fraction.
     pub rstd_after: f64,
-    /// How often each position was picked among the debiased tasks, before
-    /// and after PriDe (absent in sweeps saved by earlier mcscores).
+    /// How often each position (from 0) was picked among the debiased tasks
+    /// before PriDe; empty where the saved sweep file holds none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub picks_before: Vec<usize>,
+    /// How often each position (from 0) was picked among the debiased tasks after PriDe; empty where
+    /// the saved sweep holds none, as `picks_before`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub picks_after: Vec<usize>,
 }
 
+/// One model's results in one format, accuracies as fractions: accuracy in source order and, with
+/// circular evaluation, per rotation and under all rotations at once; where the picks fall and the
+/// position bias they show; PriDe's where asked for.
 #[derive(Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct FormatResult {
+    /// The format's name: ID set, delimiter and separator (`upper.dot.newline`).
     pub format: String,
     /// The share of tasks right with the options in source order.
     pub accuracy: f64,
-    /// Its 95 % Wilson interval (absent in sweeps saved by earlier
-    /// mcscores, which re-save as they were).
+    /// Its 95 % Wilson interval; absent where the saved sweep file holds
+    /// none (such a file re-saves as it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accuracy_interval: Option<(f64, f64)>,
     /// The share right per rotation (rotation r puts option r first); with --circular.
@@ -73,7 +96,7 @@ pub struct FormatResult {
     pub accuracy_by_rotation: Vec<f64>,
     /// The share of tasks right under every rotation; with --circular.
     pub circular_accuracy: Option<f64>,
-    /// Its 95 % Wilson interval (absent in sweeps saved before it was kept).
+    /// Its 95 % Wilson interval; absent where the saved sweep file holds none.
     /// Wilson, not a bootstrap: a bootstrap of a proportion of 0 is [0, 0],
     /// while 0 of 20 items is as likely from a true 10 %.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -84,6 +107,7 @@ pub struct FormatResult {
     pub rstd: f64,
     /// PIA, where every task has the same number of options.
     pub pia: Option<f64>,
+    /// PriDe's debiasing in this format, with `--pride`; `null` without it.
     pub pride: Option<Pride>,
 }
 
@@ -101,17 +125,28 @@ impl FormatResult {
     }
 }
 
+/// One model's sweep: what scoring its prompts decoded and took, its results per format, and their
+/// spread across formats.
 #[derive(Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ModelSweep {
+    /// The model's path as given.
     pub model: String,
+    /// Prompts scored: every format of every task, under each rotation scored.
     pub prompts: usize,
+    /// Tokens decoded, padding aside: a fill's shared tokens once, those reused from the previous
+    /// fill's cache not at all.
     pub tokens_decoded: usize,
     /// What scoring every prompt on its own would decode.
     pub tokens_unshared: usize,
+    /// Seconds from loading the model to the last prompt scored, tokenising and planning included;
+    /// for merged shards, the sum of the shards' seconds.
     pub scoring_seconds: f64,
+    /// The results per format, in the sweep's order of formats.
     pub formats: Vec<FormatResult>,
+    /// The spread of the formats' `accuracy`.
     pub accuracy_across_formats: FormatSpread,
+    /// The spread of the formats' `circular_accuracy`, with circular evaluation; `null` without it.
     pub circular_accuracy_across_formats: Option<FormatSpread>,
     /// The chat template the prompts were scored inside, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -126,6 +161,9 @@ impl ModelSweep {
     }
 }
 
+/// Whether the models' ranking survives a change of format (a sweep of several models): where each
+/// format ranks each model, which of each pair of models each format puts ahead, and how well the
+/// formats' rankings agree.
 #[derive(Serialize)]
 #[non_exhaustive]
 pub struct RankReversals {
@@ -133,15 +171,22 @@ pub struct RankReversals {
     pub ranked_by: &'static str,
     /// Per model: how many formats rank it 1st, 2nd, ….
     pub rank_distribution: Vec<Vec<usize>>,
+    /// Per pair of models (`a` before `b`, indices into `models` from 0): the formats where each is
+    /// ahead, and those where they tie.
     pub pairs: Vec<PairRecord>,
     /// Share of (model pair, format pair) combinations whose order flips.
     pub reversal_rate: f64,
+    /// The mean of Kendall's τ-b between the model rankings of two formats, over the `kendall_pairs`
+    /// format pairs; NaN (`null` in JSON) where there are none.
     pub kendall_tau_mean: f64,
+    /// The lowest of those τ; NaN (`null` in JSON) where there are none.
     pub kendall_tau_min: f64,
     /// Format pairs where τ is defined (neither format ties every model).
     pub kendall_pairs: usize,
 }
 
+/// A sweep's results, as `sweep --json` prints them and `--save-json` writes them: what was swept
+/// and how, each model's sweep, and with several models their comparison.
 #[derive(Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct SweepReport {
@@ -149,17 +194,28 @@ pub struct SweepReport {
     /// below 2 (0 where none was saved), accuracies in points.
     #[serde(default)]
     pub schema_version: u32,
+    /// The task file's path as given, or the benchmark's name.
     pub file: String,
+    /// Tasks swept: the file's (or source's) every task, or the subset's.
     pub tasks: usize,
+    /// The subset asked for (`--tasks N`, picked as llama-perplexity picks), as given; `null` for
+    /// every task. A subset of 0, or of at least the file's tasks, sweeps every task.
     pub selection: Option<usize>,
+    /// The formats' names, in order: the order of each model's `formats`.
     pub formats: Vec<String>,
+    /// Whether each task was scored under every rotation of its options (circular evaluation, `--circular`).
     pub circular: bool,
+    /// Whether each prompt has the line naming the IDs after the options (`--instruction`).
     pub instruction: bool,
+    /// PriDe's calibration share α (0 < α < 1), with `--pride`; `null` without it.
     pub pride_alpha: Option<f64>,
     /// sha256 of the swept items (stem, options, gold, in order): sweeps
     /// compare only when they scored the same items.
     pub items_sha256: String,
+    /// The engine settings `Sweep::report` was given (those the models scored with), as an object;
+    /// the first file's where saved sweeps are put side by side.
     pub settings: serde_json::Value,
+    /// Each model's sweep, in the order given (saved sweeps' in the order of their files).
     pub models: Vec<ModelSweep>,
     /// Recomputed whenever sweeps are put side by side.
     #[serde(skip_deserializing)]

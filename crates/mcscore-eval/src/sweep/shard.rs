@@ -30,25 +30,41 @@ fn first_shard_version() -> u32 {
 #[derive(Debug, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct SweepShard {
-    /// [`SWEEP_SHARD_VERSION`] when written.
+    /// The sweep shard layout's version when written (1 now).
     #[serde(default = "first_shard_version")]
     pub version: u32,
+    /// The model's path as given; the shards of one run must give the same (compared as written).
     pub model: String,
+    /// sha256 of the swept items (stem, options, gold, in order), as lowercase hex.
     pub items_sha256: String,
+    /// The sweep's formats' names, in order.
     pub formats: Vec<String>,
+    /// Whether each task is scored under every rotation of its options (circular evaluation, `--circular`).
     pub circular: bool,
+    /// Whether each prompt has the line naming the IDs after the options (`--instruction`).
     pub instruction: bool,
+    /// PriDe's calibration share α (0 < α < 1), with `--pride`; `null` without it.
     pub pride_alpha: Option<f64>,
+    /// The engine settings the shard scored with, as an object; the shards of one run must have the same.
     pub settings: serde_json::Value,
     /// The chat template the prompts were scored inside, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat: Option<crate::chat::ChatHeader>,
+    /// Which shard this is (`index` from 0) of how many, and the rule that split the tasks
+    /// (`contiguous-by-tokens`); `run_tasks` and `file_tasks` both count the swept tasks, and
+    /// `run_sha256` is `items_sha256`.
     pub shard: ShardHeader,
     /// The first prompt this shard scored, in the sweep's prompt order.
     pub first_prompt: usize,
+    /// Per prompt from `first_prompt` on, in the sweep's prompt order: the log-probability in nats of
+    /// each ID, in position order.
     pub log_probs: Vec<Vec<f64>>,
+    /// Tokens this shard decoded, padding aside: a fill's shared tokens once, those reused from the
+    /// previous fill's cache not at all.
     pub tokens_decoded: usize,
+    /// Tokens that scoring each of this shard's prompts on its own would decode.
     pub tokens_unshared: usize,
+    /// Seconds from loading the model to the shard's last prompt scored.
     pub seconds: f64,
 }
 
@@ -60,9 +76,13 @@ pub struct SweepShard {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct SweepIdentity {
+    /// sha256 of the swept items (stem, options, gold, in order), as lowercase hex.
     pub items_sha256: String,
+    /// The formats' names, in order.
     pub formats: Vec<String>,
+    /// Whether each task is scored under every rotation of its options (circular evaluation).
     pub circular: bool,
+    /// Whether each prompt has the line naming the IDs after the options.
     pub instruction: bool,
     /// PriDe's calibration share, if the sweep debiases.
     pub pride_alpha: Option<f64>,
@@ -94,11 +114,15 @@ impl SweepIdentity {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SweepRunIdentity {
+    /// The model's path as the shard gives it, compared as written (not by the model's sha256).
     pub model: String,
+    /// The engine settings the shard scored with, as their JSON text.
     pub settings: String,
     /// [`crate::log::chat_identity`]: the template and its guards, or "none".
     pub chat_template: String,
+    /// The shards the run is split into.
     pub shard_count: usize,
+    /// The name of the rule that split the tasks into shards (`contiguous-by-tokens`).
     pub partition_rule: String,
 }
 

@@ -13,34 +13,32 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::log::write_complete;
-use crate::shard::{merge, Merged};
-use crate::EvalError;
-use crate::{StudyError, StudyFault};
+use mcscore_eval::log::write_complete;
+use mcscore_eval::shard::{merge, Merged};
+use mcscore_eval::EvalError;
 
 /// A study file (JSON).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct Study {
+pub(crate) struct Study {
     /// GGUF models, as the jobs see them.
-    pub models: Vec<String>,
+    pub(crate) models: Vec<String>,
     /// Task files (`.bin`), as the jobs see them.
-    pub files: Vec<String>,
+    pub(crate) files: Vec<String>,
     /// Named lists of extra `mcscore score` flags; default: one, `default`, with none.
     #[serde(default = "default_settings")]
-    pub settings: BTreeMap<String, Vec<String>>,
+    pub(crate) settings: BTreeMap<String, Vec<String>>,
     /// Shards per run.
-    pub shards: usize,
+    pub(crate) shards: usize,
     /// Where logs go, as the jobs see it (a shared folder).
-    pub out: String,
+    pub(crate) out: String,
     /// The mcscore binary in the jobs.
     #[serde(default = "default_binary")]
-    pub mcscore: String,
+    pub(crate) mcscore: String,
     #[serde(default)]
-    pub slurm: SlurmOptions,
+    pub(crate) slurm: SlurmOptions,
     #[serde(default)]
-    pub kubernetes: KubernetesOptions,
+    pub(crate) kubernetes: KubernetesOptions,
     /// What each settings entry asks of a machine, read by the front end
     /// that parses `score`'s flags (`Study::load`).
     #[serde(skip)]
@@ -50,11 +48,11 @@ pub struct Study {
 /// What one settings entry asks of a machine, as `mcscore score` reads its
 /// flags: only what the flags state, not their defaults.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Needs {
+pub(crate) struct Needs {
     /// `-t`.
-    pub threads: Option<u32>,
+    pub(crate) threads: Option<u32>,
     /// `-ngl`.
-    pub gpu_layers: Option<u32>,
+    pub(crate) gpu_layers: Option<u32>,
 }
 
 /// CPUs per array task where neither the scheduler options nor any
@@ -70,43 +68,41 @@ struct Resources {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-#[non_exhaustive]
-pub struct SlurmOptions {
-    pub partition: Option<String>,
+pub(crate) struct SlurmOptions {
+    pub(crate) partition: Option<String>,
     /// Default: the largest `-t` of the settings, else `DEFAULT_CPUS`.
-    pub cpus_per_task: Option<u32>,
+    pub(crate) cpus_per_task: Option<u32>,
     /// Default: none (then no settings may give `-ngl` above 0).
-    pub gpus_per_task: Option<u32>,
-    pub mem: Option<String>,
-    pub time: Option<String>,
+    pub(crate) gpus_per_task: Option<u32>,
+    pub(crate) mem: Option<String>,
+    pub(crate) time: Option<String>,
     /// At most this many array tasks at once (`--array=0-N%LIMIT`).
-    pub max_running: Option<u32>,
+    pub(crate) max_running: Option<u32>,
     /// The study file as the merge job sees it; default: its absolute path
     /// where `plan` runs.
-    pub study: Option<String>,
+    pub(crate) study: Option<String>,
 }
 
 /// The Indexed Job's options. The image, the claim and its mount have no
 /// default: a placeholder would only fail on the cluster.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-#[non_exhaustive]
-pub struct KubernetesOptions {
+pub(crate) struct KubernetesOptions {
     /// The Job's name, a DNS label; default `mcscore-study`.
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// An image with mcscore in it.
-    pub image: Option<String>,
+    pub(crate) image: Option<String>,
     /// A PersistentVolumeClaim holding the models, task files and `out`, mounted at `mount`.
-    pub volume_claim: Option<String>,
-    pub mount: Option<String>,
+    pub(crate) volume_claim: Option<String>,
+    pub(crate) mount: Option<String>,
     /// Pods at once; default 4.
-    pub parallelism: Option<u32>,
+    pub(crate) parallelism: Option<u32>,
     /// CPUs per pod; default: the largest `-t` of the settings, else `DEFAULT_CPUS`.
-    pub cpus: Option<u32>,
+    pub(crate) cpus: Option<u32>,
     /// Memory per pod; default `8Gi`.
-    pub memory: Option<String>,
+    pub(crate) memory: Option<String>,
     /// GPUs per pod; default none (then no settings may give `-ngl` above 0).
-    pub gpus: Option<u32>,
+    pub(crate) gpus: Option<u32>,
 }
 
 impl KubernetesOptions {
@@ -141,11 +137,11 @@ fn default_binary() -> String {
 
 /// One run of a study: a model on a file with named settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlannedRun {
-    pub model: String,
-    pub file: String,
-    pub settings_name: String,
-    pub flags: Vec<String>,
+pub(crate) struct PlannedRun {
+    pub(crate) model: String,
+    pub(crate) file: String,
+    pub(crate) settings_name: String,
+    pub(crate) flags: Vec<String>,
 }
 
 /// Flags a study cannot set per run: the plan sets them.
@@ -197,11 +193,10 @@ fn option_value(field: &'static str, value: &str, allowed: &str, example: &'stat
 impl Study {
     /// Reads and checks a study file; `needs_of` reads one settings entry's
     /// flags as `mcscore score` would, or says why it would refuse them.
-    pub fn load(path: &Path, needs_of: impl Fn(&[String]) -> Result<Needs, String>) -> Result<Study, EvalError> {
-        let bad = |fault| EvalError::Study(StudyError::BadStudy { path: path.to_owned(), fault });
+    pub(crate) fn load(path: &Path, needs_of: impl Fn(&[String]) -> Result<Needs, String>) -> Result<Study, StudyError> {
+        let bad = |fault| StudyError::BadStudy { path: path.to_owned(), fault };
         let bytes = mcscore_format::read_input(path)?;
-        let mut study: Study =
-            serde_json::from_slice(&bytes).map_err(|source| EvalError::Study(StudyError::NotAStudy { path: path.to_owned(), source }))?;
+        let mut study: Study = serde_json::from_slice(&bytes).map_err(|source| StudyError::NotAStudy { path: path.to_owned(), source })?;
         study.check().map_err(bad)?;
         for (name, flags) in &study.settings {
             let needs = needs_of(flags).map_err(|why| bad(StudyFault::Refused { name: name.clone(), flags: flags.join(" "), why }))?;
@@ -313,7 +308,7 @@ impl Study {
             }
         }
         for list in [&study.models, &study.files] {
-            let mut stems: Vec<String> = list.iter().map(|p| crate::log::label(p)).collect();
+            let mut stems: Vec<String> = list.iter().map(|p| mcscore_eval::log::label(p)).collect();
             stems.sort();
             if let Some(w) = stems.windows(2).find(|w| w[0] == w[1]) {
                 return Err(StudyFault::SharedName { name: w[0].clone() });
@@ -368,7 +363,7 @@ impl Study {
     }
 
     /// Every run, in array order: by file, then model, then settings.
-    pub fn runs(&self) -> Vec<PlannedRun> {
+    pub(crate) fn runs(&self) -> Vec<PlannedRun> {
         let mut runs = Vec::new();
         for file in &self.files {
             for model in &self.models {
@@ -381,23 +376,29 @@ impl Study {
     }
 
     /// Array tasks in all: runs × shards.
-    pub fn tasks(&self) -> usize {
+    pub(crate) fn tasks(&self) -> usize {
         self.runs().len() * self.shards
     }
 
     /// A run's shard logs are this, the shard's number, then `.jsonl`.
     fn shard_prefix(&self, run: &PlannedRun) -> String {
-        format!("{}/shards/{}/{}.{}.shard-", self.out, crate::log::label(&run.file), crate::log::label(&run.model), run.settings_name)
+        format!(
+            "{}/shards/{}/{}.{}.shard-",
+            self.out,
+            mcscore_eval::log::label(&run.file),
+            mcscore_eval::log::label(&run.model),
+            run.settings_name
+        )
     }
 
     /// Where shard `k` of a run writes its log.
-    pub fn shard_log(&self, run: &PlannedRun, k: usize) -> String {
+    pub(crate) fn shard_log(&self, run: &PlannedRun, k: usize) -> String {
         format!("{}{k}.jsonl", self.shard_prefix(run))
     }
 
     /// Where a run's merged log goes.
-    pub fn merged_log(&self, run: &PlannedRun) -> String {
-        format!("{}/{}/{}.{}.jsonl", self.out, crate::log::label(&run.file), crate::log::label(&run.model), run.settings_name)
+    pub(crate) fn merged_log(&self, run: &PlannedRun) -> String {
+        format!("{}/{}/{}.{}.jsonl", self.out, mcscore_eval::log::label(&run.file), mcscore_eval::log::label(&run.model), run.settings_name)
     }
 
     /// The shell that runs array task `$INDEX` (a variable the scheduler
@@ -438,8 +439,8 @@ impl Study {
     /// merges the study (`mcscore plan STUDY --merge`) once every task has
     /// succeeded. `study` is the study file's absolute path here, which the
     /// merge job uses unless `slurm.study` says how the jobs see it.
-    pub fn slurm_script(&self, study: &Path) -> Result<String, EvalError> {
-        let bad = |fault| EvalError::Study(StudyError::BadStudy { path: study.to_owned(), fault });
+    pub(crate) fn slurm_script(&self, study: &Path) -> Result<String, StudyError> {
+        let bad = |fault| StudyError::BadStudy { path: study.to_owned(), fault };
         // A study built or edited in memory is checked as a loaded one is.
         self.check().map_err(bad)?;
         let o = &self.slurm;
@@ -503,8 +504,8 @@ impl Study {
     /// A Kubernetes Indexed Job for the whole study: one completion index per
     /// shard of every run, on a shared volume that holds every path. Written
     /// by a YAML serializer, so no study value can add a key.
-    pub fn kubernetes_manifest(&self, path: &Path) -> Result<String, EvalError> {
-        let bad = |fault| EvalError::Study(StudyError::BadStudy { path: path.to_owned(), fault });
+    pub(crate) fn kubernetes_manifest(&self, path: &Path) -> Result<String, StudyError> {
+        let bad = |fault| StudyError::BadStudy { path: path.to_owned(), fault };
         self.check().map_err(bad)?;
         let k = &self.kubernetes;
         let (image, claim, mount) = k.required().map_err(bad)?;
@@ -557,7 +558,7 @@ impl Study {
     /// (never over the study file `study`, a model or a task file); returns,
     /// per run, the merged run or why it could not be merged, with the array
     /// indices of its shards that have not finished.
-    pub fn merge_all(&self, study: &Path) -> Vec<RunMerge> {
+    pub(crate) fn merge_all(&self, study: &Path) -> Vec<RunMerge> {
         // Every run's inputs: one run's merged log may not replace another's.
         let inputs: Vec<&Path> = std::iter::once(study).chain(self.models.iter().chain(&self.files).map(Path::new)).collect();
         self.runs()
@@ -570,7 +571,7 @@ impl Study {
                 let unfinished: Vec<usize> = logs
                     .iter()
                     .enumerate()
-                    .filter(|(_, log)| crate::log::read(log).map_or(true, |contents| contents.unfinished().is_some()))
+                    .filter(|(_, log)| mcscore_eval::log::read(log).map_or(true, |contents| contents.unfinished().is_some()))
                     .map(|(k, _)| r * self.shards + k)
                     .collect();
                 let merged = (|| {
@@ -586,7 +587,7 @@ impl Study {
                         return Err(EvalError::WouldReplaceInput { path: out, input: input.to_path_buf() });
                     }
                     if let Some(dir) = out.parent() {
-                        std::fs::create_dir_all(dir).map_err(EvalError::io(dir))?;
+                        std::fs::create_dir_all(dir).map_err(|source| EvalError::Io { path: dir.to_owned(), source })?;
                     }
                     write_complete(&out, &merged.header, &merged.records, mcscore_format::Existing::Replace)?;
                     Ok(merged)
@@ -599,12 +600,11 @@ impl Study {
 
 /// One run of `Study::merge_all`.
 #[derive(Debug)]
-#[non_exhaustive]
-pub struct RunMerge {
-    pub run: PlannedRun,
+pub(crate) struct RunMerge {
+    pub(crate) run: PlannedRun,
     /// Array indices of the run's shards whose logs are missing or unfinished.
-    pub unfinished: Vec<usize>,
-    pub merged: Result<Merged, EvalError>,
+    pub(crate) unfinished: Vec<usize>,
+    pub(crate) merged: Result<Merged, EvalError>,
 }
 
 /// `text` as one word of an `#SBATCH` line. sbatch's directive parser takes
@@ -636,75 +636,75 @@ mod k8s {
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     pub(super) struct Job {
-        pub api_version: &'static str,
-        pub kind: &'static str,
-        pub metadata: Metadata,
-        pub spec: JobSpec,
+        pub(crate) api_version: &'static str,
+        pub(crate) kind: &'static str,
+        pub(crate) metadata: Metadata,
+        pub(crate) spec: JobSpec,
     }
 
     #[derive(Serialize)]
     pub(super) struct Metadata {
-        pub name: String,
+        pub(crate) name: String,
     }
 
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     pub(super) struct JobSpec {
-        pub completion_mode: &'static str,
-        pub completions: usize,
-        pub parallelism: u32,
-        pub backoff_limit_per_index: u32,
-        pub max_failed_indexes: usize,
-        pub template: Template,
+        pub(crate) completion_mode: &'static str,
+        pub(crate) completions: usize,
+        pub(crate) parallelism: u32,
+        pub(crate) backoff_limit_per_index: u32,
+        pub(crate) max_failed_indexes: usize,
+        pub(crate) template: Template,
     }
 
     #[derive(Serialize)]
     pub(super) struct Template {
-        pub spec: PodSpec,
+        pub(crate) spec: PodSpec,
     }
 
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     pub(super) struct PodSpec {
-        pub restart_policy: &'static str,
-        pub containers: Vec<Container>,
-        pub volumes: Vec<Volume>,
+        pub(crate) restart_policy: &'static str,
+        pub(crate) containers: Vec<Container>,
+        pub(crate) volumes: Vec<Volume>,
     }
 
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     pub(super) struct Container {
-        pub name: &'static str,
-        pub image: String,
-        pub command: Vec<String>,
-        pub resources: Resources,
-        pub volume_mounts: Vec<VolumeMount>,
+        pub(crate) name: &'static str,
+        pub(crate) image: String,
+        pub(crate) command: Vec<String>,
+        pub(crate) resources: Resources,
+        pub(crate) volume_mounts: Vec<VolumeMount>,
     }
 
     #[derive(Serialize)]
     pub(super) struct Resources {
-        pub requests: BTreeMap<String, String>,
-        pub limits: BTreeMap<String, String>,
+        pub(crate) requests: BTreeMap<String, String>,
+        pub(crate) limits: BTreeMap<String, String>,
     }
 
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     pub(super) struct VolumeMount {
-        pub name: &'static str,
-        pub mount_path: String,
+        pub(crate) name: &'static str,
+        pub(crate) mount_path: String,
     }
 
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     pub(super) struct Volume {
-        pub name: &'static str,
-        pub persistent_volume_claim: Claim,
+        pub(crate) name: &'static str,
+        pub(crate) persistent_volume_claim: Claim,
     }
 
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     pub(super) struct Claim {
-        pub claim_name: String,
+        pub(crate) claim_name: String,
     }
 }
 
@@ -715,6 +715,260 @@ fn quote(text: &str) -> String {
     } else {
         format!("'{}'", text.replace('\'', "'\\''"))
     }
+}
+
+/// A study file that cannot be planned.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StudyError {
+    /// The study file cannot be read (the format crate names the file and why).
+    #[error(transparent)]
+    Read(#[from] mcscore_format::Error),
+
+    /// A study file that is not the JSON of a study.
+    #[error("{}: not a study file", path.display())]
+    NotAStudy {
+        /// The study file.
+        path: PathBuf,
+        /// The JSON parser's error (an unknown key included).
+        #[source]
+        source: serde_json::Error,
+    },
+
+    /// A study whose values cannot be planned, or written as a script or
+    /// manifest.
+    #[error("{}: {fault}", path.display())]
+    BadStudy {
+        /// The study file.
+        path: PathBuf,
+        /// What is wrong with it.
+        fault: StudyFault,
+    },
+}
+
+/// What is wrong with a study: one variant per value a plan refuses.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StudyFault {
+    /// No model, file or settings entry.
+    #[error("models, files and settings each need at least one entry")]
+    Empty,
+
+    /// A shard count outside 1 to the most a plan builds.
+    #[error("shards is {shards}; give 1 to {max}")]
+    Shards {
+        /// The study's shards per run.
+        shards: usize,
+        /// The most a plan builds.
+        max: usize,
+    },
+
+    /// More array tasks than a plan builds.
+    #[error("{models} models × {files} files × {settings} settings × {shards} shards is more than {max} array tasks")]
+    TooManyTasks {
+        /// The study's models.
+        models: usize,
+        /// Its task files.
+        files: usize,
+        /// Its settings entries.
+        settings: usize,
+        /// Its shards per run.
+        shards: usize,
+        /// The most array tasks a plan builds.
+        max: usize,
+    },
+
+    /// No output folder.
+    #[error("out is empty; give the folder the logs go to")]
+    NoOut,
+
+    /// An output folder with a backslash, which sbatch reads as an escape.
+    #[error("out {out:?} holds a backslash, which sbatch's output file patterns read as an escape; choose a folder without one")]
+    OutBackslash {
+        /// The study's `out`, as written.
+        out: String,
+    },
+
+    /// No mcscore binary to run.
+    #[error("mcscore is empty; give the mcscore binary the jobs run (default: mcscore on PATH)")]
+    NoBinary,
+
+    /// An empty model or file path.
+    #[error("{field} holds an empty path")]
+    EmptyPath {
+        /// The list that holds it: `models` or `files`.
+        field: &'static str,
+    },
+
+    /// A control character, which would add a line to a script or manifest.
+    #[error("{field} {value:?} holds the control character {character:?}; a study value is one line of plain text")]
+    ControlCharacter {
+        /// Where the value is, as the message names it (`out`, `slurm.study`, `settings "NAME":`, …).
+        field: String,
+        /// The value, as written.
+        value: String,
+        /// The first control character in it (a line or paragraph separator counts as one).
+        character: char,
+    },
+
+    /// A study path for the merge job that is not absolute.
+    #[error("slurm.study {path:?} is not an absolute path (the merge job runs in another folder)")]
+    StudyPathRelative {
+        /// `slurm.study`, as written.
+        path: String,
+    },
+
+    /// The study file's own path, which a Slurm script names, is not UTF-8.
+    #[error("the study's path is not UTF-8: give slurm.study, as the jobs see it")]
+    StudyPathNotUtf8,
+
+    /// No array task may run.
+    #[error("slurm.max_running is 0; give at least 1 (array tasks that may run at once)")]
+    MaxRunningZero,
+
+    /// A Slurm task of no CPU.
+    #[error("slurm.cpus_per_task is 0; give at least 1")]
+    CpusPerTaskZero,
+
+    /// A Kubernetes job of no pod, or pods of no CPU.
+    #[error("kubernetes.parallelism and kubernetes.cpus must be at least 1")]
+    KubernetesZero,
+
+    /// A scheduler option with characters the scheduler does not take there.
+    #[error("{field} {value:?} is not a valid value (for example {example})")]
+    OptionValue {
+        /// The option (`slurm.partition`, `slurm.mem`, `slurm.time`, `kubernetes.memory`, `kubernetes.volume_claim`).
+        field: &'static str,
+        /// Its value, as written (or the default).
+        value: String,
+        /// A value it takes.
+        example: &'static str,
+    },
+
+    /// A Kubernetes job name that is not a DNS label.
+    #[error("kubernetes.name {name:?} is not a DNS label (lower-case letters, digits and -, at most 63)")]
+    NotDnsLabel {
+        /// `kubernetes.name`, as written.
+        name: String,
+    },
+
+    /// A value kubectl's YAML 1.1 parser would read as something other than a string.
+    #[error("{field} {value:?} reads as a boolean, null, number or date in YAML 1.1, which kubectl's parser follows; choose another")]
+    Yaml11 {
+        /// The option (`kubernetes.name`, `kubernetes.image`, `kubernetes.volume_claim` or `kubernetes.memory`).
+        field: &'static str,
+        /// Its value, as written (or the default).
+        value: String,
+    },
+
+    /// An empty Kubernetes image or mount.
+    #[error("{field} is empty")]
+    EmptyField {
+        /// The option: `kubernetes.image` or `kubernetes.mount`.
+        field: &'static str,
+    },
+
+    /// A Kubernetes value --kubernetes needs, not given.
+    #[error(
+        "kubernetes.{field} is not set; --kubernetes needs the image, volume_claim and mount of your cluster (for example \"{field}\": \"{example}\")"
+    )]
+    KubernetesUnset {
+        /// The option under `kubernetes`: `image`, `volume_claim` or `mount`.
+        field: &'static str,
+        /// A value of the kind it takes.
+        example: &'static str,
+    },
+
+    /// A Kubernetes mount that is not an absolute path.
+    #[error("kubernetes.mount {mount:?} is not an absolute path")]
+    MountRelative {
+        /// `kubernetes.mount`, as written.
+        mount: String,
+    },
+
+    /// A path the pods would not see.
+    #[error("{field}: {path} is not on the volume the job mounts at {mount} (kubernetes.mount): give absolute paths under it")]
+    NotMounted {
+        /// The list or option that holds it: `models`, `files` or `out`.
+        field: &'static str,
+        /// The path, as written.
+        path: String,
+        /// `kubernetes.mount`, as written.
+        mount: String,
+    },
+
+    /// A settings name that cannot name files.
+    #[error("settings name {name:?}: use letters, digits, - and _ (it names files)")]
+    SettingsName {
+        /// The settings entry's name.
+        name: String,
+    },
+
+    /// A flag the plan sets itself.
+    #[error("settings {name:?}: {flag} is set by the plan")]
+    PlannedFlag {
+        /// The settings entry's name.
+        name: String,
+        /// The flag, as written (with any `=VALUE`).
+        flag: String,
+    },
+
+    /// Flags `mcscore score` would refuse.
+    #[error("settings {name:?} ({flags}): `mcscore score` would refuse them: {why}")]
+    Refused {
+        /// The settings entry's name.
+        name: String,
+        /// Its flags, joined by spaces.
+        flags: String,
+        /// Why `mcscore score` would refuse them, as the front end says it.
+        why: String,
+    },
+
+    /// Two models or files whose logs would have one name.
+    #[error("two entries share the name {name:?}, which names their logs")]
+    SharedName {
+        /// The file name they share, without its extension.
+        name: String,
+    },
+
+    /// A run's threads above the CPUs each task gets.
+    #[error("settings {name:?} run -t {threads} threads, but each task gets {cpus} CPUs ({field}): raise {field} or lower -t")]
+    Threads {
+        /// The settings entry's name.
+        name: String,
+        /// Its `-t`.
+        threads: u32,
+        /// The CPUs each array task gets.
+        cpus: u32,
+        /// The option that sets them: `slurm.cpus_per_task` or `kubernetes.cpus`.
+        field: &'static str,
+    },
+
+    /// Layers offloaded to a GPU the study does not request.
+    #[error("settings {name:?} offload layers to a GPU (-ngl {layers}), but the study requests none: set {field}, or give -ngl 0")]
+    NoGpu {
+        /// The settings entry's name.
+        name: String,
+        /// Its `-ngl`.
+        layers: u32,
+        /// The option that requests GPUs: `slurm.gpus_per_task` or `kubernetes.gpus`.
+        field: &'static str,
+    },
+
+    /// GPUs requested for a run that keeps every layer on the CPU.
+    #[error(
+        "the study requests {gpus} GPU(s) per task ({field}), but settings {name:?} keep every layer on the CPU (-ngl 0): plan CPU and GPU settings as two studies"
+    )]
+    CpuOnly {
+        /// The GPUs requested per array task.
+        gpus: u32,
+        /// The option that requests them: `slurm.gpus_per_task` or `kubernetes.gpus`.
+        field: &'static str,
+        /// The settings entry with `-ngl 0`.
+        name: String,
+    },
+
+    /// The Kubernetes manifest could not be written.
+    #[error("writing the manifest")]
+    Manifest(#[source] serde_norway::Error),
 }
 
 #[cfg(test)]
