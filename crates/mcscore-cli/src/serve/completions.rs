@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use mcscore_datasets::json::{duplicate_key, Unique};
 use mcscore_engine::{Engine, PromptRequest, RowScores};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// The most top log-probabilities a row reports (`logprobs`).
@@ -85,40 +85,107 @@ pub(crate) struct CompletionRequest {
     stop: Vec<String>,
 }
 
-/// Fields this server reads.
-const READ: &[&str] = &["prompt", "echo", "logprobs", "max_tokens", "stop"];
+/// A completion request's body as OpenAI defines it: the fields this server
+/// reads, and those a client may send that change nothing here, each typed,
+/// so that a value of the wrong type is refused by name. A field absent and
+/// a field `null` read the same.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CompletionBody {
+    model: Option<String>,
+    /// Its shapes are told apart by [`parse_prompts`], which names the item at fault.
+    prompt: Option<Value>,
+    echo: Option<bool>,
+    logprobs: Option<u64>,
+    max_tokens: Option<u64>,
+    stop: Option<Stop>,
+    n: Option<f64>,
+    best_of: Option<f64>,
+    stream: Option<bool>,
+    temperature: Option<f64>,
+    suffix: Option<String>,
+    // Accepted and checked for type; they change nothing in a scoring server.
+    #[serde(rename = "seed")]
+    _seed: Option<i64>,
+    #[serde(rename = "user")]
+    _user: Option<String>,
+    #[serde(rename = "top_p")]
+    _top_p: Option<f64>,
+    #[serde(rename = "top_k")]
+    _top_k: Option<i64>,
+    #[serde(rename = "min_p")]
+    _min_p: Option<f64>,
+    #[serde(rename = "presence_penalty")]
+    _presence_penalty: Option<f64>,
+    #[serde(rename = "frequency_penalty")]
+    _frequency_penalty: Option<f64>,
+    #[serde(rename = "repeat_penalty")]
+    _repeat_penalty: Option<f64>,
+    #[serde(rename = "logit_bias")]
+    _logit_bias: Option<std::collections::BTreeMap<String, f64>>,
+    #[serde(rename = "stream_options")]
+    _stream_options: Option<Map<String, Value>>,
+}
 
-/// Fields a client may send that change nothing here (their allowed values
-/// are checked where they could).
-const ACCEPTED: &[&str] = &[
-    "model",
-    "seed",
-    "user",
-    "top_p",
-    "stream",
-    "n",
-    "best_of",
-    "suffix",
-    "presence_penalty",
-    "frequency_penalty",
-    "logit_bias",
-    "stream_options",
-    "temperature",
-    "top_k",
-    "min_p",
-    "repeat_penalty",
+/// `stop`: one string or a list of them.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Stop {
+    One(String),
+    Many(Vec<String>),
+}
+
+/// What each typed field allows, for the message that refuses a value of
+/// another type.
+const ALLOWED: &[(&str, &str)] = &[
+    ("model", "a string"),
+    ("echo", "true or false"),
+    ("stream", "true or false"),
+    ("add_special_tokens", "true or false"),
+    ("logprobs", "a whole number from 0 to 20"),
+    ("max_tokens", "0 or 1"),
+    ("stop", "a string or a list of strings"),
+    ("n", "1"),
+    ("best_of", "1"),
+    ("temperature", "a number"),
+    ("suffix", "absent: this server does not insert text after the completion"),
+    ("seed", "a whole number"),
+    ("top_k", "a whole number"),
+    ("user", "a string"),
+    ("prompt", "a string"),
+    ("tokens", "a list of token ids"),
+    ("logit_bias", "an object of token ids and numbers"),
+    ("stream_options", "an object"),
 ];
+
+/// Reads a body into `T`: a JSON object whose keys are each given once,
+/// whose fields are all known to `T` and of its types, each refusal naming
+/// the field at fault.
+fn typed<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let fields = object(body)?;
+    serde_path_to_error::deserialize(Value::Object(fields)).map_err(|e| {
+        let inner = e.inner().to_string();
+        // An unknown field fails before its path is entered: serde names it.
+        if let Some(field) = inner.strip_prefix("unknown field `").and_then(|r| r.split('`').next()) {
+            return ApiError::invalid(field, inner.clone());
+        }
+        let path = e.path().to_string();
+        let field = path.split(['.', '[']).next().unwrap_or("body").to_owned();
+        match ALLOWED.iter().find(|(name, _)| *name == field) {
+            Some((_, allowed)) => ApiError::invalid(&field, format!("{path} must be {allowed}: {inner}")),
+            None => ApiError::invalid(&field, format!("{path}: {inner}")),
+        }
+    })
+}
 
 impl CompletionRequest {
     /// Reads a JSON body, refusing what this server would not honour, each
     /// refusal naming its field and what is allowed. `model` must name the
     /// served model (or be absent).
     pub(crate) fn parse(body: &[u8], served: &ModelInfo, limits: &Limits) -> Result<CompletionRequest, ApiError> {
-        let fields = object(body)?;
-        only(&fields, &[READ, ACCEPTED].concat())?;
-        if let Some(model) = fields.get("model") {
-            let name = model.as_str().ok_or_else(|| ApiError::invalid("model", "model must be a string"))?;
-            if name != served.id {
+        let body: CompletionBody = typed(body)?;
+        if let Some(name) = &body.model {
+            if *name != served.id {
                 return Err(ApiError {
                     status: 404,
                     message: format!("model `{name}` is not served here; this server serves `{}` (GET /v1/models)", served.id),
@@ -128,7 +195,7 @@ impl CompletionRequest {
                 });
             }
         }
-        let prompts = parse_prompts(fields.get("prompt").ok_or_else(|| ApiError::invalid("prompt", "prompt is required"))?)?;
+        let prompts = parse_prompts(body.prompt.as_ref().ok_or_else(|| ApiError::invalid("prompt", "prompt is required"))?)?;
         if prompts.len() > limits.prompts {
             return Err(ApiError::too_large(
                 "prompt",
@@ -139,82 +206,57 @@ impl CompletionRequest {
                 ),
             ));
         }
-        let echo = optional_bool(&fields, "echo")?.unwrap_or(false);
-        let logprobs = match fields.get("logprobs") {
-            None | Some(Value::Null) => None,
-            Some(v) => {
-                let n = v.as_u64().ok_or_else(|| {
-                    ApiError::invalid("logprobs", format!("logprobs must be a whole number from 0 to {MAX_TOP_LOGPROBS}, not {v}"))
-                })?;
-                if n > MAX_TOP_LOGPROBS as u64 {
-                    return Err(ApiError::invalid(
-                        "logprobs",
-                        format!("logprobs is {n}; this server reports at most {MAX_TOP_LOGPROBS} top log-probabilities per token"),
-                    ));
-                }
-                Some(n as usize)
+        let logprobs = match body.logprobs {
+            Some(n) if n > MAX_TOP_LOGPROBS as u64 => {
+                return Err(ApiError::invalid(
+                    "logprobs",
+                    format!("logprobs is {n}; this server reports at most {MAX_TOP_LOGPROBS} top log-probabilities per token"),
+                ))
             }
+            n => n.map(|n| n as usize),
         };
         // OpenAI's default is 16 tokens; this server generates at most one.
-        let max_tokens = match fields.get("max_tokens") {
-            None => return Err(ApiError::invalid("max_tokens", "max_tokens is absent, which OpenAI reads as 16; this server generates at most 1 token greedily: send max_tokens 0 or 1")),
-            Some(v) => match v.as_u64() {
-                Some(n @ (0 | 1)) => n as usize,
-                _ => return Err(ApiError::invalid("max_tokens", format!("max_tokens is {v}; this server generates at most 1 token greedily (0 or 1); it does not truncate longer generations"))),
-            },
+        let max_tokens = match body.max_tokens {
+            None => return Err(ApiError::invalid(
+                "max_tokens",
+                "max_tokens is absent, which OpenAI reads as 16; this server generates at most 1 token greedily: send max_tokens 0 or 1",
+            )),
+            Some(n @ (0 | 1)) => n as usize,
+            Some(n) => return Err(ApiError::invalid(
+                "max_tokens",
+                format!(
+                    "max_tokens is {n}; this server generates at most 1 token greedily (0 or 1); it does not truncate longer generations"
+                ),
+            )),
         };
-        for (field, allowed) in [("n", 1.0), ("best_of", 1.0)] {
-            if let Some(v) = fields.get(field).filter(|v| !v.is_null()) {
-                if v.as_f64() != Some(allowed) {
-                    return Err(ApiError::invalid(field, format!("{field} is {v}; this server returns one choice per prompt ({field} 1)")));
-                }
+        for (field, value) in [("n", body.n), ("best_of", body.best_of)] {
+            if let Some(v) = value.filter(|&v| v != 1.0) {
+                return Err(ApiError::invalid(field, format!("{field} is {v}; this server returns one choice per prompt ({field} 1)")));
             }
         }
-        if optional_bool(&fields, "stream")? == Some(true) {
+        if body.stream == Some(true) {
             return Err(ApiError::invalid("stream", "stream is true; this server answers in one body (stream false)"));
         }
-        if let Some(t) = fields.get("temperature").filter(|v| !v.is_null()) {
-            let t = t.as_f64().ok_or_else(|| ApiError::invalid("temperature", format!("temperature must be a number, not {t}")))?;
-            if t != 0.0 && max_tokens > 0 {
-                return Err(ApiError::invalid(
-                    "temperature",
-                    format!("temperature is {t}; this server generates greedily (temperature 0)"),
-                ));
-            }
+        if let Some(t) = body.temperature.filter(|&t| t != 0.0 && max_tokens > 0) {
+            return Err(ApiError::invalid("temperature", format!("temperature is {t}; this server generates greedily (temperature 0)")));
         }
-        if let Some(s) = fields.get("suffix").filter(|v| !v.is_null()) {
-            return Err(ApiError::invalid("suffix", format!("suffix is {s}; this server does not insert text after the completion")));
+        if let Some(s) = &body.suffix {
+            return Err(ApiError::invalid("suffix", format!("suffix is {s:?}; this server does not insert text after the completion")));
         }
-        let stop = match fields.get("stop") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::String(s)) if s.is_empty() => {
-                return Err(ApiError::invalid("stop", "stop is an empty string, which would stop before any text; leave it out"))
-            }
-            Some(Value::String(s)) => vec![s.clone()],
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|i| match i.as_str() {
-                    Some("") => Err(ApiError::invalid("stop", "stop holds an empty string, which would stop before any text")),
-                    Some(s) => Ok(s.to_owned()),
-                    None => Err(ApiError::invalid("stop", "stop must be a string or a list of strings")),
-                })
-                .collect::<Result<_, _>>()?,
-            Some(_) => return Err(ApiError::invalid("stop", "stop must be a string or a list of strings")),
+        let stop = match body.stop {
+            None => Vec::new(),
+            Some(Stop::One(s)) => vec![s],
+            Some(Stop::Many(list)) => list,
         };
-        Ok(CompletionRequest { prompts, echo, logprobs, max_tokens, stop })
+        if stop.iter().any(String::is_empty) {
+            return Err(ApiError::invalid("stop", "stop holds an empty string, which would stop before any text; leave it out"));
+        }
+        Ok(CompletionRequest { prompts, echo: body.echo.unwrap_or(false), logprobs, max_tokens, stop })
     }
 
     /// Prompts in the request.
     pub(crate) fn len(&self) -> usize {
         self.prompts.len()
-    }
-}
-
-fn optional_bool(fields: &Map<String, Value>, name: &str) -> Result<Option<bool>, ApiError> {
-    match fields.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(v) => Err(ApiError::invalid(name, format!("{name} must be true or false, not {v}"))),
     }
 }
 
@@ -259,6 +301,25 @@ fn parse_prompts(value: &Value) -> Result<Vec<Prompt>, ApiError> {
         other => return Err(bad(format!("prompt must be {PROMPT_SHAPES}, not {other}"))),
     };
     Ok(prompts)
+}
+
+/// `POST /tokenize`'s body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokenizeBody {
+    prompt: String,
+    add_special_tokens: Option<bool>,
+    #[serde(rename = "model")]
+    _model: Option<String>,
+}
+
+/// `POST /detokenize`'s body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DetokenizeBody {
+    tokens: Vec<u32>,
+    #[serde(rename = "model")]
+    _model: Option<String>,
 }
 
 /// What `GET /v1/models` says about the served model.
@@ -536,12 +597,9 @@ impl Completions {
     /// lm-eval's remote tokenizer reads). Special tokens written in the text
     /// are read as such, so `<bos>` gives the BOS id.
     pub(crate) fn tokenize(&self, body: &[u8]) -> Result<Value, ApiError> {
-        let fields = object(body)?;
-        only(&fields, &["prompt", "add_special_tokens", "model"])?;
-        let text = fields.get("prompt").and_then(Value::as_str).ok_or_else(|| ApiError::invalid("prompt", "prompt must be a string"))?;
-        let add_special = optional_bool(&fields, "add_special_tokens")?.unwrap_or(true);
-        let mut tokens = self.engine.tokenize(text).map_err(|e| ApiError::too_large("prompt", e.to_string()))?;
-        if let Some(bos) = self.engine.bos().filter(|_| add_special) {
+        let body: TokenizeBody = typed(body)?;
+        let mut tokens = self.engine.tokenize(&body.prompt).map_err(|e| ApiError::too_large("prompt", e.to_string()))?;
+        if let Some(bos) = self.engine.bos().filter(|_| body.add_special_tokens.unwrap_or(true)) {
             tokens.insert(0, bos);
         }
         Ok(serde_json::json!({"tokens": tokens, "count": tokens.len(), "max_model_len": self.max_prompt}))
@@ -549,23 +607,15 @@ impl Completions {
 
     /// `POST /detokenize`: `{"tokens": [ids]}` → `{"prompt": TEXT}`.
     pub(crate) fn detokenize(&self, body: &[u8]) -> Result<Value, ApiError> {
-        let fields = object(body)?;
-        only(&fields, &["tokens", "model"])?;
-        let tokens = match fields.get("tokens") {
-            Some(Value::Array(items)) => items,
-            _ => return Err(ApiError::invalid("tokens", "tokens must be a list of token ids")),
-        };
+        let body: DetokenizeBody = typed(body)?;
         let n_vocab = self.engine.n_vocab();
-        let ids: Vec<u32> = tokens
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                v.as_u64().and_then(|t| u32::try_from(t).ok()).filter(|&t| t < n_vocab).ok_or_else(|| {
-                    ApiError::invalid("tokens", format!("token {i} is {v}; ids are whole numbers from 0 to {}", n_vocab.saturating_sub(1)))
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(serde_json::json!({"prompt": String::from_utf8_lossy(&self.engine.detokenize(&ids))}))
+        if let Some((i, t)) = body.tokens.iter().enumerate().find(|(_, &t)| t >= n_vocab) {
+            return Err(ApiError::invalid(
+                "tokens",
+                format!("token {i} is {t}; ids are whole numbers from 0 to {}", n_vocab.saturating_sub(1)),
+            ));
+        }
+        Ok(serde_json::json!({"prompt": String::from_utf8_lossy(&self.engine.detokenize(&body.tokens))}))
     }
 
     /// `GET /tokenizer_info`: the special tokens as text (lm-eval's remote
@@ -611,13 +661,6 @@ fn object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
             )),
             None => Err(ApiError::invalid("body", format!("the body is not valid JSON: {e}"))),
         },
-    }
-}
-
-fn only(fields: &Map<String, Value>, known: &[&str]) -> Result<(), ApiError> {
-    match fields.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(key) => Err(ApiError::invalid(key, format!("unknown field `{key}` (expected {})", known.join(", ")))),
-        None => Ok(()),
     }
 }
 
@@ -682,12 +725,37 @@ mod tests {
             (r#"[1]"#, "body", 400),
             (r#"{"prompt": "a", "max_tokens": 1, "stop": ""}"#, "stop", 400),
             (r#"{"prompt": "a", "max_tokens": 1, "stop": ["x", ""]}"#, "stop", 400),
+            (r#"{"prompt": "a", "max_tokens": 1, "stop": ["x", 3]}"#, "stop", 400),
+            (r#"{"prompt": "a", "max_tokens": 1, "echo": "yes"}"#, "echo", 400),
+            (r#"{"prompt": "a", "max_tokens": 1, "logprobs": -1}"#, "logprobs", 400),
+            (r#"{"prompt": "a", "max_tokens": 1.5}"#, "max_tokens", 400),
+            (r#"{"prompt": "a", "max_tokens": 1, "seed": "x"}"#, "seed", 400),
+            (r#"{"prompt": "a", "max_tokens": 1, "logit_bias": {"7": "up"}}"#, "logit_bias", 400),
+            (r#"{"prompt": "a", "max_tokens": 1, "suffix": "b"}"#, "suffix", 400),
         ];
         for (body, param, status) in cases {
             let error = parse(body).unwrap_err();
             assert_eq!((error.param.as_deref(), error.status), (Some(param), status), "{body}: {error:?}");
             assert_eq!(error.body()["error"]["param"], param);
         }
+    }
+
+    #[test]
+    fn a_value_of_another_type_is_refused_with_what_its_field_allows() {
+        let error = parse(r#"{"prompt": "a", "max_tokens": 1, "logprobs": -1}"#).unwrap_err();
+        assert!(
+            error.message.starts_with("logprobs must be a whole number from 0 to 20: invalid value: integer `-1`"),
+            "{}",
+            error.message
+        );
+        let error = parse(r#"{"prompt": "a", "max_tokens": 1, "frobnicate": 1}"#).unwrap_err();
+        assert!(error.message.starts_with("unknown field `frobnicate`, expected one of `model`, `prompt`"), "{}", error.message);
+        let error = parse(r#"{"prompt": "a", "max_tokens": 1, "logit_bias": {"7": "up"}}"#).unwrap_err();
+        assert!(
+            error.message.starts_with("logit_bias.7 must be an object of token ids and numbers: invalid type: string"),
+            "{}",
+            error.message
+        );
     }
 
     #[test]
