@@ -55,9 +55,10 @@ pub(crate) struct ComputeArgs {
     /// Threads for batch processing (-tb); default: --threads.
     #[arg(help_heading = LLAMA_HEADING, long = "threads-batch", value_name = "N", value_parser = crate::numbers::at_least(1i32))]
     threads_batch: Option<i32>,
-    /// Layers to offload to the GPU (-ngl), where a GPU backend is compiled in.
-    #[arg(help_heading = LLAMA_HEADING, long = "n-gpu-layers", visible_alias = "gpu-layers", value_name = "N", default_value_t = 999, value_parser = crate::numbers::at_least(0u32))]
-    n_gpu_layers: u32,
+    /// Layers to offload to the GPU (-ngl); default: every layer, where this build has a GPU backend (scripts/build-vulkan,
+    /// scripts/build-cuda) and it finds a GPU. With layers on a GPU every task is decoded alone (docs/gpu.md).
+    #[arg(help_heading = LLAMA_HEADING, long = "n-gpu-layers", visible_alias = "gpu-layers", value_name = "N", value_parser = crate::numbers::at_least(0u32))]
+    n_gpu_layers: Option<u32>,
     /// Flash attention (-fa), as llama.cpp: on, off, or auto (on where supported).
     #[arg(help_heading = LLAMA_HEADING, long = "flash-attn", value_name = "on|off|auto", default_value = "auto", value_parser = parse_flash_attention)]
     flash_attn: FlashAttention,
@@ -131,23 +132,38 @@ impl ComputeArgs {
             n_batch: self.batch_size,
             threads,
             threads_batch: self.threads_batch.map_or(threads, |n| cap("-tb", n)),
-            n_gpu_layers: self.n_gpu_layers,
+            n_gpu_layers: self.gpu_layers()?,
             flash_attention: self.flash_attn,
             mmap: self.mmap,
         })
         .inspect(|settings: &Settings| {
             if settings.batch_rule() == "none" {
-                let why = if self.flash_attn == FlashAttention::Off {
-                    "without flash attention (-fa off)"
-                } else {
-                    "with layers on a GPU (-ngl)"
-                };
                 eprintln!(
-                    "mcscore: warning: {why} scores are not known to be batch-invariant: they may move with -b, the shards and a \
-                     resume point (docs/performance.md, docs/gpu.md)"
+                    "mcscore: warning: without flash attention (-fa off) on the CPU scores are not known to be batch-invariant: \
+                     they may move with -b, the shards and a resume point (docs/performance.md)"
                 );
             }
         })
+    }
+
+    /// `-ngl`, as llama.cpp takes it: every layer by default, and none, with
+    /// a warning that says why and what to do, where no GPU can take them
+    /// (llama-perplexity runs on the CPU then too, so its command lines do).
+    fn gpu_layers(&self) -> Result<u32, UsageError> {
+        let devices = mcscore_engine::gpu_devices().map_err(|e| UsageError(format!("-ngl: {}", crate::with_causes(&e))))?;
+        if !devices.is_empty() {
+            return Ok(self.n_gpu_layers.unwrap_or(999));
+        }
+        if let Some(n) = self.n_gpu_layers.filter(|&n| n > 0) {
+            let why = if mcscore_engine::GPU_BACKEND {
+                "no GPU was found (a software Vulkan device counts only when GGML_VK_VISIBLE_DEVICES names it: \
+                 GGML_VK_VISIBLE_DEVICES=0)"
+            } else {
+                "this mcscore has no GPU backend (build one with scripts/build-vulkan or scripts/build-cuda)"
+            };
+            eprintln!("mcscore: warning: -ngl {n}: {why}; every layer runs on the CPU");
+        }
+        Ok(0)
     }
 }
 

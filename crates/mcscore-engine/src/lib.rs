@@ -31,7 +31,7 @@ use mcscore_format::Task;
 pub use chat::{builtin_templates, BosSource};
 pub use mcscore_metrics::OptionScore;
 pub use memory::{available_memory, Buffer, BufferUse, MemoryReport, Mmap, Resident};
-pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings, BATCH_RULE, MICRO_BATCH};
+pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings, BATCH_RULE, MICRO_BATCH, OFFLOAD_BATCH_RULE};
 pub use prepare::PreparedTask;
 pub use prompts::{PromptRequest, RowScores, Session, SessionLimits};
 pub use quantize::{quantize, QuantType};
@@ -127,6 +127,36 @@ pub enum EngineError {
         /// KV-cache bytes the context takes.
         needed: u64,
         /// Bytes of memory available.
+        available: u64,
+    },
+
+    /// A model whose offloaded layers would not fit in the GPU's free memory,
+    /// found before loading.
+    #[error("{}: -ngl {n_gpu_layers} puts about {:.1} GiB of weights on {device}, which has {:.1} GiB free; lower -ngl to keep layers on the CPU", path.display(), *needed as f64 / GIB, *available as f64 / GIB)]
+    ModelTooLargeForDevice {
+        /// The model file.
+        path: PathBuf,
+        /// The device, by name and description.
+        device: String,
+        /// `-ngl`.
+        n_gpu_layers: u32,
+        /// Bytes of weights the offloaded layers hold (the file's share).
+        needed: u64,
+        /// The device's free memory, in bytes.
+        available: u64,
+    },
+
+    /// A context whose KV cache, for the offloaded layers, would not fit in
+    /// the GPU's free memory beside the weights.
+    #[error("a context of {n_ctx} tokens needs about {:.1} GiB of KV cache on {device}, which has {:.1} GiB free beside the weights", *needed as f64 / GIB, *available as f64 / GIB)]
+    ContextTooLargeForDevice {
+        /// The context, in tokens.
+        n_ctx: u64,
+        /// The device, by name and description.
+        device: String,
+        /// KV-cache bytes on the device.
+        needed: u64,
+        /// The device's free memory, in bytes.
         available: u64,
     },
 
@@ -381,8 +411,56 @@ fn too_long_message(tasks: &[(usize, usize)], n_ctx: usize, bound: &str) -> Stri
 /// mcscore's check of a model file, before llama.cpp opens it: a FIFO would
 /// block its open, a malformed file would get only "null result" from it,
 /// and some values would abort it.
-fn check_model_file(path: &Path) -> Result<(), EngineError> {
-    mcscore_gguf::check_model_file(path).map(drop).map_err(|e| EngineError::ModelFile { path: path.to_owned(), kind: Box::new(e.kind) })
+/// Checks a model file, and returns its weights' bytes and its layers
+/// (`{arch}.block_count`, where it says).
+fn check_model_file(path: &Path) -> Result<(u64, Option<u64>), EngineError> {
+    let header =
+        mcscore_gguf::check_model_file(path).map_err(|e| EngineError::ModelFile { path: path.to_owned(), kind: Box::new(e.kind) })?;
+    let arch = header.get_str("general.architecture").map(|a| a.split('\0').next().unwrap_or(a).to_owned());
+    let layers = arch.and_then(|a| header.get_u64(&format!("{a}.block_count")));
+    Ok((header.data_size(), layers))
+}
+
+/// A GPU that llama.cpp's backend found: where `-ngl` puts layers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuDevice {
+    /// The backend's name for it (`Vulkan0`, `CUDA0`): its buffers' name.
+    pub name: String,
+    /// What the driver calls it (`NVIDIA H200`, `llvmpipe (LLVM 15.0.6, 256 bits)`).
+    pub description: String,
+    /// Its memory, in bytes.
+    pub memory_total: u64,
+    /// Its memory free now, in bytes.
+    pub memory_free: u64,
+}
+
+/// The GPUs this build's backends found (none on a CPU build). Vulkan lists
+/// a software device (Mesa's lavapipe) only when `GGML_VK_VISIBLE_DEVICES`
+/// names it, as llama.cpp does.
+pub fn gpu_devices() -> Result<Vec<GpuDevice>, EngineError> {
+    use llama_cpp_2::LlamaBackendDeviceType;
+    backend()?;
+    Ok(llama_cpp_2::list_llama_ggml_backend_devices()
+        .into_iter()
+        .filter(|d| matches!(d.device_type, LlamaBackendDeviceType::Gpu | LlamaBackendDeviceType::IntegratedGpu))
+        .map(|d| GpuDevice {
+            name: d.name,
+            description: d.description,
+            memory_total: d.memory_total as u64,
+            memory_free: d.memory_free as u64,
+        })
+        .collect())
+}
+
+/// The bytes of weights `n_gpu_layers` put on a GPU: each of the model's
+/// `layers` blocks and its output layer (llama.cpp offloads the output
+/// last) take an equal share of the file's weights. An estimate, from the
+/// file alone, made before anything is loaded.
+pub(crate) fn offloaded_bytes(weights: u64, layers: Option<u64>, n_gpu_layers: u32) -> u64 {
+    match layers {
+        Some(layers) if u64::from(n_gpu_layers) <= layers => (weights as u128 * u128::from(n_gpu_layers) / (u128::from(layers) + 1)) as u64,
+        _ => weights,
+    }
 }
 
 /// llama.cpp's backend may be initialised once per process.
@@ -435,8 +513,9 @@ fn stamp(path: &Path) -> std::io::Result<(u64, Option<std::time::SystemTime>)> {
     Ok((metadata.len(), metadata.modified().ok()))
 }
 
-/// Whether layers may live in GPU memory, whose size this check cannot see.
-pub(crate) const GPU_BACKEND: bool = cfg!(any(feature = "cuda", feature = "vulkan", feature = "metal"));
+/// Whether a GPU backend (CUDA, Vulkan, Metal) is compiled in: what `-ngl`
+/// offloads to, where a device is found ([`gpu_devices`]).
+pub const GPU_BACKEND: bool = cfg!(any(feature = "cuda", feature = "vulkan", feature = "metal"));
 
 /// Whether host memory bounds a run with `n_gpu_layers` offloaded: every
 /// layer on the CPU, or no GPU backend compiled in.
@@ -453,7 +532,19 @@ impl Engine {
         if !path.exists() {
             return Err(load_error("no such file".into()));
         }
-        check_model_file(path)?;
+        let (weights, layers) = check_model_file(path)?;
+        if GPU_BACKEND && n_gpu_layers > 0 {
+            let needed = offloaded_bytes(weights, layers, n_gpu_layers);
+            if let Some(device) = gpu_devices()?.into_iter().next().filter(|d| needed > d.memory_free) {
+                return Err(EngineError::ModelTooLargeForDevice {
+                    path: path.to_owned(),
+                    device: format!("{} ({})", device.name, device.description),
+                    n_gpu_layers,
+                    needed,
+                    available: device.memory_free,
+                });
+            }
+        }
         let stamp = stamp(path).map_err(|e| load_error(e.to_string()))?;
         let mut params = LlamaModelParams::default().with_n_gpu_layers(n_gpu_layers);
         if mmap == Mmap::Off {
@@ -571,6 +662,19 @@ impl Engine {
         if host_memory_bounds(n_gpu_layers) {
             if let Some(available) = available_memory().filter(|&a| needed > a) {
                 return Err(EngineError::ContextTooLarge { n_ctx, per_token, needed, available });
+            }
+        } else if let Some(device) = gpu_devices()?.into_iter().next() {
+            // The KV cache of offloaded layers lives on the device, beside
+            // the weights already there (which its free memory has lost).
+            let layers = u128::from(self.model.n_layer().max(1));
+            let on_device = (u128::from(needed) * u128::from(n_gpu_layers).min(layers) / layers) as u64;
+            if on_device > device.memory_free {
+                return Err(EngineError::ContextTooLargeForDevice {
+                    n_ctx,
+                    device: format!("{} ({})", device.name, device.description),
+                    needed: on_device,
+                    available: device.memory_free,
+                });
             }
         }
         Ok(())

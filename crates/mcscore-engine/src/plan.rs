@@ -98,26 +98,45 @@ pub(crate) const MIN_OUTPUTS: usize = 12;
 /// batched; a run under another rule (another mcscore) may not.
 pub const BATCH_RULE: &str = "micro60-out12";
 
+/// The rule with layers on a GPU: [`BATCH_RULE`]'s micro-batches, and every
+/// task (every prompt of `serve`) decoded alone from an empty cache. GPU
+/// kernels choose how to split a sum by the shapes they see, the number of
+/// cache cells attention reads among them (Vulkan's and CUDA's flash
+/// attention split the cells by their count; docs/gpu.md), and a task's
+/// cells lie where its fill puts them. Alone, a task's every shape and
+/// every cell follows from the task: the same kernels read the same numbers
+/// in the same order whatever else the run holds.
+pub const OFFLOAD_BATCH_RULE: &str = "micro60-out12-alone";
+
 impl Settings {
     /// The part of the settings that changes scores, for resume checks: the
     /// attention kernel and the batch rule. `-c`, `-np`, `-b`, `-ub` and the
     /// threads change which tasks fit, speed and memory, not a number.
-    /// Where the rule is not known to hold the settings say `none`: without
-    /// flash attention (attention's sums then follow where a sequence's
-    /// cells lie), and with layers on a GPU, whose kernels switch elsewhere
-    /// (docs/gpu.md).
+    /// Where the rule is not known to hold the settings say `none`: on the
+    /// CPU without flash attention (attention's sums then follow where a
+    /// sequence's cells lie). With layers on a GPU the rule is
+    /// [`OFFLOAD_BATCH_RULE`].
     pub fn fingerprint(&self) -> String {
         format!("fa={:?} batch={}", self.flash_attention, self.batch_rule())
     }
 
-    /// The batch rule these settings score under: [`BATCH_RULE`], or `none`
-    /// (see [`Settings::fingerprint`]).
+    /// The batch rule these settings score under: [`OFFLOAD_BATCH_RULE`]
+    /// with layers on a GPU, [`BATCH_RULE`] on the CPU, or `none` on the
+    /// CPU without flash attention (see [`Settings::fingerprint`]).
     pub fn batch_rule(&self) -> &'static str {
-        if self.flash_attention == FlashAttention::Off || (crate::GPU_BACKEND && self.n_gpu_layers > 0) {
+        if self.alone() {
+            OFFLOAD_BATCH_RULE
+        } else if self.flash_attention == FlashAttention::Off {
             "none"
         } else {
             BATCH_RULE
         }
+    }
+
+    /// Whether every task is decoded alone, from an empty cache
+    /// ([`OFFLOAD_BATCH_RULE`]): with layers on a GPU.
+    pub(crate) fn alone(&self) -> bool {
+        crate::GPU_BACKEND && self.n_gpu_layers > 0
     }
 
     /// The longest task `-c` and `-np` allow, as llama-perplexity computes
@@ -198,8 +217,9 @@ pub(crate) const EXTRA_SEQUENCES: usize = 2;
 
 /// Packs tasks greedily, in order: a fill takes tasks while the tokens it
 /// decodes (their prefix tree: a shared stem counts once) fit the fill
-/// budget and its sequences fit llama.cpp's limit. A task too long for the
-/// context fails the plan, naming it.
+/// budget and its sequences fit llama.cpp's limit; under the offload rule
+/// every task is a fill of its own. A task too long for the context fails
+/// the plan, naming it.
 pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineError> {
     let longest = tasks.iter().map(PreparedTask::required_tokens).max().unwrap_or(1);
     let widest = tasks.iter().map(PreparedTask::n_options).max().unwrap_or(1);
@@ -230,7 +250,7 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     for (i, task) in tasks.iter().enumerate() {
         let before = trie.len();
         trie.insert(task);
-        if i > start && (trie.len() > budget || trie.leaves() > max_leaves) {
+        if i > start && (settings.alone() || trie.len() > budget || trie.leaves() > max_leaves) {
             fills.push(start..i);
             cells = cells.max(before);
             start = i;
@@ -250,7 +270,9 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     if n_ctx > u32::MAX as usize {
         return Err(EngineError::ContextOverflow { n_ctx: n_ctx as u64 });
     }
-    let reused = reuse(tasks, &fills);
+    // Alone, a task finds the cache empty: what it would reuse would put
+    // its cells where the previous task's chain ended.
+    let reused = if settings.alone() { vec![0; fills.len()] } else { reuse(tasks, &fills) };
     let n_seq_max = n_seq_max.max(EXTRA_SEQUENCES) as u32;
     Ok(Plan { fills, reused, n_ctx: n_ctx as u64, n_batch: MICRO_BATCH.max(n_seq_max), n_ubatch: MICRO_BATCH, n_seq_max })
 }

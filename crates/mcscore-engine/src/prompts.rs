@@ -56,6 +56,8 @@ pub struct Session<'e> {
     fill_budget: usize,
     /// Prompts that may branch apart within one fill.
     branches: usize,
+    /// Every prompt decoded alone ([`crate::OFFLOAD_BATCH_RULE`]).
+    alone: bool,
 }
 
 /// What a [`Session`] holds at most.
@@ -99,6 +101,7 @@ impl Engine {
             max_prompt,
             fill_budget,
             branches: branches as usize,
+            alone: settings.alone(),
             plan,
         })
     }
@@ -157,14 +160,14 @@ impl Session<'_> {
 
     /// Packs prompts greedily, in order: a fill takes prompts while their
     /// prefix tree fits the fill budget and its branches the sequence limit;
-    /// a longer prompt goes alone.
+    /// a longer prompt goes alone, and every prompt under the offload rule.
     fn fills(&self, sequences: &[Vec<LlamaToken>]) -> Vec<Range<usize>> {
         let mut fills = Vec::new();
         let mut start = 0;
         let mut trie = Trie::default();
         for (i, sequence) in sequences.iter().enumerate() {
             trie.insert_sequence(sequence);
-            if i > start && (trie.len() > self.fill_budget || trie.leaves() > self.branches) {
+            if i > start && (self.alone || trie.len() > self.fill_budget || trie.leaves() > self.branches) {
                 fills.push(start..i);
                 start = i;
                 trie = Trie::default();

@@ -222,12 +222,14 @@ impl CompletionRequest {
                 "max_tokens is absent, which OpenAI reads as 16; this server generates at most 1 token greedily: send max_tokens 0 or 1",
             )),
             Some(n @ (0 | 1)) => n as usize,
-            Some(n) => return Err(ApiError::invalid(
-                "max_tokens",
-                format!(
+            Some(n) => {
+                return Err(ApiError::invalid(
+                    "max_tokens",
+                    format!(
                     "max_tokens is {n}; this server generates at most 1 token greedily (0 or 1); it does not truncate longer generations"
                 ),
-            )),
+                ))
+            }
         };
         for (field, value) in [("n", body.n), ("best_of", body.best_of)] {
             if let Some(v) = value.filter(|&v| v != 1.0) {
