@@ -31,19 +31,21 @@ impl Server {
     /// Starts `mcscore serve` on the default model with `extra` flags and
     /// waits until it listens.
     pub fn start(extra: &[&str]) -> Server {
-        Server::spawn(super::mcscore(), extra)
+        Server::spawn(super::mcscore(), &super::model(), extra)
     }
 
     /// Starts it with at most `files` open file descriptors (`ulimit -n`).
     pub fn start_with_fd_limit(files: u32, extra: &[&str]) -> Server {
         let mut shell = std::process::Command::new("sh");
         shell.args(["-c", &format!("ulimit -n {files} && exec \"$0\" \"$@\""), env!("CARGO_BIN_EXE_mcscore")]);
-        Server::spawn(shell, extra)
+        Server::spawn(shell, &super::model(), extra)
     }
 
-    fn spawn(mut command: std::process::Command, extra: &[&str]) -> Server {
+    /// Starts `command` (mcscore, or another build of it) as `serve` of
+    /// `model` with `extra`.
+    pub fn spawn(mut command: std::process::Command, model: &str, extra: &[&str]) -> Server {
         let mut child = command
-            .args(["serve", "-m", &super::model(), "--port", "0", "-t", "2"])
+            .args(["serve", "-m", model, "--port", "0", "-t", "2"])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

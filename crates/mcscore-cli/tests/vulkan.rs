@@ -1,0 +1,270 @@
+//! llama.cpp's Vulkan backend, on Mesa's software Vulkan device (lavapipe):
+//! the Vulkan build (`scripts/build-vulkan`, target/vulkan/mcscore) with
+//! every layer or some layers offloaded, against this build (the CPU's). The
+//! device runs the SPIR-V shaders a GPU runs through Vulkan, behind the same
+//! offload path, device buffers, scheduler splits and host-side kernel
+//! choices. It runs them on the CPU, about 13 s per 60-token micro-batch of
+//! the bundled model here, so the bundled model scores a few tasks and
+//! random Llamas (scripts/make-model; 2 to 4 layers, 256 wide) the rest.
+//!
+//! - Agreement with the CPU build, bounded below (the derivation is there).
+//! - The offload rule (every task alone, docs/gpu.md): scores bit-identical
+//!   across -np, -b, -t, shards merged, a resume and a server under load,
+//!   with random Llamas of three weight types, every layer offloaded and
+//!   some, and the bundled model across two packings.
+//! - `--timings` names the device's buffers; `-ngl` without a device says so.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::server::Server;
+use common::*;
+use serde_json::{json, Value};
+
+/// Tasks of a random model per run.
+const TASKS: &str = "16";
+/// Tasks of the bundled model per run.
+const BUNDLED_TASKS: &str = "4";
+
+/// The Vulkan build's binary, built by scripts/build-vulkan.
+fn vulkan_binary() -> PathBuf {
+    let path = std::env::var_os("MCSCORE_VULKAN_BIN").map_or_else(|| PathBuf::from(repo("target/vulkan/mcscore")), PathBuf::from);
+    assert!(path.exists(), "{}: no Vulkan build; make it with scripts/build-vulkan (or set MCSCORE_VULKAN_BIN)", path.display());
+    path
+}
+
+/// The Vulkan build, on the software device: llama.cpp takes a CPU-type
+/// Vulkan device only when GGML_VK_VISIBLE_DEVICES names it.
+fn on_device() -> Command {
+    let mut command = Command::new(vulkan_binary());
+    command.env("GGML_VK_VISIBLE_DEVICES", "0");
+    command
+}
+
+fn ok(what: &str, out: Output) -> Output {
+    assert!(out.status.success(), "{what}: {}", stderr(&out));
+    out
+}
+
+fn vulkan_score(model: &str, input: &[&str], log: &Path, extra: &[&str]) {
+    let args = [&["score", "-m", model], input, &["--log-samples", path_str(log)], extra].concat();
+    ok(&format!("{args:?}"), on_device().args(&args).output().unwrap());
+}
+
+fn task_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path).unwrap().lines().filter(|l| l.contains("\"type\":\"task\"")).map(str::to_owned).collect()
+}
+
+/// Every option of a log, per task: (logprob_sum, tokens).
+fn option_scores(log: &Path) -> Vec<Vec<(f64, u64)>> {
+    log_tasks(log)
+        .iter()
+        .map(|t| {
+            t["options"].as_array().unwrap().iter().map(|o| (o["logprob_sum"].as_f64().unwrap(), o["tokens"].as_u64().unwrap())).collect()
+        })
+        .collect()
+}
+
+/// Random Llamas of the weight types whose kernels differ: `layers` blocks.
+fn random_models(dir: &Path, layers: &str) -> Vec<(String, PathBuf)> {
+    ["q4_0", "q8_0", "f16"]
+        .iter()
+        .map(|kind| {
+            let shape = ["--dim", "256", "--layers", layers, "--heads", "4", "--kv-heads", "2", "--ff", "512", "--type", kind];
+            (kind.to_string(), random_model(dir, &format!("{kind}-{layers}"), &shape))
+        })
+        .collect()
+}
+
+#[test]
+fn the_software_device_takes_every_layer_and_its_buffers_are_reported() {
+    let dir = tempdir();
+    let log = dir.path().join("v.jsonl");
+    let file = reference("mc_letter4.bin");
+    let score = ["score", "-m", &model(), "-bf", &file, "--multiple-choice-tasks", "2"];
+    let out = ok("vulkan", on_device().args(score).args(["--timings", "--json", "--log-samples", path_str(&log)]).output().unwrap());
+    let json: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let buffers = json["memory"]["buffers"].as_array().unwrap_or_else(|| panic!("{}", json["memory"]));
+    for what in ["weights", "kv", "compute"] {
+        let found = buffers.iter().any(|b| b["name"] == "Vulkan0" && b["use"] == what && b["bytes"].as_u64() > Some(0));
+        assert!(found, "no Vulkan0 {what} buffer in {buffers:?}");
+    }
+    assert!(log_header(&log)["kernels"].as_str().unwrap().ends_with("batch=micro60-out12-alone"), "{}", log_header(&log));
+
+    // The software device not named: llama.cpp sees no GPU, and says so.
+    let plain = ok(
+        "no device",
+        Command::new(vulkan_binary()).env_remove("GGML_VK_VISIBLE_DEVICES").args(score).args(["-ngl", "99"]).output().unwrap(),
+    );
+    assert!(stderr(&plain).contains("mcscore: warning: -ngl 99: no GPU was found"), "{}", stderr(&plain));
+    // A build without a GPU backend takes the flag as llama-perplexity does, and says so.
+    let cpu = ok("cpu -ngl", run(&[&score[..], &["-ngl", "99"]].concat()));
+    assert!(stderr(&cpu).contains("-ngl 99: this mcscore has no GPU backend (build one with scripts/build-vulkan"), "{}", stderr(&cpu));
+}
+
+/// Bounds on the per-token score's distance from the CPU build's,
+/// |Δ logprob_sum / tokens|, for the bundled model and for random Llamas.
+/// Measured here (lavapipe against the CPU build, AVX-512 with AMX):
+/// - the bundled model (Q4_K/Q6_K, 4 tasks of mc_letter4 and of mc_text5):
+///   median 0.060 and 0.099, max 0.31 and 0.34 (the device's shaders
+///   quantise and sum otherwise than the CPU's kernels). A misread (each option against the
+///   CPU's score of the task's next option) has median 0.79 and 4.0;
+/// - random Llamas (Q4_0, Q8_0, F16; 16 tasks of mc_text5 each): median
+///   0.0010 to 0.0023, max 0.0046 to 0.0077; a misread's median 0.24 to 0.33
+///   (their distributions are nearly flat).
+///
+/// So the bundled model's median must be within 0.2 (twice the noise, a
+/// quarter of the smallest misread median) and every option within 0.7
+/// (twice the largest noise); the random models' within 0.01 and 0.03. Each
+/// family's misread median is checked to exceed 3 × its median bound, so the
+/// bound can fail there, and every pick must agree where the CPU's top two
+/// are further apart than the max bound.
+struct Bounds {
+    median: f64,
+    max: f64,
+}
+
+const BUNDLED_BOUNDS: Bounds = Bounds { median: 0.2, max: 0.7 };
+const RANDOM_BOUNDS: Bounds = Bounds { median: 0.01, max: 0.03 };
+
+/// The same tasks on the CPU build and on the device (see [`Bounds`]);
+/// token counts equal.
+#[test]
+fn the_software_device_agrees_with_the_cpu() {
+    let dir = tempdir();
+    let d = dir.path();
+    let bundled: Vec<(String, String, &str)> = ["mc_letter4", "mc_text5"].iter().map(|s| (s.to_string(), model(), BUNDLED_TASKS)).collect();
+    let random: Vec<(String, String, &str)> = random_models(d, "2")
+        .into_iter()
+        .map(|(kind, path)| (format!("mc_text5, random {kind}"), path_str(&path).to_owned(), TASKS))
+        .collect();
+    for (family, runs, bounds) in [("the bundled model", bundled, BUNDLED_BOUNDS), ("random Llamas", random, RANDOM_BOUNDS)] {
+        let (mut diffs, mut misread) = (Vec::new(), Vec::new());
+        for (i, (name, model, tasks)) in runs.iter().enumerate() {
+            let file = reference(&format!("{}.bin", name.split(',').next().unwrap()));
+            let (cpu_log, gpu_log) = (d.join(format!("{family}{i}.cpu.jsonl")), d.join(format!("{family}{i}.vk.jsonl")));
+            let input = ["-bf", file.as_str(), "--multiple-choice-tasks", tasks, "-t", "2"];
+            ok("cpu", run(&[&["score", "-m", model], &input[..], &["--log-samples", path_str(&cpu_log)]].concat()));
+            vulkan_score(model, &input, &gpu_log, &[]);
+            let (cpu, gpu) = (option_scores(&cpu_log), option_scores(&gpu_log));
+            assert_eq!(cpu.len(), gpu.len(), "{name}");
+            for (task, (c, g)) in cpu.iter().zip(&gpu).enumerate() {
+                for (k, (a, b)) in c.iter().zip(g).enumerate() {
+                    assert_eq!(a.1, b.1, "{name} task {task} option {k}: token counts");
+                }
+                let per_token = |o: &[(f64, u64)]| o.iter().map(|&(s, n)| s / n as f64).collect::<Vec<f64>>();
+                let (c, g) = (per_token(c), per_token(g));
+                diffs.extend(c.iter().zip(&g).map(|(a, b)| (a - b).abs()));
+                misread.extend(g.iter().enumerate().map(|(k, b)| (b - c[(k + 1) % c.len()]).abs()));
+                let mut sorted = c.clone();
+                sorted.sort_by(|a, b| b.total_cmp(a));
+                if sorted[0] - sorted[1] > bounds.max {
+                    assert_eq!(first_max(&c), first_max(&g), "{name} task {task}: the pick differs despite a clear margin");
+                }
+            }
+        }
+        diffs.sort_by(f64::total_cmp);
+        misread.sort_by(f64::total_cmp);
+        let (median, max, misread_median) = (diffs[diffs.len() / 2], diffs[diffs.len() - 1], misread[misread.len() / 2]);
+        eprintln!("{family}: per-token |Δ| from the CPU over {} options: median {median:.5}, max {max:.5}; a misread's median {misread_median:.4}", diffs.len());
+        assert!(median <= bounds.median, "{family}: median per-token difference {median} above {}", bounds.median);
+        assert!(max <= bounds.max, "{family}: largest per-token difference {max} above {}", bounds.max);
+        assert!(misread_median > 3.0 * bounds.median, "{family}: a misread's median {misread_median} is within reach of the bound");
+    }
+}
+
+/// Scores `input` on the device with `offload` and each of `settings`, as
+/// 3 merged shards and resumed after a cut: every run's task lines must be
+/// the first's, bit for bit.
+fn check_offload_matrix(name: &str, model: &str, input: &[&str], offload: &[&str], settings: &[&[&str]]) {
+    let dir = tempdir();
+    let d = dir.path();
+    let base = d.join("base.jsonl");
+    vulkan_score(model, input, &base, offload);
+    let expected = task_lines(&base);
+    let same = |what: &str, log: &Path| {
+        let lines = task_lines(log);
+        let differ: Vec<usize> = (0..expected.len()).filter(|&i| lines.get(i) != Some(&expected[i])).collect();
+        assert!(differ.is_empty(), "{name}, {what}: {} of {} tasks differ (first: {:?})", differ.len(), expected.len(), differ.first());
+    };
+    for (i, flags) in settings.iter().enumerate() {
+        let log = d.join(format!("s{i}.jsonl"));
+        vulkan_score(model, input, &log, &[offload, flags].concat());
+        same(&flags.join(" "), &log);
+    }
+    let logs: Vec<PathBuf> = (0..3).map(|k| d.join(format!("shard{k}.jsonl"))).collect();
+    for (k, log) in logs.iter().enumerate() {
+        vulkan_score(model, input, log, &[offload, &["--shard", &format!("{k}/3")]].concat());
+    }
+    let merged = d.join("merged.jsonl");
+    let args: Vec<&str> = ["merge", "-o", path_str(&merged)].into_iter().chain(logs.iter().map(|p| path_str(p))).collect();
+    ok("merge", run(&args));
+    same("3 shards merged", &merged);
+    let resumed = d.join("resumed.jsonl");
+    let text = std::fs::read_to_string(&base).unwrap();
+    std::fs::write(&resumed, text.lines().take(1 + expected.len() / 2).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    vulkan_score(model, input, &resumed, &[offload, &["--resume", "-b", "256"]].concat());
+    same("resumed", &resumed);
+}
+
+/// Fills of one task and of many; one thread and two (for layers left on the CPU).
+const SETTINGS: [&[&str]; 2] = [&["-np", "1", "-b", "128", "-t", "1"], &["-np", "64", "-b", "4096", "-t", "2"]];
+
+#[test]
+fn offloaded_random_models_of_three_weight_types_do_not_move_with_the_batch() {
+    let dir = tempdir();
+    let file = reference("mc_text5.bin");
+    let input = ["-bf", file.as_str(), "--multiple-choice-tasks", TASKS];
+    for (kind, model) in random_models(dir.path(), "2") {
+        check_offload_matrix(&kind, path_str(&model), &input, &[], &SETTINGS);
+    }
+    // Half the layers on the device, half (and the output) on the CPU.
+    let (kind, model) = random_models(dir.path(), "4").swap_remove(1);
+    check_offload_matrix(&format!("{kind}, -ngl 2 of 4"), path_str(&model), &input, &["-ngl", "2"], &SETTINGS);
+}
+
+/// The bundled model (Q4_K and Q6_K weights, 256-wide attention heads) in
+/// fills of one task and of many.
+#[test]
+fn the_bundled_model_offloaded_does_not_move_with_the_batch() {
+    let dir = tempdir();
+    let file = reference("mc_text5.bin");
+    let input = ["-bf", file.as_str(), "--multiple-choice-tasks", BUNDLED_TASKS];
+    let logs: Vec<PathBuf> = SETTINGS.iter().enumerate().map(|(i, _)| dir.path().join(format!("{i}.jsonl"))).collect();
+    for (flags, log) in SETTINGS.iter().zip(&logs) {
+        vulkan_score(&model(), &input, log, flags);
+    }
+    assert_eq!(task_lines(&logs[0]), task_lines(&logs[1]), "-np 1 -b 128 against -np 64 -b 4096");
+}
+
+/// One completion request's per-token log-probabilities (echoed prompt).
+fn logprobs(reply: &Value) -> Vec<Value> {
+    reply["choices"][0]["logprobs"]["token_logprobs"].as_array().unwrap_or_else(|| panic!("{reply}")).clone()
+}
+
+#[test]
+fn an_offloaded_served_prompt_scores_the_same_alone_and_beside_other_requests() {
+    let dir = tempdir();
+    let (_, model) = random_models(dir.path(), "2").swap_remove(0);
+    let file = mcscore_format::TaskFile::open(repo("datasets/arc-easy-validation.bin")).unwrap();
+    let prompt = |i: usize| {
+        let task = file.task(i);
+        format!("{} {}", task.question, task.options()[i % task.options().len()])
+    };
+    let server = Server::spawn(on_device(), path_str(&model), &[]);
+    let request = |text: String| json!({"prompt": text, "max_tokens": 0, "echo": true, "logprobs": 1});
+    let alone: Vec<Vec<Value>> = (0..8).map(|i| logprobs(&server.post("/v1/completions", &request(prompt(i))).json())).collect();
+    let address = server.address.clone();
+    let threads: Vec<_> = (0..24)
+        .map(|i| {
+            let (address, body) = (address.clone(), serde_json::to_vec(&request(prompt(if i < 8 { i } else { 100 + i }))).unwrap());
+            std::thread::spawn(move || logprobs(&common::server::request(&address, "POST", "/v1/completions", &body, &[]).json()))
+        })
+        .collect();
+    let loaded: Vec<Vec<Value>> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    for (i, (a, b)) in alone.iter().zip(&loaded).enumerate() {
+        assert_eq!(a, b, "prompt {i}: alone against beside 23 other requests");
+    }
+}
