@@ -754,3 +754,23 @@ impl Engine {
         prepare::prepare_blanks(&self.model, tasks)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::offloaded_bytes;
+
+    #[test]
+    fn offloaded_weights_are_the_files_share_by_layer() {
+        // 18 blocks and the output: 19 equal shares of 1,900 bytes.
+        assert_eq!(offloaded_bytes(1_900, Some(18), 0), 0);
+        assert_eq!(offloaded_bytes(1_900, Some(18), 9), 900);
+        assert_eq!(offloaded_bytes(1_900, Some(18), 18), 1_800);
+        // The output layer too, and any -ngl past it.
+        assert_eq!(offloaded_bytes(1_900, Some(18), 19), 1_900);
+        assert_eq!(offloaded_bytes(1_900, Some(18), 999), 1_900);
+        // A model that does not say its blocks: all of it, the safe side.
+        assert_eq!(offloaded_bytes(1_900, None, 1), 1_900);
+        // No overflow at the largest sizes.
+        assert_eq!(offloaded_bytes(u64::MAX, Some(1), 1), u64::MAX / 2);
+    }
+}
