@@ -34,12 +34,22 @@ pub(crate) fn model() -> anyhow::Result<PathBuf> {
 const DATASET_NAME: &str = "arc-easy-validation.bin";
 const DATASET: &[u8] = include_bytes!("../../../datasets/arc-easy-validation.bin");
 
+/// Whether `given` is the bundled dataset's bare name (`arc-easy-validation`
+/// or `arc-easy-validation.bin`, no folder) and names no file here: what
+/// `-bf NAME` then means.
+pub(crate) fn names_bundled(given: &std::path::Path) -> bool {
+    let bare = given.parent().is_none_or(|p| p.as_os_str().is_empty());
+    let name = given.to_str().map(|n| n.strip_suffix(".bin").unwrap_or(n));
+    bare && name == DATASET_NAME.strip_suffix(".bin") && !given.exists()
+}
+
 /// The bundled dataset, written to the cache (tasks are read by memory map)
-/// unless an identical copy is there already.
-pub(crate) fn dataset() -> anyhow::Result<PathBuf> {
+/// unless an identical copy is there already; `why` says on stderr why it
+/// is scored.
+pub(crate) fn dataset(why: &str) -> anyhow::Result<PathBuf> {
     let dir = cache_dir().join("datasets");
     let path = dir.join(DATASET_NAME);
-    eprintln!("mcscore: no task file given: scoring the bundled {DATASET_NAME} ({})", path.display());
+    eprintln!("mcscore: {why}: scoring the bundled {DATASET_NAME} ({})", path.display());
     if std::fs::read(&path).is_ok_and(|bytes| bytes == DATASET) {
         return Ok(path);
     }

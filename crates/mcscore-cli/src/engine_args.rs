@@ -71,6 +71,9 @@ pub(crate) struct ComputeArgs {
     #[arg(help_heading = LLAMA_HEADING, long = "mmap", value_name = "on|off|auto", default_value = "auto", value_parser = Mmap::parse,
           overrides_with = "mmap")]
     mmap: Mmap,
+    /// llama.cpp's spelling of --mmap off.
+    #[arg(help_heading = LLAMA_HEADING, long = "no-mmap", conflicts_with = "mmap")]
+    no_mmap: bool,
     /// Removed: every run is batch-invariant now.
     #[arg(long, hide = true)]
     deterministic: bool,
@@ -134,7 +137,7 @@ impl ComputeArgs {
             threads_batch: self.threads_batch.map_or(threads, |n| cap("-tb", n)),
             n_gpu_layers: self.gpu_layers()?,
             flash_attention: self.flash_attn,
-            mmap: self.mmap,
+            mmap: if self.no_mmap { Mmap::Off } else { self.mmap },
         })
         .inspect(|settings: &Settings| {
             if settings.batch_rule() == "none" {

@@ -35,6 +35,10 @@ pub(crate) fn flag_hint(command: Asked, error: &EvalError) -> Option<&'static st
     }
     Some(match (command, error) {
         (Asked::Score, EvalError::Log(LogError::Exists { .. })) => "--resume continues it",
+        (Asked::Score, EvalError::Format(mcscore_format::Error::Io { source, .. })) if source.kind() == std::io::ErrorKind::NotFound => {
+            "the bundled dataset is -bf arc-easy-validation (cached in ~/.cache/mcscore/datasets); `mcscore build NAME` writes the \
+             others (mcscore build --list)"
+        }
         (_, EvalError::Log(LogError::Unfinished { why, .. }) | EvalError::Shard(ShardError::ShardIncomplete { why, .. })) => {
             match why.resumable() {
                 Some(false) => "finish the run with `mcscore score ... --resume`",

@@ -30,6 +30,13 @@ enum Flag {
     /// llama.cpp's values not listed are refused. A flag without a value
     /// (`--no-mmap`) has one pair, whose first value is "".
     Map(&'static str, &'static [(&'static str, &'static str)]),
+    /// Accepted with no effect on a score, with a one-line note saying why;
+    /// `true` when it takes a value.
+    Noted(bool, &'static str),
+    /// Accepted with the values that are what mcscore does (llama.cpp's
+    /// default), which the note names; any other would change the scores
+    /// and is refused.
+    Only(&'static [&'static str], &'static str),
 }
 
 const FLAGS: &[(&[&str], Flag)] = &[
@@ -56,6 +63,17 @@ const FLAGS: &[(&[&str], Flag)] = &[
     (&["-lm", "--load-mode"], Flag::Map("--mmap", &[("auto", "auto"), ("mmap", "on"), ("none", "off")])),
     (&["--no-mmap"], Flag::Map("--mmap", &[("", "off")])),
     (&["--mmap"], Flag::Map("--mmap", &[("", "on")])),
+    (
+        &["-s", "--seed"],
+        Flag::Noted(true, "nothing is sampled, and the task subsets are drawn with a fixed seed, as llama-perplexity draws them"),
+    ),
+    (&["--temp"], Flag::Noted(true, "nothing is sampled when scoring")),
+    (&["--mlock"], Flag::Noted(false, "the weights are not locked in memory; a score is the same")),
+    (&["--no-warmup"], Flag::Noted(false, "mcscore runs no warm-up decode")),
+    (&["-kvu", "--kv-unified"], Flag::Noted(false, "mcscore's KV cache is always one unified cache")),
+    (&["-sm", "--split-mode"], Flag::Only(&["layer"], "a model is split across GPUs by layer, llama.cpp's default")),
+    (&["-ctk", "--cache-type-k"], Flag::Only(&["f16"], "the KV cache is kept in f16, llama.cpp's default")),
+    (&["-ctv", "--cache-type-v"], Flag::Only(&["f16"], "the KV cache is kept in f16, llama.cpp's default")),
 ];
 
 /// Flags of llama-perplexity's other modes, refused by name.
@@ -70,12 +88,14 @@ pub(crate) fn help() -> String {
     );
     for (names, flag) in FLAGS {
         let (value, note) = match flag {
-            Flag::Pass(_, true) => (" N", ""),
-            Flag::Pass(_, false) => ("", ""),
-            Flag::Ignore(taking) => (if *taking { " X" } else { "" }, "   (accepted; mcscore formats its own log)"),
-            Flag::IgnoreOptional(_) => (" [on|off|auto]", "   (accepted; mcscore formats its own log)"),
-            Flag::Map(_, [("", _)]) => ("", ""),
-            Flag::Map(_, _) => (" auto|mmap|none", ""),
+            Flag::Pass(_, true) => (" N".to_owned(), ""),
+            Flag::Pass(_, false) => (String::new(), ""),
+            Flag::Ignore(taking) => ((if *taking { " X" } else { "" }).to_owned(), "   (accepted; mcscore formats its own log)"),
+            Flag::IgnoreOptional(_) => (" [on|off|auto]".to_owned(), "   (accepted; mcscore formats its own log)"),
+            Flag::Map(_, [("", _)]) => (String::new(), ""),
+            Flag::Map(_, _) => (" auto|mmap|none".to_owned(), ""),
+            Flag::Noted(taking, _) => ((if *taking { " X" } else { "" }).to_owned(), "   (accepted; changes no score)"),
+            Flag::Only(values, _) => (format!(" {}", values.join("|")), "   (the only value: another would change the scores)"),
         };
         text.push_str(&format!("  {}{value}{note}\n", names.join(", ")));
     }
@@ -88,8 +108,10 @@ pub(crate) fn help() -> String {
 }
 
 /// Rewrites llama-perplexity's arguments (`args[0]` is the program) to
-/// `mcscore score --output llama ...`, or says why they cannot be.
-pub(crate) fn translate(args: &[OsString]) -> Result<Vec<OsString>, UsageError> {
+/// `mcscore score --output llama ...`, with a note for each flag accepted
+/// without effect, or says why they cannot be.
+pub(crate) fn translate(args: &[OsString]) -> Result<(Vec<OsString>, Vec<String>), UsageError> {
+    let mut notes = Vec::new();
     let mut out: Vec<OsString> = ["mcscore", "score", "--output", "llama"].map(OsString::from).to_vec();
     let (mut mode, mut context) = (false, false);
     let mut rest = args.iter().skip(1);
@@ -122,9 +144,10 @@ pub(crate) fn translate(args: &[OsString]) -> Result<Vec<OsString>, UsageError> 
             continue;
         }
         let takes_value = match flag {
-            Flag::Pass(_, taking) | Flag::Ignore(taking) => *taking,
+            Flag::Pass(_, taking) | Flag::Ignore(taking) | Flag::Noted(taking, _) => *taking,
             Flag::Map(_, values) => values.iter().all(|(from, _)| !from.is_empty()),
             Flag::IgnoreOptional(_) => false,
+            Flag::Only(..) => true,
         };
         let value = match (takes_value, inline) {
             (true, Some(value)) => Some(OsString::from(value)),
@@ -150,6 +173,19 @@ pub(crate) fn translate(args: &[OsString]) -> Result<Vec<OsString>, UsageError> 
                 };
                 out.extend([OsString::from(long), OsString::from(ours)]);
             }
+            Flag::Noted(_, why) => {
+                let given = value.as_ref().map(|v| format!(" {}", v.to_string_lossy())).unwrap_or_default();
+                notes.push(format!("{name}{given}: accepted; {why}"));
+            }
+            Flag::Only(allowed, why) => {
+                let given = value.as_ref().map_or_else(String::new, |v| v.to_string_lossy().into_owned());
+                if !allowed.contains(&given.as_str()) {
+                    return Err(UsageError(format!(
+                        "{name} {given}: not supported: {why}, and another value would change the scores (give {} or leave it out)",
+                        allowed.join(" or ")
+                    )));
+                }
+            }
             Flag::Ignore(_) | Flag::IgnoreOptional(_) => {}
         }
     }
@@ -163,7 +199,7 @@ pub(crate) fn translate(args: &[OsString]) -> Result<Vec<OsString>, UsageError> 
         // llama-perplexity's default context per sequence.
         out.extend(["--ctx-size", "512"].map(OsString::from));
     }
-    Ok(out)
+    Ok((out, notes))
 }
 
 #[cfg(test)]
@@ -172,7 +208,7 @@ mod tests {
 
     fn words(args: &[&str]) -> Result<Vec<String>, String> {
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-        translate(&args).map(|out| out.into_iter().map(|a| a.into_string().unwrap()).collect()).map_err(|e| e.0)
+        translate(&args).map(|(out, _)| out.into_iter().map(|a| a.into_string().unwrap()).collect()).map_err(|e| e.0)
     }
 
     #[test]
@@ -230,10 +266,47 @@ mod tests {
         assert!(words(&["llama-perplexity", "-m", "m", "--kl-divergence", "--multiple-choice"])
             .unwrap_err()
             .starts_with("--kl-divergence: not supported"));
-        assert!(words(&["llama-perplexity", "--winogrande", "--temp", "0"]).unwrap_err().starts_with("--temp: not supported"));
+        assert!(words(&["llama-perplexity", "--winogrande", "--lora", "a.gguf"]).unwrap_err().starts_with("--lora: not supported"));
         assert!(words(&["llama-perplexity", "--winogrande", "-c"]).unwrap_err().starts_with("-c: a value is required"));
         assert!(words(&["llama-perplexity", "--winogrande=1"]).unwrap_err().starts_with("--winogrande: takes no value"));
         assert!(words(&["llama-perplexity", "--winogrande", "stray"]).unwrap_err().starts_with("stray: unexpected argument"));
+    }
+
+    #[test]
+    fn flags_that_change_no_score_are_accepted_with_a_note_and_defaults_alone() {
+        let args: Vec<OsString> = [
+            "llama-perplexity",
+            "--winogrande",
+            "--seed",
+            "1",
+            "--mlock",
+            "--temp=0",
+            "-kvu",
+            "--no-warmup",
+            "-sm",
+            "layer",
+            "-ctk",
+            "f16",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        let (out, notes) = translate(&args).unwrap();
+        assert_eq!(out[4..], ["--winogrande", "--ctx-size", "512"].map(OsString::from));
+        assert_eq!(notes.len(), 5, "{notes:?}");
+        assert_eq!(
+            notes[0],
+            "--seed 1: accepted; nothing is sampled, and the task subsets are drawn with a fixed seed, as llama-perplexity draws them"
+        );
+        assert!(notes[2].starts_with("--temp 0: accepted"), "{notes:?}");
+        for (flag, value) in [("-ctk", "q8_0"), ("--cache-type-v", "q4_0"), ("-sm", "row")] {
+            let error = words(&["llama-perplexity", "--winogrande", flag, value]).unwrap_err();
+            assert!(error.starts_with(&format!("{flag} {value}: not supported: ")), "{error}");
+            assert!(
+                error.ends_with("would change the scores (give f16 or leave it out)") || error.ends_with("(give layer or leave it out)"),
+                "{error}"
+            );
+        }
     }
 
     #[test]

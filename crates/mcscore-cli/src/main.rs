@@ -119,7 +119,12 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         args = match llama_perplexity::translate(&args) {
-            Ok(args) => args,
+            Ok((args, notes)) => {
+                for note in notes {
+                    eprintln!("{} (mcscore): {note}", llama_perplexity::NAME);
+                }
+                args
+            }
             Err(error) => {
                 eprintln!("{} (mcscore): error: {error}", llama_perplexity::NAME);
                 return ExitCode::from(2);

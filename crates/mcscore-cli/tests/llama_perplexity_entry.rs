@@ -51,7 +51,7 @@ fn an_existing_script_runs_unchanged_in_all_three_modes() {
     let script = r#"set -e
 llama-perplexity -m "$MODEL" -bf "$MC" --multiple-choice -c 512 -np 16 -t 2 > mc.out 2> mc.err
 llama-perplexity -m "$MODEL" -f "$HS" --hellaswag --hellaswag-tasks 20 -np 16 -t 2 --no-log-timestamps > hs.out 2> hs.err
-llama-perplexity -m "$MODEL" -f "$WG" --winogrande --winogrande-tasks 20 -t 2 > wg.out 2> wg.err
+llama-perplexity -m "$MODEL" -f "$WG" --winogrande --winogrande-tasks 20 -t 2 --seed 1 --temp 0 --mlock -kvu -ctk f16 > wg.out 2> wg.err
 "#;
     let out = Command::new("bash")
         .args(["-c", script])
@@ -73,6 +73,9 @@ llama-perplexity -m "$MODEL" -f "$WG" --winogrande --winogrande-tasks 20 -t 2 > 
     assert_eq!(frame(&read("wg.out")), reference_frame(path_str(&data("winogrande-201.llama-perplexity.stdout")), 20));
     // Below 100 tasks llama-perplexity prints no final Winogrande line either.
     assert!(!read("wg.err").contains("Final Winogrande"), "{}", read("wg.err"));
+    // Flags that change no score: a note each, and the run as without them.
+    assert!(read("wg.err").contains("llama-perplexity (mcscore): --seed 1: accepted; nothing is sampled"), "{}", read("wg.err"));
+    assert!(read("wg.err").contains("llama-perplexity (mcscore): --mlock: accepted;"), "{}", read("wg.err"));
 }
 
 #[test]

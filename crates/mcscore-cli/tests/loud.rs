@@ -133,3 +133,23 @@ fn tasks_past_the_training_context_are_named() {
     assert!(out.status.success() && !stderr(&out).contains("training context"), "{}", stderr(&out));
     assert!(serde_json::from_str::<serde_json::Value>(&stdout(&out)).unwrap()["beyond_training"].is_null());
 }
+
+/// A missing task file says where the bundled one is; the bundled one's bare
+/// name, where no such file is here, scores it.
+#[test]
+fn a_missing_file_points_to_the_bundled_one_which_its_name_finds() {
+    let dir = tempdir();
+    let missing = dir.path().join("arc-challenge.bin");
+    assert_fails(
+        &["score", "-m", &model(), "-bf", path_str(&missing)],
+        1,
+        &["arc-challenge.bin", "the bundled dataset is -bf arc-easy-validation", "mcscore build --list"],
+    );
+    let out = mcscore()
+        .current_dir(dir.path())
+        .args(["score", "-m", &model(), "-bf", "arc-easy-validation", "--multiple-choice-tasks", "2", "-t", "2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("arc-easy-validation is the bundled dataset's name: scoring the bundled"), "{}", stderr(&out));
+}

@@ -36,26 +36,15 @@ fn timings_account_for_the_run() {
 }
 
 /// One `score --timings --json` run of 20 `mc_text5` tasks with `--mmap
-/// MMAP`: its "memory" object, its log's task lines and its stderr.
+/// MMAP` (`off` as llama.cpp spells it, `--no-mmap`): its "memory" object,
+/// its log's task lines and its stderr.
 fn score_with_mmap(model: &str, mmap: &str, dir: &Path) -> (Value, Vec<Value>, String) {
     let log = dir.join(format!("{mmap}.jsonl"));
     let file = reference("mc_text5.bin");
-    let out = run(&[
-        "score",
-        "-m",
-        model,
-        &file,
-        "--multiple-choice-tasks",
-        "20",
-        "-t",
-        "2",
-        "--mmap",
-        mmap,
-        "--timings",
-        "--json",
-        "--log-samples",
-        path_str(&log),
-    ]);
+    let flag: &[&str] = if mmap == "off" { &["--no-mmap"] } else { &["--mmap", mmap] };
+    let args =
+        ["score", "-m", model, &file, "--multiple-choice-tasks", "20", "-t", "2", "--timings", "--json", "--log-samples", path_str(&log)];
+    let out = run(&[&args[..], flag].concat());
     assert!(out.status.success(), "{}", stderr(&out));
     let json: Value = serde_json::from_str(&stdout(&out)).unwrap();
     (json["memory"].clone(), log_tasks(&log), stderr(&out))
