@@ -7,8 +7,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use common::invariance::{self, logprobs};
 use common::server::Server;
 use common::*;
 use mcscore_format::TaskFile;
@@ -27,11 +28,6 @@ const SETTINGS: [&[&str]; 4] = [
     &["-np", "64", "-b", "4096"],
 ];
 
-/// The task lines of a log, which hold every option's sums.
-fn task_lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path).unwrap().lines().filter(|l| l.contains("\"type\":\"task\"")).map(str::to_owned).collect()
-}
-
 fn score(model: &str, input: &[&str], log: &Path, extra: &[&str]) {
     let threads: &[&str] = if extra.contains(&"-t") { &[] } else { &["-t", "2"] };
     let args = [&["score", "-m", model], input, threads, &["--log-samples", path_str(log)], extra].concat();
@@ -39,56 +35,11 @@ fn score(model: &str, input: &[&str], log: &Path, extra: &[&str]) {
     assert!(out.status.success(), "{args:?}: {}", stderr(&out));
 }
 
-/// A resume point in 1..n, different per file and run (seeded by the name).
-fn cut_point(name: &str, n: usize) -> usize {
-    let seed = name.bytes().fold(0x9e37_79b9_7f4a_7c15u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
-    1 + (seed % (n as u64 - 1)) as usize
-}
-
-/// Scores `input` with every setting, as 3 and 7 merged shards, and resumed
-/// at a random task; every run's task lines must be the first run's. (The
-/// text file also takes 7 shards; each extra process costs a model load.)
+/// Scores `input` with every setting, as 3 (and 7) merged shards, and
+/// resumed at a random task (each extra process costs a model load).
 fn check_matrix(name: &str, model: &str, input: &[&str], settings: &[&[&str]], shard_counts: &[usize]) {
-    let dir = tempdir();
-    let d = dir.path();
-    let base = d.join("base.jsonl");
-    score(model, input, &base, &[]);
-    let expected = task_lines(&base);
-    assert_eq!(expected.len(), TASKS.parse::<usize>().unwrap(), "{name}");
-    let same = |what: &str, log: &Path| {
-        let lines = task_lines(log);
-        let differ: Vec<usize> = (0..expected.len()).filter(|&i| lines.get(i) != Some(&expected[i])).collect();
-        assert!(
-            differ.is_empty(),
-            "{name}, {what}: {} of {} tasks differ from the default run (first: {:?})",
-            differ.len(),
-            expected.len(),
-            differ.first()
-        );
-    };
-    for (i, flags) in settings.iter().enumerate() {
-        let log = d.join(format!("s{i}.jsonl"));
-        score(model, input, &log, flags);
-        same(&flags.join(" "), &log);
-    }
-    for &count in shard_counts {
-        let logs: Vec<PathBuf> = (0..count).map(|k| d.join(format!("shard{k}of{count}.jsonl"))).collect();
-        for (k, log) in logs.iter().enumerate() {
-            score(model, input, log, &["--shard", &format!("{k}/{count}")]);
-        }
-        let merged = d.join(format!("merged{count}.jsonl"));
-        let args: Vec<&str> = ["merge", "-o", path_str(&merged)].into_iter().chain(logs.iter().map(|p| path_str(p))).collect();
-        let out = run(&args);
-        assert!(out.status.success(), "{name}: {}", stderr(&out));
-        same(&format!("{count} shards merged"), &merged);
-    }
-    // A log cut after a random task, as after a kill -9, then resumed.
-    let cut = cut_point(name, expected.len());
-    let resumed = d.join("resumed.jsonl");
-    let text = std::fs::read_to_string(&base).unwrap();
-    std::fs::write(&resumed, text.lines().take(1 + cut).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
-    score(model, input, &resumed, &["--resume", "-b", "256"]);
-    same(&format!("resumed after task {cut}"), &resumed);
+    let tasks = TASKS.parse().unwrap();
+    invariance::check_matrix(name, tasks, &|log, extra| score(model, input, log, extra), settings, shard_counts);
 }
 
 #[test]
@@ -121,11 +72,6 @@ fn random_models_of_three_weight_types_score_the_same_however_batched() {
         let settings: [&[&str]; 2] = [SETTINGS[0], SETTINGS[3]];
         check_matrix(kind, path_str(&model), &["-bf", &file, "--multiple-choice-tasks", TASKS], &settings, &[3]);
     }
-}
-
-/// One completion request's per-token log-probabilities (echoed prompt).
-fn logprobs(reply: &Value) -> Vec<Value> {
-    reply["choices"][0]["logprobs"]["token_logprobs"].as_array().unwrap_or_else(|| panic!("{reply}")).clone()
 }
 
 #[test]

@@ -19,6 +19,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::invariance::{self, logprobs, task_lines};
 use common::server::Server;
 use common::*;
 use serde_json::{json, Value};
@@ -51,10 +52,6 @@ fn ok(what: &str, out: Output) -> Output {
 fn vulkan_score(model: &str, input: &[&str], log: &Path, extra: &[&str]) {
     let args = [&["score", "-m", model], input, &["--log-samples", path_str(log)], extra].concat();
     ok(&format!("{args:?}"), on_device().args(&args).output().unwrap());
-}
-
-fn task_lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path).unwrap().lines().filter(|l| l.contains("\"type\":\"task\"")).map(str::to_owned).collect()
 }
 
 /// Every option of a log, per task: (logprob_sum, tokens).
@@ -175,38 +172,11 @@ fn the_software_device_agrees_with_the_cpu() {
     }
 }
 
-/// Scores `input` on the device with `offload` and each of `settings`, as
-/// 3 merged shards and resumed after a cut: every run's task lines must be
-/// the first's, bit for bit.
+/// Scores `input` on the device with `offload`, across `settings`, 3
+/// merged shards and a resume (the CPU's matrix, `tests/batch_invariance.rs`).
 fn check_offload_matrix(name: &str, model: &str, input: &[&str], offload: &[&str], settings: &[&[&str]]) {
-    let dir = tempdir();
-    let d = dir.path();
-    let base = d.join("base.jsonl");
-    vulkan_score(model, input, &base, offload);
-    let expected = task_lines(&base);
-    let same = |what: &str, log: &Path| {
-        let lines = task_lines(log);
-        let differ: Vec<usize> = (0..expected.len()).filter(|&i| lines.get(i) != Some(&expected[i])).collect();
-        assert!(differ.is_empty(), "{name}, {what}: {} of {} tasks differ (first: {:?})", differ.len(), expected.len(), differ.first());
-    };
-    for (i, flags) in settings.iter().enumerate() {
-        let log = d.join(format!("s{i}.jsonl"));
-        vulkan_score(model, input, &log, &[offload, flags].concat());
-        same(&flags.join(" "), &log);
-    }
-    let logs: Vec<PathBuf> = (0..3).map(|k| d.join(format!("shard{k}.jsonl"))).collect();
-    for (k, log) in logs.iter().enumerate() {
-        vulkan_score(model, input, log, &[offload, &["--shard", &format!("{k}/3")]].concat());
-    }
-    let merged = d.join("merged.jsonl");
-    let args: Vec<&str> = ["merge", "-o", path_str(&merged)].into_iter().chain(logs.iter().map(|p| path_str(p))).collect();
-    ok("merge", run(&args));
-    same("3 shards merged", &merged);
-    let resumed = d.join("resumed.jsonl");
-    let text = std::fs::read_to_string(&base).unwrap();
-    std::fs::write(&resumed, text.lines().take(1 + expected.len() / 2).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
-    vulkan_score(model, input, &resumed, &[offload, &["--resume", "-b", "256"]].concat());
-    same("resumed", &resumed);
+    let tasks = TASKS.parse().unwrap();
+    invariance::check_matrix(name, tasks, &|log, extra| vulkan_score(model, input, log, &[offload, extra].concat()), settings, &[3]);
 }
 
 /// Fills of one task and of many; one thread and two (for layers left on the CPU).
@@ -237,11 +207,6 @@ fn the_bundled_model_offloaded_does_not_move_with_the_batch() {
         vulkan_score(&model(), &input, log, flags);
     }
     assert_eq!(task_lines(&logs[0]), task_lines(&logs[1]), "-np 1 -b 128 against -np 64 -b 4096");
-}
-
-/// One completion request's per-token log-probabilities (echoed prompt).
-fn logprobs(reply: &Value) -> Vec<Value> {
-    reply["choices"][0]["logprobs"]["token_logprobs"].as_array().unwrap_or_else(|| panic!("{reply}")).clone()
 }
 
 #[test]

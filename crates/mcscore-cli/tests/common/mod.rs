@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod invariance;
 pub mod server;
 
 /// Sends SIGINT (what Ctrl-C sends) to a running mcscore.
