@@ -9,11 +9,10 @@ mod common;
 
 use std::path::Path;
 
-use common::invariance::{self, logprobs};
+use common::invariance;
 use common::server::Server;
 use common::*;
-use mcscore_format::TaskFile;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// Enough for fills of 128 tokens to split them many ways, and 512 a few.
 const TASKS: &str = "24";
@@ -74,31 +73,10 @@ fn random_models_of_three_weight_types_score_the_same_however_batched() {
     }
 }
 
+/// 40 prompts alone and among 64 concurrent requests.
 #[test]
 fn a_served_prompt_scores_the_same_alone_and_beside_other_requests() {
-    let file = TaskFile::open(repo("datasets/arc-easy-validation.bin")).unwrap();
-    let prompt = |i: usize| {
-        let task = file.task(i);
-        format!("{} {}", task.question, task.options()[i % task.options().len()])
-    };
-    let server = Server::start(&[]);
-    let request = |text: String| json!({"prompt": text, "max_tokens": 0, "echo": true, "logprobs": 1});
-    let alone: Vec<Vec<Value>> = (0..40).map(|i| logprobs(&server.post("/v1/completions", &request(prompt(i))).json())).collect();
-    // The same 40, sent at once with 24 other requests, the server packing them together.
-    let address = server.address.clone();
-    let threads: Vec<_> = (0..64)
-        .map(|i| {
-            let (address, body) = (address.clone(), serde_json::to_vec(&request(prompt(if i < 40 { i } else { 100 + i }))).unwrap());
-            std::thread::spawn(move || {
-                let reply = common::server::request(&address, "POST", "/v1/completions", &body, &[]);
-                logprobs(&reply.json())
-            })
-        })
-        .collect();
-    let loaded: Vec<Vec<Value>> = threads.into_iter().map(|t| t.join().unwrap()).collect();
-    for (i, (a, b)) in alone.iter().zip(&loaded).enumerate() {
-        assert_eq!(a, b, "prompt {i}: alone against beside 63 other requests");
-    }
+    invariance::check_served(&Server::start(&[]), 40, 64);
 }
 
 #[test]

@@ -19,10 +19,10 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::invariance::{self, logprobs, task_lines};
+use common::invariance::{self, task_lines};
 use common::server::Server;
 use common::*;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// Tasks of a random model per run.
 const TASKS: &str = "16";
@@ -209,27 +209,10 @@ fn the_bundled_model_offloaded_does_not_move_with_the_batch() {
     assert_eq!(task_lines(&logs[0]), task_lines(&logs[1]), "-np 1 -b 128 against -np 64 -b 4096");
 }
 
+/// 8 prompts to a random Llama alone and among 24 concurrent requests.
 #[test]
 fn an_offloaded_served_prompt_scores_the_same_alone_and_beside_other_requests() {
     let dir = tempdir();
     let (_, model) = random_models(dir.path(), "2").swap_remove(0);
-    let file = mcscore_format::TaskFile::open(repo("datasets/arc-easy-validation.bin")).unwrap();
-    let prompt = |i: usize| {
-        let task = file.task(i);
-        format!("{} {}", task.question, task.options()[i % task.options().len()])
-    };
-    let server = Server::spawn(on_device(), path_str(&model), &[]);
-    let request = |text: String| json!({"prompt": text, "max_tokens": 0, "echo": true, "logprobs": 1});
-    let alone: Vec<Vec<Value>> = (0..8).map(|i| logprobs(&server.post("/v1/completions", &request(prompt(i))).json())).collect();
-    let address = server.address.clone();
-    let threads: Vec<_> = (0..24)
-        .map(|i| {
-            let (address, body) = (address.clone(), serde_json::to_vec(&request(prompt(if i < 8 { i } else { 100 + i }))).unwrap());
-            std::thread::spawn(move || logprobs(&common::server::request(&address, "POST", "/v1/completions", &body, &[]).json()))
-        })
-        .collect();
-    let loaded: Vec<Vec<Value>> = threads.into_iter().map(|t| t.join().unwrap()).collect();
-    for (i, (a, b)) in alone.iter().zip(&loaded).enumerate() {
-        assert_eq!(a, b, "prompt {i}: alone against beside 23 other requests");
-    }
+    invariance::check_served(&Server::spawn(on_device(), path_str(&model), &[]), 8, 24);
 }

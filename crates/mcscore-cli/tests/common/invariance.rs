@@ -68,3 +68,27 @@ pub fn check_matrix(name: &str, tasks: usize, score: &dyn Fn(&Path, &[&str]), se
     score(&resumed, &["--resume", "-b", "256"]);
     same(&format!("resumed after task {cut}"), &resumed);
 }
+
+/// Sends `alone` prompts (ARC-Easy questions with an option) one at a time,
+/// then the same among `total` concurrent requests, which the server packs
+/// together as it likes: every prompt's log-probabilities must be the same.
+pub fn check_served(server: &super::server::Server, alone: usize, total: usize) {
+    let file = mcscore_format::TaskFile::open(super::repo("datasets/arc-easy-validation.bin")).unwrap();
+    let prompt = |i: usize| {
+        let task = file.task(i);
+        format!("{} {}", task.question, task.options()[i % task.options().len()])
+    };
+    let request = |text: String| serde_json::json!({"prompt": text, "max_tokens": 0, "echo": true, "logprobs": 1});
+    let first: Vec<_> = (0..alone).map(|i| logprobs(&server.post("/v1/completions", &request(prompt(i))).json())).collect();
+    let threads: Vec<_> = (0..total)
+        .map(|i| {
+            let address = server.address.clone();
+            let body = serde_json::to_vec(&request(prompt(if i < alone { i } else { 100 + i }))).unwrap();
+            std::thread::spawn(move || logprobs(&super::server::request(&address, "POST", "/v1/completions", &body, &[]).json()))
+        })
+        .collect();
+    let loaded: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    for (i, (a, b)) in first.iter().zip(&loaded).enumerate() {
+        assert_eq!(a, b, "prompt {i}: alone against beside {} other requests", total - 1);
+    }
+}
