@@ -158,9 +158,11 @@ impl ComputeArgs {
             return Ok(self.n_gpu_layers.unwrap_or(999));
         }
         if let Some(n) = self.n_gpu_layers.filter(|&n| n > 0) {
-            let why = if mcscore_engine::GPU_BACKEND {
+            let why = if mcscore_engine::VULKAN_BACKEND {
                 "no GPU was found (a software Vulkan device counts only when GGML_VK_VISIBLE_DEVICES names it: \
                  GGML_VK_VISIBLE_DEVICES=0)"
+            } else if mcscore_engine::GPU_BACKEND {
+                "no GPU was found by this build's GPU backend (is its driver installed?)"
             } else {
                 "this mcscore has no GPU backend (build one with scripts/build-vulkan or scripts/build-cuda)"
             };

@@ -88,7 +88,7 @@ fn the_software_device_takes_every_layer_and_its_buffers_are_reported() {
         let found = buffers.iter().any(|b| b["name"] == "Vulkan0" && b["use"] == what && b["bytes"].as_u64() > Some(0));
         assert!(found, "no Vulkan0 {what} buffer in {buffers:?}");
     }
-    assert!(log_header(&log)["kernels"].as_str().unwrap().ends_with("batch=micro60-out12-alone"), "{}", log_header(&log));
+    assert!(log_header(&log)["kernels"].as_str().unwrap().ends_with("batch=micro60-out12-alone ngl=999"), "{}", log_header(&log));
 
     // The software device not named: llama.cpp sees no GPU, and says so.
     let plain = ok(

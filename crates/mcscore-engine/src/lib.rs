@@ -148,7 +148,7 @@ pub enum EngineError {
 
     /// A context whose KV cache, for the offloaded layers, would not fit in
     /// the GPU's free memory beside the weights.
-    #[error("a context of {n_ctx} tokens needs about {:.1} GiB of KV cache on {device}, which has {:.1} GiB free beside the weights", *needed as f64 / GIB, *available as f64 / GIB)]
+    #[error("a context of {n_ctx} tokens needs about {:.1} GiB of KV cache on {device}, which has {:.1} GiB free beside the weights; lower -c, -b or -np, or -ngl", *needed as f64 / GIB, *available as f64 / GIB)]
     ContextTooLargeForDevice {
         /// The context, in tokens.
         n_ctx: u64,
@@ -452,6 +452,15 @@ pub fn gpu_devices() -> Result<Vec<GpuDevice>, EngineError> {
         .collect())
 }
 
+/// The GPUs llama.cpp splits offloaded layers across (every one found, by
+/// layer, its default), by name, and their free memory together; `None`
+/// where none is found.
+fn gpu_memory() -> Result<Option<(String, u64)>, EngineError> {
+    let devices = gpu_devices()?;
+    let names: Vec<String> = devices.iter().map(|d| format!("{} ({})", d.name, d.description)).collect();
+    Ok((!devices.is_empty()).then(|| (names.join(" + "), devices.iter().map(|d| d.memory_free).fold(0u64, u64::saturating_add))))
+}
+
 /// The bytes of weights `n_gpu_layers` put on a GPU: each of the model's
 /// `layers` blocks and its output layer (llama.cpp offloads the output
 /// last) take an equal share of the file's weights. An estimate, from the
@@ -513,6 +522,10 @@ fn stamp(path: &Path) -> std::io::Result<(u64, Option<std::time::SystemTime>)> {
     Ok((metadata.len(), metadata.modified().ok()))
 }
 
+/// Whether llama.cpp's Vulkan backend is compiled in (which finds a
+/// software device only when `GGML_VK_VISIBLE_DEVICES` names it).
+pub const VULKAN_BACKEND: bool = cfg!(feature = "vulkan");
+
 /// Whether a GPU backend (CUDA, Vulkan, Metal) is compiled in: what `-ngl`
 /// offloads to, where a device is found ([`gpu_devices`]).
 pub const GPU_BACKEND: bool = cfg!(any(feature = "cuda", feature = "vulkan", feature = "metal"));
@@ -535,14 +548,8 @@ impl Engine {
         let (weights, layers) = check_model_file(path)?;
         if GPU_BACKEND && n_gpu_layers > 0 {
             let needed = offloaded_bytes(weights, layers, n_gpu_layers);
-            if let Some(device) = gpu_devices()?.into_iter().next().filter(|d| needed > d.memory_free) {
-                return Err(EngineError::ModelTooLargeForDevice {
-                    path: path.to_owned(),
-                    device: format!("{} ({})", device.name, device.description),
-                    n_gpu_layers,
-                    needed,
-                    available: device.memory_free,
-                });
+            if let Some((device, available)) = gpu_memory()?.filter(|&(_, free)| needed > free) {
+                return Err(EngineError::ModelTooLargeForDevice { path: path.to_owned(), device, n_gpu_layers, needed, available });
             }
         }
         let stamp = stamp(path).map_err(|e| load_error(e.to_string()))?;
@@ -663,18 +670,13 @@ impl Engine {
             if let Some(available) = available_memory().filter(|&a| needed > a) {
                 return Err(EngineError::ContextTooLarge { n_ctx, per_token, needed, available });
             }
-        } else if let Some(device) = gpu_devices()?.into_iter().next() {
-            // The KV cache of offloaded layers lives on the device, beside
-            // the weights already there (which its free memory has lost).
+        } else if let Some((device, available)) = gpu_memory()? {
+            // The KV cache of offloaded layers lives on the devices, beside
+            // the weights already there (which their free memory has lost).
             let layers = u128::from(self.model.n_layer().max(1));
             let on_device = (u128::from(needed) * u128::from(n_gpu_layers).min(layers) / layers) as u64;
-            if on_device > device.memory_free {
-                return Err(EngineError::ContextTooLargeForDevice {
-                    n_ctx,
-                    device: format!("{} ({})", device.name, device.description),
-                    needed: on_device,
-                    available: device.memory_free,
-                });
+            if on_device > available {
+                return Err(EngineError::ContextTooLargeForDevice { n_ctx, device, needed: on_device, available });
             }
         }
         Ok(())

@@ -115,9 +115,15 @@ impl Settings {
     /// Where the rule is not known to hold the settings say `none`: on the
     /// CPU without flash attention (attention's sums then follow where a
     /// sequence's cells lie). With layers on a GPU the rule is
-    /// [`OFFLOAD_BATCH_RULE`].
+    /// [`OFFLOAD_BATCH_RULE`], and the settings name `-ngl` (how the layers
+    /// are split between the GPU and the CPU changes the numbers).
     pub fn fingerprint(&self) -> String {
-        format!("fa={:?} batch={}", self.flash_attention, self.batch_rule())
+        if self.alone() {
+            // Which layers run where changes the numbers too.
+            format!("fa={:?} batch={} ngl={}", self.flash_attention, self.batch_rule(), self.n_gpu_layers)
+        } else {
+            format!("fa={:?} batch={}", self.flash_attention, self.batch_rule())
+        }
     }
 
     /// The batch rule these settings score under: [`OFFLOAD_BATCH_RULE`]

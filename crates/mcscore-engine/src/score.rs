@@ -283,6 +283,11 @@ impl Engine {
             .with_n_ubatch(plan.n_ubatch)
             .with_n_seq_max(plan.n_seq_max.max(1))
             .with_kv_unified(true)
+            // llama.cpp otherwise runs the products of weights left on the
+            // host on a GPU once a batch has 32 rows: with -ngl 0 that would
+            // put some products (the output's, by the rows read) on the GPU
+            // and others not, by how tasks were packed.
+            .with_op_offload(settings.n_gpu_layers > 0)
             .with_flash_attention_policy(match settings.flash_attention {
                 FlashAttention::On => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED,
                 FlashAttention::Off => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED,
