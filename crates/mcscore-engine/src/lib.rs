@@ -461,15 +461,20 @@ fn gpu_memory() -> Result<Option<(String, u64)>, EngineError> {
     Ok((!devices.is_empty()).then(|| (names.join(" + "), devices.iter().map(|d| d.memory_free).fold(0u64, u64::saturating_add))))
 }
 
+/// The share of `bytes` spread equally over `parts` layers that the first
+/// `n_gpu_layers` of them hold (all of it from `parts` on).
+fn offloaded_share(bytes: u64, parts: u64, n_gpu_layers: u32) -> u64 {
+    let parts = u128::from(parts.max(1));
+    (u128::from(bytes) * u128::from(n_gpu_layers).min(parts) / parts) as u64
+}
+
 /// The bytes of weights `n_gpu_layers` put on a GPU: each of the model's
 /// `layers` blocks and its output layer (llama.cpp offloads the output
-/// last) take an equal share of the file's weights. An estimate, from the
-/// file alone, made before anything is loaded.
+/// last) take an equal share of the file's weights; all of them where the
+/// file does not say its blocks. An estimate, from the file alone, made
+/// before anything is loaded.
 pub(crate) fn offloaded_bytes(weights: u64, layers: Option<u64>, n_gpu_layers: u32) -> u64 {
-    match layers {
-        Some(layers) if u64::from(n_gpu_layers) <= layers => (weights as u128 * u128::from(n_gpu_layers) / (u128::from(layers) + 1)) as u64,
-        _ => weights,
-    }
+    layers.map_or(weights, |layers| offloaded_share(weights, layers.saturating_add(1), n_gpu_layers))
 }
 
 /// llama.cpp's backend may be initialised once per process.
@@ -673,8 +678,7 @@ impl Engine {
         } else if let Some((device, available)) = gpu_memory()? {
             // The KV cache of offloaded layers lives on the devices, beside
             // the weights already there (which their free memory has lost).
-            let layers = u128::from(self.model.n_layer().max(1));
-            let on_device = (u128::from(needed) * u128::from(n_gpu_layers).min(layers) / layers) as u64;
+            let on_device = offloaded_share(needed, u64::from(self.model.n_layer()), n_gpu_layers);
             if on_device > available {
                 return Err(EngineError::ContextTooLargeForDevice { n_ctx, device, needed: on_device, available });
             }

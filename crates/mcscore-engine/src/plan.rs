@@ -118,11 +118,12 @@ impl Settings {
     /// [`OFFLOAD_BATCH_RULE`], and the settings name `-ngl` (how the layers
     /// are split between the GPU and the CPU changes the numbers).
     pub fn fingerprint(&self) -> String {
+        let rule = format!("fa={:?} batch={}", self.flash_attention, self.batch_rule());
+        // Which layers run where changes the numbers too.
         if self.alone() {
-            // Which layers run where changes the numbers too.
-            format!("fa={:?} batch={} ngl={}", self.flash_attention, self.batch_rule(), self.n_gpu_layers)
+            format!("{rule} ngl={}", self.n_gpu_layers)
         } else {
-            format!("fa={:?} batch={}", self.flash_attention, self.batch_rule())
+            rule
         }
     }
 
