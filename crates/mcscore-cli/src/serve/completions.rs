@@ -137,26 +137,24 @@ enum Stop {
 
 /// What each typed field allows, for the message that refuses a value of
 /// another type.
-const ALLOWED: &[(&str, &str)] = &[
-    ("model", "a string"),
-    ("echo", "true or false"),
-    ("stream", "true or false"),
-    ("add_special_tokens", "true or false"),
-    ("logprobs", "a whole number from 0 to 20"),
-    ("max_tokens", "0 or 1"),
-    ("stop", "a string or a list of strings"),
-    ("n", "1"),
-    ("best_of", "1"),
-    ("temperature", "a number"),
-    ("suffix", "absent: this server does not insert text after the completion"),
-    ("seed", "a whole number"),
-    ("top_k", "a whole number"),
-    ("user", "a string"),
-    ("prompt", "a string"),
-    ("tokens", "a list of token ids"),
-    ("logit_bias", "an object of token ids and numbers"),
-    ("stream_options", "an object"),
-];
+fn allowed(field: &str) -> Option<String> {
+    let text = match field {
+        "model" | "user" | "prompt" => "a string",
+        "echo" | "stream" | "add_special_tokens" => "true or false",
+        "logprobs" => return Some(format!("a whole number from 0 to {MAX_TOP_LOGPROBS}")),
+        "max_tokens" => "0 or 1",
+        "stop" => "a string or a list of strings",
+        "n" | "best_of" => "1",
+        "temperature" => "a number",
+        "suffix" => "absent: this server does not insert text after the completion",
+        "seed" | "top_k" => "a whole number",
+        "tokens" => "a list of token ids",
+        "logit_bias" => "an object of token ids and numbers",
+        "stream_options" => "an object",
+        _ => return None,
+    };
+    Some(text.to_owned())
+}
 
 /// Reads a body into `T`: a JSON object whose keys are each given once,
 /// whose fields are all known to `T` and of its types, each refusal naming
@@ -171,8 +169,8 @@ fn typed<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
         }
         let path = e.path().to_string();
         let field = path.split(['.', '[']).next().unwrap_or("body").to_owned();
-        match ALLOWED.iter().find(|(name, _)| *name == field) {
-            Some((_, allowed)) => ApiError::invalid(&field, format!("{path} must be {allowed}: {inner}")),
+        match allowed(&field) {
+            Some(allowed) => ApiError::invalid(&field, format!("{path} must be {allowed}: {inner}")),
             None => ApiError::invalid(&field, format!("{path}: {inner}")),
         }
     })
