@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use mcscore_datasets::lm_eval::ExportSpec;
 use mcscore_datasets::{
     build, build_with_shots, entry_benchmark, find, shot_name, Benchmark, DatasetError, Entry, Manifest, Scaffold, Source, Sources,
     VerifyFault, BENCHMARKS,
@@ -57,8 +58,29 @@ impl SourceArgs {
 #[derive(clap::Args)]
 pub(crate) struct BuildArgs {
     /// Benchmarks to build, e.g. arc-easy-validation mmlu-test.
-    #[arg(value_name = "NAME", required_unless_present_any = ["list", "all_local"])]
+    #[arg(value_name = "NAME", required_unless_present_any = ["list", "all_local", "lm_eval"])]
     names: Vec<String>,
+    /// Export lm-evaluation-harness tasks, groups or tags (comma-separated,
+    /// as its --tasks) through lm-eval itself: each to NAME.bin, its requests
+    /// exactly as lm-eval renders them (few-shot contexts, seeds, --limit,
+    /// process_docs), its groups and results skeleton in the manifest. Score
+    /// with `score --lm-eval` (or `--output lm-eval` for lm-eval's results
+    /// JSON). Needs lm-eval in the Python of --python; tasks that are not
+    /// multiple choice, or that a task file cannot hold exactly, are refused
+    /// with the reason.
+    #[arg(long, value_name = "TASKS", value_delimiter = ',', conflicts_with_all = ["names", "source", "all_local", "list"])]
+    lm_eval: Vec<String>,
+    /// With --lm-eval: a folder of task YAMLs lm-eval also reads (its
+    /// --include_path), e.g. tasks whose dataset_path is `json` with local
+    /// data_files, for an offline export.
+    #[arg(long, value_name = "DIR", requires = "lm_eval")]
+    include_path: Option<PathBuf>,
+    /// With --lm-eval: documents per task (lm-eval's --limit; below 1, a share of each task's).
+    #[arg(long, value_name = "N", requires = "lm_eval", value_parser = crate::numbers::real("a document count (below 1: a share of each task's)", crate::numbers::End::Open(0.0), crate::numbers::End::Closed(1e9), "100 or 0.1"))]
+    limit: Option<f64>,
+    /// With --lm-eval: the Python interpreter that has lm-eval installed.
+    #[arg(long, value_name = "PATH", default_value = "python3", requires = "lm_eval")]
+    python: PathBuf,
     #[command(flatten)]
     source: SourceArgs,
     /// Build every benchmark that has a registered local copy (needs --sources).
@@ -133,6 +155,9 @@ pub(crate) fn run_build(args: BuildArgs) -> anyhow::Result<Outcome> {
         }
         return Ok(Outcome::Ok);
     }
+    if !args.lm_eval.is_empty() {
+        return build_lm_eval(&args);
+    }
     let names: Vec<&str> = if args.all_local {
         BENCHMARKS.iter().filter(|b| b.local.is_some()).map(|b| b.name).collect()
     } else {
@@ -177,6 +202,43 @@ pub(crate) fn run_build(args: BuildArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
+/// `build --lm-eval`: every name exported through lm-eval, then written.
+fn build_lm_eval(args: &BuildArgs) -> anyhow::Result<Outcome> {
+    crate::output::check_dir(&args.out, "--out")?;
+    std::fs::create_dir_all(&args.out).with_context(|| args.out.display().to_string())?;
+    let mut manifest = Manifest::load(&args.manifest)?;
+    let spec = ExportSpec {
+        names: args.lm_eval.clone(),
+        include_path: args.include_path.clone(),
+        limit: args.limit,
+        num_fewshot: args.shots,
+        fewshot_seed: args.shot_seed.unwrap_or(mcscore_datasets::shots::DEFAULT_SHOT_SEED),
+        python: args.python.clone(),
+    };
+    eprintln!("build: lm-eval is loading {} and rendering every request (its log is kept, and shown if it fails)", args.lm_eval.join(", "));
+    let entries = mcscore_datasets::lm_eval::export(&spec, &args.out, &|path| relative_to_manifest(&args.manifest, path))?;
+    for entry in entries {
+        let record = entry.lm_eval.as_deref().expect("an export's entries carry their record");
+        outln!(
+            "{}: {} tasks of lm-eval {} ({} task{}), {} mode, chance {:.2} %, sha256 {}",
+            entry.file,
+            entry.tasks,
+            record.lm_eval_version,
+            record.tasks.len(),
+            if record.tasks.len() == 1 { "" } else { "s" },
+            entry.mode,
+            entry.chance,
+            entry.sha256
+        )?;
+        for task in record.tasks.iter().filter(|t| !t.dropped.is_empty()) {
+            eprintln!("build: {}: not computed by mcscore, so not in its results: {}", task.name, task.dropped.join(", "));
+        }
+        manifest.upsert(entry);
+    }
+    manifest.save(&args.manifest)?;
+    Ok(Outcome::Ok)
+}
+
 /// Prove task files are exactly their sources: sha256 against the manifest,
 /// strict validation, then every task re-derived from the source and compared
 /// (question, options, gold). Lists each mismatch with its task index and
@@ -194,6 +256,10 @@ pub(crate) struct VerifyArgs {
     /// at each tenth of a file's tasks.
     #[arg(long, value_enum, value_name = "HOW", default_value_t = ProgressMode::Auto)]
     progress: ProgressMode,
+    /// For files `build --lm-eval` wrote: the Python interpreter that has
+    /// lm-eval installed, which renders their requests again.
+    #[arg(long, value_name = "PATH", default_value = "python3")]
+    python: PathBuf,
 }
 
 pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
@@ -226,7 +292,7 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
     let mut failed = 0;
     let total = entries.len();
     for (entry, path) in entries {
-        let mismatches = match verify_entry(entry, &path, &args.source, args.progress) {
+        let mismatches = match verify_entry(entry, &path, &args) {
             Ok(mismatches) => mismatches,
             Err(error) => {
                 failed += 1;
@@ -256,7 +322,15 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-fn verify_entry(entry: &Entry, path: &Path, source_args: &SourceArgs, progress: ProgressMode) -> anyhow::Result<Vec<VerifyFault>> {
+fn verify_entry(entry: &Entry, path: &Path, args: &VerifyArgs) -> anyhow::Result<Vec<VerifyFault>> {
+    let (source_args, progress) = (&args.source, args.progress);
+    if let Some(record) = &entry.lm_eval {
+        // An lm-eval export is verified by exporting it again: lm-eval renders
+        // its requests, so no other reader could re-derive them.
+        let file = TaskFile::open(path)?;
+        eprintln!("verify: {}: lm-eval renders {} again", path.display(), record.settings.name);
+        return Ok(mcscore_datasets::lm_eval::verify(entry, &args.python, &file)?);
+    }
     let benchmark = entry_benchmark(entry)?;
     // A task file strictly validated (its tasks read one at a time from the
     // mapped file), or Winogrande's CSV strictly read.

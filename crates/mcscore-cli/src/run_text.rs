@@ -114,7 +114,14 @@ pub(crate) fn print_accuracies(records: &[TaskRecord], kind: TaskKind, baselines
     for &norm in normalisations(records) {
         let a = accuracy(records, norm);
         // Winogrande's number breaks ties towards the second option, acc_norm towards the first.
-        let note = if norm == Normalisation::AccNorm && kind != TaskKind::Winogrande { "  (llama-perplexity's number)" } else { "" };
+        let note = match (kind, norm) {
+            (TaskKind::LmEval, Normalisation::Acc) => "  (lm-eval's acc)",
+            (TaskKind::LmEval, Normalisation::AccChar) => "  (lm-eval's acc_norm)",
+            (TaskKind::LmEval, Normalisation::AccByte) => "  (lm-eval's acc_bytes)",
+            (TaskKind::LmEval | TaskKind::Winogrande, _) => "",
+            (_, Normalisation::AccNorm) => "  (llama-perplexity's number)",
+            _ => "",
+        };
         outln!("  {:<16}{:>8.2}%  {:>7.2}{note}", norm.name(), a.percent(), a.stderr_percent())?;
     }
     outln!("  {:<16}{:>8.2}%", "chance", points(baselines.chance))?;

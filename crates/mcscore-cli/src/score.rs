@@ -53,6 +53,13 @@ pub(crate) struct Args {
     /// task in file order.
     #[arg(long, value_name = "N", conflicts_with_all = ["hellaswag", "winogrande"], value_parser = crate::numbers::at_least(0usize))]
     multiple_choice_tasks: Option<usize>,
+    /// FILE is a task file `mcscore build --lm-eval` wrote, scored as
+    /// lm-evaluation-harness scores its requests: each option counts every
+    /// token of `question + " " + option` after the question's own tokens
+    /// (a first word all options share included); acc is lm-eval's acc,
+    /// acc_char its acc_norm, acc_byte its acc_bytes.
+    #[arg(long, conflicts_with_all = ["hellaswag", "winogrande", "pmi", "multiple_choice"])]
+    lm_eval: bool,
     /// FILE is HellaSwag in llama.cpp's six-line text format (hellaswag_val_full.txt:
     /// context, gold index 0-3, four endings per task), scored as llama-perplexity
     /// --hellaswag: in its shuffled order, each ending after `context + " "`.
@@ -97,8 +104,10 @@ pub(crate) struct Args {
     /// Score a file that fails strict validation the way llama.cpp would, listing what is wrong.
     #[arg(long, conflicts_with_all = ["hellaswag", "winogrande"])]
     lenient: bool,
-    /// `human` (summary, progress bar) or `llama` (llama-perplexity's stdout byte for byte,
-    /// and its Final result / Random chance lines on stderr).
+    /// `human` (summary, progress bar), `llama` (llama-perplexity's stdout byte for byte,
+    /// and its Final result / Random chance lines on stderr) or `lm-eval` (lm-evaluation-harness's
+    /// results JSON on stdout: results, groups, configs, versions, n-shot, n-samples, config;
+    /// for a file `build --lm-eval` wrote, found by its manifest entry, and implies --lm-eval).
     #[arg(long, value_enum, default_value = "human")]
     output: OutputFormat,
     /// Print the results as JSON on stdout.
@@ -141,6 +150,7 @@ pub(crate) struct Args {
 enum OutputFormat {
     Human,
     Llama,
+    LmEval,
 }
 
 impl Args {
@@ -154,6 +164,8 @@ impl Args {
             TaskKind::HellaSwag
         } else if self.winogrande {
             TaskKind::Winogrande
+        } else if self.lm_eval || self.output == OutputFormat::LmEval {
+            TaskKind::LmEval
         } else {
             TaskKind::MultipleChoice
         }
@@ -166,7 +178,7 @@ impl Args {
             return ("--limit", None);
         }
         match self.kind() {
-            TaskKind::MultipleChoice => ("--multiple-choice-tasks", self.multiple_choice_tasks),
+            TaskKind::MultipleChoice | TaskKind::LmEval => ("--multiple-choice-tasks", self.multiple_choice_tasks),
             TaskKind::HellaSwag => ("--hellaswag-tasks", self.hellaswag_tasks),
             TaskKind::Winogrande => ("--winogrande-tasks", self.winogrande_tasks),
         }
@@ -292,7 +304,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     spec.settings = settings.clone();
     spec.log = args.log_samples.clone();
     spec.resume = args.resume;
-    spec.hash_model = args.json;
+    spec.hash_model = args.json || args.output == OutputFormat::LmEval;
     spec.hash_cache = Some(defaults::cache_dir());
     spec.shard = shard;
     spec.chat = args.chat.spec(&path)?;
@@ -370,7 +382,7 @@ fn print_results(
     // Accuracy per group (MMLU's subjects and categories), where the manifest
     // records the file's groups; llama-perplexity's output has none. Groups
     // that cannot be read or do not fit the file lose nothing of the run: a warning.
-    let groups = (!llama)
+    let groups = (!llama && args.output != OutputFormat::LmEval)
         .then(|| {
             crate::compare::groups_from(None, args.manifest.as_deref(), path, &outcome.header.file_sha256, None).and_then(|groups| {
                 groups.map(|g| mcscore_eval::results::score_group_accuracies(outcome, &g, path)).transpose().map_err(Into::into)
@@ -384,6 +396,15 @@ fn print_results(
         .flatten();
     if llama {
         shown.llama_end(n, outcome.total_options)?;
+    } else if args.output == OutputFormat::LmEval {
+        let record = mcscore_eval::lm_eval::record_for(path, &outcome.header.file_sha256, args.manifest.as_deref())?;
+        let run = mcscore_eval::lm_eval::RunInfo {
+            model: model.display().to_string(),
+            model_sha256: Some(outcome.header.model_sha256.clone()).filter(|s| !s.is_empty()),
+            file: path.display().to_string(),
+            file_sha256: outcome.header.file_sha256.clone(),
+        };
+        crate::print_json(&mcscore_eval::lm_eval::results(&outcome.records, &record, &run))?;
     } else if args.json {
         crate::print_json(&mcscore_eval::results::RunSummary::new(outcome, settings, args.lenient, groups, args.timings))?;
     } else {

@@ -216,6 +216,7 @@ fn write_entry(
         licence: benchmark.licence.to_owned(),
         shots: None,
         groups,
+        lm_eval: None,
     })
 }
 

@@ -26,6 +26,7 @@ mod from_sources;
 pub mod hub;
 mod item;
 pub mod json;
+pub mod lm_eval;
 pub mod manifest;
 mod render;
 pub mod shots;
@@ -71,6 +72,11 @@ pub enum DatasetError {
         #[source]
         source: Box<ConvertError>,
     },
+
+    /// An lm-eval export that failed or was refused.
+    #[cfg(feature = "sources")]
+    #[error(transparent)]
+    LmEval(#[from] lm_eval::LmEvalError),
 
     /// A manifest that could not be read, parsed or written, or an entry
     /// that names no registered benchmark.

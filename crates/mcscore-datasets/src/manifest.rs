@@ -81,6 +81,10 @@ pub struct Entry {
     /// The tasks' groups (MMLU's subject), for `compare`'s clustered statistics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub groups: Option<GroupRuns>,
+    /// Set for an lm-eval export (`build --lm-eval`): its tasks, groups and
+    /// lm-eval's results skeleton.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lm_eval: Option<Box<crate::lm_eval::LmEvalRecord>>,
 }
 
 /// Which group each task of a file is in, as runs of consecutive tasks in

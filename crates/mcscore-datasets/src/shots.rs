@@ -8,6 +8,8 @@ mod preambles;
 
 #[cfg(feature = "sources")]
 pub(crate) use preambles::Preambles;
+#[cfg(feature = "sources")]
+pub use preambles::DEFAULT_SHOT_SEED;
 
 /// Why a k-shot file cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -224,6 +224,18 @@ pub enum EngineError {
         task: usize,
     },
 
+    /// An option whose text adds no token after the question's (lm-eval's
+    /// tokenisation), which leaves nothing to score.
+    #[error("task {task}: option {option} ({text:?}) adds no token after the question's tokens, so it has nothing to score")]
+    NothingAfterContext {
+        /// The task, by its index in the file.
+        task: usize,
+        /// The option, by its position.
+        option: usize,
+        /// Its text.
+        text: String,
+    },
+
     /// A Winogrande task without exactly two options.
     #[error("task {task}: {options} options; a Winogrande task has exactly 2")]
     NotTwoOptions {
@@ -364,6 +376,7 @@ impl EngineError {
             EngineError::PrefixOption { task, .. }
             | EngineError::OneOption { task }
             | EngineError::NoCommonPrefix { task }
+            | EngineError::NothingAfterContext { task, .. }
             | EngineError::NotTwoOptions { task, .. }
             | EngineError::NoBlank { task }
             | EngineError::NothingAfterBlank { task, .. }
@@ -752,6 +765,12 @@ impl Engine {
     /// llama-perplexity would mis-score.
     pub fn prepare(&self, tasks: &[(usize, Task<'_>)]) -> Result<Vec<PreparedTask>, EngineError> {
         prepare::prepare(&self.model, tasks)
+    }
+
+    /// Tokenises tasks as lm-evaluation-harness does its requests: each option
+    /// scores the tokens of `question + " " + option` after the question's.
+    pub fn prepare_contexts(&self, tasks: &[(usize, Task<'_>)]) -> Result<Vec<PreparedTask>, EngineError> {
+        prepare::prepare_contexts(&self.model, tasks)
     }
 
     /// Tokenises Winogrande tasks: the question is a sentence with a `_`

@@ -57,6 +57,14 @@ pub(crate) fn prepare(model: &LlamaModel, tasks: &[(usize, Task<'_>)]) -> Result
 }
 
 fn prepare_one(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<PreparedTask, EngineError> {
+    let sequences = whole_sequences(model, index, task)?;
+    split_common_prefix(index, task, sequences)
+}
+
+/// Each option's `question + " " + option`, tokenised with the model's BOS
+/// rule and special text not parsed, as llama-perplexity does; a task with
+/// one option or past the text limit is refused first.
+fn whole_sequences(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<Vec<Vec<LlamaToken>>, EngineError> {
     if task.options().len() < 2 {
         // The same rule as the task-file validator's (a lenient read lets it through).
         return Err(EngineError::OneOption { task: index });
@@ -65,7 +73,7 @@ fn prepare_one(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<Prep
     crate::check_text_length(Some(index), task.question.len() + 1 + longest)?;
     let vocab = model.vocab();
     let mut text = String::new();
-    let sequences: Vec<Vec<LlamaToken>> = task
+    Ok(task
         .options()
         .iter()
         .map(|option| {
@@ -75,8 +83,7 @@ fn prepare_one(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<Prep
             text.push_str(option);
             vocab.tokenize(text.as_bytes(), true, false)
         })
-        .collect();
-    split_common_prefix(index, task, sequences)
+        .collect())
 }
 
 /// A task from each option's whole token sequence: the tokens all options
@@ -101,6 +108,43 @@ pub(crate) fn split_common_prefix(index: usize, task: &Task<'_>, sequences: Vec<
         continuations,
         labels: (0..task.options().len()).map(|k| task.is_correct(k)).collect(),
         // every caller checked the texts against MAX_TEXT_BYTES (4 MiB), far below u32::MAX
+        option_chars: task.options().iter().map(|o| o.chars().count() as u32).collect(),
+        option_bytes: task.options().iter().map(|o| o.len() as u32).collect(),
+    })
+}
+
+/// Tokenises tasks as lm-evaluation-harness tokenises its requests: the
+/// whole text `question + " " + option` and the question alone, each with the
+/// model's BOS rule; an option scores every token of the whole after the
+/// question's count, whatever the options share. So a first word every
+/// option has counts, as it does in lm-eval, where llama-perplexity's rule
+/// leaves it out.
+pub(crate) fn prepare_contexts(model: &LlamaModel, tasks: &[(usize, Task<'_>)]) -> Result<Vec<PreparedTask>, EngineError> {
+    tasks.par_iter().map(|(index, task)| prepare_context(model, *index, task)).collect()
+}
+
+fn prepare_context(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<PreparedTask, EngineError> {
+    let sequences = whole_sequences(model, index, task)?;
+    let context = model.vocab().tokenize(task.question.as_bytes(), true, false).len();
+    if let Some(option) = sequences.iter().position(|s| s.len() <= context) {
+        return Err(EngineError::NothingAfterContext { task: index, option, text: task.options()[option].to_owned() });
+    }
+    let shortest = sequences.iter().map(Vec::len).min().unwrap_or(0);
+    // The prefix decoded once stops where the first scored token is, and
+    // leaves each option at least one token: i < shortest, every sequence's length.
+    let common = (0..shortest.min(context)).take_while(|&i| sequences.iter().all(|s| s[i] == sequences[0][i])).count();
+    if common == 0 {
+        return Err(EngineError::NoCommonPrefix { task: index });
+    }
+    // common <= context < every sequence's length (checked above)
+    let scored = sequences.iter().map(|s| context - common..s.len() - common).collect();
+    Ok(PreparedTask {
+        index,
+        prefix: sequences[0][..common].to_vec(),
+        continuations: sequences.iter().map(|s| s[common..].to_vec()).collect(),
+        scored,
+        labels: (0..task.options().len()).map(|k| task.is_correct(k)).collect(),
+        // checked against MAX_TEXT_BYTES (4 MiB) above, far below u32::MAX
         option_chars: task.options().iter().map(|o| o.chars().count() as u32).collect(),
         option_bytes: task.options().iter().map(|o| o.len() as u32).collect(),
     })

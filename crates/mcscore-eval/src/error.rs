@@ -33,6 +33,15 @@ pub enum EvalError {
     #[error(transparent)]
     Log(#[from] mcscore_log::LogError),
 
+    /// lm-eval's results asked of a task file no `build --lm-eval` entry records.
+    #[error("{}: no manifest entry of `mcscore build --lm-eval` records this file (looked in: {}); export it with `mcscore build --lm-eval TASK`, or name its manifest with --manifest", path.display(), if looked.is_empty() { "no manifest.json beside it or in the working directory".to_owned() } else { looked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ") })]
+    NotAnLmEvalExport {
+        /// The task file.
+        path: PathBuf,
+        /// The manifests looked in.
+        looked: Vec<PathBuf>,
+    },
+
     /// The model did not load (the engine's message names the model).
     #[error(transparent)]
     Load(EngineError),
@@ -927,6 +936,16 @@ pub enum SpecError {
     PmiWinogrande {
         /// The task file.
         path: PathBuf,
+    },
+
+    /// acc_pmi or a chat template asked of a file scored as lm-eval scores it:
+    /// both change the requests, which lm-eval renders at export.
+    #[error("{}: {what} does not apply to a file scored as lm-eval scores it; lm-eval renders its own requests (export again with the task's own settings)", path.display())]
+    LmEvalWith {
+        /// The task file.
+        path: PathBuf,
+        /// What was asked: `acc_pmi`, `a chat template`.
+        what: &'static str,
     },
 
     /// A job lent an engine loaded from another model than its own.

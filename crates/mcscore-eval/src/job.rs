@@ -76,6 +76,10 @@ impl ScoreSpec {
         if self.pmi && self.kind == TaskKind::Winogrande {
             return Err(EvalError::Spec(SpecError::PmiWinogrande { path: path() }));
         }
+        if self.kind == TaskKind::LmEval && (self.pmi || !self.chat.is_none()) {
+            let what = if self.pmi { "acc_pmi" } else { "a chat template" };
+            return Err(EvalError::Spec(SpecError::LmEvalWith { path: path(), what }));
+        }
         if self.ordered.is_some() && (self.subset.is_some() || self.limit.is_some() || self.shard.is_some() || self.pmi) {
             return Err(EvalError::Spec(SpecError::OrderedWith { path: path() }));
         }
@@ -245,7 +249,7 @@ pub fn select(kind: TaskKind, requested: Option<usize>, n_tasks: usize) -> (Sele
     };
     let order = match kind {
         TaskKind::HellaSwag => hellaswag_order(n_tasks, n),
-        TaskKind::MultipleChoice | TaskKind::Winogrande => select_tasks(n_tasks, n),
+        TaskKind::MultipleChoice | TaskKind::Winogrande | TaskKind::LmEval => select_tasks(n_tasks, n),
     };
     (selection, order)
 }
@@ -270,7 +274,7 @@ impl OpenedFile {
     /// kept with the faults llama.cpp reads past; a text file as it is (its
     /// tasks are read, strictly, by [`OpenedFile::tasks`]).
     pub(crate) fn open(path: &Path, kind: TaskKind, lenient: bool) -> Result<OpenedFile, EvalError> {
-        if kind != TaskKind::MultipleChoice {
+        if matches!(kind, TaskKind::HellaSwag | TaskKind::Winogrande) {
             return Ok(OpenedFile::Text { bytes: mcscore_format::read_input(path)?, kind });
         }
         match TaskFile::open(path) {
@@ -625,6 +629,7 @@ impl<'e> ScoreJob<'e> {
         let template = Template::resolve(&spec.chat.template, &engine)?;
         let (mut prepared, chat) = match spec.kind {
             TaskKind::Winogrande => (engine.prepare_blanks(&selected).map_err(EvalError::engine(path))?, None),
+            TaskKind::LmEval => (engine.prepare_contexts(&selected).map_err(EvalError::engine(path))?, None),
             TaskKind::MultipleChoice | TaskKind::HellaSwag => crate::chat::prepare(
                 &engine,
                 &spec.chat,

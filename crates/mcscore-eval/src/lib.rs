@@ -57,6 +57,7 @@ pub mod groups;
 mod hashes;
 mod job;
 pub mod llama;
+pub mod lm_eval;
 pub mod report;
 pub mod results;
 pub mod run;

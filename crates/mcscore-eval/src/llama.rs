@@ -27,7 +27,7 @@ impl LlamaOutput {
     /// `n_file` tasks, `subset` when they were picked.
     pub fn preamble(&self, n_file: usize, n_scored: usize, subset: bool) -> String {
         match self.kind {
-            TaskKind::MultipleChoice => preamble(n_file, n_scored, subset),
+            TaskKind::MultipleChoice | TaskKind::LmEval => preamble(n_file, n_scored, subset),
             TaskKind::HellaSwag => HELLASWAG_PREAMBLE.to_owned(),
             TaskKind::Winogrande => String::new(),
         }
@@ -51,7 +51,7 @@ impl LlamaOutput {
     /// options in all); [`EPILOGUE`] ends its stdout before.
     pub fn final_lines(&self, n: usize, total_options: usize) -> String {
         match self.kind {
-            TaskKind::MultipleChoice => final_lines(self.hits, n, total_options),
+            TaskKind::MultipleChoice | TaskKind::LmEval => final_lines(self.hits, n, total_options),
             TaskKind::HellaSwag => String::new(),
             TaskKind::Winogrande => winogrande_final(self.hits, n).unwrap_or_default(),
         }

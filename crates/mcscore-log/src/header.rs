@@ -22,6 +22,10 @@ pub enum TaskKind {
     /// A Winogrande CSV (`--winogrande`): each option fills the sentence's
     /// `_`, and the sentence after it is scored.
     Winogrande,
+    /// A task file `build --lm-eval` wrote (`--lm-eval`): `question + " " +
+    /// option` as in multiple choice, but scored as lm-evaluation-harness
+    /// scores a request: every token after the question's own tokens.
+    LmEval,
 }
 
 impl TaskKind {
@@ -31,6 +35,7 @@ impl TaskKind {
             TaskKind::MultipleChoice => "multiple-choice",
             TaskKind::HellaSwag => "hellaswag",
             TaskKind::Winogrande => "winogrande",
+            TaskKind::LmEval => "lm-eval",
         }
     }
 }

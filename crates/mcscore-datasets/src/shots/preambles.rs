@@ -13,7 +13,7 @@ use crate::render::Scaffold;
 use crate::{for_each_item, load_items, DatasetError, Row, Source};
 
 /// The shot seed when none is given (lm-evaluation-harness's few-shot seed).
-const DEFAULT_SEED: u64 = 1234;
+pub const DEFAULT_SHOT_SEED: u64 = 1234;
 
 /// A solved example: the scaffolded question and its gold continuation.
 fn solved(scaffold: Scaffold, item: &Item) -> String {
@@ -97,7 +97,7 @@ impl Preambles {
                 if examples.len() < k {
                     return Err(ShotError::TooFew { from: shots.from, available: examples.len(), k }.into());
                 }
-                let seed = seed.unwrap_or(DEFAULT_SEED);
+                let seed = seed.unwrap_or(DEFAULT_SHOT_SEED);
                 let preamble: String = seeded_draw(seed, examples.len(), k).iter().map(|&i| solved(scaffold, &examples[i])).collect();
                 (Drawn::Seeded(Rc::new(preamble)), Some(seed))
             }
@@ -141,8 +141,8 @@ mod tests {
 
     #[test]
     fn seeded_draws_are_distinct_and_repeatable() {
-        let draw = seeded_draw(DEFAULT_SEED, 100, 5);
-        assert_eq!(draw, seeded_draw(DEFAULT_SEED, 100, 5));
+        let draw = seeded_draw(DEFAULT_SHOT_SEED, 100, 5);
+        assert_eq!(draw, seeded_draw(DEFAULT_SHOT_SEED, 100, 5));
         assert_ne!(draw, seeded_draw(7, 100, 5));
         let mut sorted = draw.clone();
         sorted.sort_unstable();

@@ -1,0 +1,625 @@
+//! lm-evaluation-harness tasks as task files, rendered by lm-eval itself.
+//!
+//! `build --lm-eval` runs [`EXPORT_SCRIPT`] with lm-eval's Python API: its
+//! `simple_evaluate`, given a model that only records what it is asked, so
+//! that few-shot contexts, seeds, `--limit`, `process_docs` functions and
+//! groups are lm-eval's own. Each document's `(context, continuation)` pairs
+//! become one task in llama-perplexity's multiple-choice layout: the context
+//! as the question, each continuation less its leading space as an option.
+//! Scored with `score --lm-eval`, every option then counts the tokens lm-eval
+//! counts. What the file cannot hold exactly is refused with its reason.
+//!
+//! The manifest entry carries an [`LmEvalRecord`]: the lm-eval version, each
+//! task's YAML hash and dataset, its groups and how they aggregate, and the
+//! parts of lm-eval's results JSON that do not depend on scores, so that
+//! `score --output lm-eval` writes lm-eval's file.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// How a group aggregates one metric over its tasks (lm-eval's
+/// `aggregate_metric_list`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Aggregate {
+    /// The metric (`acc`, `acc_norm`).
+    pub metric: String,
+    /// A mean weighted by each task's documents (true), or of the tasks' means.
+    pub weight_by_size: bool,
+}
+
+/// One lm-eval task in a task file: a run of consecutive tasks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LmEvalTask {
+    /// Its lm-eval name (`mmlu_anatomy`).
+    pub name: String,
+    /// The name lm-eval prints (`anatomy`).
+    pub alias: String,
+    /// How many documents, in file order after the tasks before it.
+    pub docs: usize,
+    /// The metrics its YAML asks for that mcscore computes, in its order.
+    pub metrics: Vec<String>,
+    /// Those it asks for that mcscore does not compute (`mcc`, `f1`,
+    /// `brier_score`, `acc_mutual_info`): not in its results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
+    /// The YAML file that defines it, and its sha256.
+    pub yaml: Option<String>,
+    /// The YAML's sha256, in hex.
+    pub yaml_sha256: Option<String>,
+    /// Its dataset (`dataset_path`, `dataset_name`) and the split scored.
+    pub dataset: String,
+    /// The dataset revision its YAML pins, if it pins one.
+    pub revision: Option<String>,
+}
+
+/// One lm-eval group in a task file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LmEvalGroup {
+    /// Its lm-eval name (`mmlu_stem`).
+    pub name: String,
+    /// The name lm-eval prints (`stem`).
+    pub alias: String,
+    /// Its tasks and subgroups, by name.
+    pub children: Vec<String>,
+    /// The tasks beneath it, in lm-eval's order: what it aggregates.
+    pub leaves: Vec<String>,
+    /// The metrics it reports, and how.
+    pub aggregate: Vec<Aggregate>,
+    /// The YAML file that defines it.
+    pub yaml: Option<String>,
+    /// The YAML's sha256, in hex.
+    pub yaml_sha256: Option<String>,
+}
+
+/// What `build --lm-eval` asked of lm-eval: enough to export again
+/// (`verify`) and to say how the file was made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExportSettings {
+    /// The task, group or tag named.
+    pub name: String,
+    /// `--include-path`, as given.
+    pub include_path: Option<String>,
+    /// `--limit`: documents per task (a fraction below 1: of each task's).
+    pub limit: Option<f64>,
+    /// `--num-fewshot`; none: each task's own.
+    pub num_fewshot: Option<u32>,
+    /// `--fewshot-seed` (lm-eval's default 1234).
+    pub fewshot_seed: u64,
+}
+
+/// An lm-eval export, as its manifest entry records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LmEvalRecord {
+    /// The lm-eval version that rendered it.
+    pub lm_eval_version: String,
+    /// What was asked of it.
+    pub settings: ExportSettings,
+    /// Its tasks, in file order.
+    pub tasks: Vec<LmEvalTask>,
+    /// Its groups, outermost first.
+    pub groups: Vec<LmEvalGroup>,
+    /// lm-eval's `configs`, `versions`, `n-shot`, `higher_is_better` and
+    /// `n-samples` for these tasks and groups, as its results JSON gives them.
+    pub results: BTreeMap<String, serde_json::Value>,
+}
+
+impl LmEvalRecord {
+    /// Each task with the range of file tasks it holds.
+    pub fn ranges(&self) -> Vec<(&LmEvalTask, std::ops::Range<usize>)> {
+        let mut start = 0;
+        self.tasks
+            .iter()
+            .map(|t| {
+                start += t.docs;
+                (t, start - t.docs..start)
+            })
+            .collect()
+    }
+}
+
+/// lm-eval's metrics mcscore computes for multiple choice, from the same
+/// log-likelihoods lm-eval would be given.
+pub const METRICS: [&str; 3] = ["acc", "acc_norm", "acc_bytes"];
+
+#[cfg(feature = "sources")]
+pub use export::{export, verify, ExportSpec, LmEvalError, EXPORT_SCRIPT};
+
+#[cfg(feature = "sources")]
+mod export {
+    use std::collections::BTreeMap;
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    use mcscore_format::{Task, TaskFile, TaskWriter};
+    use serde::Deserialize;
+
+    use super::{Aggregate, ExportSettings, LmEvalGroup, LmEvalRecord, LmEvalTask, METRICS};
+    use crate::manifest::{Entry, GroupRuns, Provenance, SourceFile};
+    use crate::{DatasetError, VerifyFault};
+
+    /// The Python program that asks lm-eval for its requests.
+    pub const EXPORT_SCRIPT: &str = include_str!("lm_eval_export.py");
+
+    /// The exit status with which the script refuses, its reason on stderr's last line.
+    const REFUSED: i32 = 3;
+
+    /// What to export, and with which Python.
+    #[derive(Debug, Clone)]
+    pub struct ExportSpec {
+        /// The tasks, groups or tags, each to its own file.
+        pub names: Vec<String>,
+        /// A folder of task YAMLs (lm-eval's `--include_path`).
+        pub include_path: Option<PathBuf>,
+        /// Documents per task (lm-eval's `--limit`).
+        pub limit: Option<f64>,
+        /// Few-shot examples (lm-eval's `--num_fewshot`).
+        pub num_fewshot: Option<u32>,
+        /// The few-shot sampler's seed (lm-eval's `--fewshot_random_seed`).
+        pub fewshot_seed: u64,
+        /// The Python interpreter with lm-eval installed.
+        pub python: PathBuf,
+    }
+
+    /// Why an export failed.
+    #[derive(Debug, thiserror::Error)]
+    pub enum LmEvalError {
+        /// The interpreter could not be started.
+        #[error("{}: could not be run: {source} (name a Python that has lm-eval installed with --python)", python.display())]
+        NoPython {
+            /// The interpreter.
+            python: PathBuf,
+            /// Why.
+            source: std::io::Error,
+        },
+        /// lm-eval cannot be imported.
+        #[error("{}: {reason} (install it: pip install lm-eval; or name another interpreter with --python)", python.display())]
+        NoLmEval {
+            /// The interpreter.
+            python: PathBuf,
+            /// lm-eval's import error.
+            reason: String,
+        },
+        /// A task lm-eval refuses, or one that is not multiple choice.
+        #[error("lm-eval task {task}: {reason}")]
+        Refused {
+            /// The task, group or tag.
+            task: String,
+            /// Why.
+            reason: String,
+        },
+        /// A task lm-eval could not load: offline, its dataset is out of reach.
+        #[error("lm-eval task {task}: {reason} (offline? an --include-path folder of task YAMLs can give its data from local files: dataset_path: json, with data_files)")]
+        NotLoaded {
+            /// The task, group or tag.
+            task: String,
+            /// lm-eval's error.
+            reason: String,
+        },
+        /// lm-eval stopped with another error.
+        #[error("lm-eval failed ({status}); the end of what it printed:\n{tail}")]
+        Failed {
+            /// Its exit status.
+            status: String,
+            /// The last lines of its stderr.
+            tail: String,
+        },
+        /// What the script wrote could not be read.
+        #[error("lm-eval's export could not be read: {0}")]
+        Output(#[from] serde_json::Error),
+        /// A document the task file cannot hold as lm-eval scores it.
+        #[error("lm-eval task {task}: document {doc}: {reason}")]
+        Unfit {
+            /// The task.
+            task: String,
+            /// The document, by its lm-eval doc_id.
+            doc: usize,
+            /// Why.
+            reason: String,
+        },
+    }
+
+    #[derive(Deserialize)]
+    struct Exported {
+        lm_eval_version: Option<String>,
+        exports: Vec<Export>,
+        tasks: BTreeMap<String, ExportedTask>,
+        groups: BTreeMap<String, ExportedGroup>,
+        skeleton: BTreeMap<String, serde_json::Value>,
+    }
+
+    #[derive(Deserialize)]
+    struct Export {
+        name: String,
+        tasks: Vec<String>,
+        groups: Vec<String>,
+    }
+
+    #[derive(Deserialize)]
+    struct ExportedTask {
+        alias: String,
+        docs: Vec<Doc>,
+        metrics: Vec<String>,
+        yaml: Option<String>,
+        yaml_sha256: Option<String>,
+        dataset_path: Option<String>,
+        dataset_name: Option<String>,
+        split: Option<String>,
+        revision: Option<String>,
+        data_files: Option<serde_json::Value>,
+    }
+
+    #[derive(Deserialize)]
+    struct ExportedGroup {
+        alias: String,
+        children: Vec<String>,
+        leaves: Vec<String>,
+        aggregate: Vec<Aggregate>,
+        yaml: Option<String>,
+        yaml_sha256: Option<String>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Doc {
+        pub(super) doc_id: usize,
+        pub(super) gold: Option<usize>,
+        pub(super) choices: Vec<String>,
+        pub(super) context: String,
+        pub(super) continuations: Vec<String>,
+    }
+
+    /// Python's `str.isspace`, which lm-eval's `rstrip` uses: Unicode's
+    /// whitespace and the four information separators.
+    fn python_space(c: char) -> bool {
+        c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+    }
+
+    /// A document as one task: lm-eval moves the context's trailing
+    /// whitespace into each continuation before tokenising, and the layout
+    /// joins question and option with one space, so each moved continuation
+    /// must start with that space and be the choice lm-eval's `acc_norm`
+    /// measures.
+    pub(super) fn task_of(name: &str, doc: &Doc) -> Result<(String, Vec<String>, usize), LmEvalError> {
+        let unfit = |reason: String| LmEvalError::Unfit { task: name.to_owned(), doc: doc.doc_id, reason };
+        let context = doc.context.trim_end_matches(python_space);
+        if context.is_empty() {
+            return Err(unfit("its context is empty (lm-eval then conditions on the end-of-text token alone)".into()));
+        }
+        let moved = &doc.context[context.len()..];
+        let mut options = Vec::with_capacity(doc.continuations.len());
+        for (k, continuation) in doc.continuations.iter().enumerate() {
+            let whole = format!("{moved}{continuation}");
+            let Some(option) = whole.strip_prefix(' ') else {
+                return Err(unfit(format!(
+                    "option {k}'s continuation {whole:?} does not start with the one space that joins question and option in a task file"
+                )));
+            };
+            if doc.choices.get(k).map(String::as_str) != Some(option) {
+                return Err(unfit(format!(
+                    "option {k}'s continuation {whole:?} is not a space and its choice {:?}, whose length acc_norm divides by",
+                    doc.choices.get(k).map_or("", String::as_str)
+                )));
+            }
+            options.push(option.to_owned());
+        }
+        let gold = doc.gold.ok_or_else(|| unfit("its target is not one of its choices (lm-eval warns and scores it wrong)".into()))?;
+        Ok((context.to_owned(), options, gold))
+    }
+
+    /// Runs lm-eval on `spec` and returns what it exported.
+    fn run(spec: &ExportSpec) -> Result<Exported, LmEvalError> {
+        let args = serde_json::json!({
+            "tasks": spec.names,
+            "include_path": spec.include_path.as_ref().map(|p| p.display().to_string()),
+            "limit": spec.limit,
+            "num_fewshot": spec.num_fewshot,
+            "fewshot_seed": spec.fewshot_seed,
+        });
+        let output = Command::new(&spec.python)
+            .arg("-c")
+            .arg(EXPORT_SCRIPT)
+            .arg(args.to_string())
+            .output()
+            .map_err(|source| LmEvalError::NoPython { python: spec.python.clone(), source })?;
+        if output.status.success() {
+            return Ok(serde_json::from_slice(&output.stdout)?);
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if output.status.code() == Some(REFUSED) {
+            #[derive(Deserialize)]
+            struct Refusal {
+                task: Option<String>,
+                reason: String,
+                kind: String,
+            }
+            if let Some(refusal) = stderr.lines().last().and_then(|l| serde_json::from_str::<Refusal>(l).ok()) {
+                return Err(match refusal.task {
+                    Some(task) if refusal.kind == "load" => LmEvalError::NotLoaded { task, reason: refusal.reason },
+                    Some(task) => LmEvalError::Refused { task, reason: refusal.reason },
+                    None => LmEvalError::NoLmEval { python: spec.python.clone(), reason: refusal.reason },
+                });
+            }
+        }
+        let lines: Vec<&str> = stderr.lines().collect();
+        let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+        Err(LmEvalError::Failed { status: output.status.to_string(), tail })
+    }
+
+    /// The provenance of an export: each task's YAML and local data files,
+    /// hashed; hub datasets by name and revision.
+    fn provenance(exported: &Exported, export: &Export) -> Result<Provenance, DatasetError> {
+        let mut files = Vec::new();
+        let mut datasets = Vec::new();
+        let mut splits = Vec::new();
+        let mut revision = None;
+        for name in &export.tasks {
+            let task = &exported.tasks[name];
+            if let (Some(yaml), Some(sha256)) = (&task.yaml, &task.yaml_sha256) {
+                files.push(SourceFile { path: yaml.clone(), sha256: sha256.clone() });
+            }
+            let mut local = Vec::new();
+            collect_strings(task.data_files.as_ref(), &mut local);
+            for path in local {
+                if Path::new(&path).is_file() {
+                    files.push(SourceFile { sha256: crate::source_sha256(Path::new(&path))?, path });
+                }
+            }
+            let dataset = task.dataset_path.clone().unwrap_or_default();
+            if !datasets.contains(&dataset) {
+                datasets.push(dataset);
+            }
+            let split = task.split.clone().unwrap_or_default();
+            if !splits.contains(&split) {
+                splits.push(split);
+            }
+            revision = revision.or(task.revision.clone());
+        }
+        for name in &export.groups {
+            let group = &exported.groups[name];
+            if let (Some(yaml), Some(sha256)) = (&group.yaml, &group.yaml_sha256) {
+                files.push(SourceFile { path: yaml.clone(), sha256: sha256.clone() });
+            }
+        }
+        files.dedup();
+        Ok(Provenance { repo: datasets.join(","), config: String::new(), split: splits.join(","), revision, files })
+    }
+
+    fn collect_strings(value: Option<&serde_json::Value>, out: &mut Vec<String>) {
+        match value {
+            Some(serde_json::Value::String(s)) => out.push(s.clone()),
+            Some(serde_json::Value::Array(items)) => items.iter().for_each(|v| collect_strings(Some(v), out)),
+            Some(serde_json::Value::Object(map)) => map.values().for_each(|v| collect_strings(Some(v), out)),
+            _ => {}
+        }
+    }
+
+    /// The parts of lm-eval's results skeleton that concern `names`.
+    fn results_of(exported: &Exported, names: &[&str]) -> BTreeMap<String, serde_json::Value> {
+        exported
+            .skeleton
+            .iter()
+            .map(|(key, value)| {
+                let picked: serde_json::Map<String, serde_json::Value> = value
+                    .as_object()
+                    .map(|map| map.iter().filter(|(k, _)| names.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect())
+                    .unwrap_or_default();
+                (key.clone(), serde_json::Value::Object(picked))
+            })
+            .collect()
+    }
+
+    /// One name's tasks as the task file holds them (question, options, gold),
+    /// and its runs of lm-eval tasks.
+    type Rendered = (Vec<(String, Vec<String>, usize)>, GroupRuns);
+
+    /// `spec`'s names through lm-eval, each as its tasks; every document
+    /// is checked.
+    fn render(spec: &ExportSpec) -> Result<(Exported, Vec<Rendered>), DatasetError> {
+        let exported = run(spec)?;
+        let mut files = Vec::new();
+        for export in &exported.exports {
+            let mut tasks = Vec::new();
+            let mut groups = GroupRuns { field: "lm-eval task".into(), runs: Vec::new(), categories: None };
+            for name in &export.tasks {
+                let task = &exported.tasks[name];
+                for (expected, doc) in task.docs.iter().enumerate() {
+                    if doc.doc_id != expected {
+                        let reason = format!("documents are not 0, 1, 2, … (this is number {expected})");
+                        return Err(LmEvalError::Unfit { task: name.clone(), doc: doc.doc_id, reason }.into());
+                    }
+                    tasks.push(task_of(name, doc)?);
+                }
+                if !task.docs.is_empty() {
+                    groups.runs.push((name.clone(), task.docs.len()));
+                }
+            }
+            // Each task's innermost group, for the per-group tables.
+            let parent: BTreeMap<String, String> = export
+                .groups
+                .iter()
+                .flat_map(|g| {
+                    exported.groups[g].children.iter().filter(|c| exported.tasks.contains_key(*c)).map(move |c| (c.clone(), g.clone()))
+                })
+                .collect();
+            if !parent.is_empty() {
+                groups.categories = Some(parent);
+            }
+            files.push((tasks, groups));
+        }
+        Ok((exported, files))
+    }
+
+    /// Exports `spec`'s tasks through lm-eval and writes one task file per
+    /// name into `out` (`NAME.bin`), returning each manifest entry;
+    /// `file_name` says how the manifest refers to a path. Nothing is written
+    /// unless every document of every name fits.
+    pub fn export(spec: &ExportSpec, out: &Path, file_name: &dyn Fn(&Path) -> String) -> Result<Vec<Entry>, DatasetError> {
+        let (exported, files) = render(spec)?;
+        let version = exported.lm_eval_version.clone().unwrap_or_else(|| "unknown".into());
+        let mut entries = Vec::new();
+        for (export, (tasks, groups)) in exported.exports.iter().zip(files) {
+            let path = out.join(format!("{}.bin", export.name));
+            let mut writer = TaskWriter::create(&path, tasks.len())?;
+            for (question, options, gold) in &tasks {
+                writer.write(&Task::new(question, options.iter().map(String::as_str).collect(), *gold))?;
+            }
+            writer.finish()?;
+            let summary = mcscore_format::Summary::of(&TaskFile::open(&path)?);
+            let names: Vec<&str> = export.tasks.iter().chain(&export.groups).map(String::as_str).collect();
+            let record = LmEvalRecord {
+                lm_eval_version: version.clone(),
+                settings: ExportSettings {
+                    name: export.name.clone(),
+                    include_path: spec.include_path.as_ref().map(|p| p.display().to_string()),
+                    limit: spec.limit,
+                    num_fewshot: spec.num_fewshot,
+                    fewshot_seed: spec.fewshot_seed,
+                },
+                tasks: export
+                    .tasks
+                    .iter()
+                    .map(|name| {
+                        let t = &exported.tasks[name];
+                        let dataset = [t.dataset_path.as_deref(), t.dataset_name.as_deref(), t.split.as_deref()]
+                            .iter()
+                            .flatten()
+                            .copied()
+                            .collect::<Vec<_>>()
+                            .join(":");
+                        LmEvalTask {
+                            name: name.clone(),
+                            alias: t.alias.clone(),
+                            docs: t.docs.len(),
+                            metrics: t.metrics.iter().filter(|m| METRICS.contains(&m.as_str())).cloned().collect(),
+                            dropped: t.metrics.iter().filter(|m| !METRICS.contains(&m.as_str())).cloned().collect(),
+                            yaml: t.yaml.clone(),
+                            yaml_sha256: t.yaml_sha256.clone(),
+                            dataset,
+                            revision: t.revision.clone(),
+                        }
+                    })
+                    .collect(),
+                groups: export
+                    .groups
+                    .iter()
+                    .map(|name| {
+                        let g = &exported.groups[name];
+                        LmEvalGroup {
+                            name: name.clone(),
+                            alias: g.alias.clone(),
+                            children: g.children.clone(),
+                            leaves: g.leaves.clone(),
+                            aggregate: g.aggregate.clone(),
+                            yaml: g.yaml.clone(),
+                            yaml_sha256: g.yaml_sha256.clone(),
+                        }
+                    })
+                    .collect(),
+                results: results_of(&exported, &names),
+            };
+            entries.push(Entry {
+                name: export.name.clone(),
+                file: file_name(&path),
+                sha256: summary.sha256,
+                bytes: summary.bytes,
+                tasks: tasks.len(),
+                option_counts: summary.option_counts,
+                mode: summary.mode,
+                chance: 100.0 * summary.chance,
+                majority_class: 100.0 * summary.majority_class,
+                min_parallel: summary.min_parallel,
+                source: provenance(&exported, export)?,
+                licence: "as the dataset's card gives it (exported by lm-eval)".into(),
+                shots: None,
+                groups: (groups.runs.len() > 1).then_some(groups),
+                lm_eval: Some(Box::new(record)),
+            });
+        }
+        Ok(entries)
+    }
+
+    /// Exports what `entry` records again, with `python`, and lists where
+    /// `file` differs: its sha256 from the entry's, its tasks from lm-eval's
+    /// requests now.
+    pub fn verify(entry: &Entry, python: &Path, file: &TaskFile) -> Result<Vec<VerifyFault>, DatasetError> {
+        let mut faults = Vec::new();
+        let sha256 = mcscore_format::sha256_hex(file.bytes());
+        if sha256 != entry.sha256 {
+            faults.push(VerifyFault::FileSha256 { expected: entry.sha256.clone(), found: sha256 });
+        }
+        let Some(record) = entry.lm_eval.as_deref() else { return Ok(faults) };
+        let settings = &record.settings;
+        let spec = ExportSpec {
+            names: vec![settings.name.clone()],
+            include_path: settings.include_path.as_ref().map(PathBuf::from),
+            limit: settings.limit,
+            num_fewshot: settings.num_fewshot,
+            fewshot_seed: settings.fewshot_seed,
+            python: python.to_owned(),
+        };
+        let (_, mut files) = render(&spec)?;
+        let (expected, _) =
+            files.pop().ok_or_else(|| LmEvalError::Refused { task: settings.name.clone(), reason: "lm-eval exported nothing".into() })?;
+        if expected.len() != file.len() {
+            faults.push(VerifyFault::TaskCount { expected: expected.len(), found: file.len() });
+        }
+        for (index, ((question, options, gold), task)) in expected.iter().zip(file.tasks()).enumerate() {
+            if faults.len() >= crate::MAX_LISTED {
+                break;
+            }
+            if task.question != question {
+                faults.push(VerifyFault::Question { task: index });
+            }
+            if task.options() != options.iter().map(String::as_str).collect::<Vec<_>>() {
+                let found = task.options().iter().map(|o| o.to_string()).collect();
+                faults.push(VerifyFault::Options { task: index, expected: options.clone(), found });
+            } else if task.gold() != Some(*gold) {
+                faults.push(VerifyFault::Gold { task: index, expected: *gold, found: task.gold() });
+            }
+        }
+        Ok(faults)
+    }
+}
+
+#[cfg(all(test, feature = "sources"))]
+mod tests {
+    use super::export::{task_of, Doc};
+
+    /// Document 7 of a task, as the script exports it.
+    fn doc(context: &str, continuations: &[&str], choices: &[&str], gold: Option<usize>) -> Doc {
+        Doc {
+            doc_id: 7,
+            gold,
+            choices: choices.iter().map(|c| c.to_string()).collect(),
+            context: context.to_owned(),
+            continuations: continuations.iter().map(|c| c.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_document_becomes_the_task_lm_eval_tokenises() {
+        let d = doc("Question: 2+2?\nAnswer:", &[" 4", " 5"], &["4", "5"], Some(0));
+        assert_eq!(task_of("t", &d).unwrap(), ("Question: 2+2?\nAnswer:".to_owned(), vec!["4".to_owned(), "5".to_owned()], 0));
+        // lm-eval moves the context's trailing space into the continuation.
+        let d = doc("Answer: ", &["4", "5"], &["4", "5"], Some(1));
+        assert_eq!(task_of("t", &d).unwrap(), ("Answer:".to_owned(), vec!["4".to_owned(), "5".to_owned()], 1));
+    }
+
+    #[test]
+    fn what_a_task_file_cannot_hold_is_refused_with_its_reason() {
+        let refused = |context: &str, continuations: &[&str], choices: &[&str], gold| {
+            task_of("t", &doc(context, continuations, choices, gold)).unwrap_err().to_string()
+        };
+        let newline = refused("Answer:", &["\n4", "\n5"], &["4", "5"], Some(0));
+        assert!(
+            newline.contains("lm-eval task t: document 7: option 0's continuation \"\\n4\" does not start with the one space"),
+            "{newline}"
+        );
+        let moved = refused("Answer:\n", &["4", "5"], &["4", "5"], Some(0));
+        assert!(moved.contains("\"\\n4\""), "the moved newline is named: {moved}");
+        let other = refused("Answer:", &[" four", " five"], &["4", "5"], Some(0));
+        assert!(other.contains("is not a space and its choice \"4\""), "{other}");
+        assert!(refused("Answer:", &[" 4", " 5"], &["4", "5"], None).contains("its target is not one of its choices"));
+        assert!(refused(" \n", &[" 4", " 5"], &["4", "5"], Some(0)).contains("its context is empty"));
+    }
+}

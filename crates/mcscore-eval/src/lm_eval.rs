@@ -1,0 +1,208 @@
+//! lm-evaluation-harness's results JSON for a run of an lm-eval export
+//! (`build --lm-eval`, then `score --lm-eval`): its `results`, `groups`,
+//! `group_subtasks`, `configs`, `versions`, `n-shot`, `higher_is_better`,
+//! `n-samples` and `config`, with the numbers computed as lm-eval computes
+//! them, in the same order of floating-point operations, so that they agree
+//! to the last digit.
+//!
+//! lm-eval's `acc` is the first option with the largest summed
+//! log-likelihood (mcscore's `acc`), its `acc_norm` divides by the choice's
+//! characters (mcscore's `acc_char`) and its `acc_bytes` by its UTF-8 bytes
+//! (`acc_byte`). Its stderr of a mean is the sample standard deviation over
+//! √n; a group's mean is weighted by its tasks' sizes (or not, as its YAML
+//! says) and its stderr pooled.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use mcscore_datasets::lm_eval::{LmEvalGroup, LmEvalRecord};
+use serde_json::{json, Map, Value};
+
+use crate::log::TaskRecord;
+use crate::EvalError;
+
+/// The manifest entry of an lm-eval export, for the task file of sha256
+/// `file_sha256`: from `manifest` where one is named, else the nearest
+/// manifest found beside the file ([`crate::groups::found_manifests`]).
+pub fn record_for(task_file: &Path, file_sha256: &str, manifest: Option<&Path>) -> Result<LmEvalRecord, EvalError> {
+    let looked: Vec<PathBuf> = match manifest {
+        Some(m) => vec![m.to_owned()],
+        None => crate::groups::found_manifests(task_file),
+    };
+    for m in &looked {
+        if let Some(entry) = crate::groups::manifest_entry(m, file_sha256)? {
+            if let Some(record) = entry.lm_eval {
+                return Ok(*record);
+            }
+        }
+    }
+    Err(EvalError::NotAnLmEvalExport { path: task_file.to_owned(), looked })
+}
+
+/// lm-eval's mean: the sum in item order over the count.
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+/// lm-eval's `mean_stderr`: the sample standard deviation (n − 1) over √n,
+/// "N/A" below two items.
+fn mean_stderr(values: &[f64]) -> Value {
+    if values.len() < 2 {
+        return json!("N/A");
+    }
+    let mu = mean(values);
+    let squares: f64 = values.iter().map(|x| (x - mu) * (x - mu)).sum();
+    json!((squares / (values.len() - 1) as f64).sqrt() / (values.len() as f64).sqrt())
+}
+
+/// One metric's per-document values, 1.0 or 0.0, from mcscore's records.
+fn values(records: &[&TaskRecord], metric: &str) -> Option<Vec<f64>> {
+    let pick = |r: &TaskRecord| match metric {
+        "acc" => Some(r.correct.acc),
+        "acc_norm" => Some(r.correct.acc_char),
+        "acc_bytes" => Some(r.correct.acc_byte),
+        _ => None,
+    };
+    records.iter().map(|r| pick(r).map(|c| f64::from(u8::from(c)))).collect()
+}
+
+/// A group's figures from its leaf tasks', as lm-eval's `Group.aggregate`.
+fn aggregate(group: &LmEvalGroup, tasks: &Map<String, Value>) -> Value {
+    let mut out = Map::new();
+    out.insert("alias".into(), json!(group.alias));
+    out.insert("name".into(), json!(group.name));
+    if group.aggregate.is_empty() {
+        return Value::Object(out);
+    }
+    let leaves: Vec<&Map<String, Value>> = group.leaves.iter().filter_map(|l| tasks.get(l).and_then(Value::as_object)).collect();
+    let sample_len: u64 = leaves.iter().filter_map(|t| t.get("sample_len").and_then(Value::as_u64)).sum();
+    out.insert("sample_len".into(), json!(sample_len));
+    let mut counts = Map::new();
+    for how in &group.aggregate {
+        let key = format!("{},none", how.metric);
+        let stderr_key = format!("{}_stderr,none", how.metric);
+        let with: Vec<&&Map<String, Value>> = leaves.iter().filter(|t| t.contains_key(&key)).collect();
+        if with.is_empty() {
+            continue;
+        }
+        let metric: Vec<f64> = with.iter().filter_map(|t| t[&key].as_f64()).collect();
+        let true_sizes: Vec<f64> = with.iter().map(|t| t.get("sample_len").and_then(Value::as_u64).unwrap_or(0) as f64).collect();
+        let sizes: Vec<f64> = if how.weight_by_size { true_sizes.clone() } else { vec![1.0; metric.len()] };
+        let weighted: f64 = metric.iter().zip(&sizes).map(|(m, s)| m * s).sum();
+        out.insert(key.clone(), json!(weighted / sizes.iter().sum::<f64>()));
+        counts.insert(key, json!(true_sizes.iter().sum::<f64>() as u64));
+        let stderrs: Option<Vec<f64>> = with.iter().map(|t| t.get(&stderr_key).and_then(Value::as_f64)).collect();
+        let stderr = match stderrs {
+            Some(stderrs) if how.weight_by_size => {
+                let n: f64 = true_sizes.iter().sum();
+                let pooled: f64 = true_sizes.iter().zip(&stderrs).map(|(size, se)| (size - 1.0) * (se * se) * size).sum::<f64>()
+                    / (n - true_sizes.len() as f64);
+                json!((pooled / n).sqrt())
+            }
+            Some(stderrs) => json!(stderrs.iter().map(|se| se * se).sum::<f64>().sqrt() / stderrs.len() as f64),
+            None => json!("N/A"),
+        };
+        out.insert(stderr_key, stderr);
+    }
+    if !counts.is_empty() {
+        out.insert("sample_count".into(), Value::Object(counts));
+    }
+    Value::Object(out)
+}
+
+/// What lm-eval's `config` says of the model and the run.
+#[derive(Debug, Clone)]
+pub struct RunInfo {
+    /// The model file.
+    pub model: String,
+    /// Its sha256, where known.
+    pub model_sha256: Option<String>,
+    /// The task file and its sha256.
+    pub file: String,
+    /// The task file's sha256.
+    pub file_sha256: String,
+}
+
+/// lm-eval's results JSON for `records`, a run of the export `record`.
+pub fn results(records: &[TaskRecord], record: &LmEvalRecord, run: &RunInfo) -> Value {
+    let mut by_task: BTreeMap<&str, Vec<&TaskRecord>> = BTreeMap::new();
+    let ranges = record.ranges();
+    let mut sorted: Vec<&TaskRecord> = records.iter().collect();
+    sorted.sort_by_key(|r| r.task);
+    for r in sorted {
+        if let Some((task, _)) = ranges.iter().find(|(_, range)| range.contains(&r.task)) {
+            by_task.entry(task.name.as_str()).or_default().push(r);
+        }
+    }
+    let mut tasks = Map::new();
+    let mut samples = Map::new();
+    for (task, _) in &ranges {
+        let Some(scored) = by_task.get(task.name.as_str()) else { continue };
+        let mut figures = Map::new();
+        figures.insert("name".into(), json!(task.name));
+        figures.insert("alias".into(), json!(task.alias));
+        figures.insert("sample_len".into(), json!(scored.len()));
+        for metric in &task.metrics {
+            if let Some(values) = values(scored, metric) {
+                figures.insert(format!("{metric},none"), json!(mean(&values)));
+                figures.insert(format!("{metric}_stderr,none"), mean_stderr(&values));
+            }
+        }
+        tasks.insert(task.name.clone(), Value::Object(figures));
+        let original = record.results.get("n-samples").and_then(|n| n.get(&task.name)).and_then(|n| n.get("original")).cloned();
+        samples.insert(task.name.clone(), json!({"original": original.unwrap_or(json!(task.docs)), "effective": scored.len()}));
+    }
+    let mut groups = Map::new();
+    // Innermost first, as lm-eval computes them.
+    for group in record.groups.iter().rev() {
+        groups.insert(group.name.clone(), aggregate(group, &tasks));
+    }
+    let mut results = tasks.clone();
+    results.extend(groups.clone());
+    let picked = |key: &str| record.results.get(key).cloned().unwrap_or(json!({}));
+    let group_subtasks: Map<String, Value> = record.groups.iter().map(|g| (g.name.clone(), json!(g.children))).collect();
+    let settings = &record.settings;
+    json!({
+        "results": results,
+        "groups": groups,
+        "group_subtasks": group_subtasks,
+        "configs": picked("configs"),
+        "versions": picked("versions"),
+        "n-shot": picked("n-shot"),
+        "higher_is_better": picked("higher_is_better"),
+        "n-samples": samples,
+        "config": {
+            "model": "mcscore",
+            "model_args": format!("model={}", run.model),
+            "batch_size": null,
+            "batch_sizes": [],
+            "device": null,
+            "use_cache": null,
+            "limit": settings.limit,
+            "bootstrap_iters": 100000,
+            "gen_kwargs": null,
+            "fewshot_seed": settings.fewshot_seed,
+        },
+        "lm_eval_version": record.lm_eval_version,
+        "mcscore": {
+            "version": env!("CARGO_PKG_VERSION"),
+            "model_sha256": run.model_sha256,
+            "task_file": run.file,
+            "task_file_sha256": run.file_sha256,
+            "exported": settings.name,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stderr_of_a_mean_is_lm_evals_and_not_defined_for_one_item() {
+        // lm-eval on [1, 0, 0, 0]: 0.25 and 0.25; on [1, 1, 0, 0]: 0.2886751345948129.
+        assert_eq!(mean_stderr(&[1.0, 0.0, 0.0, 0.0]), json!(0.25));
+        assert_eq!(mean_stderr(&[1.0, 1.0, 0.0, 0.0]), json!(0.28867513459481287));
+        assert_eq!(mean_stderr(&[1.0]), json!("N/A"));
+    }
+}
