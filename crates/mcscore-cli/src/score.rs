@@ -10,6 +10,8 @@ use crate::chat_args::ChatArgs;
 use crate::engine_args::EngineArgs;
 use crate::progress::ProgressMode;
 use crate::run_text::{chat_line, note_selection, print_accuracies, Shown};
+use anyhow::Context;
+
 use crate::{defaults, output, Outcome};
 
 const EXAMPLES: &str = "\
@@ -110,6 +112,12 @@ pub(crate) struct Args {
     /// for a file `build --lm-eval` wrote, found by its manifest entry, and implies --lm-eval).
     #[arg(long, value_enum, default_value = "human")]
     output: OutputFormat,
+    /// With --output lm-eval: also write lm-eval's per-sample lines, one
+    /// `samples_TASK.jsonl` per lm-eval task, into DIR (what its --log_samples
+    /// writes: arguments, each option's log-likelihood and greedy flag as it
+    /// writes them, the metrics; not the dataset row).
+    #[arg(long, value_name = "DIR")]
+    lm_eval_samples: Option<PathBuf>,
     /// Print the results as JSON on stdout.
     #[arg(long, conflicts_with = "output")]
     json: bool,
@@ -282,6 +290,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if let Some(manifest) = args.manifest.as_deref() {
         crate::compare::check_named_manifest(manifest)?;
     }
+    if let Some(dir) = &args.lm_eval_samples {
+        if args.output != OutputFormat::LmEval {
+            return Err(crate::UsageError("--lm-eval-samples goes with --output lm-eval".into()).into());
+        }
+        output::check_dir(dir, "--lm-eval-samples")?;
+        std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+    }
     let (subset_flag, subset) = args.subset();
     let shard = match &args.shard {
         Some(text) => Some(shard_from(text, args.shards.map(|n| n as usize), &|name| std::env::var(name).ok())?),
@@ -404,6 +419,17 @@ fn print_results(
             file: path.display().to_string(),
             file_sha256: outcome.header.file_sha256.clone(),
         };
+        if let Some(dir) = &args.lm_eval_samples {
+            let file = mcscore_format::TaskFile::open(path)?;
+            for (task, lines) in mcscore_eval::lm_eval::samples(&outcome.records, &record, &file) {
+                let mut text = String::new();
+                for line in lines {
+                    text.push_str(&serde_json::to_string(&line)?);
+                    text.push('\n');
+                }
+                mcscore_format::write_atomic(dir.join(format!("samples_{task}.jsonl")), text.as_bytes())?;
+            }
+        }
         crate::print_json(&mcscore_eval::lm_eval::results(&outcome.records, &record, &run))?;
     } else if args.json {
         crate::print_json(&mcscore_eval::results::RunSummary::new(outcome, settings, args.lenient, groups, args.timings))?;

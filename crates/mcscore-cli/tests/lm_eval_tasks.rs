@@ -170,6 +170,23 @@ fn exported_tasks_score_as_lm_eval_scores_them_through_serve() {
     let built = offline(build);
     assert!(built.status.success(), "build --lm-eval failed:\n{}", tail(&stderr(&built)));
 
+    // verify exports again: the same requests pass; a task YAML changed
+    // since (one shot fewer) shows in every question.
+    let verify = |expect_ok: bool| {
+        let mut command = mcscore();
+        command.args(["verify", path_str(&out.join("arc_easy.bin")), "--manifest", path_str(&manifest)]);
+        let output = offline(command);
+        assert_eq!(output.status.success(), expect_ok, "verify:\n{}\n{}", stdout(&output), tail(&stderr(&output)));
+        stdout(&output)
+    };
+    assert!(verify(true).contains("verified: 10 tasks"));
+    let yaml = tasks.join("arc_easy.yaml");
+    let original = std::fs::read_to_string(&yaml).unwrap();
+    std::fs::write(&yaml, original.replace("num_fewshot: 2", "num_fewshot: 1")).unwrap();
+    let report = verify(false);
+    assert!(report.contains("10 MISMATCHES") && report.contains("task 0: question differs"), "{report}");
+    std::fs::write(&yaml, original).unwrap();
+
     // mcscore's own scores, and its lm-eval results JSON, per exported file.
     let model = model();
     let entries: Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
@@ -179,21 +196,12 @@ fn exported_tasks_score_as_lm_eval_scores_them_through_serve() {
     for entry in entries["datasets"].as_array().unwrap() {
         let file = out.join(Path::new(entry["file"].as_str().unwrap()).file_name().unwrap());
         let log = dir.join(format!("{}.jsonl", entry["name"].as_str().unwrap()));
+        let samples = dir.join("samples");
         let output = run(&[
-            "score",
-            "-m",
-            &model,
-            "-bf",
-            path_str(&file),
-            "--output",
-            "lm-eval",
-            "-t",
-            "2",
-            "--manifest",
-            path_str(&manifest),
-            "--log-samples",
-            path_str(&log),
-        ]);
+            &["score", "-m", &model, "-bf", path_str(&file), "--output", "lm-eval", "-t", "2", "--manifest", path_str(&manifest)][..],
+            &["--log-samples", path_str(&log), "--lm-eval-samples", path_str(&samples)],
+        ]
+        .concat());
         assert!(output.status.success(), "{}: {}", file.display(), stderr(&output));
         let results: Value = serde_json::from_str(&stdout(&output)).unwrap();
         for key in ["results", "n-samples", "versions", "n-shot", "higher_is_better", "configs", "group_subtasks"] {
@@ -259,8 +267,33 @@ fn exported_tasks_score_as_lm_eval_scores_them_through_serve() {
         assert_eq!(samples.len(), 1, "{task}: {samples:?}");
         let lines: Vec<Value> = std::fs::read_to_string(&samples[0]).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(lines.len(), LIMIT.parse::<usize>().unwrap(), "{task}");
+        let our_lines: Vec<Value> = std::fs::read_to_string(dir.join(format!("samples/samples_{task}.jsonl")))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(our_lines.len(), lines.len(), "{task}: samples");
         for sample in &lines {
             let doc = sample["doc_id"].as_u64().unwrap() as usize;
+            // --lm-eval-samples: lm-eval's fields, the greedy flags included
+            // (lm-eval's from the server's top log-probabilities, mcscore's
+            // from the rows it scores), as lm-eval writes them.
+            let our = &our_lines[doc];
+            for field in [
+                "doc_id",
+                "target",
+                "arguments",
+                "resps",
+                "filtered_resps",
+                "filter",
+                "metrics",
+                "prompt_hash",
+                "target_hash",
+                "acc",
+                "acc_norm",
+            ] {
+                assert_eq!(our.get(field), sample.get(field), "{task} doc {doc}: {field}");
+            }
             let index = here.start + doc;
             let t = file.task(index);
             let record = logged.iter().find(|r| r["task"].as_u64() == Some(index as u64)).unwrap();

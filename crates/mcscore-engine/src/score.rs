@@ -12,7 +12,7 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::token::LlamaToken;
 use rayon::prelude::*;
 
-use mcscore_metrics::{log_softmax_at, OptionScore};
+use mcscore_metrics::{log_softmax_greedy, OptionScore};
 
 use crate::memory::{Buffer, Resident};
 use crate::plan::{FlashAttention, Plan, Settings, MICRO_BATCH, MIN_OUTPUTS};
@@ -218,6 +218,7 @@ impl Engine {
             rows.sort_by_key(|r| r.entry);
 
             let mut sums: Vec<Vec<f64>> = group.iter().map(|t| vec![0.0; t.n_options()]).collect();
+            let mut greedy: Vec<Vec<bool>> = group.iter().map(|t| vec![true; t.n_options()]).collect();
             let mut next_row = 0;
             times.batching += fill_started.elapsed().as_secs_f64();
             // plan() never makes an empty fill
@@ -228,13 +229,14 @@ impl Engine {
                 let mine = &rows[next_row..end];
                 // each row's entry has logits set (has_row), so it was an output; earlier chunks took the rows before decoded.start
                 let logits: Vec<&[f32]> = mine.iter().map(|r| ctx.get_logits_ith((r.entry - decoded.start) as i32)).collect();
-                let values: Vec<f64> =
-                    logits.par_iter().zip(mine.par_iter()).map(|(l, r)| log_softmax_at(l, r.target.0 as usize)).collect();
-                for (r, v) in mine.iter().zip(values) {
+                let values: Vec<(f64, bool)> =
+                    logits.par_iter().zip(mine.par_iter()).map(|(l, r)| log_softmax_greedy(l, r.target.0 as usize)).collect();
+                for (r, (v, top)) in mine.iter().zip(values) {
                     if !v.is_finite() {
                         return Err(EngineError::NonFinite { task: group[r.task].index, option: r.option, value: v });
                     }
                     sums[r.task][r.option] += v;
+                    greedy[r.task][r.option] &= top;
                 }
                 next_row = end;
                 Ok(())
@@ -248,16 +250,18 @@ impl Engine {
             tokens.unshared += group.iter().map(PreparedTask::required_tokens).sum::<usize>();
             let consumer_started = Instant::now();
 
-            for (task, sums) in group.iter().zip(sums) {
+            for ((task, sums), greedy) in group.iter().zip(sums).zip(greedy) {
                 let options = sums
                     .iter()
+                    .zip(greedy)
                     .enumerate()
-                    .map(|(k, &logprob_sum)| OptionScore {
+                    .map(|(k, (&logprob_sum, greedy))| OptionScore {
                         logprob_sum,
                         tokens: task.scored[k].len() as u32,
                         chars: task.option_chars[k],
                         bytes: task.option_bytes[k],
                         uncond_logprob_sum: None,
+                        greedy: Some(greedy),
                     })
                     .collect();
                 scored += 1;
@@ -416,6 +420,7 @@ pub(crate) fn decode_fill<'m>(
 mod tests {
     use super::*;
     use crate::trie::tests::task;
+    use mcscore_metrics::log_softmax_at;
 
     #[test]
     fn entries_go_chain_first_then_unread_then_read_rows_parents_first() {

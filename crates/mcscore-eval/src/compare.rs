@@ -609,6 +609,7 @@ pub(crate) mod tests {
                 chars: 1,
                 bytes: 1,
                 uncond_logprob_sum: None,
+                greedy: None,
             })
             .collect();
         TaskRecord::new(task, options, vec![true, false, false])

@@ -234,7 +234,14 @@ mod tests {
             let gold = fields[5].parse::<usize>().unwrap() - 1;
             let options = means
                 .iter()
-                .map(|&m| mcscore_metrics::OptionScore { logprob_sum: m, tokens: 1, chars: 1, bytes: 1, uncond_logprob_sum: None })
+                .map(|&m| mcscore_metrics::OptionScore {
+                    logprob_sum: m,
+                    tokens: 1,
+                    chars: 1,
+                    bytes: 1,
+                    uncond_logprob_sum: None,
+                    greedy: None,
+                })
                 .collect();
             let record = TaskRecord::new(n, options, vec![gold == 0, gold == 1]);
             n += 1;

@@ -194,9 +194,124 @@ pub fn results(records: &[TaskRecord], record: &LmEvalRecord, run: &RunInfo) -> 
     })
 }
 
+/// Python's `repr` of a float, as lm-eval writes each log-likelihood into
+/// its samples (`str()` of the value): the shortest digits that read back
+/// to it, fixed notation from 1e-4 up to 1e16 and exponent notation beyond.
+fn python_float(x: f64) -> String {
+    if !x.is_finite() {
+        return if x.is_nan() {
+            "nan".into()
+        } else if x > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        };
+    }
+    // Rust's `{:e}` gives the same shortest digits: "-1.2345e-5".
+    let exp_form = format!("{x:e}");
+    let (mantissa, exponent) = exp_form.split_once('e').expect("{:e} writes an exponent");
+    let exponent: i32 = exponent.parse().expect("{:e} writes an integer exponent");
+    let (sign, mantissa) = mantissa.strip_prefix('-').map_or(("", mantissa), |m| ("-", m));
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    if !(-4..16).contains(&exponent) {
+        let mantissa = if digits.len() == 1 { digits } else { format!("{}.{}", &digits[..1], &digits[1..]) };
+        return format!("{sign}{mantissa}e{}{:02}", if exponent < 0 { '-' } else { '+' }, exponent.abs());
+    }
+    if exponent < 0 {
+        return format!("{sign}0.{}{digits}", "0".repeat((-exponent - 1) as usize));
+    }
+    let whole = exponent as usize + 1;
+    let padded = format!("{digits:0<whole$}");
+    let (int, frac) = padded.split_at(whole);
+    format!("{sign}{int}.{}", if frac.is_empty() { "0" } else { frac })
+}
+
+/// lm-eval's `hash_string`: sha256 of the text, in hex.
+fn hash_string(text: &str) -> String {
+    mcscore_format::sha256_hex(text.as_bytes())
+}
+
+/// lm-eval's per-sample lines (`--log_samples`'s `samples_TASK_*.jsonl`)
+/// for `records`, a run of the export `record` whose tasks `file` holds, one
+/// list per lm-eval task in file order. Each line has `doc_id`, `target`,
+/// `arguments` (the context and continuation lm-eval sends for each
+/// option), `resps` and `filtered_resps` (each option's log-likelihood and
+/// whether all its tokens were the greedy picks, written as lm-eval writes
+/// them), `filter`, `metrics`, `prompt_hash`, `target_hash` and the task's
+/// metrics. lm-eval's `doc` (the dataset row) and `doc_hash` are not
+/// known here; `target` is the gold option's index.
+pub fn samples(records: &[TaskRecord], record: &LmEvalRecord, file: &mcscore_format::TaskFile) -> Vec<(String, Vec<Value>)> {
+    let mut sorted: Vec<&TaskRecord> = records.iter().collect();
+    sorted.sort_by_key(|r| r.task);
+    record
+        .ranges()
+        .into_iter()
+        .map(|(task, range)| {
+            let lines = sorted
+                .iter()
+                .filter(|r| range.contains(&r.task))
+                .map(|r| {
+                    let t = file.task(r.task);
+                    let arguments: Map<String, Value> = t
+                        .options()
+                        .iter()
+                        .enumerate()
+                        .map(|(k, option)| (format!("gen_args_{k}"), json!({"arg_0": t.question, "arg_1": format!(" {option}")})))
+                        .collect();
+                    let responses: Vec<Value> = r
+                        .options
+                        .iter()
+                        .map(|o| {
+                            let greedy = o.greedy.map_or("None", |g| if g { "True" } else { "False" });
+                            json!([python_float(o.logprob_sum), greedy])
+                        })
+                        .collect();
+                    let target = r.gold.map_or_else(|| "None".to_owned(), |g| g.to_string());
+                    let mut line = Map::new();
+                    line.insert("doc_id".into(), json!(r.task - range.start));
+                    line.insert("target".into(), json!(target));
+                    line.insert("arguments".into(), Value::Object(arguments));
+                    line.insert("resps".into(), json!(responses.iter().map(|x| json!([x])).collect::<Vec<_>>()));
+                    line.insert("filtered_resps".into(), json!(responses));
+                    line.insert("filter".into(), json!("none"));
+                    line.insert("metrics".into(), json!(task.metrics));
+                    line.insert("prompt_hash".into(), json!(hash_string(t.question)));
+                    line.insert("target_hash".into(), json!(hash_string(&target)));
+                    for metric in &task.metrics {
+                        if let Some(value) = values(&[*r], metric) {
+                            line.insert(metric.clone(), json!(value[0]));
+                        }
+                    }
+                    Value::Object(line)
+                })
+                .collect();
+            (task.name.clone(), lines)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn floats_are_written_as_python_writes_them() {
+        // What Python 3.11 prints for repr() of each.
+        for (x, python) in [
+            (-1.0, "-1.0"),
+            (-0.0001, "-0.0001"),
+            (-0.00001, "-1e-05"),
+            (-12.345678901234567, "-12.345678901234567"),
+            (1e16, "1e+16"),
+            (123456789012345.6, "123456789012345.6"),
+            (-3.5e-7, "-3.5e-07"),
+            (0.0, "0.0"),
+            (-2.147483648, "-2.147483648"),
+            (1234.5, "1234.5"),
+        ] {
+            assert_eq!(python_float(x), python, "{x:e}");
+        }
+    }
 
     #[test]
     fn the_stderr_of_a_mean_is_lm_evals_and_not_defined_for_one_item() {

@@ -27,6 +27,10 @@ pub struct OptionScore {
     /// Σ log p of the same tokens after the context "Answer:" (`score --pmi`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncond_logprob_sum: Option<f64>,
+    /// Whether every one of those tokens was the model's greedy pick
+    /// (lm-evaluation-harness's `is_greedy`); none in logs before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub greedy: Option<bool>,
 }
 
 /// How an option's summed log-probability is normalised before the argmax.
@@ -134,6 +138,16 @@ pub fn softmax(x: &[f64]) -> Vec<f64> {
 /// infinite logits give a non-finite result, which the caller must refuse.
 pub fn log_softmax_at(logits: &[f32], index: usize) -> f64 {
     LogSoftmax::of(logits).at(logits, index)
+}
+
+/// [`log_softmax_at`], and whether `index` is the row's greedy pick: its
+/// first maximum, as torch's `argmax` and llama.cpp's greedy sampler take it
+/// (lm-evaluation-harness's `is_greedy` asks it of every continuation token).
+pub fn log_softmax_greedy(logits: &[f32], index: usize) -> (f64, bool) {
+    let row = LogSoftmax::of(logits);
+    // callers pass a token of the row's vocabulary, as for `at`
+    let top = logits[index];
+    (row.at(logits, index), top == row.max && !logits[..index].contains(&top))
 }
 
 /// The log-softmax of one row of logits, kept as its maximum and the log of
@@ -386,7 +400,7 @@ mod tests {
     use super::*;
 
     fn option(logprob_sum: f64, tokens: u32, chars: u32, bytes: u32) -> OptionScore {
-        OptionScore { logprob_sum, tokens, chars, bytes, uncond_logprob_sum: None }
+        OptionScore { logprob_sum, tokens, chars, bytes, uncond_logprob_sum: None, greedy: None }
     }
 
     #[test]
@@ -487,5 +501,15 @@ mod tests {
         // mc_text5: "Final result: 85.0000 +/- 3.5887" over 100 tasks.
         let p = Proportion { successes: 85, n: 100 };
         assert_eq!(format!("{:.4} +/- {:.4}", p.percent(), p.stderr_percent()), "85.0000 +/- 3.5887");
+    }
+
+    #[test]
+    fn the_greedy_pick_is_the_first_maximum() {
+        assert!(log_softmax_greedy(&[0.0, 2.0, 1.0], 1).1);
+        assert!(!log_softmax_greedy(&[0.0, 2.0, 1.0], 2).1);
+        // A tie goes to the first maximum, as torch's argmax gives it.
+        assert!(log_softmax_greedy(&[2.0, 0.0, 2.0], 0).1);
+        assert!(!log_softmax_greedy(&[2.0, 0.0, 2.0], 2).1);
+        assert_eq!(log_softmax_greedy(&[0.0, 2.0, 1.0], 2).0, log_softmax_at(&[0.0, 2.0, 1.0], 2));
     }
 }
