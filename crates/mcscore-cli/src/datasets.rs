@@ -99,10 +99,13 @@ pub(crate) struct BuildArgs {
     /// split's first K of the task's subject, after "The following are multiple
     /// choice questions (with answers) about SUBJECT."; CommonsenseQA: K drawn
     /// from its training split with --shot-seed, the same for every task).
-    #[arg(long, value_name = "K", value_parser = crate::numbers::whole(1u32, 64))]
+    ///
+    /// With --lm-eval: lm-eval's --num_fewshot for every task (0 allowed), in NAME.bin.
+    #[arg(long, value_name = "K", value_parser = crate::numbers::whole(0u32, 64))]
     shots: Option<u32>,
     /// Seed of a seeded shot draw (default 1234, lm-evaluation-harness's).
-    #[arg(long, value_name = "S", requires = "shots", value_parser = crate::numbers::at_least(0u64))]
+    /// With --lm-eval: lm-eval's --fewshot_random_seed, for tasks whose YAML sets their shots too.
+    #[arg(long, value_name = "S", value_parser = crate::numbers::at_least(0u64))]
     shot_seed: Option<u64>,
     /// Progress on stderr: a bar on a terminal, else a line every 30 s
     /// (tasks written, tasks/s: the count is known only at the end).
@@ -157,6 +160,13 @@ pub(crate) fn run_build(args: BuildArgs) -> anyhow::Result<Outcome> {
     }
     if !args.lm_eval.is_empty() {
         return build_lm_eval(&args);
+    }
+    // Outside --lm-eval, a k-shot file has 1 to 64 shots and a seed goes with them.
+    if args.shots == Some(0) {
+        return Err(crate::UsageError("--shots 0 is the benchmark's own file: build it without --shots (0 is for --lm-eval)".into()).into());
+    }
+    if args.shot_seed.is_some() && args.shots.is_none() {
+        return Err(crate::UsageError("--shot-seed goes with --shots K (or --lm-eval)".into()).into());
     }
     let names: Vec<&str> = if args.all_local {
         BENCHMARKS.iter().filter(|b| b.local.is_some()).map(|b| b.name).collect()

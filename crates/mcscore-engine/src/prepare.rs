@@ -57,14 +57,14 @@ pub(crate) fn prepare(model: &LlamaModel, tasks: &[(usize, Task<'_>)]) -> Result
 }
 
 fn prepare_one(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<PreparedTask, EngineError> {
-    let sequences = whole_sequences(model, index, task)?;
+    let sequences = whole_sequences(model, index, task, true)?;
     split_common_prefix(index, task, sequences)
 }
 
 /// Each option's `question + " " + option`, tokenised with the model's BOS
-/// rule and special text not parsed, as llama-perplexity does; a task with
-/// one option or past the text limit is refused first.
-fn whole_sequences(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<Vec<Vec<LlamaToken>>, EngineError> {
+/// rule (`special`: llama-perplexity's) and special text not parsed; a task
+/// with one option or past the text limit is refused first.
+fn whole_sequences(model: &LlamaModel, index: usize, task: &Task<'_>, special: bool) -> Result<Vec<Vec<LlamaToken>>, EngineError> {
     if task.options().len() < 2 {
         // The same rule as the task-file validator's (a lenient read lets it through).
         return Err(EngineError::OneOption { task: index });
@@ -81,7 +81,7 @@ fn whole_sequences(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<
             text.push_str(task.question);
             text.push(' ');
             text.push_str(option);
-            vocab.tokenize(text.as_bytes(), true, false)
+            vocab.tokenize(text.as_bytes(), special, false)
         })
         .collect())
 }
@@ -113,38 +113,46 @@ pub(crate) fn split_common_prefix(index: usize, task: &Task<'_>, sequences: Vec<
     })
 }
 
-/// Tokenises tasks as lm-evaluation-harness tokenises its requests: the
-/// whole text `question + " " + option` and the question alone, each with the
-/// model's BOS rule; an option scores every token of the whole after the
-/// question's count, whatever the options share. So a first word every
-/// option has counts, as it does in lm-eval, where llama-perplexity's rule
-/// leaves it out.
+/// Tokenises tasks as lm-evaluation-harness tokenises its requests
+/// (`_encode_pair`): the question alone and the whole text `question + " " +
+/// option`, each with the model's BOS rule; the model reads the question's
+/// own tokens and then each option's tokens of the whole after the
+/// question's count, and all of those are scored, whatever the options
+/// share. So a first word every option has counts, as in lm-eval, where
+/// llama-perplexity's rule leaves it out. An empty question (acc_mutual_info's
+/// unconditional requests) is lm-eval's prefix token: the BOS, else the EOS.
 pub(crate) fn prepare_contexts(model: &LlamaModel, tasks: &[(usize, Task<'_>)]) -> Result<Vec<PreparedTask>, EngineError> {
     tasks.par_iter().map(|(index, task)| prepare_context(model, *index, task)).collect()
 }
 
 fn prepare_context(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<PreparedTask, EngineError> {
-    let sequences = whole_sequences(model, index, task)?;
-    let context = model.vocab().tokenize(task.question.as_bytes(), true, false).len();
-    if let Some(option) = sequences.iter().position(|s| s.len() <= context) {
+    let vocab = model.vocab();
+    let mut context = vocab.tokenize(task.question.as_bytes(), true, false);
+    let continuations: Vec<Vec<LlamaToken>> = if context.is_empty() {
+        // A model without a BOS: lm-eval conditions on its prefix token, then
+        // reads the whole continuation.
+        let bos = vocab.bos();
+        context.push(if bos.0 >= 0 { bos } else { vocab.eos() });
+        whole_sequences(model, index, task, false)?
+    } else {
+        let n = context.len();
+        let wholes = whole_sequences(model, index, task, true)?;
+        if let Some(option) = wholes.iter().position(|s| s.len() <= n) {
+            return Err(EngineError::NothingAfterContext { task: index, option, text: task.options()[option].to_owned() });
+        }
+        // every whole is longer than the context (checked above)
+        wholes.into_iter().map(|s| s[n..].to_vec()).collect()
+    };
+    if let Some(option) = continuations.iter().position(Vec::is_empty) {
         return Err(EngineError::NothingAfterContext { task: index, option, text: task.options()[option].to_owned() });
     }
-    let shortest = sequences.iter().map(Vec::len).min().unwrap_or(0);
-    // The prefix decoded once stops where the first scored token is, and
-    // leaves each option at least one token: i < shortest, every sequence's length.
-    let common = (0..shortest.min(context)).take_while(|&i| sequences.iter().all(|s| s[i] == sequences[0][i])).count();
-    if common == 0 {
-        return Err(EngineError::NoCommonPrefix { task: index });
-    }
-    // common <= context < every sequence's length (checked above)
-    let scored = sequences.iter().map(|s| context - common..s.len() - common).collect();
     Ok(PreparedTask {
         index,
-        prefix: sequences[0][..common].to_vec(),
-        continuations: sequences.iter().map(|s| s[common..].to_vec()).collect(),
-        scored,
+        prefix: context,
+        scored: continuations.iter().map(|c| 0..c.len()).collect(),
+        continuations,
         labels: (0..task.options().len()).map(|k| task.is_correct(k)).collect(),
-        // checked against MAX_TEXT_BYTES (4 MiB) above, far below u32::MAX
+        // checked against MAX_TEXT_BYTES (4 MiB) by whole_sequences, far below u32::MAX
         option_chars: task.options().iter().map(|o| o.chars().count() as u32).collect(),
         option_bytes: task.options().iter().map(|o| o.len() as u32).collect(),
     })

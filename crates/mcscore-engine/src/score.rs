@@ -262,6 +262,7 @@ impl Engine {
                         bytes: task.option_bytes[k],
                         uncond_logprob_sum: None,
                         greedy: Some(greedy),
+                        uncond_greedy: None,
                     })
                     .collect();
                 scored += 1;

@@ -602,16 +602,7 @@ pub(crate) mod tests {
 
     /// A record whose pick is `pick` (its log-probability the highest), gold 0.
     pub(crate) fn record(task: usize, pick: usize) -> TaskRecord {
-        let options = (0..3)
-            .map(|k| OptionScore {
-                logprob_sum: if k == pick { -0.5 } else { -2.0 },
-                tokens: 1,
-                chars: 1,
-                bytes: 1,
-                uncond_logprob_sum: None,
-                greedy: None,
-            })
-            .collect();
+        let options = (0..3).map(|k| OptionScore::new(if k == pick { -0.5 } else { -2.0 }, 1, 1, 1)).collect();
         TaskRecord::new(task, options, vec![true, false, false])
     }
 

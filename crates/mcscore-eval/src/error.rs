@@ -938,14 +938,12 @@ pub enum SpecError {
         path: PathBuf,
     },
 
-    /// acc_pmi or a chat template asked of a file scored as lm-eval scores it:
-    /// both change the requests, which lm-eval renders at export.
-    #[error("{}: {what} does not apply to a file scored as lm-eval scores it; lm-eval renders its own requests (export again with the task's own settings)", path.display())]
-    LmEvalWith {
+    /// A chat template asked of a file scored as lm-eval scores it: lm-eval
+    /// renders its chat templates into the requests it exports.
+    #[error("{}: a chat template does not apply to a file scored as lm-eval scores it; lm-eval renders its own chat template into the requests (export with it applied)", path.display())]
+    LmEvalChat {
         /// The task file.
         path: PathBuf,
-        /// What was asked: `acc_pmi`, `a chat template`.
-        what: &'static str,
     },
 
     /// A job lent an engine loaded from another model than its own.

@@ -76,9 +76,8 @@ impl ScoreSpec {
         if self.pmi && self.kind == TaskKind::Winogrande {
             return Err(EvalError::Spec(SpecError::PmiWinogrande { path: path() }));
         }
-        if self.kind == TaskKind::LmEval && (self.pmi || !self.chat.is_none()) {
-            let what = if self.pmi { "acc_pmi" } else { "a chat template" };
-            return Err(EvalError::Spec(SpecError::LmEvalWith { path: path(), what }));
+        if self.kind == TaskKind::LmEval && !self.chat.is_none() {
+            return Err(EvalError::Spec(SpecError::LmEvalChat { path: path() }));
         }
         if self.ordered.is_some() && (self.subset.is_some() || self.limit.is_some() || self.shard.is_some() || self.pmi) {
             return Err(EvalError::Spec(SpecError::OrderedWith { path: path() }));
@@ -346,9 +345,14 @@ struct Logged {
     stopped: Option<crate::log::Stop>,
 }
 
+/// One task's options after no question (`--pmi`): each option's summed
+/// log-probability and whether its tokens were the greedy picks.
+type Unconditional = Vec<(f64, Option<bool>)>;
+
 /// `--pmi`'s pass: every selected task's options after the context
 /// "Answer:" alone, inside the same chat turns (no shots to split), tokenised
-/// and planned.
+/// and planned; for a file scored as lm-eval scores it, after no context
+/// (lm-eval's `acc_mutual_info`).
 fn unconditional_pass(
     spec: &ScoreSpec,
     engine: &Engine,
@@ -356,9 +360,16 @@ fn unconditional_pass(
     selected: &[(usize, Task<'_>)],
 ) -> Result<(Vec<PreparedTask>, Plan), EvalError> {
     let path = spec.file.as_path();
+    // lm-eval's acc_mutual_info conditions on nothing but the BOS.
+    let context = if spec.kind == TaskKind::LmEval { "" } else { UNCONDITIONAL_CONTEXT };
     let bare: Vec<(usize, Task<'_>)> =
-        selected.iter().map(|(i, t)| (*i, Task { question: UNCONDITIONAL_CONTEXT, mc1: t.mc1.clone(), mc2: Default::default() })).collect();
+        selected.iter().map(|(i, t)| (*i, Task { question: context, mc1: t.mc1.clone(), mc2: Default::default() })).collect();
     let unconditional_error = |source| EvalError::Unconditional { path: path.to_owned(), source };
+    if spec.kind == TaskKind::LmEval {
+        let prepared = engine.prepare_contexts(&bare).map_err(unconditional_error)?;
+        let plan = mcscore_engine::plan(&prepared, &spec.settings).map_err(unconditional_error)?;
+        return Ok((prepared, plan));
+    }
     let chat = ChatSpec { shots: None, ..spec.chat.clone() };
     let prepared = crate::chat::prepare(engine, &chat, template, path, &bare, spec.settings.task_limit(), unconditional_error)?.0;
     let plan = mcscore_engine::plan(&prepared, &spec.settings).map_err(unconditional_error)?;
@@ -786,7 +797,7 @@ impl<'e> ScoreJob<'e> {
         let settings = &spec.settings;
         let resumed = kept.len();
         let unconditional_started = Instant::now();
-        let (unconditional_sums, cancelled): (Vec<Vec<f64>>, bool) = match unconditional.filter(|_| !already_complete) {
+        let (unconditional_sums, cancelled): (Vec<Unconditional>, bool) = match unconditional.filter(|_| !already_complete) {
             Some((bare, bare_plan)) => {
                 // Only the tasks left need their unconditional sums.
                 // one bare task per prepared one, and the resume check refused more kept records than those
@@ -794,11 +805,11 @@ impl<'e> ScoreJob<'e> {
                 let bare_plan =
                     if resumed == 0 { bare_plan } else { mcscore_engine::plan(bare, settings).map_err(EvalError::engine(path))? };
                 progress.start(Phase::Unconditional, bare.len(), 0);
-                let mut sums: Vec<Vec<f64>> = Vec::with_capacity(bare.len());
+                let mut sums: Vec<Unconditional> = Vec::with_capacity(bare.len());
                 let scoring = Scoring { engine: &engine, tasks: bare, plan: &bare_plan, settings, path };
                 let run = score_fills(scoring, cancel, |event| {
                     if let FillEvent::Task(scores) = event {
-                        sums.push(scores.options.iter().map(|o| o.logprob_sum).collect());
+                        sums.push(scores.options.iter().map(|o| (o.logprob_sum, o.greedy)).collect());
                         progress.tick(Phase::Unconditional);
                     }
                     Ok(())
@@ -855,7 +866,8 @@ pub struct Running<'e> {
     already_complete: bool,
     stopped: Option<Stop>,
     /// Per task left at the start: its options' unconditional sums (acc_pmi).
-    unconditional_sums: Vec<Vec<f64>>,
+    /// Per task left, its options' unconditional figures.
+    unconditional_sums: Vec<Unconditional>,
     cancelled: bool,
     /// Fills made by this process.
     fills: usize,
@@ -923,8 +935,9 @@ impl Running<'_> {
             };
             // records began as the `resumed` kept ones and only grow
             if let Some(bare) = sums.get(records.len() - resumed) {
-                for (option, &sum) in scores.options.iter_mut().zip(bare) {
+                for (option, &(sum, greedy)) in scores.options.iter_mut().zip(bare) {
                     option.uncond_logprob_sum = Some(sum);
+                    option.uncond_greedy = greedy;
                 }
             }
             let record = TaskRecord::new(scores.task, scores.options, scores.labels);

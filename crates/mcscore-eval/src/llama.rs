@@ -232,17 +232,7 @@ mod tests {
             let fields: Vec<&str> = line.split_whitespace().collect();
             let means: Vec<f64> = fields[2..4].iter().map(|f| f.parse().unwrap()).collect();
             let gold = fields[5].parse::<usize>().unwrap() - 1;
-            let options = means
-                .iter()
-                .map(|&m| mcscore_metrics::OptionScore {
-                    logprob_sum: m,
-                    tokens: 1,
-                    chars: 1,
-                    bytes: 1,
-                    uncond_logprob_sum: None,
-                    greedy: None,
-                })
-                .collect();
+            let options = means.iter().map(|&m| mcscore_metrics::OptionScore::new(m, 1, 1, 1)).collect();
             let record = TaskRecord::new(n, options, vec![gold == 0, gold == 1]);
             n += 1;
             hits += usize::from(winogrande_hit(&record));

@@ -39,20 +39,56 @@ pub fn record_for(task_file: &Path, file_sha256: &str, manifest: Option<&Path>) 
     Err(EvalError::NotAnLmEvalExport { path: task_file.to_owned(), looked })
 }
 
-/// lm-eval's mean: the sum in item order over the count.
-fn mean(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len() as f64
+/// Python's `sum` of floats, which lm-eval's statistics use: left to right
+/// before 3.12, with Neumaier's compensation from 3.12 on (CPython's
+/// `builtin_sum_impl`), so that the results agree to the last digit with
+/// those of the Python that exported the tasks.
+#[derive(Debug, Clone, Copy)]
+struct PythonSum {
+    compensated: bool,
 }
 
-/// lm-eval's `mean_stderr`: the sample standard deviation (n − 1) over √n,
-/// "N/A" below two items.
-fn mean_stderr(values: &[f64]) -> Value {
-    if values.len() < 2 {
-        return json!("N/A");
+impl PythonSum {
+    /// The sum of the Python `version` ("3.11.7") the record names; a record
+    /// that names none is summed as before 3.12.
+    fn of(version: Option<&str>) -> PythonSum {
+        let mut parts = version.unwrap_or("3.11").split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        let (major, minor) = (parts.next().unwrap_or(3), parts.next().unwrap_or(0));
+        PythonSum { compensated: (major, minor) >= (3, 12) }
     }
-    let mu = mean(values);
-    let squares: f64 = values.iter().map(|x| (x - mu) * (x - mu)).sum();
-    json!((squares / (values.len() - 1) as f64).sqrt() / (values.len() as f64).sqrt())
+
+    fn sum(self, values: impl IntoIterator<Item = f64>) -> f64 {
+        let (mut total, mut compensation) = (0.0f64, 0.0f64);
+        for x in values {
+            if !self.compensated {
+                total += x;
+                continue;
+            }
+            let t = total + x;
+            compensation += if total.abs() >= x.abs() { (total - t) + x } else { (x - t) + total };
+            total = t;
+        }
+        if self.compensated && compensation != 0.0 && compensation.is_finite() {
+            total += compensation;
+        }
+        total
+    }
+
+    /// lm-eval's mean: the sum over the count.
+    fn mean(self, values: &[f64]) -> f64 {
+        self.sum(values.iter().copied()) / values.len() as f64
+    }
+
+    /// lm-eval's `mean_stderr`: the sample standard deviation (n − 1) over
+    /// √n, "N/A" below two items.
+    fn mean_stderr(self, values: &[f64]) -> Value {
+        if values.len() < 2 {
+            return json!("N/A");
+        }
+        let mu = self.mean(values);
+        let squares = self.sum(values.iter().map(|x| (x - mu) * (x - mu)));
+        json!((squares / (values.len() - 1) as f64).sqrt() / (values.len() as f64).sqrt())
+    }
 }
 
 /// One metric's per-document values, 1.0 or 0.0, from mcscore's records.
@@ -61,13 +97,14 @@ fn values(records: &[&TaskRecord], metric: &str) -> Option<Vec<f64>> {
         "acc" => Some(r.correct.acc),
         "acc_norm" => Some(r.correct.acc_char),
         "acc_bytes" => Some(r.correct.acc_byte),
+        "acc_mutual_info" => r.correct.acc_pmi,
         _ => None,
     };
     records.iter().map(|r| pick(r).map(|c| f64::from(u8::from(c)))).collect()
 }
 
 /// A group's figures from its leaf tasks', as lm-eval's `Group.aggregate`.
-fn aggregate(group: &LmEvalGroup, tasks: &Map<String, Value>) -> Value {
+fn aggregate(group: &LmEvalGroup, tasks: &Map<String, Value>, python: PythonSum) -> Value {
     let mut out = Map::new();
     out.insert("alias".into(), json!(group.alias));
     out.insert("name".into(), json!(group.name));
@@ -88,18 +125,19 @@ fn aggregate(group: &LmEvalGroup, tasks: &Map<String, Value>) -> Value {
         let metric: Vec<f64> = with.iter().filter_map(|t| t[&key].as_f64()).collect();
         let true_sizes: Vec<f64> = with.iter().map(|t| t.get("sample_len").and_then(Value::as_u64).unwrap_or(0) as f64).collect();
         let sizes: Vec<f64> = if how.weight_by_size { true_sizes.clone() } else { vec![1.0; metric.len()] };
-        let weighted: f64 = metric.iter().zip(&sizes).map(|(m, s)| m * s).sum();
+        // The sizes are Python ints, summed exactly.
+        let weighted = python.sum(metric.iter().zip(&sizes).map(|(m, s)| m * s));
         out.insert(key.clone(), json!(weighted / sizes.iter().sum::<f64>()));
         counts.insert(key, json!(true_sizes.iter().sum::<f64>() as u64));
         let stderrs: Option<Vec<f64>> = with.iter().map(|t| t.get(&stderr_key).and_then(Value::as_f64)).collect();
         let stderr = match stderrs {
             Some(stderrs) if how.weight_by_size => {
                 let n: f64 = true_sizes.iter().sum();
-                let pooled: f64 = true_sizes.iter().zip(&stderrs).map(|(size, se)| (size - 1.0) * (se * se) * size).sum::<f64>()
+                let pooled = python.sum(true_sizes.iter().zip(&stderrs).map(|(size, se)| (size - 1.0) * (se * se) * size))
                     / (n - true_sizes.len() as f64);
                 json!((pooled / n).sqrt())
             }
-            Some(stderrs) => json!(stderrs.iter().map(|se| se * se).sum::<f64>().sqrt() / stderrs.len() as f64),
+            Some(stderrs) => json!(python.sum(stderrs.iter().map(|se| se * se)).sqrt() / stderrs.len() as f64),
             None => json!("N/A"),
         };
         out.insert(stderr_key, stderr);
@@ -134,6 +172,7 @@ pub fn results(records: &[TaskRecord], record: &LmEvalRecord, run: &RunInfo) -> 
             by_task.entry(task.name.as_str()).or_default().push(r);
         }
     }
+    let python = PythonSum::of(record.python.as_deref());
     let mut tasks = Map::new();
     let mut samples = Map::new();
     for (task, _) in &ranges {
@@ -144,27 +183,29 @@ pub fn results(records: &[TaskRecord], record: &LmEvalRecord, run: &RunInfo) -> 
         figures.insert("sample_len".into(), json!(scored.len()));
         for metric in &task.metrics {
             if let Some(values) = values(scored, metric) {
-                figures.insert(format!("{metric},none"), json!(mean(&values)));
-                figures.insert(format!("{metric}_stderr,none"), mean_stderr(&values));
+                figures.insert(format!("{metric},none"), json!(python.mean(&values)));
+                figures.insert(format!("{metric}_stderr,none"), python.mean_stderr(&values));
             }
         }
         tasks.insert(task.name.clone(), Value::Object(figures));
         let original = record.results.get("n-samples").and_then(|n| n.get(&task.name)).and_then(|n| n.get("original")).cloned();
         samples.insert(task.name.clone(), json!({"original": original.unwrap_or(json!(task.docs)), "effective": scored.len()}));
     }
-    let mut groups = Map::new();
-    // Innermost first, as lm-eval computes them.
-    for group in record.groups.iter().rev() {
-        groups.insert(group.name.clone(), aggregate(group, &tasks));
-    }
     let mut results = tasks.clone();
-    results.extend(groups.clone());
+    let mut groups = Map::new();
+    for group in &record.groups {
+        let figures = aggregate(group, &tasks, python);
+        // lm-eval's "groups" holds only the groups that aggregate a metric.
+        if !group.aggregate.is_empty() {
+            groups.insert(group.name.clone(), figures.clone());
+        }
+        results.insert(group.name.clone(), figures);
+    }
     let picked = |key: &str| record.results.get(key).cloned().unwrap_or(json!({}));
     let group_subtasks: Map<String, Value> = record.groups.iter().map(|g| (g.name.clone(), json!(g.children))).collect();
     let settings = &record.settings;
-    json!({
+    let mut out = json!({
         "results": results,
-        "groups": groups,
         "group_subtasks": group_subtasks,
         "configs": picked("configs"),
         "versions": picked("versions"),
@@ -191,7 +232,11 @@ pub fn results(records: &[TaskRecord], record: &LmEvalRecord, run: &RunInfo) -> 
             "task_file_sha256": run.file_sha256,
             "exported": settings.name,
         },
-    })
+    });
+    if !groups.is_empty() {
+        out["groups"] = Value::Object(groups);
+    }
+    out
 }
 
 /// Python's `repr` of a float, as lm-eval writes each log-likelihood into
@@ -237,8 +282,8 @@ fn hash_string(text: &str) -> String {
 /// `arguments` (the context and continuation lm-eval sends for each
 /// option), `resps` and `filtered_resps` (each option's log-likelihood and
 /// whether all its tokens were the greedy picks, written as lm-eval writes
-/// them), `filter`, `metrics`, `prompt_hash`, `target_hash` and the task's
-/// metrics. lm-eval's `doc` (the dataset row) and `doc_hash` are not
+/// them; after them those of `acc_mutual_info`'s unconditional requests),
+/// `filter`, `metrics`, `prompt_hash`, `target_hash` and the task's metrics. lm-eval's `doc` (the dataset row) and `doc_hash` are not
 /// known here; `target` is the gold option's index.
 pub fn samples(records: &[TaskRecord], record: &LmEvalRecord, file: &mcscore_format::TaskFile) -> Vec<(String, Vec<Value>)> {
     let mut sorted: Vec<&TaskRecord> = records.iter().collect();
@@ -252,20 +297,33 @@ pub fn samples(records: &[TaskRecord], record: &LmEvalRecord, file: &mcscore_for
                 .filter(|r| range.contains(&r.task))
                 .map(|r| {
                     let t = file.task(r.task);
+                    // What lm-eval sent: its context kept the whitespace it
+                    // moves into the continuation only to tokenise.
+                    let moved = record.moved.get(&r.task).map_or("", String::as_str);
+                    let context = format!("{}{moved}", t.question);
                     let arguments: Map<String, Value> = t
                         .options()
                         .iter()
                         .enumerate()
-                        .map(|(k, option)| (format!("gen_args_{k}"), json!({"arg_0": t.question, "arg_1": format!(" {option}")})))
-                        .collect();
-                    let responses: Vec<Value> = r
-                        .options
-                        .iter()
-                        .map(|o| {
-                            let greedy = o.greedy.map_or("None", |g| if g { "True" } else { "False" });
-                            json!([python_float(o.logprob_sum), greedy])
+                        .map(|(k, option)| {
+                            let whole = format!(" {option}");
+                            (format!("gen_args_{k}"), json!({"arg_0": context, "arg_1": whole.get(moved.len()..).unwrap_or("")}))
                         })
                         .collect();
+                    let flag = |g: Option<bool>| g.map_or("None", |g| if g { "True" } else { "False" });
+                    let mut responses: Vec<Value> =
+                        r.options.iter().map(|o| json!([python_float(o.logprob_sum), flag(o.greedy)])).collect();
+                    // acc_mutual_info's unconditional requests follow the options, as lm-eval sends them.
+                    let mut arguments = arguments;
+                    if task.metrics.iter().any(|m| m == "acc_mutual_info") {
+                        let n = t.options().len();
+                        for (k, (option, o)) in t.options().iter().zip(&r.options).enumerate() {
+                            arguments.insert(format!("gen_args_{}", n + k), json!({"arg_0": "", "arg_1": format!(" {option}")}));
+                            if let Some(sum) = o.uncond_logprob_sum {
+                                responses.push(json!([python_float(sum), flag(o.uncond_greedy)]));
+                            }
+                        }
+                    }
                     let target = r.gold.map_or_else(|| "None".to_owned(), |g| g.to_string());
                     let mut line = Map::new();
                     line.insert("doc_id".into(), json!(r.task - range.start));
@@ -275,11 +333,11 @@ pub fn samples(records: &[TaskRecord], record: &LmEvalRecord, file: &mcscore_for
                     line.insert("filtered_resps".into(), json!(responses));
                     line.insert("filter".into(), json!("none"));
                     line.insert("metrics".into(), json!(task.metrics));
-                    line.insert("prompt_hash".into(), json!(hash_string(t.question)));
+                    line.insert("prompt_hash".into(), json!(hash_string(&context)));
                     line.insert("target_hash".into(), json!(hash_string(&target)));
                     for metric in &task.metrics {
-                        if let Some(value) = values(&[*r], metric) {
-                            line.insert(metric.clone(), json!(value[0]));
+                        if let Some(&value) = values(&[*r], metric).as_deref().and_then(<[f64]>::first) {
+                            line.insert(metric.clone(), json!(value));
                         }
                     }
                     Value::Object(line)
@@ -316,8 +374,20 @@ mod tests {
     #[test]
     fn the_stderr_of_a_mean_is_lm_evals_and_not_defined_for_one_item() {
         // lm-eval on [1, 0, 0, 0]: 0.25 and 0.25; on [1, 1, 0, 0]: 0.2886751345948129.
-        assert_eq!(mean_stderr(&[1.0, 0.0, 0.0, 0.0]), json!(0.25));
-        assert_eq!(mean_stderr(&[1.0, 1.0, 0.0, 0.0]), json!(0.28867513459481287));
-        assert_eq!(mean_stderr(&[1.0]), json!("N/A"));
+        let python = PythonSum::of(Some("3.11.7"));
+        assert_eq!(python.mean_stderr(&[1.0, 0.0, 0.0, 0.0]), json!(0.25));
+        assert_eq!(python.mean_stderr(&[1.0, 1.0, 0.0, 0.0]), json!(0.28867513459481287));
+        assert_eq!(python.mean_stderr(&[1.0]), json!("N/A"));
+    }
+
+    #[test]
+    fn python_from_3_12_sums_floats_with_compensation() {
+        // Python 3.11: sum([0.1] * 10) == 0.9999999999999999; 3.12: 1.0.
+        let tenths = [0.1; 10];
+        assert_eq!(PythonSum::of(Some("3.11.7")).sum(tenths), 0.9999999999999999);
+        assert_eq!(PythonSum::of(Some("3.12.1")).sum(tenths), 1.0);
+        // 3.12: sum([1e100, 1.0, -1e100, 1.0]) == 2.0 (3.11: 1.0).
+        assert_eq!(PythonSum::of(Some("3.12.1")).sum([1e100, 1.0, -1e100, 1.0]), 2.0);
+        assert_eq!(PythonSum::of(Some("3.11.7")).sum([1e100, 1.0, -1e100, 1.0]), 1.0);
     }
 }

@@ -41,10 +41,7 @@ fn header(tasks: usize, model: &str) -> Header {
 
 /// A task whose options score `sums` (one token, one character each), gold `gold`.
 fn record(task: usize, sums: &[f64], gold: usize) -> TaskRecord {
-    let options = sums
-        .iter()
-        .map(|&s| OptionScore { logprob_sum: s, tokens: 1, chars: 1, bytes: 1, uncond_logprob_sum: None, greedy: None })
-        .collect();
+    let options = sums.iter().map(|&s| OptionScore::new(s, 1, 1, 1)).collect();
     TaskRecord::new(task, options, (0..sums.len()).map(|k| k == gold).collect())
 }
 

@@ -45,7 +45,7 @@ pub(crate) fn header(sequential: bool) -> Header {
 pub(crate) fn log_text(header: &Header, tasks: usize, footer: &str) -> Vec<u8> {
     let mut text = serde_json::to_string(&Line::Header(Box::new(header.clone()))).unwrap() + "\n";
     for task in 0..tasks {
-        let options = vec![OptionScore { logprob_sum: -1.0, tokens: 1, chars: 1, bytes: 1, uncond_logprob_sum: None, greedy: None }; 2];
+        let options = vec![OptionScore::new(-1.0, 1, 1, 1); 2];
         text += &(serde_json::to_string(&Line::Task(TaskRecord::new(task, options, vec![true, false]))).unwrap() + "\n");
     }
     (text + footer + "\n").into_bytes()

@@ -31,6 +31,17 @@ pub struct OptionScore {
     /// (lm-evaluation-harness's `is_greedy`); none in logs before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub greedy: Option<bool>,
+    /// The same of the unconditional pass's tokens (`score --pmi`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncond_greedy: Option<bool>,
+}
+
+impl OptionScore {
+    /// An option's figures from one pass, with no unconditional pass and no
+    /// greedy flags.
+    pub fn new(logprob_sum: f64, tokens: u32, chars: u32, bytes: u32) -> OptionScore {
+        OptionScore { logprob_sum, tokens, chars, bytes, uncond_logprob_sum: None, greedy: None, uncond_greedy: None }
+    }
 }
 
 /// How an option's summed log-probability is normalised before the argmax.
@@ -400,7 +411,7 @@ mod tests {
     use super::*;
 
     fn option(logprob_sum: f64, tokens: u32, chars: u32, bytes: u32) -> OptionScore {
-        OptionScore { logprob_sum, tokens, chars, bytes, uncond_logprob_sum: None, greedy: None }
+        OptionScore::new(logprob_sum, tokens, chars, bytes)
     }
 
     #[test]

@@ -142,7 +142,7 @@ fn task_strategy() -> impl Strategy<Value = (Vec<f64>, usize)> {
 proptest! {
     #[test]
     fn nr_is_the_engines_acc_norm((sums, key) in task_strategy()) {
-        let options: Vec<OptionScore> = sums.iter().map(|&s| OptionScore { logprob_sum: s, tokens: 3, chars: 5, bytes: 5, uncond_logprob_sum: None, greedy: None }).collect();
+        let options: Vec<OptionScore> = sums.iter().map(|&s| OptionScore::new(s, 3, 5, 5)).collect();
         let norm: Vec<f64> = options.iter().map(|o| Normalisation::AccNorm.score(o)).collect();
         let task = TaskProbs::from_scores(&norm, key);
         prop_assert_eq!(Scheme::Nr.score(&task) == 1.0, Normalisation::AccNorm.predict(&options) == key);
