@@ -84,7 +84,7 @@ pub struct Entry {
     /// Set for an lm-eval export (`build --lm-eval`): its tasks, groups and
     /// lm-eval's results skeleton.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lm_eval: Option<Box<crate::lm_eval::LmEvalRecord>>,
+    pub lm_eval: Option<Box<LmEvalRecord>>,
 }
 
 /// Which group each task of a file is in, as runs of consecutive tasks in
@@ -162,5 +162,125 @@ impl Manifest {
     /// Where an entry's task file lies, relative to the manifest.
     pub fn file_path(manifest: &Path, entry: &Entry) -> PathBuf {
         manifest.parent().unwrap_or(Path::new(".")).join(&entry.file)
+    }
+}
+
+// What `build --lm-eval` records of an lm-evaluation-harness export: the
+// manifest's, read by `score --output lm-eval` and `verify`.
+
+/// How a group aggregates one metric over its tasks (lm-eval's
+/// `aggregate_metric_list`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Aggregate {
+    /// The metric (`acc`, `acc_norm`).
+    pub metric: String,
+    /// A mean weighted by each task's documents (true), or of the tasks' means.
+    pub weight_by_size: bool,
+}
+
+/// One lm-eval task in a task file: a run of consecutive tasks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LmEvalTask {
+    /// Its lm-eval name (`mmlu_anatomy`).
+    pub name: String,
+    /// The name lm-eval prints (`anatomy`).
+    pub alias: String,
+    /// How many documents, in file order after the tasks before it.
+    pub docs: usize,
+    /// The metrics its YAML asks for that mcscore computes, in its order.
+    pub metrics: Vec<String>,
+    /// Those it asks for that mcscore does not compute (`mcc`, `f1`,
+    /// `brier_score`, `exact_match`, any not averaged over documents): not
+    /// in its results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
+    /// The YAML file that defines it, and its sha256.
+    pub yaml: Option<String>,
+    /// The YAML's sha256, in hex.
+    pub yaml_sha256: Option<String>,
+    /// Its dataset (`dataset_path`, `dataset_name`) and the split scored.
+    pub dataset: String,
+    /// The dataset revision its YAML pins, if it pins one.
+    pub revision: Option<String>,
+}
+
+/// One lm-eval group in a task file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LmEvalGroup {
+    /// Its lm-eval name (`mmlu_stem`).
+    pub name: String,
+    /// The name lm-eval prints (`stem`).
+    pub alias: String,
+    /// Its tasks and subgroups, by name.
+    pub children: Vec<String>,
+    /// The tasks beneath it, in lm-eval's order: what it aggregates.
+    pub leaves: Vec<String>,
+    /// The metrics it reports, and how.
+    pub aggregate: Vec<Aggregate>,
+    /// The YAML file that defines it.
+    pub yaml: Option<String>,
+    /// The YAML's sha256, in hex.
+    pub yaml_sha256: Option<String>,
+}
+
+/// What `build --lm-eval` asked of lm-eval: enough to export again
+/// (`verify`) and to say how the file was made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExportSettings {
+    /// The task, group or tag named.
+    pub name: String,
+    /// `--include-path`, as given.
+    pub include_path: Option<String>,
+    /// `--limit`: documents per task (a fraction below 1: of each task's).
+    pub limit: Option<f64>,
+    /// `--num-fewshot`; none: each task's own.
+    pub num_fewshot: Option<u32>,
+    /// `--fewshot-seed` (lm-eval's default 1234).
+    pub fewshot_seed: u64,
+}
+
+/// An lm-eval export, as its manifest entry records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LmEvalRecord {
+    /// The lm-eval version that rendered it.
+    pub lm_eval_version: String,
+    /// The Python version it ran under, whose `sum` lm-eval's statistics use
+    /// (compensated from 3.12).
+    #[serde(default)]
+    pub python: Option<String>,
+    /// What was asked of it.
+    pub settings: ExportSettings,
+    /// Its tasks, in file order.
+    pub tasks: Vec<LmEvalTask>,
+    /// Its groups, outermost first.
+    pub groups: Vec<LmEvalGroup>,
+    /// File task → the whitespace lm-eval's context ended in, which it moved
+    /// into each continuation (the request it logs keeps it in the context).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub moved: BTreeMap<usize, String>,
+    /// lm-eval's `configs`, `versions`, `n-shot`, `higher_is_better` and
+    /// `n-samples` for these tasks and groups, as its results JSON gives them.
+    pub results: BTreeMap<String, serde_json::Value>,
+}
+
+impl LmEvalRecord {
+    /// Each task with the range of file tasks it holds.
+    pub fn ranges(&self) -> Vec<(&LmEvalTask, std::ops::Range<usize>)> {
+        let mut start = 0;
+        self.tasks
+            .iter()
+            .map(|t| {
+                start += t.docs;
+                (t, start - t.docs..start)
+            })
+            .collect()
+    }
+}
+
+impl LmEvalRecord {
+    /// Whether a task asks for `acc_mutual_info`, which needs the
+    /// unconditional pass.
+    pub fn needs_unconditional(&self) -> bool {
+        self.tasks.iter().any(|t| t.metrics.iter().any(|m| m == "acc_mutual_info"))
     }
 }
