@@ -10,6 +10,7 @@
 mod abort;
 pub mod budget;
 mod chat;
+mod generate;
 mod memory;
 mod plan;
 mod prepare;
@@ -29,6 +30,7 @@ use llama_cpp_2::token::LlamaToken;
 use mcscore_format::Task;
 
 pub use chat::{builtin_templates, BosSource};
+pub use generate::{Finish, Generation, GenerationRequest};
 pub use mcscore_metrics::OptionScore;
 pub use memory::{available_memory, Buffer, BufferUse, MemoryReport, Mmap, Resident};
 pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings, BATCH_RULE, MICRO_BATCH, OFFLOAD_BATCH_RULE};

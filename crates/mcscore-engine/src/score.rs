@@ -118,10 +118,10 @@ pub struct ScoreSummary {
 /// One token of a batch: what it is, where, for which sequences, and whether
 /// its logits row is read.
 pub(crate) struct Entry {
-    token: LlamaToken,
-    pos: i32,
-    seqs: std::ops::Range<i32>,
-    logits: bool,
+    pub(crate) token: LlamaToken,
+    pub(crate) pos: i32,
+    pub(crate) seqs: std::ops::Range<i32>,
+    pub(crate) logits: bool,
 }
 
 /// A logits row to read: it predicts `target` for option `option` of the
@@ -282,7 +282,13 @@ impl Engine {
     /// A llama.cpp context for `plan`'s fills: a unified KV cache, since one
     /// cell of a prefix tree belongs to several sequences.
     pub(crate) fn new_context(&self, plan: &Plan, settings: &Settings) -> Result<LlamaContext<'_>, EngineError> {
-        let params = LlamaContextParams::default()
+        let params = self.context_params(plan, settings)?;
+        self.model.new_context(self.backend, params).map_err(|source| EngineError::Context { source })
+    }
+
+    /// The context parameters for `plan` under `settings`.
+    pub(crate) fn context_params(&self, plan: &Plan, settings: &Settings) -> Result<LlamaContextParams, EngineError> {
+        Ok(LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(u32::try_from(plan.n_ctx).map_err(|_| EngineError::ContextOverflow { n_ctx: plan.n_ctx })?))
             .with_n_batch(plan.n_batch)
             .with_n_ubatch(plan.n_ubatch)
@@ -299,8 +305,7 @@ impl Engine {
                 FlashAttention::Auto => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_AUTO,
             })
             .with_n_threads(settings.threads)
-            .with_n_threads_batch(settings.threads_batch);
-        self.model.new_context(self.backend, params).map_err(|source| EngineError::Context { source })
+            .with_n_threads_batch(settings.threads_batch))
     }
 }
 
