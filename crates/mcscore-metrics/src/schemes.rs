@@ -99,45 +99,99 @@ impl Scheme {
         }
     }
 
-    /// The task's score under this rule.
+    /// The task's score under this rule, for the response the rule derives
+    /// from `p` ([`Scheme::respond`]).
     pub fn score(self, t: &TaskProbs) -> f64 {
-        let k = t.k() as f64;
-        let correct = t.pick() == t.key;
+        self.score_response(&self.respond(t), t.key, t.k())
+    }
+
+    /// The response this rule's mode would give, derived from `p`: the
+    /// log-probability version of each prompted mode.
+    pub fn respond(self, t: &TaskProbs) -> Response {
         match self {
-            Scheme::Nr => f64::from(u8::from(correct)),
+            Scheme::Nr => Response::Pick(t.pick()),
             Scheme::Nm { tau } => {
-                if t.p_max() > tau.unwrap_or(1.0 / k) {
-                    if correct {
-                        1.0
-                    } else {
-                        -1.0 / (k - 1.0)
-                    }
+                if t.p_max() > tau.unwrap_or(1.0 / t.k() as f64) {
+                    Response::Pick(t.pick())
                 } else {
-                    0.0
+                    Response::Abstain
                 }
             }
             Scheme::Elim { epsilon } | Scheme::ElimNm { epsilon } => {
-                let (distractors, key_out) = eliminated(t, epsilon);
+                let epsilon = epsilon.unwrap_or(1.0 / t.k() as f64);
+                Response::Eliminate((0..t.k()).filter(|&i| t.p[i] < epsilon).collect())
+            }
+            Scheme::Cbm => Response::Confident { pick: t.pick(), level: confidence_level(t.p_max()) },
+            Scheme::Ppa => Response::Allocate(t.p.clone()),
+            Scheme::Auc => Response::Attempts(t.key_rank()),
+        }
+    }
+
+    /// The score of `response` to a task of `k` options whose key is `key`,
+    /// as the paper states the rule. A response the rule cannot read (one
+    /// that did not parse, or another mode's) is scored as a wrong answer
+    /// that claims the least: NR 0, NM −1/(k−1), Elim 0 and Elim-NM −1 (the
+    /// key alone eliminated), CBM 0 (wrong at level 1), PPA 0 (all mass on
+    /// a distractor), AUC 0 (the key found last).
+    pub fn score_response(self, response: &Response, key: usize, k: usize) -> f64 {
+        let kf = k as f64;
+        match (self, response) {
+            (Scheme::Nr, Response::Pick(pick)) => f64::from(u8::from(*pick == key)),
+            (Scheme::Nr, _) => 0.0,
+            (Scheme::Nm { .. }, Response::Pick(pick)) if *pick == key => 1.0,
+            (Scheme::Nm { .. }, Response::Abstain) => 0.0,
+            (Scheme::Nm { .. }, _) => -1.0 / (kf - 1.0),
+            (Scheme::Elim { .. } | Scheme::ElimNm { .. }, response) => {
+                let (distractors, key_out) = match response {
+                    Response::Eliminate(out) => (out.iter().filter(|&&i| i != key && i < k).count(), out.contains(&key)),
+                    _ => (0, true),
+                };
                 let penalty = matches!(self, Scheme::ElimNm { .. });
                 match (key_out, penalty) {
                     (true, false) => 0.0,
-                    (true, true) => (distractors as f64 - (k - 1.0)) / (k - 1.0),
-                    (false, _) => distractors as f64 / (k - 1.0),
+                    (true, true) => (distractors as f64 - (kf - 1.0)) / (kf - 1.0),
+                    (false, _) => distractors as f64 / (kf - 1.0),
                 }
             }
-            Scheme::Cbm => {
-                let level = confidence_level(t.p_max());
-                match (correct, level) {
-                    (true, l) => l as f64,
-                    (false, 1) => 0.0,
-                    (false, 2) => -2.0,
-                    (false, _) => -6.0,
-                }
-            }
-            Scheme::Ppa => 1.0 - brier(t) / 2.0,
-            Scheme::Auc => (k - t.key_rank() as f64) / (k - 1.0),
+            (Scheme::Cbm, Response::Confident { pick, level }) => match (*pick == key, level) {
+                (true, l) => f64::from(*l),
+                (false, 1) => 0.0,
+                (false, 2) => -2.0,
+                (false, _) => -6.0,
+            },
+            (Scheme::Cbm, _) => 0.0,
+            (Scheme::Ppa, Response::Allocate(p)) if p.len() == k => 1.0 - brier_of(p, key) / 2.0,
+            (Scheme::Ppa, _) => 0.0,
+            (Scheme::Auc, Response::Attempts(a)) => (kf - (*a).clamp(1, k) as f64) / (kf - 1.0),
+            (Scheme::Auc, _) => 0.0,
         }
     }
+}
+
+/// What a model answered under a response mode, in the form its rule scores.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Response {
+    /// One option chosen (NR, NM), by index.
+    Pick(usize),
+    /// NM: no answer.
+    Abstain,
+    /// Elim, Elim-NM: the options eliminated, by index, ascending, each once.
+    Eliminate(Vec<usize>),
+    /// CBM: an answer and a confidence level, 1 to 3.
+    Confident {
+        /// The option chosen.
+        pick: usize,
+        /// The confidence level.
+        level: u8,
+    },
+    /// PPA: a probability for every option, in option order.
+    Allocate(Vec<f64>),
+    /// AUC: the attempt (from 1) at which the key was chosen; k where every
+    /// attempt allowed (k − 1) missed it.
+    Attempts(usize),
+    /// A response that did not parse.
+    Unparsed,
 }
 
 /// Distractors eliminated (p < ε) and whether the key was.
@@ -161,7 +215,12 @@ pub(crate) fn confidence_level(p_max: f64) -> u8 {
 
 /// Multi-class Brier score Σ_i (p_i − y_i)², in [0, 2].
 pub fn brier(t: &TaskProbs) -> f64 {
-    t.p.iter().enumerate().map(|(i, &p)| (p - f64::from(u8::from(i == t.key))).powi(2)).sum()
+    brier_of(&t.p, t.key)
+}
+
+/// The Brier score of the probabilities `p` against the key `key`.
+fn brier_of(p: &[f64], key: usize) -> f64 {
+    p.iter().enumerate().map(|(i, &p)| (p - f64::from(u8::from(i == key))).powi(2)).sum()
 }
 
 /// What each rule's score hides: the behaviour behind it.

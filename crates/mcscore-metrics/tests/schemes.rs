@@ -1,7 +1,7 @@
 //! Every scheme against hand-computed values, then properties.
 
 use mcscore_metrics::calibration::Calibration;
-use mcscore_metrics::schemes::{brier, Behaviour, Scheme, TaskProbs};
+use mcscore_metrics::schemes::{brier, Behaviour, Response, Scheme, TaskProbs};
 use mcscore_metrics::stats::{kendall, spearman, Bootstrap};
 use mcscore_metrics::{Normalisation, OptionScore};
 use proptest::prelude::*;
@@ -16,6 +16,46 @@ const ELIM_NM: Scheme = Scheme::ElimNm { epsilon: None };
 
 fn close(a: f64, b: f64) {
     assert!((a - b).abs() < 1e-12, "{a} != {b}");
+}
+
+/// Prompted responses, scored by the paper's rules, worked by hand for k = 4
+/// with the key at C (index 2).
+#[test]
+fn prompted_responses_score_by_the_papers_rules() {
+    let score = |scheme: Scheme, r: Response| scheme.score_response(&r, 2, 4);
+    // NR: 1/0.
+    close(score(Scheme::Nr, Response::Pick(2)), 1.0);
+    close(score(Scheme::Nr, Response::Pick(0)), 0.0);
+    // NM: +1, −1/(k−1), 0 for ABSTAIN.
+    close(score(NM, Response::Pick(2)), 1.0);
+    close(score(NM, Response::Pick(3)), -1.0 / 3.0);
+    close(score(NM, Response::Abstain), 0.0);
+    // Elim: a third per distractor eliminated; nothing once the key is.
+    close(score(ELIM, Response::Eliminate(vec![0, 3])), 2.0 / 3.0);
+    close(score(ELIM, Response::Eliminate(vec![0, 1, 3])), 1.0);
+    close(score(ELIM, Response::Eliminate(vec![0, 2])), 0.0);
+    close(score(ELIM, Response::Eliminate(vec![])), 0.0);
+    // Elim-NM: eliminating the key costs k − 1 thirds.
+    close(score(ELIM_NM, Response::Eliminate(vec![0, 2])), (1.0 - 3.0) / 3.0);
+    close(score(ELIM_NM, Response::Eliminate(vec![0, 1, 2, 3])), 0.0);
+    close(score(ELIM_NM, Response::Eliminate(vec![3])), 1.0 / 3.0);
+    // CBM: +1/+2/+3 right, 0/−2/−6 wrong.
+    for (level, right, wrong) in [(1, 1.0, 0.0), (2, 2.0, -2.0), (3, 3.0, -6.0)] {
+        close(score(Scheme::Cbm, Response::Confident { pick: 2, level }), right);
+        close(score(Scheme::Cbm, Response::Confident { pick: 1, level }), wrong);
+    }
+    // PPA: 1 − Brier/2; Brier of (0.1, 0.2, 0.6, 0.1) = 0.01 + 0.04 + 0.16 + 0.01.
+    close(score(Scheme::Ppa, Response::Allocate(vec![0.1, 0.2, 0.6, 0.1])), 1.0 - 0.22 / 2.0);
+    close(score(Scheme::Ppa, Response::Allocate(vec![0.0, 0.0, 1.0, 0.0])), 1.0);
+    // AUC: (k − a)/(k − 1).
+    for (a, expected) in [(1, 1.0), (2, 2.0 / 3.0), (3, 1.0 / 3.0), (4, 0.0)] {
+        close(score(Scheme::Auc, Response::Attempts(a)), expected);
+    }
+    // Unparsed: the wrong answer that claims least.
+    let unparsed = [(Scheme::Nr, 0.0), (NM, -1.0 / 3.0), (ELIM, 0.0), (ELIM_NM, -1.0), (Scheme::Cbm, 0.0), (Scheme::Ppa, 0.0), (Scheme::Auc, 0.0)];
+    for (scheme, expected) in unparsed {
+        close(score(scheme, Response::Unparsed), expected);
+    }
 }
 
 #[test]
