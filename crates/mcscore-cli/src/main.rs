@@ -37,6 +37,7 @@ mod progress;
 mod quantize;
 mod report;
 mod run_text;
+mod schemes;
 mod score;
 mod serve;
 mod signals;
@@ -87,6 +88,7 @@ enum Command {
     Compare(compare::Args),
     Quantize(quantize::Args),
     Sweep(sweep::Args),
+    Schemes(schemes::Args),
     Serve(serve::Args),
     Tokens(tokens::Args),
     View(view::Args),
@@ -151,6 +153,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::run(args),
         Command::Quantize(args) => quantize::run(args),
         Command::Sweep(args) => sweep::run(args),
+        Command::Schemes(args) => schemes::run_command(args),
         Command::Serve(args) => serve::run(args),
         Command::Tokens(args) => tokens::run(args),
         Command::View(args) => view::run(args),

@@ -53,10 +53,29 @@ enum Format {
     Llama,
 }
 
+/// The shard logs of `mcscore schemes --shard K/N`, joined into the run's
+/// log, and the run's tables.
+fn merge_schemes(args: &Args, target: Option<&Target<'_>>) -> anyhow::Result<Outcome> {
+    if args.output == Format::Llama {
+        return Err(crate::UsageError("--output llama: a run of `mcscore schemes` has no llama-perplexity output".into()).into());
+    }
+    let merged = mcscore_eval::schemes::merge(&args.logs)?;
+    if let (Some(out), Some(target)) = (&args.out, target) {
+        let mut file = mcscore_format::AtomicFile::with(out, target.existing)?;
+        std::io::Write::write_all(&mut file, mcscore_eval::schemes::log_text(&merged).as_bytes())?;
+        file.commit()?;
+        eprintln!("mcscore: {} shards merged into {} ({} tasks)", args.logs.len(), out.display(), merged.records.len());
+    }
+    crate::schemes::print_report(&[merged], 1000, 1, args.json, None)
+}
+
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let target = args.out.as_deref().map(|out| Target::new(out, "-o", args.force));
     if let Some(target) = &target {
         output::check_file(target, &args.logs.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
+    }
+    if mcscore_eval::schemes::is_log(&args.logs[0]) {
+        return merge_schemes(&args, target.as_ref());
     }
     let merged = merge(&args.logs)?;
     if let (Some(out), Some(target)) = (&args.out, &target) {

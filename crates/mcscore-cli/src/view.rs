@@ -36,7 +36,7 @@ const STYLE: &str = include_str!("view/view.css");
 #[command(
     after_help = "Examples:\n  mcscore view q4_k_m.jsonl q8_0.jsonl q2_k.jsonl -o quants.html\n  mcscore view --compare q4_k_m.jsonl q2_k.jsonl --sweep sweep.json -o page.html\n  mcscore view --sweep a.json b.json -o sweeps.html"
 )]
-#[command(group(clap::ArgGroup::new("input").required(true).multiple(true).args(["logs", "compare", "sweep"])))]
+#[command(group(clap::ArgGroup::new("input").required(true).multiple(true).args(["logs", "compare", "sweep", "schemes"])))]
 pub(crate) struct Args {
     /// --log-samples files of one task file, written by `mcscore score`; with
     /// two or more, the first is BASE and every other is compared with it.
@@ -48,6 +48,10 @@ pub(crate) struct Args {
     /// Sweeps saved by `mcscore sweep --save-json`, shown side by side.
     #[arg(long, value_name = "SWEEP.json", num_args = 1..)]
     sweep: Vec<PathBuf>,
+    /// Complete logs of `mcscore schemes` (one per model, of the same tasks):
+    /// the prompted schemes' tables and rankings.
+    #[arg(long, value_name = "LOG", num_args = 1..)]
+    schemes: Vec<PathBuf>,
     /// The page to write (HTML).
     #[arg(short = 'o', long = "output", value_name = "PAGE.html")]
     output: PathBuf,
@@ -94,6 +98,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         .iter()
         .copied()
         .chain(args.sweep.iter().map(PathBuf::as_path))
+        .chain(args.schemes.iter().map(PathBuf::as_path))
         .chain(args.task_file.as_deref())
         .chain(args.groups.as_deref())
         .chain(args.manifest.as_deref())
@@ -125,6 +130,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     spec.report =
         ReportOptions { normalisation: args.normalisation.into(), resamples: args.resamples, seed: args.seed, ..ReportOptions::default() };
     spec.sweep = sweep;
+    if !args.schemes.is_empty() {
+        let runs = args.schemes.iter().map(|p| mcscore_eval::schemes::read_log(p)).collect::<Result<Vec<_>, _>>()?;
+        spec.schemes = Some(mcscore_eval::schemes::report::build(&runs, args.resamples as usize, args.seed)?);
+    }
     let page = view::build(spec)?;
     let html = html(&page)?;
     let existing = if args.force { mcscore_format::Existing::Replace } else { mcscore_format::Existing::Refuse };
@@ -197,7 +206,7 @@ fn escape_html(text: &str) -> String {
 fn html(page: &Page) -> anyhow::Result<String> {
     let data = script_json(page)?;
     let plots = script_json(&page_plots(page)?)?;
-    let title = format!("mcscore view: {}", page.file.as_deref().unwrap_or("sweep"));
+    let title = format!("mcscore view: {}", page.file.as_deref().or(page.schemes.as_ref().map(|s| s.file.as_str())).unwrap_or("sweep"));
     Ok(format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src {script_hash}; style-src {style_hash}; img-src data:; base-uri 'none'; form-action 'none'\">\n\
@@ -206,7 +215,7 @@ fn html(page: &Page) -> anyhow::Result<String> {
          <header><h1 id=\"title\"></h1><div id=\"answer\"></div><nav id=\"nav\"></nav></header>\n\
          <main>\n<section id=\"scores\" hidden></section>\n<section id=\"compare\" hidden></section>\n\
          <section id=\"tasks\" hidden><div id=\"controls\"></div><div id=\"browser\"><ol id=\"task-list\"></ol><div id=\"task-detail\"></div></div></section>\n\
-         <section id=\"sweep\" hidden></section>\n</main>\n\
+         <section id=\"sweep\" hidden></section>\n<section id=\"schemes\" hidden></section>\n</main>\n\
          <script id=\"mcscore-data\" type=\"application/json\">{data}</script>\n\
          <script id=\"mcscore-plots\" type=\"application/json\">{plots}</script>\n\
          <script>{SCRIPT}</script>\n</body>\n</html>\n",

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use common::{interrupt, model, path_str, python_stats, repo, run, stderr, stdout};
+use common::{interrupt, model, path_str, python_stats, repo, run, setup_browser, stderr, stdout, view_browser};
 use serde_json::Value;
 
 /// Runs the independent implementation (tests/python/compare_reference.py).
@@ -544,30 +544,4 @@ fn view_of_the_quant_logs_in_headless_chromium() {
     let case = serde_json::json!({ "label": label, "questions": questions, "options": options, "groups": groups });
     std::fs::write(&hostile_case, case.to_string()).unwrap();
     view_browser(&browser, &["hostile", path_str(&hostile_page), path_str(&hostile_case)]);
-}
-
-/// The Selenium folder `scripts/setup-browser` installs, once Chromium is there.
-fn setup_browser() -> PathBuf {
-    let cache = std::env::var_os("MCSCORE_CACHE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/mcscore"));
-    let dir = cache.join("python-browser");
-    assert!(
-        dir.join("selenium").is_dir() && Path::new("/usr/bin/chromedriver").exists(),
-        "Selenium or Chromium is missing: run scripts/setup-browser first"
-    );
-    dir
-}
-
-fn view_browser(selenium: &Path, args: &[&str]) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/view_browser.py");
-    let out = Command::new("python3").arg(script).args(args).env("PYTHONPATH", selenium).output().expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "view_browser.py {}: {}{}",
-        args[0],
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    eprintln!("view_browser.py {}: {}", args[0], String::from_utf8_lossy(&out.stdout));
 }

@@ -5,37 +5,9 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
-use common::{model, path_str, python_stats, reference, repo, run, stderr, stdout, tempdir};
+use common::{model, path_str, reference, repo, run, schema_complaints, stderr, stdout, tempdir};
 use serde_json::{json, Value};
-
-/// Validates `document` against docs/schema/`schema` with jsonschema's
-/// Draft 2020-12 validator; returns its complaints (none when valid).
-fn complaints(schema: &str, document: &Value) -> Vec<String> {
-    let script = r#"
-import json, sys
-from jsonschema import Draft202012Validator
-schema = json.load(open(sys.argv[1]))
-Draft202012Validator.check_schema(schema)
-document = json.load(sys.stdin)
-for error in Draft202012Validator(schema).iter_errors(document):
-    print("/".join(map(str, error.absolute_path)) + ": " + error.message)
-"#;
-    let mut child = Command::new("python3")
-        .args(["-c", script, &repo(&format!("docs/schema/{schema}"))])
-        .env("PYTHONPATH", python_stats())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3 runs");
-    use std::io::Write;
-    child.stdin.take().unwrap().write_all(document.to_string().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "the validator failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().lines().map(str::to_owned).collect()
-}
 
 fn json_of(args: &[&str]) -> Value {
     let out = run(args);
@@ -56,7 +28,7 @@ fn results_json_follows_its_schema() {
     let log = dir.path().join("run.jsonl");
     let base = ["score", "-m", &model, &file, "--limit", "10", "--pmi", "--progress", "none"];
     let score = json_of(&[&base[..], &["--json", "--timings", "--log-samples", path_str(&log)]].concat());
-    assert_eq!(complaints("score.schema.json", &score), Vec::<String>::new(), "{score:#}");
+    assert_eq!(schema_complaints("score.schema.json", &score), Vec::<String>::new(), "{score:#}");
     assert_eq!(score["schema_version"], 3);
     // Fractions, from counts: 5 options everywhere is a chance of exactly 0.2.
     assert_eq!(score["chance"], json!(0.2));
@@ -67,7 +39,7 @@ fn results_json_follows_its_schema() {
     // A random pick of tasks records its size as the selection.
     let picked = json_of(&["score", "-m", &model, &file, "--multiple-choice-tasks", "6", "--json", "--progress", "none"]);
     assert_eq!(picked["selection"], 6);
-    assert_eq!(complaints("score.schema.json", &picked), Vec::<String>::new(), "{picked:#}");
+    assert_eq!(schema_complaints("score.schema.json", &picked), Vec::<String>::new(), "{picked:#}");
 
     // Shards merged: the same shape, with the shard count and the log.
     let shards: Vec<_> = (0..2).map(|k| dir.path().join(format!("s{k}.jsonl"))).collect();
@@ -76,11 +48,11 @@ fn results_json_follows_its_schema() {
         assert!(out.status.success(), "{}", stderr(&out));
     }
     let merged = json_of(&["merge", path_str(&shards[0]), path_str(&shards[1]), "--json"]);
-    assert_eq!(complaints("score.schema.json", &merged), Vec::<String>::new(), "{merged:#}");
+    assert_eq!(schema_complaints("score.schema.json", &merged), Vec::<String>::new(), "{merged:#}");
     assert_eq!(merged["metrics"], score["metrics"]);
 
     let report = json_of(&["report", path_str(&log), "--json", "--resamples", "200"]);
-    assert_eq!(complaints("report.schema.json", &report), Vec::<String>::new(), "{report:#}");
+    assert_eq!(schema_complaints("report.schema.json", &report), Vec::<String>::new(), "{report:#}");
     let m = &report["models"][0];
     assert_eq!(m["normalisations"]["acc_norm"]["mean"], score["metrics"]["acc_norm"]["accuracy"]);
     for group in ["normalisations", "schemes"] {
@@ -96,13 +68,13 @@ fn results_json_follows_its_schema() {
     let mut old = score.clone();
     old["metrics"]["acc"]["accuracy"] = json!(40.0);
     old["chance"] = json!(20.0);
-    let said = complaints("score.schema.json", &old);
+    let said = schema_complaints("score.schema.json", &old);
     assert!(said.iter().any(|c| c.starts_with("metrics/acc/accuracy:")) && said.iter().any(|c| c.starts_with("chance:")), "{said:?}");
     let mut old = report.clone();
     old["models"][0]["normalisations"] = json!([["acc", {"mean": 40.0, "low": 10.0, "high": 70.0}]]);
-    assert!(!complaints("report.schema.json", &old).is_empty());
+    assert!(!schema_complaints("report.schema.json", &old).is_empty());
     let mut unknown = score;
     unknown["accuracy_percent"] = json!(50.0);
-    assert!(complaints("score.schema.json", &unknown).iter().any(|c| c.contains("accuracy_percent")));
+    assert!(schema_complaints("score.schema.json", &unknown).iter().any(|c| c.contains("accuracy_percent")));
     assert!(Path::new(&repo("docs/formats.md")).exists());
 }

@@ -142,6 +142,38 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// The tokens of a line break as the model writes one: its newline
+    /// token (a SentencePiece vocabulary would otherwise tokenise "\n"
+    /// alone with a leading space), or the tokenizer's where it has none.
+    pub fn newline(&self) -> Vec<u32> {
+        let vocab = self.model.vocab();
+        match u32::try_from(vocab.nl().0).ok().filter(|&t| t < self.n_vocab()) {
+            Some(token) => vec![token],
+            None => vocab.tokenize(b"\n", false, false).into_iter().map(|t| t.0 as u32).collect(),
+        }
+    }
+
+    /// Tokenises a whole prompt to generate after: special-token text read
+    /// as the tokens where `special` (a rendered chat prompt), and exactly
+    /// one BOS, the text's own or the tokenizer's, as [`Engine::prepare_chat`] gives.
+    pub fn tokenize_prompt(&self, text: &str, special: bool) -> Result<Vec<u32>, EngineError> {
+        crate::check_text_length(None, text.len())?;
+        let mut tokens = self.model.vocab().tokenize(text.as_bytes(), false, special);
+        let bos = self.special_tokens().0.map(|b| LlamaToken(b as i32));
+        let leading = tokens.iter().take_while(|&&t| Some(t) == bos).count();
+        let written = bos.is_some_and(|b| tokens.contains(&b));
+        match (leading, self.bos()) {
+            (0, Some(added)) if !written => tokens.insert(0, LlamaToken(added as i32)),
+            (0 | 1, _) => {}
+            (n, _) => {
+                return Err(EngineError::InvalidPrompt { prompt: 0, message: format!("the rendered prompt begins with {n} BOS tokens") })
+            }
+        }
+        Ok(tokens.into_iter().map(|t| t.0 as u32).collect())
+    }
+}
+
 fn prepare_one(engine: &Engine, index: usize, task: &Task<'_>, prompt: &str) -> Result<(PreparedTask, BosSource), EngineError> {
     if task.options().len() < 2 {
         return Err(EngineError::OneOption { task: index });

@@ -19,10 +19,13 @@ use std::ops::ControlFlow;
 
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
 
 use crate::plan::{round_up, Plan, Settings, MAX_SEQUENCES, MICRO_BATCH};
-use crate::score::{decode_fill, Completion, Entry, ScoreTimes};
+use crate::score::{decode_fill, fill_entries, Completion, Entry, ScoreTimes};
+use crate::trie::Trie;
 use crate::{Engine, EngineError, LlamaCause};
 
 /// One response to generate.
@@ -46,6 +49,9 @@ pub enum Finish {
     EndOfGeneration,
     /// It reached the request's `max_tokens`.
     MaxTokens,
+    /// The grammar allowed no token, not even an end (a grammar that
+    /// cannot be completed from where the response stands).
+    GrammarDeadEnd,
 }
 
 /// A generated response.
@@ -60,9 +66,11 @@ pub struct Generation {
 /// A sequence being generated within a wave.
 struct Live {
     request: usize,
-    sampler: LlamaSampler,
+    grammar: Option<LlamaSampler>,
     tokens: Vec<u32>,
     prompt: usize,
+    /// Its sequence id.
+    seq: i32,
     finish: Option<Finish>,
 }
 
@@ -95,7 +103,7 @@ impl Engine {
             }
             if let Some(grammar) = &request.grammar {
                 // Parsed now, so that a bad grammar fails before any decode.
-                self.sampler(index, Some(grammar))?;
+                self.grammar(index, grammar)?;
             }
         }
         if requests.is_empty() {
@@ -130,28 +138,17 @@ impl Engine {
             let first = wave_index * parallel;
             ctx.clear_kv_cache();
             let mut live: Vec<Live> = Vec::with_capacity(wave.len());
-            let mut entries: Vec<Entry> = Vec::new();
             for (s, request) in wave.iter().enumerate() {
                 live.push(Live {
                     request: first + s,
-                    sampler: self.sampler(first + s, request.grammar.as_deref())?,
+                    grammar: request.grammar.as_deref().map(|g| self.grammar(first + s, g)).transpose()?,
                     tokens: Vec::new(),
                     prompt: request.tokens.len(),
+                    seq: s as i32,
                     finish: None,
                 });
-                let last = request.tokens.len() - 1;
-                for (pos, &token) in request.tokens.iter().enumerate() {
-                    entries.push(Entry {
-                        token: LlamaToken(token as i32),
-                        pos: pos as i32,
-                        seqs: s as i32..s as i32 + 1,
-                        logits: pos == last,
-                    });
-                }
             }
-            // Which sequence each entry with a row belongs to.
-            let mut owners: Vec<(usize, usize)> =
-                entries.iter().enumerate().filter(|(_, e)| e.logits).map(|(i, e)| (i, e.seqs.start as usize)).collect();
+            let (mut entries, mut owners) = prefill(wave, &mut live);
             loop {
                 let mut next_owner = 0;
                 let step = decode_fill(&mut ctx, &mut batch, &entries, pad_seq, &mut times, &fail, interrupted, |ctx, decoded| {
@@ -167,8 +164,7 @@ impl Engine {
                             });
                         }
                         let l = &mut live[s];
-                        let token = l.sampler.sample(ctx, row);
-                        let id = u32::try_from(token.0).ok().filter(|&t| t < n_vocab);
+                        let id = choose(ctx.get_logits_ith(row), l.grammar.as_mut());
                         match id {
                             Some(id) if !self.is_end_of_generation(id) => {
                                 l.tokens.push(id);
@@ -176,7 +172,8 @@ impl Engine {
                                     l.finish = Some(Finish::MaxTokens);
                                 }
                             }
-                            _ => l.finish = Some(Finish::EndOfGeneration),
+                            Some(_) => l.finish = Some(Finish::EndOfGeneration),
+                            None => l.finish = Some(Finish::GrammarDeadEnd),
                         }
                     }
                     Ok(())
@@ -194,13 +191,14 @@ impl Engine {
                 entries.clear();
                 owners.clear();
                 for (s, l) in live.iter().enumerate().filter(|(_, l)| l.finish.is_none()) {
+                    let seq = l.seq;
                     // A live sequence has sampled at least one token.
                     let Some(&token) = l.tokens.last() else { continue };
                     owners.push((entries.len(), s));
                     entries.push(Entry {
                         token: LlamaToken(token as i32),
                         pos: (l.prompt + l.tokens.len() - 1) as i32,
-                        seqs: s as i32..s as i32 + 1,
+                        seqs: seq..seq + 1,
                         logits: true,
                     });
                 }
@@ -220,17 +218,80 @@ impl Engine {
         Ok(Completion::Finished)
     }
 
-    /// Greedy sampling, behind `grammar` where given.
-    fn sampler(&self, request: usize, grammar: Option<&str>) -> Result<LlamaSampler, EngineError> {
-        Ok(match grammar {
-            None => LlamaSampler::greedy(),
-            Some(grammar) => {
-                let constrained = LlamaSampler::grammar(&self.model, grammar, "root").map_err(|e| EngineError::InvalidPrompt {
-                    prompt: request,
-                    message: format!("its grammar does not parse ({e}); llama.cpp's log above says where"),
-                })?;
-                LlamaSampler::chain_simple([constrained, LlamaSampler::greedy()])
-            }
+    /// llama.cpp's grammar sampler for `grammar`.
+    fn grammar(&self, request: usize, grammar: &str) -> Result<LlamaSampler, EngineError> {
+        LlamaSampler::grammar(&self.model, grammar, "root").map_err(|e| EngineError::InvalidPrompt {
+            prompt: request,
+            message: format!("its grammar does not parse ({e}); llama.cpp's log above says where"),
         })
     }
+}
+
+/// A wave's prompts as one fill, and for each entry whose row is read the
+/// live sequence it starts. Prompts that share their first tokens share
+/// those tokens' cells, as a fill's tasks do (a prefix tree, decoded parents
+/// first), each prompt's last token a leaf whose number is its sequence id;
+/// where one prompt is another's start, or two are the same, each prompt is
+/// decoded in a sequence of its own.
+fn prefill(wave: &[GenerationRequest], live: &mut [Live]) -> (Vec<Entry>, Vec<(usize, usize)>) {
+    let mut trie = Trie::default();
+    let sequences: Vec<Vec<LlamaToken>> = wave.iter().map(|r| r.tokens.iter().map(|&t| LlamaToken(t as i32)).collect()).collect();
+    let lasts: Vec<u32> = sequences.iter().filter_map(|s| trie.insert_sequence(s).last().copied()).collect();
+    // Each leaf ends at least one prompt: as many leaves as prompts, and
+    // every prompt ends at a leaf of its own.
+    if trie.leaves() == wave.len() && lasts.len() == wave.len() {
+        let layout = trie.layout();
+        let mut has_row = vec![false; trie.len()];
+        for &node in &lasts {
+            has_row[node as usize] = true;
+        }
+        let (entries, entry_of) = fill_entries(&trie, &layout, 0, 0, &has_row);
+        let mut owners: Vec<(usize, usize)> = Vec::with_capacity(wave.len());
+        for (i, &node) in lasts.iter().enumerate() {
+            live[i].seq = layout.seqs[node as usize].start;
+            owners.push((entry_of[node as usize], i));
+        }
+        owners.sort_unstable();
+        return (entries, owners);
+    }
+    let mut entries = Vec::new();
+    let mut owners = Vec::with_capacity(wave.len());
+    for (i, tokens) in sequences.iter().enumerate() {
+        let seq = live[i].seq;
+        for (pos, &token) in tokens.iter().enumerate() {
+            if pos + 1 == tokens.len() {
+                owners.push((entries.len(), i));
+            }
+            entries.push(Entry { token, pos: pos as i32, seqs: seq..seq + 1, logits: pos + 1 == tokens.len() });
+        }
+    }
+    (entries, owners)
+}
+
+/// The first likeliest token of a logits row among those `grammar` allows
+/// next (any where none), which the grammar then accepts; `None` where the
+/// grammar allows none. The likeliest token overall is asked first, as
+/// llama.cpp's common sampler does: where the grammar allows it, it is also
+/// the likeliest it allows, and the whole vocabulary is checked only where not.
+fn choose(logits: &[f32], grammar: Option<&mut LlamaSampler>) -> Option<u32> {
+    let first_max = |values: &mut dyn Iterator<Item = (usize, f32)>| {
+        values
+            .fold(None, |best: Option<(usize, f32)>, (i, v)| if best.is_none_or(|(_, b)| v > b) { Some((i, v)) } else { best })
+            .map(|(i, _)| i)
+    };
+    let likeliest = first_max(&mut logits.iter().copied().enumerate())?;
+    let Some(grammar) = grammar else { return Some(likeliest as u32) };
+    let data = |i: usize| LlamaTokenData::new(LlamaToken(i as i32), logits[i], 0.0);
+    let mut one = LlamaTokenDataArray::new(vec![data(likeliest)], false);
+    grammar.apply(&mut one);
+    let chosen = if one.data[0].logit() > f32::NEG_INFINITY {
+        likeliest
+    } else {
+        let mut all = LlamaTokenDataArray::new((0..logits.len()).map(data).collect(), false);
+        grammar.apply(&mut all);
+        // The grammar sets the logits of what it refuses to -inf, in place.
+        first_max(&mut all.data.iter().filter(|d| d.logit() > f32::NEG_INFINITY).map(|d| (d.id().0 as usize, d.logit())))?
+    };
+    grammar.accept(LlamaToken(chosen as i32));
+    Some(chosen as u32)
 }

@@ -34,7 +34,11 @@ fn settings() -> Settings {
     }
 }
 
-const PROMPTS: [&str; 7] = [
+/// Some share a long start (their cells then too), one is another's start.
+const PROMPTS: [&str; 10] = [
+    "Answer the following multiple choice question. The entire content of your response should be 'ANSWER: $LETTER'.\n\nWhat is 2 + 2?\nA) 3\nB) 4",
+    "Answer the following multiple choice question. The entire content of your response should be 'ANSWER: $LETTER'.\n\nWhat is 3 + 3?\nA) 6\nB) 7",
+    "The capital of France",
     "The capital of France is",
     "Question: Which gas do plants take in from the air?\nA) oxygen\nB) carbon dioxide\nC) helium\nD) neon\nAnswer the question. ANSWER:",
     "Once upon a time, in a small village by the sea, there lived an old fisherman who",
@@ -58,7 +62,7 @@ fn requests(engine: &Engine) -> Vec<GenerationRequest> {
             // Every other request under a grammar, so waves mix both; a
             // constrained response may take a token per character.
             let grammar = (i % 2 == 1).then(|| LETTER.to_owned());
-            GenerationRequest { max_tokens: if grammar.is_some() { 16 } else { 5 + i }, tokens, grammar }
+            GenerationRequest { max_tokens: if grammar.is_some() { 16 } else { 3 + i % 4 }, tokens, grammar }
         })
         .collect()
 }

@@ -111,9 +111,9 @@ pub(crate) const JINJA_RENDERER: &str = "minijinja 2 (Hugging Face's jinja2 sett
 pub(crate) const BUILTIN_RENDERER: &str = "llama.cpp llama_chat_apply_template";
 
 #[derive(Debug, Clone, Serialize)]
-struct Message<'a> {
-    role: &'static str,
-    content: &'a str,
+pub(crate) struct Message<'a> {
+    pub(crate) role: &'static str,
+    pub(crate) content: &'a str,
 }
 
 enum Renderer {
@@ -271,9 +271,9 @@ fn render_jinja(env: &minijinja::Environment<'static>, job: &Job, bos_token: &st
 
 /// A template resolved against a model, ready to render.
 pub(crate) struct Template {
-    label: String,
+    pub(crate) label: String,
     origin: &'static str,
-    sha256: String,
+    pub(crate) sha256: String,
     renderer: Renderer,
 }
 
@@ -333,7 +333,13 @@ impl Template {
     /// Renders a conversation, opening the assistant's turn with
     /// `add_generation_prompt`, thinking on or off where the template knows
     /// `enable_thinking`.
-    fn render(&self, engine: &Engine, messages: &[Message<'_>], add_generation_prompt: bool, thinking: bool) -> Result<String, EvalError> {
+    pub(crate) fn render(
+        &self,
+        engine: &Engine,
+        messages: &[Message<'_>],
+        add_generation_prompt: bool,
+        thinking: bool,
+    ) -> Result<String, EvalError> {
         match &self.renderer {
             Renderer::Jinja(jinja) => {
                 let messages = messages.iter().map(|m| (m.role, m.content.to_owned())).collect();

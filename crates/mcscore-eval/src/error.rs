@@ -33,6 +33,10 @@ pub enum EvalError {
     #[error(transparent)]
     Log(#[from] mcscore_log::LogError),
 
+    /// A scheme run could not run, resume or report.
+    #[error(transparent)]
+    Schemes(#[from] SchemesError),
+
     /// lm-eval's results asked of a task file no `build --lm-eval` entry records.
     #[error("{}: no manifest entry of `mcscore build --lm-eval` records this file (looked in: {}); export it with `mcscore build --lm-eval TASK`, or name its manifest with --manifest", path.display(), if looked.is_empty() { "no manifest.json beside it or in the working directory".to_owned() } else { looked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ") })]
     NotAnLmEvalExport {
@@ -266,6 +270,111 @@ pub enum ShardError {
     ShardsOtherTasks {
         /// How they fall short, with the shards concerned.
         why: String,
+    },
+}
+
+/// A scheme run (`mcscore schemes`) that cannot run, resume or report.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemesError {
+    /// A task that is in neither scaffold the prompts re-render.
+    #[error("{}: task {task} is in neither the letter scaffold (\"Question: …\\nA. …\\nAnswer:\" with options A, B, …) nor the text scaffold (Question: \"…\" Answer: before the option texts); the schemes ask the question in their own words, so they need one of those layouts", path.display())]
+    NotScaffolded {
+        /// The task file.
+        path: PathBuf,
+        /// The task's index in the file, from 0.
+        task: usize,
+    },
+
+    /// No response mode asked.
+    #[error("no response mode given; give one or more of NR, NR-Var, NM, Elim, Elim-NM, CBM, PPA, AUC")]
+    NoModes,
+
+    /// Settings under which responses would depend on what is generated together.
+    #[error("-fa off: on the CPU, responses are generated under the batch rule only with flash attention (-fa on or auto); without it a response would depend on -np")]
+    NoBatchRule,
+
+    /// A prompt the engine refused or could not generate after.
+    #[error("{}: task {task}, {mode}, turn {turn}", path.display())]
+    Request {
+        /// The task file.
+        path: PathBuf,
+        /// The task's index in the file.
+        task: usize,
+        /// The response mode.
+        mode: &'static str,
+        /// The turn, from 1 (AUC's attempts).
+        turn: usize,
+        /// The engine's error.
+        #[source]
+        source: Box<EngineError>,
+    },
+
+    /// A cancel (Ctrl-C) stopped the run between two chunks of tasks.
+    #[error("interrupted; the log keeps every whole chunk of tasks: run again with --resume to finish")]
+    Interrupted,
+
+    /// A log that exists, not resumed.
+    #[error("{}: a log is there already; give --resume to continue its run, or another path", path.display())]
+    LogExists {
+        /// The log.
+        path: PathBuf,
+    },
+
+    /// A log another process is writing.
+    #[error("{}: another mcscore process is writing this log; wait for it, or give another --logs folder", path.display())]
+    LogLocked {
+        /// The log.
+        path: PathBuf,
+    },
+
+    /// A log resumed with other inputs or settings.
+    #[error("{}: a log of another run: its {what}", path.display())]
+    OtherRun {
+        /// The log.
+        path: PathBuf,
+        /// The first field that differs, with both values.
+        what: String,
+    },
+
+    /// A line of a log that is not what it should be.
+    #[error("{}: line {line}: {message}", path.display())]
+    LogLine {
+        /// The log.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+
+    /// A run reported before it finished.
+    #[error("{run}: {done} of its {tasks} tasks; finish it with `mcscore schemes --resume` before reporting it")]
+    Incomplete {
+        /// The log or model.
+        run: String,
+        /// Tasks done.
+        done: usize,
+        /// Tasks announced.
+        tasks: usize,
+    },
+
+    /// Shard logs that do not merge into one run.
+    #[error("{}: {what}", path.display())]
+    Merge {
+        /// The log at fault.
+        path: PathBuf,
+        /// What is wrong.
+        what: String,
+    },
+
+    /// Runs of other tasks, modes or settings reported together.
+    #[error("{run}: not of the same task file, tasks, response modes and --reasoning as {first}")]
+    OtherTasks {
+        /// The run at fault.
+        run: String,
+        /// The first run.
+        first: String,
     },
 }
 
@@ -994,6 +1103,7 @@ impl EvalError {
         match self {
             EvalError::Engine { source, .. } | EvalError::Unconditional { source, .. } | EvalError::Load(source) => Some(source),
             EvalError::Prompt { source, .. } => Some(source),
+            EvalError::Schemes(SchemesError::Request { source, .. }) => Some(&**source),
             _ => None,
         }
     }

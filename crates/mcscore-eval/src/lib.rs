@@ -61,6 +61,7 @@ pub mod lm_eval;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod schemes;
 pub mod shard;
 pub mod sweep;
 pub mod tokens;
@@ -68,8 +69,8 @@ pub mod until_decided;
 pub mod view;
 
 pub use error::{
-    with_causes, ChatError, EvalError, GroupsFault, LogsError, SequentialError, SequentialSetting, ShardError, SpecError, SweepError,
-    SweepFault,
+    with_causes, ChatError, EvalError, GroupsFault, LogsError, SchemesError, SequentialError, SequentialSetting, ShardError, SpecError,
+    SweepError, SweepFault,
 };
 pub use fills::Cancel;
 pub use job::{select, BeyondTraining, End, Ordered, Running, ScoreJob, ScoreOutcome, ScoreSpec, Selection, Tasks, Timings};

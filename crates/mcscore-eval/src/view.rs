@@ -17,6 +17,7 @@ use crate::job::OpenedFile;
 use crate::log;
 use crate::report::{self, Report, ReportOptions};
 use crate::run::Run;
+use crate::schemes::report::SchemesReport;
 use crate::sweep::SweepReport;
 use crate::EvalError;
 use crate::LogsError;
@@ -38,12 +39,22 @@ pub struct PageSpec<'a> {
     pub report: ReportOptions,
     /// Saved sweeps, side by side (see [`crate::sweep::merge_saved`]).
     pub sweep: Option<SweepReport>,
+    /// Prompted scheme runs' tables (see [`crate::schemes::report::build`]).
+    pub schemes: Option<SchemesReport>,
 }
 
 impl<'a> PageSpec<'a> {
-    /// A page of `runs` (BASE first) with the default options, its task file the one their logs name, no groups and no sweep.
+    /// A page of `runs` (BASE first) with the default options, its task file the one their logs name, no groups, sweep or schemes.
     pub fn new(runs: &'a [Run]) -> PageSpec<'a> {
-        PageSpec { runs, task_file: None, groups: None, compare: CompareOptions::default(), report: ReportOptions::default(), sweep: None }
+        PageSpec {
+            runs,
+            task_file: None,
+            groups: None,
+            compare: CompareOptions::default(),
+            report: ReportOptions::default(),
+            sweep: None,
+            schemes: None,
+        }
     }
 }
 
@@ -84,6 +95,8 @@ pub struct Page {
     pub runs: Vec<PageRun>,
     /// The saved sweeps of the spec, side by side.
     pub sweep: Option<SweepReport>,
+    /// The prompted schemes' tables.
+    pub schemes: Option<SchemesReport>,
 }
 
 /// The tasks, in BASE's order: columns of equal length.
@@ -147,8 +160,8 @@ pub struct PageRun {
 
 /// Builds the page of `spec`.
 pub fn build(spec: PageSpec<'_>) -> Result<Page, EvalError> {
-    let PageSpec { runs, task_file, groups, compare: compare_options, report: report_options, sweep } = spec;
-    if runs.is_empty() && sweep.is_none() {
+    let PageSpec { runs, task_file, groups, compare: compare_options, report: report_options, sweep, schemes } = spec;
+    if runs.is_empty() && sweep.is_none() && schemes.is_none() {
         return Err(EvalError::NoLogs);
     }
     let norm = compare_options.normalisation;
@@ -167,6 +180,7 @@ pub fn build(spec: PageSpec<'_>) -> Result<Page, EvalError> {
         tasks: TaskTable::default(),
         runs: Vec::new(),
         sweep,
+        schemes,
     };
     let Some(base) = runs.first() else { return Ok(page) };
 

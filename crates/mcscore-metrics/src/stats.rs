@@ -130,7 +130,8 @@ fn f32_digits(x: f64) -> f64 {
     (x as f32).to_string().parse().unwrap_or(x)
 }
 
-fn pearson(a: &[f64], b: &[f64]) -> f64 {
+/// Pearson's correlation of two columns of one length (NaN where either is constant).
+pub fn pearson(a: &[f64], b: &[f64]) -> f64 {
     let n = a.len() as f64;
     let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
     let cov: f64 = a.iter().zip(b).map(|(x, y)| (x - ma) * (y - mb)).sum();

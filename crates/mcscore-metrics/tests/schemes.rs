@@ -52,7 +52,8 @@ fn prompted_responses_score_by_the_papers_rules() {
         close(score(Scheme::Auc, Response::Attempts(a)), expected);
     }
     // Unparsed: the wrong answer that claims least.
-    let unparsed = [(Scheme::Nr, 0.0), (NM, -1.0 / 3.0), (ELIM, 0.0), (ELIM_NM, -1.0), (Scheme::Cbm, 0.0), (Scheme::Ppa, 0.0), (Scheme::Auc, 0.0)];
+    let unparsed =
+        [(Scheme::Nr, 0.0), (NM, -1.0 / 3.0), (ELIM, 0.0), (ELIM_NM, -1.0), (Scheme::Cbm, 0.0), (Scheme::Ppa, 0.0), (Scheme::Auc, 0.0)];
     for (scheme, expected) in unparsed {
         close(score(scheme, Response::Unparsed), expected);
     }

@@ -41,9 +41,9 @@
       el("tbody", {}, ...rows.map((r) => el("tr", {}, ...r.map((c, i) => (c instanceof Node ? el("td", { class: i === 0 ? "text" : null }, c) : el("td", { class: i === 0 ? "text" : null, text: c })))))));
 
   // ---- state, kept in the URL fragment so a view can be shared ----
-  const DEFAULTS = { view: D.runs.length ? (D.comparison ? "compare" : "scores") : "sweep", run: "0", other: "1", filter: "all", q: "", group: "", k: "", sort: "file", task: "", below: "0.1" };
+  const DEFAULTS = { view: D.runs.length ? (D.comparison ? "compare" : "scores") : D.sweep ? "sweep" : "schemes", run: "0", other: "1", filter: "all", q: "", group: "", k: "", sort: "file", task: "", below: "0.1" };
   let state = Object.assign({}, DEFAULTS);
-  const VIEWS = { scores: D.reports.length > 0, compare: !!D.comparison, tasks: N > 0, sweep: !!D.sweep };
+  const VIEWS = { scores: D.reports.length > 0, compare: !!D.comparison, tasks: N > 0, sweep: !!D.sweep, schemes: !!D.schemes };
   // An index from the URL, or the default where it is not a whole number in range.
   function index(text, low, high, fallback) {
     const n = Number(text);
@@ -70,7 +70,7 @@
 
   // ---- header: the answer first ----
   function header() {
-    const title = D.file ? D.file : "sweep";
+    const title = D.file ? D.file : D.sweep ? "sweep" : D.schemes.file;
     document.getElementById("title").textContent = "mcscore view: " + title;
     const answer = document.getElementById("answer");
     if (D.comparison) {
@@ -84,6 +84,11 @@
         const e = m.normalisations[D.normalisation];
         answer.append(el("div", {}, el("strong", { text: m.label }), ": " + D.normalisation + " " + pct(e.mean) + " % " + interval(points(e.low), points(e.high), 2) + " on " + m.tasks + " tasks"));
       }
+    } else if (!D.sweep && D.schemes) {
+      for (const m of D.schemes.models) {
+        const nr = m.modes.find((f) => f.mode === "NR");
+        if (nr) answer.append(el("div", {}, el("strong", { text: m.label }), ": NR prompted " + pct(nr.prompted.mean) + " % " + interval(points(nr.prompted.low), points(nr.prompted.high), 2) + ", by log-probability " + pct(nr.logprob.mean) + " % on " + D.schemes.tasks + " tasks"));
+      }
     } else if (D.sweep) {
       for (const m of D.sweep.models) {
         const s = m.accuracy_across_formats;
@@ -91,7 +96,7 @@
       }
     }
     const nav = document.getElementById("nav");
-    const views = [["scores", "Scores", D.reports.length], ["compare", "Compare", D.comparison], ["tasks", "Tasks", N], ["sweep", "Sweep", D.sweep]];
+    const views = [["scores", "Scores", D.reports.length], ["compare", "Compare", D.comparison], ["tasks", "Tasks", N], ["sweep", "Sweep", D.sweep], ["schemes", "Schemes", D.schemes]];
     for (const [id, name, shown] of views) {
       if (!shown) continue;
       // The other settings stay as they are when the view changes.
@@ -424,10 +429,37 @@
     s.append(plots);
   }
 
+  // ---- prompted schemes ----
+  function schemes() {
+    const s = document.getElementById("schemes");
+    const r = D.schemes;
+    if (!r) return;
+    s.append(el("p", { class: "muted", text: r.file + ": " + r.tasks + " tasks, each response mode prompted" + (r.reasoning ? " with reasoning" : " under its grammar") + ", beside the same rule on the log-probabilities; 95 % bootstrap intervals (" + r.resamples + " resamples). NR in %, the others in points per task; r: Pearson's r of the task scores." }));
+    const score = (f, e) => (f.mode === "NR" || f.mode === "NR-Var" ? pct(e.mean) + " % " + interval(points(e.low), points(e.high), 1) : fmt(e.mean, 3) + " " + interval(e.low, e.high, 3));
+    for (const m of r.models) {
+      s.append(el("h2", { text: m.label }));
+      s.append(table(["scheme", "prompted", "log-probability", "r with NR", "r with log-probability", "read strict / loose / forced / unparsed", "median tokens in / out"],
+        m.modes.map((f) => [f.mode, score(f, f.prompted), score(f, f.logprob), fmt(f.agreement_with_nr, 2), fmt(f.agreement_with_logprob, 2),
+          [f.parses.strict, f.parses.loose, f.parses.forced, f.parses.unparsed].join(" / "), fmt(f.median_input_tokens, 1) + " / " + fmt(f.median_output_tokens, 1)])));
+      const b = m.behaviour;
+      const parts = [];
+      if (b.abstention_rate !== null) parts.push("NM abstains on " + pct(b.abstention_rate) + " %");
+      if (b.mean_eliminated !== null) parts.push("Elim removes " + fmt(b.mean_eliminated, 2) + " options per task, the key in " + pct(b.key_eliminated_rate) + " %");
+      if (b.confidence_histogram !== null) parts.push("CBM confidence 1/2/3: " + b.confidence_histogram.map((x) => pct(x)).join(" / ") + " %");
+      if (b.mean_attempts !== null) parts.push("AUC finds the key at attempt " + fmt(b.mean_attempts, 2) + " on average");
+      if (parts.length) s.append(el("p", { text: "Behaviour: " + parts.join("; ") + "." }));
+    }
+    if (r.rankings.length) {
+      s.append(el("h2", { text: "Ranks per scheme (1 = best) and Spearman ρ with NR's ranking ± bootstrap SE" }));
+      s.append(table(["scheme", ...r.models.map((m) => m.label), "ρ with NR"],
+        r.rankings.map((k) => [k.mode, ...k.ranks.map((x) => fmt(x, 1)), k.spearman_vs_nr === null ? "undefined" : fmt(k.spearman_vs_nr, 3) + (k.spearman_se === null ? "" : " ± " + fmt(k.spearman_se, 3))])));
+    }
+  }
+
   // ---- views ----
   function update() {
     syncControls();
-    for (const id of ["scores", "compare", "tasks", "sweep"]) {
+    for (const id of ["scores", "compare", "tasks", "sweep", "schemes"]) {
       document.getElementById(id).hidden = id !== state.view;
       const a = document.getElementById("nav-" + id);
       if (a) a.classList.toggle("current", id === state.view);
@@ -445,7 +477,7 @@
   readHash();
   // A section that cannot be drawn says so, in the page and the console,
   // and the others are still drawn.
-  for (const [id, draw] of [["answer", header], ["scores", scores], ["compare", compare], ["tasks", tasksView], ["sweep", sweep]]) {
+  for (const [id, draw] of [["answer", header], ["scores", scores], ["compare", compare], ["tasks", tasksView], ["sweep", sweep], ["schemes", schemes]]) {
     try {
       draw();
     } catch (error) {

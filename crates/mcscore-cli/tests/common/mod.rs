@@ -209,3 +209,56 @@ pub fn lm_eval_path() -> String {
     assert!(path.join("lm_eval").is_dir(), "lm-eval is not installed at {}: run scripts/setup-lm-eval", path.display());
     path.to_str().unwrap().to_owned()
 }
+
+/// Validates `document` against docs/schema/`schema` with jsonschema's
+/// Draft 2020-12 validator; returns its complaints (none when valid).
+pub fn schema_complaints(schema: &str, document: &serde_json::Value) -> Vec<String> {
+    let script = r#"
+import json, sys
+from jsonschema import Draft202012Validator
+schema = json.load(open(sys.argv[1]))
+Draft202012Validator.check_schema(schema)
+document = json.load(sys.stdin)
+for error in Draft202012Validator(schema).iter_errors(document):
+    print("/".join(map(str, error.absolute_path)) + ": " + error.message)
+"#;
+    let mut child = Command::new("python3")
+        .args(["-c", script, &repo(&format!("docs/schema/{schema}"))])
+        .env("PYTHONPATH", python_stats())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(document.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "the validator failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().lines().map(str::to_owned).collect()
+}
+
+/// The Selenium folder `scripts/setup-browser` installs, once Chromium is there.
+pub fn setup_browser() -> PathBuf {
+    let cache = std::env::var_os("MCSCORE_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/mcscore"));
+    let dir = cache.join("python-browser");
+    assert!(
+        dir.join("selenium").is_dir() && Path::new("/usr/bin/chromedriver").exists(),
+        "Selenium or Chromium is missing: run scripts/setup-browser first"
+    );
+    dir
+}
+
+pub fn view_browser(selenium: &Path, args: &[&str]) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/view_browser.py");
+    let out = Command::new("python3").arg(script).args(args).env("PYTHONPATH", selenium).output().expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "view_browser.py {}: {}{}",
+        args[0],
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("view_browser.py {}: {}", args[0], String::from_utf8_lossy(&out.stdout));
+}

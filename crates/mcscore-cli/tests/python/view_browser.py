@@ -5,6 +5,7 @@ against `compare --json` / `report --json`.
 
   view_browser.py check PAGE CASE.json SHOTS_DIR   (CASE: logs, compare, report)
   view_browser.py hostile PAGE CASE.json           (text that tries to run script: CASE has it)
+  view_browser.py schemes PAGE REPORT.json         (the schemes view against `schemes --json`)
   view_browser.py bench PAGE RESULT.json           (load and filter times)
 
 Fails (exit 1, with the reason) on any console error, any request that is not
@@ -286,6 +287,39 @@ def baseline_page(page):
     return path
 
 
+def schemes(page, report_path):
+    """The schemes view shows `mcscore schemes --json`'s numbers."""
+    with open(report_path) as f:
+        report = json.load(f)
+    browser = Browser()
+    try:
+        browser.open(page)
+        browser.check_clean(page)
+        expect(browser.js("return location.hash") in ("", "#"), "the schemes view is the page's default")
+        expect(not browser.by_id("schemes").get_attribute("hidden"), "the schemes section is shown")
+        tables = browser.driver.find_elements(By.CSS_SELECTOR, "#schemes table")
+        expect(len(tables) >= len(report["models"]), f"{len(tables)} tables for {len(report['models'])} models")
+        for model, table in zip(report["models"], tables):
+            rows = table.find_elements(By.CSS_SELECTOR, "tbody tr")
+            expect(len(rows) == len(model["modes"]), f"{model['label']}: {len(rows)} rows for {len(model['modes'])} modes")
+            for figures, row in zip(model["modes"], rows):
+                cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+                expect(cells[0] == figures["mode"], f"row {cells[0]} for {figures['mode']}")
+                if figures["mode"] in ("NR", "NR-Var"):
+                    shown = f"{100 * figures['prompted']['mean']:.2f} %"
+                else:
+                    shown = f"{figures['prompted']['mean']:.3f} "
+                expect(cells[1].startswith(shown), f"{figures['mode']}: the page shows {cells[1]!r}, the report {shown!r}")
+                parses = figures["parses"]
+                expect(cells[5] == f"{parses['strict']} / {parses['loose']} / {parses['forced']} / {parses['unparsed']}", f"{figures['mode']}: parses {cells[5]!r}")
+        answer = browser.by_id("answer").text
+        expect("NR prompted" in answer, f"the answer line: {answer!r}")
+        browser.check_clean(page)
+        print(f"schemes view: {len(report['models'])} models checked")
+    finally:
+        browser.close()
+
+
 def bench(page, result_path):
     b = Browser()
     baseline = baseline_page(page)
@@ -320,6 +354,8 @@ if __name__ == "__main__":
         check(sys.argv[2], sys.argv[3], sys.argv[4])
     elif mode == "hostile":
         hostile(sys.argv[2], sys.argv[3])
+    elif mode == "schemes":
+        schemes(sys.argv[2], sys.argv[3])
     elif mode == "bench":
         bench(sys.argv[2], sys.argv[3])
     else:
