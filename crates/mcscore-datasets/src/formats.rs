@@ -167,39 +167,9 @@ pub fn parse_letter_task(task: &Task<'_>) -> Option<Item> {
     (question == task.question).then_some(item)
 }
 
-/// Parses a task written in the letter scaffold or the text scaffold
-/// (`Question: "<stem>" Answer:` before the option texts) back into its
-/// item; `None` unless re-rendering the item gives the task back exactly.
-pub fn parse_scaffolded_task(task: &Task<'_>) -> Option<Item> {
-    if let Some(item) = parse_letter_task(task) {
-        return Some(item);
-    }
-    let stem = task.question.strip_prefix("Question: \"")?.strip_suffix("\" Answer:")?;
-    let item = Item {
-        passage: None,
-        stem: stem.to_owned(),
-        options: task.options().iter().map(|o| (*o).to_owned()).collect(),
-        gold: task.gold()?,
-    };
-    let (question, options) = crate::Scaffold::Text.render(&item);
-    (question == task.question && options == task.options()).then_some(item)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn text_and_letter_tasks_parse_back_into_their_items() {
-        let item = item();
-        for scaffold in [crate::Scaffold::Text, crate::Scaffold::Letter] {
-            let (question, options) = scaffold.render(&item);
-            let task = Task::new(&question, options.iter().map(String::as_str).collect(), item.gold);
-            assert_eq!(parse_scaffolded_task(&task), Some(item.clone()), "{scaffold:?}");
-        }
-        let other = Task::new("Question: 2+2? Answer:", vec!["3", "4"], 1);
-        assert_eq!(parse_scaffolded_task(&other), None);
-    }
 
     fn item() -> Item {
         Item { passage: None, stem: "2+2?".into(), options: ["3", "4", "5", "6"].map(String::from).to_vec(), gold: 1 }

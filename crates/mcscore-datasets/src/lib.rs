@@ -39,7 +39,7 @@ pub use benchmarks::{find, Benchmark, BENCHMARKS};
 pub use from_sources::{build, build_with_shots, source_sha256, verify_entry, verify_tasks, Sources, VerifyFault, MAX_LISTED};
 pub use item::{ConvertError, Item};
 pub use manifest::{Entry, GroupRuns, Manifest, Provenance, ShotsRecord, SourceFile};
-pub use render::Scaffold;
+pub use render::{parse_scaffolded_task, Scaffold};
 pub use shots::{shot_name, ShotError};
 pub use source::{for_each_record, read_records, SourceFormat};
 

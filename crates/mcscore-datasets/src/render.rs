@@ -60,9 +60,39 @@ impl Scaffold {
     }
 }
 
+/// Parses a task written in the letter scaffold or the text scaffold
+/// (`Question: "<stem>" Answer:` before the option texts) back into its
+/// item; `None` unless re-rendering the item gives the task back exactly.
+pub fn parse_scaffolded_task(task: &mcscore_format::Task<'_>) -> Option<Item> {
+    if let Some(item) = crate::formats::parse_letter_task(task) {
+        return Some(item);
+    }
+    let stem = task.question.strip_prefix("Question: \"")?.strip_suffix("\" Answer:")?;
+    let item = Item {
+        passage: None,
+        stem: stem.to_owned(),
+        options: task.options().iter().map(|o| (*o).to_owned()).collect(),
+        gold: task.gold()?,
+    };
+    let (question, options) = Scaffold::Text.render(&item);
+    (question == task.question && options == task.options()).then_some(item)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_and_letter_tasks_parse_back_into_their_items() {
+        let item = Item { passage: None, stem: "2+2?".into(), options: ["3", "4", "5", "6"].map(String::from).to_vec(), gold: 1 };
+        for scaffold in [Scaffold::Text, Scaffold::Letter] {
+            let (question, options) = scaffold.render(&item);
+            let task = mcscore_format::Task::new(&question, options.iter().map(String::as_str).collect(), item.gold);
+            assert_eq!(parse_scaffolded_task(&task), Some(item.clone()), "{scaffold:?}");
+        }
+        let other = mcscore_format::Task::new("Question: 2+2? Answer:", vec!["3", "4"], 1);
+        assert_eq!(parse_scaffolded_task(&other), None);
+    }
 
     #[test]
     fn scaffolds_render_as_documented() {

@@ -376,7 +376,7 @@ pub fn run(engine: &Engine, spec: &SchemesSpec, cancel: &Cancel, progress: &mut 
     let n = spec.limit.map_or(file.len(), |l| l.min(file.len()));
     let mut questions = Vec::with_capacity(n);
     for (task, t) in file.tasks().enumerate().take(n) {
-        let item = mcscore_datasets::formats::parse_scaffolded_task(&t)
+        let item = mcscore_datasets::parse_scaffolded_task(&t)
             .ok_or_else(|| EvalError::Schemes(SchemesError::NotScaffolded { path: spec.file.clone(), task }))?;
         questions.push(Question { task, stem: item.stem, options: item.options, key: item.gold });
     }
