@@ -571,7 +571,7 @@ pub fn merge(logs: &[PathBuf]) -> Result<SchemesRun, EvalError> {
     let bad = |path: &Path, what: String| EvalError::Schemes(SchemesError::Merge { path: path.to_owned(), what });
     let count = first.header.shard.map_or(1, |s| s.count);
     if count > runs.len() {
-        return Err(bad(&logs[0], format!("a run of {count} shards; {} logs given", runs.len())));
+        return Err(bad(&logs[0], format!("a run of {count} shards; only {} of their logs given", runs.len())));
     }
     let mut slots: Vec<Option<&SchemesRun>> = vec![None; count];
     for (run, path) in runs.iter().zip(logs) {
