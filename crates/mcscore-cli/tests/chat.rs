@@ -8,7 +8,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::*;
 use mcscore_format::{Task, TaskWriter};
@@ -25,23 +24,6 @@ fn task_file(path: &Path, tasks: &[(&str, &[&str], usize)]) -> PathBuf {
 }
 
 const SHOT_QUESTION: &str = "The following are multiple choice questions (with answers) about arithmetic.\n\nQuestion: What is 1+1?\nA. 2\nB. 3\nAnswer: A\n\nQuestion: What is 2+2?\nA. 3\nB. 4\nAnswer: B\n\nQuestion: What is 3+3?\nA. 6\nB. 5\nAnswer:";
-
-/// Python's jinja2 (PyPI, scripts/setup-python-stats) on each request.
-fn jinja2(requests: &[Value]) -> Vec<Value> {
-    let target = common::python_stats();
-    let mut child = Command::new("python3")
-        .arg(repo("crates/mcscore-cli/tests/python/chat_reference.py"))
-        .env("PYTHONPATH", target)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    serde_json::to_writer(child.stdin.take().unwrap(), &requests).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "chat_reference.py: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
-}
 
 /// The header of a sample log.
 /// Scores `file` with `model` and `flags` into `log`; the log's chat header.

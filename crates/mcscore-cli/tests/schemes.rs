@@ -186,7 +186,7 @@ fn an_instruct_model_answers_inside_its_template_and_auc_turns_render_as_jinja2(
         }
     }
     assert!(prompts.len() > 4 * 8, "AUC's later turns are among them");
-    assert_eq!(jinja2_render(&requests), prompts);
+    assert_eq!(jinja2(&requests), prompts);
 
     // With reasoning: free text first (a random model rambles to --max-tokens),
     // then the answer line asked for under the grammar.
@@ -211,22 +211,6 @@ fn an_instruct_model_answers_inside_its_template_and_auc_turns_render_as_jinja2(
     check_run(&logs.join("chatml.schemes.jsonl"), &report, &["strict", "loose", "forced"]);
     let prompt = log_lines(&logs.join("chatml.schemes.jsonl"))[1]["modes"][0]["turns"][0]["prompt"].as_str().unwrap().to_owned();
     assert!(prompt.contains("The last line of your response should be of the following format: 'ANSWER: $LETTER' (without quotes) where LETTER is one of A,B,C,D. Think step by step before answering."), "{prompt}");
-}
-
-/// Python's jinja2 on each request (tests/python/chat_reference.py).
-fn jinja2_render(requests: &[Value]) -> Vec<Value> {
-    let mut child = Command::new("python3")
-        .arg(repo("crates/mcscore-cli/tests/python/chat_reference.py"))
-        .env("PYTHONPATH", python_stats())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    serde_json::to_writer(child.stdin.take().unwrap(), &requests).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "chat_reference.py: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]

@@ -14,6 +14,9 @@ use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
+mod common;
+
+use common::model;
 use mcscore_engine::{plan, Completion, ContextSize, Engine, FlashAttention, Mmap, Settings, TaskScores};
 use mcscore_format::{Task, TaskFile};
 
@@ -21,17 +24,6 @@ const TOLERANCE: f64 = 1.0;
 const MEDIAN_TOLERANCE: f64 = 0.12;
 /// Tasks of each reference file scored here (the CLI tests score them all).
 const TASKS: usize = 40;
-
-fn model() -> PathBuf {
-    let path = std::env::var_os("MCSCORE_MODEL").map(PathBuf::from).unwrap_or_else(|| {
-        let cache = std::env::var_os("MCSCORE_CACHE_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/mcscore"));
-        cache.join("models/gemma-3-270m-q4_k_m.gguf")
-    });
-    assert!(path.is_file(), "the model is not at {}: run scripts/fetch-model first", path.display());
-    path
-}
 
 fn reference(name: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference").join(name);

@@ -4,22 +4,13 @@
 //! response to its language.
 
 use std::ops::ControlFlow;
-use std::path::PathBuf;
 
+mod common;
+
+use common::model;
 use mcscore_engine::{
     Completion, ContextSize, Engine, Finish, FlashAttention, Generation, GenerationRequest, Mmap, PromptRequest, SessionLimits, Settings,
 };
-
-fn model() -> PathBuf {
-    let path = std::env::var_os("MCSCORE_MODEL").map(PathBuf::from).unwrap_or_else(|| {
-        let cache = std::env::var_os("MCSCORE_CACHE_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/mcscore"));
-        cache.join("models/gemma-3-270m-q4_k_m.gguf")
-    });
-    assert!(path.is_file(), "the model is not at {}: run scripts/fetch-model first", path.display());
-    path
-}
 
 fn settings() -> Settings {
     Settings {

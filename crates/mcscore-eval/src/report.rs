@@ -110,7 +110,7 @@ fn interval(value: f64, se: f64) -> Option<(f64, f64)> {
 }
 
 /// `x` where it is a number: NaN (a degenerate statistic) is none.
-fn defined(x: f64) -> Option<f64> {
+pub(crate) fn defined(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
 

@@ -262,3 +262,20 @@ pub fn view_browser(selenium: &Path, args: &[&str]) {
     );
     eprintln!("view_browser.py {}: {}", args[0], String::from_utf8_lossy(&out.stdout));
 }
+
+/// Python's jinja2 (PyPI, scripts/setup-python-stats) on each request.
+pub fn jinja2(requests: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    let target = python_stats();
+    let mut child = Command::new("python3")
+        .arg(repo("crates/mcscore-cli/tests/python/chat_reference.py"))
+        .env("PYTHONPATH", target)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    serde_json::to_writer(child.stdin.take().unwrap(), &requests).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "chat_reference.py: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}

@@ -16,6 +16,7 @@ use serde::Serialize;
 use super::parse::Parse;
 use super::{is_complete, Mode, SchemesRun};
 use crate::error::SchemesError;
+use crate::report::defined;
 use crate::EvalError;
 
 /// One mode's figures for one model.
@@ -119,10 +120,6 @@ fn median(mut values: Vec<f64>) -> f64 {
     } else {
         (values[n / 2 - 1] + values[n / 2]) / 2.0
     }
-}
-
-fn defined(x: f64) -> Option<f64> {
-    x.is_finite().then_some(x)
 }
 
 /// The report of `runs`: complete runs of the same tasks and modes.
