@@ -64,15 +64,18 @@ fn option_scores(log: &Path) -> Vec<Vec<(f64, u64)>> {
         .collect()
 }
 
-/// Random Llamas of the weight types whose kernels differ: `layers` blocks.
+/// The weight types whose kernels differ.
+const KINDS: [&str; 3] = ["q4_0", "q8_0", "f16"];
+
+/// A random Llama of weight type `kind` with `layers` blocks.
+fn random_llama(dir: &Path, kind: &str, layers: &str) -> PathBuf {
+    let shape = ["--dim", "256", "--layers", layers, "--heads", "4", "--kv-heads", "2", "--ff", "512", "--type", kind];
+    random_model(dir, &format!("{kind}-{layers}"), &shape)
+}
+
+/// Random Llamas of each of [`KINDS`]: `layers` blocks.
 fn random_models(dir: &Path, layers: &str) -> Vec<(String, PathBuf)> {
-    ["q4_0", "q8_0", "f16"]
-        .iter()
-        .map(|kind| {
-            let shape = ["--dim", "256", "--layers", layers, "--heads", "4", "--kv-heads", "2", "--ff", "512", "--type", kind];
-            (kind.to_string(), random_model(dir, &format!("{kind}-{layers}"), &shape))
-        })
-        .collect()
+    KINDS.iter().map(|kind| (kind.to_string(), random_llama(dir, kind, layers))).collect()
 }
 
 #[test]
@@ -80,7 +83,8 @@ fn the_software_device_takes_every_layer_and_its_buffers_are_reported() {
     let dir = tempdir();
     let log = dir.path().join("v.jsonl");
     let file = reference("mc_letter4.bin");
-    let score = ["score", "-m", &model(), "-bf", &file, "--multiple-choice-tasks", "2"];
+    let model = random_llama(dir.path(), "q4_0", "2");
+    let score = ["score", "-m", path_str(&model), "-bf", &file, "--multiple-choice-tasks", "2"];
     let out = ok("vulkan", on_device().args(score).args(["--timings", "--json", "--log-samples", path_str(&log)]).output().unwrap());
     let json: Value = serde_json::from_str(&stdout(&out)).unwrap();
     let buffers = json["memory"]["buffers"].as_array().unwrap_or_else(|| panic!("{}", json["memory"]));
@@ -103,17 +107,19 @@ fn the_software_device_takes_every_layer_and_its_buffers_are_reported() {
 
 /// Bounds on the per-token score's distance from the CPU build's,
 /// |Δ logprob_sum / tokens|, for the bundled model and for random Llamas.
-/// Measured here (lavapipe against the CPU build, AVX-512 with AMX):
+/// Measured (lavapipe against the CPU build) on AVX-512 with AMX:
 /// - the bundled model (Q4_K/Q6_K, 4 tasks of mc_letter4 and of mc_text5):
 ///   median 0.060 and 0.099, max 0.31 and 0.34 (the device's shaders
 ///   quantise and sum otherwise than the CPU's kernels). A misread (each option against the
-///   CPU's score of the task's next option) has median 0.79 and 4.0;
+///   CPU's score of the task's next option) has median 0.79 and 4.0. On
+///   AVX-512 without AMX (AMD EPYC; the CPU's kernels differ), both files
+///   together: median 0.10, max 0.68, a misread's median 1.24;
 /// - random Llamas (Q4_0, Q8_0, F16; 16 tasks of mc_text5 each): median
 ///   0.0010 to 0.0023, max 0.0046 to 0.0077; a misread's median 0.24 to 0.33
 ///   (their distributions are nearly flat).
 ///
 /// So the bundled model's median must be within 0.2 (twice the noise, a
-/// quarter of the smallest misread median) and every option within 0.7
+/// quarter of the smallest misread median) and every option within 1.4
 /// (twice the largest noise); the random models' within 0.01 and 0.03. Each
 /// family's misread median is checked to exceed 3 × its median bound, so the
 /// bound can fail there, and every pick must agree where the CPU's top two
@@ -123,11 +129,13 @@ struct Bounds {
     max: f64,
 }
 
-const BUNDLED_BOUNDS: Bounds = Bounds { median: 0.2, max: 0.7 };
+const BUNDLED_BOUNDS: Bounds = Bounds { median: 0.2, max: 1.4 };
 const RANDOM_BOUNDS: Bounds = Bounds { median: 0.01, max: 0.03 };
 
 /// The same tasks on the CPU build and on the device (see [`Bounds`]);
-/// token counts equal.
+/// token counts equal. The device scores in fills of many tasks; the bundled
+/// model (Q4_K and Q6_K weights, 256-wide attention heads) also scores its
+/// text tasks in fills of one, bit-identical (the offload rule).
 #[test]
 fn the_software_device_agrees_with_the_cpu() {
     let dir = tempdir();
@@ -142,9 +150,14 @@ fn the_software_device_agrees_with_the_cpu() {
         for (i, (name, model, tasks)) in runs.iter().enumerate() {
             let file = reference(&format!("{}.bin", name.split(',').next().unwrap()));
             let (cpu_log, gpu_log) = (d.join(format!("{family}{i}.cpu.jsonl")), d.join(format!("{family}{i}.vk.jsonl")));
-            let input = ["-bf", file.as_str(), "--multiple-choice-tasks", tasks, "-t", "2"];
-            ok("cpu", run(&[&["score", "-m", model], &input[..], &["--log-samples", path_str(&cpu_log)]].concat()));
-            vulkan_score(model, &input, &gpu_log, &[]);
+            let input = ["-bf", file.as_str(), "--multiple-choice-tasks", tasks];
+            ok("cpu", run(&[&["score", "-m", model], &input[..], &["-t", "2", "--log-samples", path_str(&cpu_log)]].concat()));
+            vulkan_score(model, &input, &gpu_log, SETTINGS[1]);
+            if family == "the bundled model" && name == "mc_text5" {
+                let alone = d.join("bundled-alone.vk.jsonl");
+                vulkan_score(model, &input, &alone, SETTINGS[0]);
+                assert_eq!(task_lines(&gpu_log), task_lines(&alone), "the bundled model: {:?} against {:?}", SETTINGS[1], SETTINGS[0]);
+            }
             let (cpu, gpu) = (option_scores(&cpu_log), option_scores(&gpu_log));
             assert_eq!(cpu.len(), gpu.len(), "{name}");
             for (task, (c, g)) in cpu.iter().zip(&gpu).enumerate() {
@@ -172,11 +185,13 @@ fn the_software_device_agrees_with_the_cpu() {
     }
 }
 
-/// Scores `input` on the device with `offload`, across `settings`, 3
-/// merged shards and a resume (the CPU's matrix, `tests/batch_invariance.rs`).
-fn check_offload_matrix(name: &str, model: &str, input: &[&str], offload: &[&str], settings: &[&[&str]]) {
+/// Scores `input` on the device with `offload`, across `settings`, merged
+/// shards of each of `shard_counts` and a resume (the CPU's matrix,
+/// `tests/batch_invariance.rs`).
+fn check_offload_matrix(name: &str, model: &str, input: &[&str], offload: &[&str], shard_counts: &[usize]) {
     let tasks = TASKS.parse().unwrap();
-    invariance::check_matrix(name, tasks, &|log, extra| vulkan_score(model, input, log, &[offload, extra].concat()), settings, &[3]);
+    let score = |log: &Path, extra: &[&str]| vulkan_score(model, input, log, &[offload, extra].concat());
+    invariance::check_matrix(name, tasks, &score, &SETTINGS, shard_counts);
 }
 
 /// Fills of one task and of many; one thread and two (for layers left on the CPU).
@@ -187,32 +202,20 @@ fn offloaded_random_models_of_three_weight_types_do_not_move_with_the_batch() {
     let dir = tempdir();
     let file = reference("mc_text5.bin");
     let input = ["-bf", file.as_str(), "--multiple-choice-tasks", TASKS];
-    for (kind, model) in random_models(dir.path(), "2") {
-        check_offload_matrix(&kind, path_str(&model), &input, &[], &SETTINGS);
+    // Shards only once: every task is scored alone on the device, so a
+    // shard's fills differ from the whole run's no more than -np's do.
+    for (i, (kind, model)) in random_models(dir.path(), "2").into_iter().enumerate() {
+        check_offload_matrix(&kind, path_str(&model), &input, &[], if i == 0 { &[3] } else { &[] });
     }
     // Half the layers on the device, half (and the output) on the CPU.
-    let (kind, model) = random_models(dir.path(), "4").swap_remove(1);
-    check_offload_matrix(&format!("{kind}, -ngl 2 of 4"), path_str(&model), &input, &["-ngl", "2"], &SETTINGS);
-}
-
-/// The bundled model (Q4_K and Q6_K weights, 256-wide attention heads) in
-/// fills of one task and of many.
-#[test]
-fn the_bundled_model_offloaded_does_not_move_with_the_batch() {
-    let dir = tempdir();
-    let file = reference("mc_text5.bin");
-    let input = ["-bf", file.as_str(), "--multiple-choice-tasks", BUNDLED_TASKS];
-    let logs: Vec<PathBuf> = SETTINGS.iter().enumerate().map(|(i, _)| dir.path().join(format!("{i}.jsonl"))).collect();
-    for (flags, log) in SETTINGS.iter().zip(&logs) {
-        vulkan_score(&model(), &input, log, flags);
-    }
-    assert_eq!(task_lines(&logs[0]), task_lines(&logs[1]), "-np 1 -b 128 against -np 64 -b 4096");
+    let model = random_llama(dir.path(), "q8_0", "4");
+    check_offload_matrix("q8_0, -ngl 2 of 4", path_str(&model), &input, &["-ngl", "2"], &[]);
 }
 
 /// 8 prompts to a random Llama alone and among 24 concurrent requests.
 #[test]
 fn an_offloaded_served_prompt_scores_the_same_alone_and_beside_other_requests() {
     let dir = tempdir();
-    let (_, model) = random_models(dir.path(), "2").swap_remove(0);
+    let model = random_llama(dir.path(), "q4_0", "2");
     invariance::check_served(&Server::spawn(on_device(), path_str(&model), &[]), 8, 24);
 }
