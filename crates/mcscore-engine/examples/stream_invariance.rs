@@ -42,6 +42,7 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
+use mcscore_engine::{rows_to_read, MICRO_BATCH};
 use mcscore_format::TaskFile;
 
 type Failure = Box<dyn std::error::Error>;
@@ -49,30 +50,23 @@ type Failure = Box<dyn std::error::Error>;
 /// The longest sequence taken, so that 16 streams fit a small context.
 const MAX_TOKENS: usize = 192;
 
-/// Rows read by a micro-batch that wants `wanted`: none, or at least 12 in
-/// fours (the rule's part 2), topped up from the padding and then from the
-/// last tokens that read none.
-fn rows_to_read(own: &[bool], size: usize) -> Vec<bool> {
-    let mut outputs = own.to_vec();
-    outputs.resize(size, false);
-    let wanted = outputs.iter().filter(|&&o| o).count();
-    let mut more = if wanted == 0 { 0 } else { wanted.max(12).next_multiple_of(4).min(size) - wanted };
-    for o in outputs.iter_mut().rev().filter(|o| !**o) {
-        if more == 0 {
-            break;
-        }
-        *o = true;
-        more -= 1;
-    }
-    outputs
-}
-
 fn row_hash(ctx: &LlamaContext<'_>, index: usize) -> u64 {
     let mut hasher = DefaultHasher::new();
     for value in ctx.get_logits_ith(index as i32) {
         value.to_bits().hash(&mut hasher);
     }
     hasher.finish()
+}
+
+/// What every way decodes, and with what.
+#[derive(Clone, Copy)]
+struct Input<'a> {
+    model: &'a LlamaModel,
+    backend: &'a LlamaBackend,
+    seqs: &'a [Vec<LlamaToken>],
+    /// Per sequence, per token: whether its row is read.
+    reads: &'a [Vec<bool>],
+    threads: i32,
 }
 
 struct Way {
@@ -83,6 +77,13 @@ struct Way {
     seconds: f64,
     /// Per sequence, per token: the hash of the row read (None: not read).
     rows: Vec<Vec<Option<u64>>>,
+}
+
+impl Way {
+    /// A way with `sequences` empty rows, filled as they are decoded.
+    fn new(label: String, micro_batch: usize, sequences: usize) -> Way {
+        Way { label, micro_batch, decodes: 0, padding: 0, seconds: 0.0, rows: vec![Vec::new(); sequences] }
+    }
 }
 
 fn params(n_ctx: usize, n_batch: usize, n_seq_max: usize, unified: bool, threads: i32) -> LlamaContextParams {
@@ -99,18 +100,19 @@ fn params(n_ctx: usize, n_batch: usize, n_seq_max: usize, unified: bool, threads
 }
 
 /// The rule: each sequence alone, 60-token micro-batches padded by sequence 1.
-fn rule(model: &LlamaModel, backend: &LlamaBackend, seqs: &[Vec<LlamaToken>], reads: &[Vec<bool>], threads: i32) -> Result<Way, Failure> {
-    let size = 60;
+fn rule(input: Input<'_>) -> Result<Way, Failure> {
+    let Input { model, backend, seqs, reads, threads } = input;
+    let size = MICRO_BATCH as usize;
     let mut ctx = model.new_context(backend, params(MAX_TOKENS + size, size, 2, true, threads))?;
     let mut batch = LlamaBatch::new(size, 2);
-    let mut way = Way { label: "rule (alone, 60)".into(), micro_batch: size, decodes: 0, padding: 0, seconds: 0.0, rows: Vec::new() };
+    let mut way = Way::new(format!("rule (alone, {size})"), size, 0);
     let started = Instant::now();
     for (tokens, read) in seqs.iter().zip(reads) {
         ctx.clear_kv_cache();
         let mut rows = vec![None; tokens.len()];
         for (c, part) in tokens.chunks(size).enumerate() {
             let base = c * size;
-            let outputs = rows_to_read(&read[base..base + part.len()], size);
+            let outputs = rows_to_read(read[base..base + part.len()].iter().copied(), size);
             batch.clear();
             for (k, &output) in outputs.iter().enumerate() {
                 let (token, pos, seq) = match part.get(k) {
@@ -136,21 +138,13 @@ fn rule(model: &LlamaModel, backend: &LlamaBackend, seqs: &[Vec<LlamaToken>], re
 }
 
 /// S sequences at a time, one KV stream each, T tokens of each per micro-batch.
-fn streams(
-    model: &LlamaModel,
-    backend: &LlamaBackend,
-    seqs: &[Vec<LlamaToken>],
-    reads: &[Vec<bool>],
-    s: usize,
-    t: usize,
-    threads: i32,
-) -> Result<Way, Failure> {
+fn streams(input: Input<'_>, s: usize, t: usize) -> Result<Way, Failure> {
+    let Input { model, backend, seqs, reads, threads } = input;
     let size = s * t;
     let per_stream = (MAX_TOKENS + t).next_multiple_of(256);
     let mut ctx = model.new_context(backend, params(per_stream * s, size, s, false, threads))?;
     let mut batch = LlamaBatch::new(size, 1);
-    let label = format!("streams {s}×{t}");
-    let mut way = Way { label, micro_batch: size, decodes: 0, padding: 0, seconds: 0.0, rows: vec![Vec::new(); seqs.len()] };
+    let mut way = Way::new(format!("streams {s}×{t}"), size, seqs.len());
     let started = Instant::now();
     for first in (0..seqs.len()).step_by(s) {
         ctx.clear_kv_cache();
@@ -167,7 +161,7 @@ fn streams(
                 let real = seqs[i].len().saturating_sub(base).min(t);
                 own.extend((0..t).map(|k| k < real && reads[i][base + k]));
             }
-            let outputs = rows_to_read(&own, size);
+            let outputs = rows_to_read(own.into_iter(), size);
             batch.clear();
             for (m, &i) in members.iter().enumerate() {
                 // Padding follows the sequence's last token: a stream's
@@ -204,21 +198,14 @@ fn streams(
 }
 
 /// Sequences back to back in one unified cache, U-token micro-batches.
-fn unified(
-    model: &LlamaModel,
-    backend: &LlamaBackend,
-    seqs: &[Vec<LlamaToken>],
-    reads: &[Vec<bool>],
-    u: usize,
-    threads: i32,
-) -> Result<Way, Failure> {
+fn unified(input: Input<'_>, u: usize) -> Result<Way, Failure> {
+    let Input { model, backend, seqs, reads, threads } = input;
     // Enough sequences per fill to fill a few micro-batches, one id each.
     let per_fill = 16;
     let n_ctx = per_fill * MAX_TOKENS + u;
     let mut ctx = model.new_context(backend, params(n_ctx, u, per_fill + 1, true, threads))?;
     let mut batch = LlamaBatch::new(u, 1);
-    let mut way =
-        Way { label: format!("unified {u}"), micro_batch: u, decodes: 0, padding: 0, seconds: 0.0, rows: vec![Vec::new(); seqs.len()] };
+    let mut way = Way::new(format!("unified {u}"), u, seqs.len());
     let started = Instant::now();
     for first in (0..seqs.len()).step_by(per_fill) {
         ctx.clear_kv_cache();
@@ -229,7 +216,7 @@ fn unified(
         }
         for part in entries.chunks(u) {
             let own: Vec<bool> = part.iter().map(|&(i, k)| reads[i][k]).collect();
-            let outputs = rows_to_read(&own, u);
+            let outputs = rows_to_read(own.into_iter(), u);
             batch.clear();
             for (j, &output) in outputs.iter().enumerate() {
                 match part.get(j) {
@@ -288,12 +275,13 @@ fn main() -> Result<(), Failure> {
         if all_rows { "all" } else { "last" },
         std::path::Path::new(model_path).file_name().unwrap_or_default().to_string_lossy()
     );
-    let mut ways = vec![rule(&model, &backend, &seqs, &reads, threads)?];
+    let input = Input { model: &model, backend: &backend, seqs: &seqs, reads: &reads, threads };
+    let mut ways = vec![rule(input)?];
     for (s, t) in [(2, 60), (4, 32), (4, 60), (8, 32), (8, 60), (16, 30), (16, 60)] {
-        ways.push(streams(&model, &backend, &seqs, &reads, s, t, threads)?);
+        ways.push(streams(input, s, t)?);
     }
     for u in [64, 128, 256, 512] {
-        ways.push(unified(&model, &backend, &seqs, &reads, u, threads)?);
+        ways.push(unified(input, u)?);
     }
     println!(
         "{:<18} {:>11} {:>8} {:>9} {:>8} {:>9}  rows equal to the rule's",

@@ -37,7 +37,7 @@ pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings, BATCH_RULE, MI
 pub use prepare::PreparedTask;
 pub use prompts::{PromptRequest, RowScores, Session, SessionLimits};
 pub use quantize::{quantize, QuantType};
-pub use score::{Completion, ScoreSummary, ScoreTimes, TaskScores, TokenCounts};
+pub use score::{rows_to_read, Completion, ScoreSummary, ScoreTimes, TaskScores, TokenCounts};
 pub use subset::{hellaswag_order, select_tasks};
 
 /// Why scoring could not run or finish. Every variant names the task (index in

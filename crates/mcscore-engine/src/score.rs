@@ -353,13 +353,15 @@ pub(crate) fn output_rows(wanted: usize) -> usize {
     crate::plan::round_up(wanted.max(MIN_OUTPUTS), 4)
 }
 
-/// Which of a micro-batch's [`MICRO_BATCH`] tokens read their logits row:
-/// those of `own` (the entries', padding after them reads none), and more
-/// up to [`output_rows`], the padding first, then the last entries. None
-/// when no entry reads one.
-pub(crate) fn rows_to_read(own: impl Iterator<Item = bool>) -> Vec<bool> {
+/// Which of a micro-batch's `size` tokens read their logits row (the batch
+/// rule's part 2; `size` is [`MICRO_BATCH`] in every decode of the engine's,
+/// other sizes are for experiments with the rule): those of `own` (the
+/// entries', padding after them reads none), and more up to at least 12, a
+/// multiple of 4, the padding first, then the last entries. None when no
+/// entry reads one.
+pub fn rows_to_read(own: impl Iterator<Item = bool>, size: usize) -> Vec<bool> {
     let mut outputs: Vec<bool> = own.collect();
-    outputs.resize(MICRO_BATCH as usize, false);
+    outputs.resize(size, false);
     let wanted = outputs.iter().filter(|&&o| o).count();
     let mut more = if wanted == 0 { 0 } else { output_rows(wanted).min(outputs.len()) - wanted };
     for o in outputs.iter_mut().rev().filter(|o| !**o) {
@@ -400,7 +402,7 @@ pub(crate) fn decode_fill<'m>(
         }
         let batch_started = Instant::now();
         batch.clear();
-        let outputs = rows_to_read(part.iter().map(|e| e.logits));
+        let outputs = rows_to_read(part.iter().map(|e| e.logits), size);
         for (e, &output) in part.iter().zip(&outputs) {
             seqs.clear();
             seqs.extend(e.seqs.clone());
@@ -458,16 +460,16 @@ mod tests {
         let count = |rows: &[bool]| rows.iter().filter(|&&r| r).count();
         let size = MICRO_BATCH as usize;
         // No row read: none, padding included.
-        assert_eq!(count(&rows_to_read([false; 30].into_iter())), 0);
+        assert_eq!(count(&rows_to_read([false; 30].into_iter(), size)), 0);
         // One row read of 30 entries: 12, the padding's first, the entry's kept.
-        let one = rows_to_read(std::iter::once(true).chain([false; 29]));
+        let one = rows_to_read(std::iter::once(true).chain([false; 29]), size);
         assert_eq!((one.len(), count(&one), one[0]), (size, 12, true));
         assert!(one[30..].iter().rev().take(11).all(|&r| r) && !one[29], "{one:?}");
         // 57 of 60: rounded to 60, never more than the micro-batch.
-        assert_eq!(count(&rows_to_read([true; 57].into_iter().chain([false; 3]))), 60);
-        assert_eq!(count(&rows_to_read([true; 60].into_iter())), 60);
+        assert_eq!(count(&rows_to_read([true; 57].into_iter().chain([false; 3]), size)), size);
+        assert_eq!(count(&rows_to_read([true; 60].into_iter(), size)), size);
         // 58 of 58 entries: 60, the two padding tokens read.
-        let full = rows_to_read([true; 58].into_iter());
+        let full = rows_to_read([true; 58].into_iter(), size);
         assert_eq!((count(&full), full[58], full[59]), (60, true, true));
     }
 
