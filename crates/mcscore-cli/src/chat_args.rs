@@ -28,8 +28,9 @@ pub(crate) struct ChatArgs {
     system: Option<String>,
     /// Score a k-shot file's solved examples as turns (each a user question and the
     /// assistant's answer) rather than inside the user's turn. K: the examples per
-    /// question; without it, the count that manifest.json (in the current folder)
-    /// records for the file.
+    /// question; without it, the count the file's manifest records (a manifest.json
+    /// beside the file or in a folder above it, in the current folder, or mcscore's
+    /// bundled one, matched by the file's sha256).
     #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "manifest")]
     shots_as_turns: Option<String>,
 }
@@ -77,17 +78,15 @@ impl ChatArgs {
     }
 }
 
-/// The shots manifest.json records for the task file `file`.
+/// The shots the manifest found for the task file `file` (beside it or
+/// above it, in the working directory, or the bundled one) records.
 fn manifest_shots(file: &Path) -> anyhow::Result<usize> {
-    let manifest = Path::new("manifest.json");
     let sha256 = mcscore_format::sha256_file(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-    match mcscore_eval::chat::manifest_shots(manifest, &sha256)? {
-        Some(k) => Ok(k),
-        None => Err(UsageError(format!(
-            "--shots-as-turns: {} records no shots for {} (not a k-shot file it built); give the count: --shots-as-turns K",
-            manifest.display(),
+    mcscore_eval::chat::found_shots(file, &sha256).ok_or_else(|| {
+        UsageError(format!(
+            "--shots-as-turns: no manifest records shots for {} (it is not a k-shot file `mcscore build` wrote); give the count: --shots-as-turns K",
             file.display()
         ))
-        .into()),
-    }
+        .into()
+    })
 }

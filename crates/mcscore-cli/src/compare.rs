@@ -101,7 +101,8 @@ pub(crate) struct Args {
     pub(crate) groups: Option<PathBuf>,
     /// The manifest to look the task file's groups up in (by sha256).
     /// Default: a manifest.json in the task file's folder or a folder above
-    /// it, then the working directory's.
+    /// it, then the working directory's, then mcscore's bundled one (the
+    /// datasets it carries, wherever they are copied).
     #[arg(long, value_name = "FILE", conflicts_with = "groups")]
     pub(crate) manifest: Option<PathBuf>,
     /// Print JSON instead of text.

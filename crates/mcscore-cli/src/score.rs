@@ -82,17 +82,24 @@ pub(crate) struct Args {
     /// default), or N at or above the task count, scores every task in file order.
     #[arg(long, value_name = "N", requires = "winogrande", value_parser = crate::numbers::at_least(0usize))]
     winogrande_tasks: Option<usize>,
-    /// Score the file's first N tasks, in file order (lm-evaluation-harness's
-    /// --limit), in any mode; all of them where the file has no more. Not with
-    /// --multiple-choice-tasks, --hellaswag-tasks or --winogrande-tasks, which are
-    /// llama-perplexity's random picks of N.
-    #[arg(long, value_name = "N", conflicts_with_all = ["multiple_choice_tasks", "hellaswag_tasks", "winogrande_tasks"],
+    /// Score the first N tasks of each group, in file order, as lm-evaluation-harness's
+    /// --limit takes each subtask's first N (MMLU: N per subject), where the file's
+    /// manifest records groups; elsewhere the file's first N tasks. All of them
+    /// where there are no more. Not with --multiple-choice-tasks, --hellaswag-tasks or
+    /// --winogrande-tasks, which are llama-perplexity's random picks of N.
+    #[arg(long, value_name = "N", conflicts_with_all = ["multiple_choice_tasks", "hellaswag_tasks", "winogrande_tasks", "limit_total"],
           value_parser = crate::numbers::at_least(1usize))]
     limit: Option<usize>,
+    /// Score the file's first N tasks, in file order, whatever its groups (--limit
+    /// counts per group).
+    #[arg(long, value_name = "N", conflicts_with_all = ["multiple_choice_tasks", "hellaswag_tasks", "winogrande_tasks"],
+          value_parser = crate::numbers::at_least(1usize))]
+    limit_total: Option<usize>,
     /// The manifest to look the task file's groups up in (by its sha256), for
     /// the accuracy per group (MMLU's subjects). Default: a manifest.json in
     /// the task file's folder or a folder above it, then the working
-    /// directory's.
+    /// directory's, then mcscore's bundled one (the datasets it carries,
+    /// wherever they are copied).
     #[arg(long, value_name = "FILE")]
     manifest: Option<PathBuf>,
     #[command(flatten)]
@@ -186,6 +193,9 @@ impl Args {
     fn subset(&self) -> (&'static str, Option<usize>) {
         if self.limit.is_some() {
             return ("--limit", None);
+        }
+        if self.limit_total.is_some() {
+            return ("--limit-total", None);
         }
         match self.kind() {
             TaskKind::MultipleChoice | TaskKind::LmEval => ("--multiple-choice-tasks", self.multiple_choice_tasks),
@@ -314,7 +324,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if args.output == OutputFormat::LmEval {
         // lm-eval's results describe whole tasks of one run.
         let refused = [
-            (args.limit.is_some(), "--limit (lm-eval's --limit is per task: export with `mcscore build --lm-eval ... --limit N`)"),
+            (
+                args.limit.is_some() || args.limit_total.is_some(),
+                "--limit (lm-eval's --limit is per task: export with `mcscore build --lm-eval ... --limit N`)",
+            ),
             (args.multiple_choice_tasks.is_some(), "--multiple-choice-tasks"),
             (
                 args.shard.is_some(),
@@ -344,7 +357,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     spec.kind = kind;
     spec.lenient = args.lenient;
     spec.subset = subset;
-    spec.limit = args.limit;
+    spec.limit = args.limit.or(args.limit_total);
+    spec.limit_groups = limit_groups(&args, &path)?;
     spec.pmi = pmi;
     spec.settings = settings.clone();
     spec.log = args.log_samples.clone();
@@ -410,6 +424,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         print_timings(&outcome);
     }
     Ok(Outcome::Ok)
+}
+
+/// The groups `--limit` counts in: those the file's manifest (or --manifest)
+/// records, where it records any.
+fn limit_groups(args: &Args, path: &Path) -> anyhow::Result<Option<mcscore_eval::groups::Groups>> {
+    if args.limit.is_none() {
+        return Ok(None);
+    }
+    let sha256 = mcscore_format::sha256_file(path).with_context(|| path.display().to_string())?;
+    crate::compare::groups_from(None, args.manifest.as_deref(), path, &sha256, None)
 }
 
 fn print_results(

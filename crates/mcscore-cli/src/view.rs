@@ -82,7 +82,7 @@ pub(crate) struct Args {
     groups: Option<PathBuf>,
     /// The manifest to look the task file's groups up in (by sha256). Default:
     /// a manifest.json in the task file's folder or a folder above it, then
-    /// the working directory's.
+    /// the working directory's, then mcscore's bundled one.
     #[arg(long, value_name = "FILE", conflicts_with = "groups")]
     manifest: Option<PathBuf>,
 }

@@ -196,6 +196,54 @@ fn a_limit_scores_the_first_tasks_in_file_order() {
     assert_eq!(log_tasks(&log).iter().map(|t| t["task"].as_u64().unwrap()).collect::<Vec<_>>(), [0, 1, 2]);
 }
 
+/// Where the file's manifest records groups, `--limit N` takes each group's
+/// first N tasks, as lm-eval limits each subtask; `--limit-total N` the
+/// file's first N. A bundled file copied where no manifest is keeps its
+/// groups (the bundled manifest, by sha256), and the two limits are two runs.
+#[test]
+fn a_limit_counts_per_group_where_the_file_has_groups() {
+    let dir = tempdir();
+    let file = dir.path().join("mmlu.bin");
+    std::fs::copy(repo("datasets/mmlu-validation.bin"), &file).unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(repo("manifest.json")).unwrap()).unwrap();
+    let entry = manifest["datasets"].as_array().unwrap().iter().find(|e| e["name"] == "mmlu-validation").unwrap();
+    let runs: Vec<(String, u64)> =
+        entry["groups"]["runs"].as_array().unwrap().iter().map(|r| (r[0].as_str().unwrap().to_owned(), r[1].as_u64().unwrap())).collect();
+    // Each subject's first task: where its first run starts (MMLU's runs are one per subject).
+    let mut starts = Vec::new();
+    let mut at = 0;
+    for (_, count) in &runs {
+        starts.push(at);
+        at += count;
+    }
+    let log = dir.path().join("per-group.jsonl");
+    let out = run(&["score", "-m", &model(), "-bf", path_str(&file), "--limit", "1", "--json", "--log-samples", path_str(&log)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--limit 1: the first 1 tasks of each of the file's 57 groups"), "{}", stderr(&out));
+    let results = json(&out);
+    assert_eq!(
+        (results["tasks"].clone(), results["limit"].clone(), results["limit_per_group"].clone()),
+        (57.into(), 1.into(), true.into())
+    );
+    assert_eq!(log_header(&log)["limit_per_group"], true);
+    assert_eq!(log_tasks(&log).iter().map(|t| t["task"].as_u64().unwrap()).collect::<Vec<_>>(), starts);
+    let groups = results["groups"]["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 57);
+    assert!(groups.iter().all(|g| g["tasks"] == 1), "{groups:?}");
+    // The text names where the groups came from.
+    let out = run(&["score", "-m", &model(), "-bf", path_str(&file), "--limit", "1"]);
+    assert!(stdout(&out).contains("mcscore's bundled manifest.json: mmlu-validation's subject"), "{}", stdout(&out));
+    // The old meaning, by its own name (another run than the per-group one:
+    // mcscore-log's unit tests hold the two identities apart).
+    let total = dir.path().join("total.jsonl");
+    let out = run(&["score", "-m", &model(), "-bf", path_str(&file), "--limit-total", "3", "--json", "--log-samples", path_str(&total)]);
+    assert_eq!(json(&out)["limit_per_group"], false);
+    assert_eq!(log_tasks(&total).iter().map(|t| t["task"].as_u64().unwrap()).collect::<Vec<_>>(), [0, 1, 2]);
+    assert!(log_header(&total).get("limit_per_group").is_none());
+    let out = run(&["score", "-m", &model(), "-bf", path_str(&file), "--limit", "1", "--limit-total", "1"]);
+    fails_with(&out, 2, &["--limit", "--limit-total"]);
+}
+
 #[test]
 fn more_threads_than_cores_are_capped_with_a_warning() {
     let out = run(&["score", "-m", &model(), "-bf", &reference("edge/mc_small8.bin"), "-t", "1000", "--json"]);

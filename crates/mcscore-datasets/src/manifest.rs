@@ -163,6 +163,18 @@ impl Manifest {
     pub fn file_path(manifest: &Path, entry: &Entry) -> PathBuf {
         manifest.parent().unwrap_or(Path::new(".")).join(&entry.file)
     }
+
+    /// The manifest of the task files this repository carries (`datasets/`),
+    /// compiled in: a bundled file copied anywhere keeps its groups and shots
+    /// (matched by sha256, as in any manifest), and its name finds it.
+    pub fn bundled() -> &'static Manifest {
+        static BUNDLED: std::sync::OnceLock<Manifest> = std::sync::OnceLock::new();
+        // The text is the repository's manifest.json, which a unit test parses.
+        BUNDLED.get_or_init(|| serde_json::from_str(include_str!("../../../manifest.json")).unwrap_or_default())
+    }
+
+    /// Where the bundled manifest is said to be in messages.
+    pub const BUNDLED_LABEL: &'static str = "mcscore's bundled manifest.json";
 }
 
 // What `build --lm-eval` records of an lm-evaluation-harness export: the
@@ -282,5 +294,19 @@ impl LmEvalRecord {
     /// unconditional pass.
     pub fn needs_unconditional(&self) -> bool {
         self.tasks.iter().any(|t| t.metrics.iter().any(|m| m == "acc_mutual_info"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `bundled` falls back to an empty manifest only if the compiled-in text
+    /// does not parse: this keeps that from happening unseen.
+    #[test]
+    fn the_bundled_manifest_is_the_repositorys() {
+        let on_disk = Manifest::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifest.json")).unwrap();
+        assert!(!on_disk.datasets.is_empty());
+        assert_eq!(Manifest::bundled(), &on_disk);
     }
 }

@@ -397,11 +397,11 @@ pub(crate) fn split_shots(question: &str, shots: usize) -> Option<(Vec<(&str, &s
     (rest.trim_end().ends_with(CUE) && rest.matches(CUE).count() == 1).then_some((examples, rest))
 }
 
-/// The solved examples per question that `manifest` records for the task
-/// file whose sha256 is `file_sha256`; `None` where it records none (a
-/// missing manifest records nothing).
-pub fn manifest_shots(manifest: &Path, file_sha256: &str) -> Result<Option<usize>, EvalError> {
-    Ok(crate::groups::manifest_entry(manifest, file_sha256)?.and_then(|e| e.shots).map(|s| s.k))
+/// The solved examples per question that the nearest manifest found for
+/// `task_file` (whose sha256 is `file_sha256`), or the bundled one, records;
+/// `None` where none records any.
+pub fn found_shots(task_file: &Path, file_sha256: &str) -> Option<usize> {
+    crate::groups::found_entries(task_file, file_sha256, &mut |_, _| {}).into_iter().find_map(|(_, e)| e.shots).map(|s| s.k)
 }
 
 /// Every task's prompt rendered inside the template, up to where its option

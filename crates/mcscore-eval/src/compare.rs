@@ -590,6 +590,7 @@ pub(crate) mod tests {
             tasks: 4,
             selection: None,
             limit: None,
+            limit_per_group: false,
             mode: crate::log::TaskKind::MultipleChoice,
             lenient: false,
             pmi: false,

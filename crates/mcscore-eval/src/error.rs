@@ -1085,6 +1085,17 @@ pub enum SpecError {
         /// The task file.
         path: PathBuf,
     },
+
+    /// A limit per group, with groups that do not reach every task.
+    #[error("{}: a limit per group needs a group for every task, but the groups reach {reach} of the file's {tasks} tasks", path.display())]
+    LimitGroupsShort {
+        /// The task file.
+        path: PathBuf,
+        /// Tasks the groups reach.
+        reach: usize,
+        /// The file's tasks.
+        tasks: usize,
+    },
 }
 
 impl EvalError {

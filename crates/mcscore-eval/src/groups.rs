@@ -87,10 +87,17 @@ impl Groups {
 
     /// The groups `manifest` records for the task file whose sha256 is
     /// `file_sha256`; `None` when no entry of it has groups.
-    /// The runs must add up to the entry's task count (the manifest may be
-    /// another program's).
     pub fn from_manifest(manifest: &Path, file_sha256: &str) -> Result<Option<Groups>, EvalError> {
-        let Some(e) = manifest_entry(manifest, file_sha256)? else { return Ok(None) };
+        match manifest_entry(manifest, file_sha256)? {
+            Some(entry) => Groups::from_entry(manifest, &entry),
+            None => Ok(None),
+        }
+    }
+
+    /// The groups a manifest's `entry` records (`manifest` names it in
+    /// messages). The runs must add up to the entry's task count (the
+    /// manifest may be another program's).
+    fn from_entry(manifest: &Path, e: &mcscore_datasets::Entry) -> Result<Option<Groups>, EvalError> {
         let Some(g) = e.groups.as_ref() else { return Ok(None) };
         let total = g.runs.iter().try_fold(0usize, |sum, (_, count)| sum.checked_add(*count));
         let bad = |fault| EvalError::Logs(LogsError::BadGroups { path: manifest.to_owned(), fault });
@@ -113,12 +120,6 @@ impl Groups {
         }))
     }
 
-    /// How many tasks `manifest` says the task file whose sha256 is
-    /// `file_sha256` has; `None` without an entry.
-    pub(crate) fn manifest_tasks(manifest: &Path, file_sha256: &str) -> Result<Option<usize>, EvalError> {
-        Ok(manifest_entry(manifest, file_sha256)?.map(|e| e.tasks))
-    }
-
     /// The group of task `task` of the file, where the groups reach it.
     pub(crate) fn name_of(&self, task: usize) -> Option<&str> {
         self.group(task).map(|g| self.names[g].as_str())
@@ -127,6 +128,16 @@ impl Groups {
     /// The index into the names of task `task`'s group.
     pub(crate) fn group(&self, task: usize) -> Option<usize> {
         self.of_task.get(task).copied()
+    }
+
+    /// How many groups there are.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Whether there are no groups (no tasks).
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
     }
 
     /// Tasks the groups reach.
@@ -157,16 +168,40 @@ pub fn found_manifests(task_file: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// The entries for the file of `sha256` in the manifests found for
+/// `task_file` ([`found_manifests`]), nearest first, then in the bundled
+/// manifest (a bundled task file copied anywhere), each with where it was
+/// read. A found manifest that cannot be read as mcscore's is passed to
+/// `skipped` with its error and looked past.
+pub(crate) fn found_entries(
+    task_file: &Path,
+    sha256: &str,
+    skipped: &mut dyn FnMut(&Path, &EvalError),
+) -> Vec<(PathBuf, mcscore_datasets::Entry)> {
+    let bundled = mcscore_datasets::Manifest::bundled().datasets.iter().find(|e| e.sha256 == sha256).cloned();
+    found_manifests(task_file)
+        .into_iter()
+        .filter_map(|m| match manifest_entry(&m, sha256) {
+            Ok(entry) => entry.map(|e| (m, e)),
+            Err(error) => {
+                skipped(&m, &error);
+                None
+            }
+        })
+        .chain(bundled.map(|e| (PathBuf::from(mcscore_datasets::Manifest::BUNDLED_LABEL), e)))
+        .collect()
+}
+
 impl Groups {
     /// The groups the nearest manifest found for `task_file` (sha256
     /// `sha256`, see [`found_manifests`]) records, if any does. A manifest
     /// found may be another program's: one that cannot be read as mcscore's
     /// is passed to `skipped` with its error and looked past.
     pub fn found(task_file: &Path, sha256: &str, skipped: &mut dyn FnMut(&Path, &EvalError)) -> Option<Groups> {
-        found_manifests(task_file).iter().find_map(|m| match Groups::from_manifest(m, sha256) {
+        found_entries(task_file, sha256, skipped).into_iter().find_map(|(m, entry)| match Groups::from_entry(&m, &entry) {
             Ok(groups) => groups,
             Err(error) => {
-                skipped(m, &error);
+                skipped(&m, &error);
                 None
             }
         })
@@ -175,6 +210,6 @@ impl Groups {
     /// The task count the nearest manifest found for `task_file` records
     /// for the file of `sha256`, if any does.
     pub fn found_tasks(task_file: &Path, sha256: &str) -> Option<usize> {
-        found_manifests(task_file).iter().find_map(|m| Groups::manifest_tasks(m, sha256).unwrap_or(None))
+        found_entries(task_file, sha256, &mut |_, _| {}).into_iter().next().map(|(_, e)| e.tasks)
     }
 }

@@ -14,6 +14,7 @@ use mcscore_metrics::{Normalisation, Proportion};
 
 use crate::chat::{ChatSpec, Template};
 use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, MemorySeen, Scoring};
+use crate::groups::Groups;
 use crate::log::ShardHeader;
 use crate::log::{normalisations, Header, Opened, SampleLog, Stop, TaskKind, TaskRecord};
 use crate::shard::{partition, run_sha256, Shard};
@@ -39,6 +40,10 @@ pub struct ScoreSpec {
     pub subset: Option<usize>,
     /// Score the file's first this many tasks, in file order (not with `subset`).
     pub limit: Option<usize>,
+    /// Apply `limit` to each of these groups instead (lm-eval's `--limit`,
+    /// which counts each subtask's first documents): they must reach every
+    /// task of the file.
+    pub limit_groups: Option<Groups>,
     /// Also score every option after the unconditional context `Answer:`
     /// alone (the acc_pmi pass).
     pub pmi: bool,
@@ -110,9 +115,12 @@ impl ScoreSpec {
                     .map_err(|why| EvalError::Sequential(SequentialError::NotAnOrder { path: self.file.clone(), why }))?;
                 (Selection::All, ordered.order.clone())
             }
-            None => match self.limit {
-                Some(limit) => first(limit, file_tasks),
-                None => select(self.kind, self.effective_subset(), file_tasks),
+            None => match (self.limit, &self.limit_groups) {
+                (Some(limit), Some(groups)) => first_per_group(limit, groups, file_tasks).ok_or_else(|| {
+                    EvalError::Spec(SpecError::LimitGroupsShort { path: self.file.clone(), reach: groups.tasks(), tasks: file_tasks })
+                })?,
+                (Some(limit), None) => first(limit, file_tasks),
+                (None, _) => select(self.kind, self.effective_subset(), file_tasks),
             },
         })
     }
@@ -188,6 +196,7 @@ impl ScoreSpec {
             lenient: false,
             subset: None,
             limit: None,
+            limit_groups: None,
             pmi: false,
             settings: Settings::default(),
             log: None,
@@ -231,11 +240,34 @@ pub enum Selection {
     /// The file's first tasks, this many, in file order (`--limit`; all of
     /// them where the file has no more).
     First(usize),
+    /// Each group's first tasks, this many, in file order (`--limit` where
+    /// the file has groups, as lm-eval limits each subtask).
+    FirstPerGroup {
+        /// The tasks taken from each group (fewer where a group has fewer).
+        limit: usize,
+        /// The groups.
+        groups: usize,
+    },
 }
 
 /// The file's first `limit` tasks of `n_tasks`, in file order.
 pub(crate) fn first(limit: usize, n_tasks: usize) -> (Selection, Vec<usize>) {
     (Selection::First(limit), (0..limit.min(n_tasks)).collect())
+}
+
+/// The first `limit` tasks of each of `groups`, in file order; `None` where
+/// the groups do not reach all `n_tasks` tasks.
+pub(crate) fn first_per_group(limit: usize, groups: &Groups, n_tasks: usize) -> Option<(Selection, Vec<usize>)> {
+    let mut taken = vec![0usize; groups.len()];
+    let mut order = Vec::new();
+    for task in 0..n_tasks {
+        let count = &mut taken[groups.group(task)?];
+        *count += 1;
+        if *count <= limit {
+            order.push(task);
+        }
+    }
+    (groups.tasks() == n_tasks).then_some((Selection::FirstPerGroup { limit, groups: groups.len() }, order))
 }
 
 /// The task indices `requested` selects from `n_tasks` for `kind`, and which rule applied.
@@ -674,6 +706,7 @@ impl<'e> ScoreJob<'e> {
             tasks: prepared.len(),
             selection: spec.effective_subset(),
             limit: spec.limit,
+            limit_per_group: spec.limit.is_some() && spec.limit_groups.is_some(),
             mode: spec.kind,
             lenient: spec.lenient,
             pmi: spec.pmi,
@@ -1049,6 +1082,21 @@ fn task_bytes(task: &Task<'_>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_limit_per_group_takes_each_groups_first_tasks_and_needs_every_task_grouped() {
+        let runs = [("a".to_owned(), 2), ("b".to_owned(), 3), ("a".to_owned(), 1)];
+        let groups = Groups::from_runs("test", &runs);
+        let (selection, order) = first_per_group(1, &groups, 6).unwrap();
+        assert_eq!((selection, order), (Selection::FirstPerGroup { limit: 1, groups: 2 }, vec![0, 2]));
+        assert_eq!(first_per_group(3, &groups, 6).unwrap().1, vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(first_per_group(1, &groups, 7), None);
+        let mut spec = ScoreSpec::new("m.gguf", "f.bin");
+        spec.limit = Some(1);
+        spec.limit_groups = Some(groups);
+        let error = spec.run_order(7).unwrap_err().to_string();
+        assert!(error.contains("the groups reach 6 of the file's 7 tasks"), "{error}");
+    }
 
     #[test]
     fn hellaswag_takes_llama_perplexitys_400_unless_told_otherwise() {

@@ -49,8 +49,12 @@ pub struct RunSummary<'a> {
     /// picked as llama-perplexity picks; `null` for every task. A subset of 0, or of more tasks than
     /// the file holds, scores every task.
     pub selection: Option<usize>,
-    /// `--limit N`: the file's first N tasks, in file order; `null` without it.
+    /// `--limit N`: the file's first N tasks, or each group's (`limit_per_group`), in file order;
+    /// `null` without it.
     pub limit: Option<usize>,
+    /// Whether `limit` counted the first N tasks of each group (lm-eval's meaning, where the
+    /// file's manifest records groups) rather than of the file.
+    pub limit_per_group: bool,
     /// Whether the file was read as llama.cpp reads one that fails validation (`--lenient`).
     pub lenient: bool,
     /// The chat template the tasks were scored inside, as the log's header records it; `null` without one.
@@ -125,6 +129,7 @@ impl<'a> RunSummary<'a> {
             mode: header.mode,
             selection: header.selection,
             limit: header.limit,
+            limit_per_group: header.limit_per_group,
             lenient,
             chat: header.chat.as_ref(),
             settings,
@@ -173,8 +178,12 @@ pub struct MergedSummary<'a> {
     pub mode: crate::log::TaskKind,
     /// The subset the run asked for, as in [`RunSummary::selection`]; `null` for every task.
     pub selection: Option<usize>,
-    /// `--limit N`: the file's first N tasks, in file order; `null` without it.
+    /// `--limit N`: the file's first N tasks, or each group's (`limit_per_group`), in file order;
+    /// `null` without it.
     pub limit: Option<usize>,
+    /// Whether `limit` counted the first N tasks of each group (lm-eval's meaning, where the
+    /// file's manifest records groups) rather than of the file.
+    pub limit_per_group: bool,
     /// What the shards scored with that changes a number
     /// ([`crate::log::Header::settings`]).
     pub settings: String,
@@ -205,6 +214,7 @@ impl<'a> MergedSummary<'a> {
             mode: header.mode,
             selection: header.selection,
             limit: header.limit,
+            limit_per_group: header.limit_per_group,
             settings: header.settings(),
             metrics: accuracies(&merged.records),
             chance: fractions.chance,

@@ -29,6 +29,7 @@ fn header(tasks: usize, model: &str) -> Header {
         tasks,
         selection: None,
         limit: None,
+        limit_per_group: false,
         mode: mcscore_eval::log::TaskKind::MultipleChoice,
         lenient: false,
         pmi: false,

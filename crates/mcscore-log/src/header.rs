@@ -114,6 +114,10 @@ pub struct Header {
     /// `--limit`, if the file's first tasks were scored.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
+    /// Whether `limit` counted each group's first tasks (lm-eval's meaning of
+    /// `--limit`, for a file whose manifest records groups) rather than the file's.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub limit_per_group: bool,
     /// The mode scored.
     pub mode: TaskKind,
     /// Read as llama.cpp reads a file that fails validation (`--lenient`).
@@ -162,6 +166,8 @@ mod wire {
         tasks: usize,
         selection: Option<usize>,
         limit: Option<usize>,
+        #[serde(default)]
+        limit_per_group: bool,
         settings: Option<String>,
         mode: Option<TaskKind>,
         lenient: Option<bool>,
@@ -224,6 +230,7 @@ mod wire {
                 tasks: h.tasks,
                 selection: h.selection,
                 limit: h.limit,
+                limit_per_group: h.limit_per_group,
                 mode,
                 lenient,
                 pmi,

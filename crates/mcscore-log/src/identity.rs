@@ -38,6 +38,8 @@ pub struct RunIdentity {
     pub selection: Option<usize>,
     /// `--limit`, if the file's first tasks were scored.
     pub limit: Option<usize>,
+    /// Whether the limit counted each group's tasks.
+    pub limit_per_group: bool,
     /// The mode scored.
     pub mode: TaskKind,
     /// Read as llama.cpp reads a file that fails validation (`--lenient`).
@@ -85,6 +87,7 @@ impl RunIdentity {
             tasks: header.tasks,
             selection: header.selection,
             limit: header.limit,
+            limit_per_group: header.limit_per_group,
             mode: header.mode,
             lenient: header.lenient,
             pmi: header.pmi,
@@ -119,6 +122,7 @@ impl RunIdentity {
             .or_else(|| Mismatch::check("tasks", &self.tasks, &now.tasks, |v| shown(v)))
             .or_else(|| Mismatch::check("selection", &self.selection, &now.selection, |v| or_none(v.as_ref())))
             .or_else(|| Mismatch::check("limit", &self.limit, &now.limit, |v| or_none(v.as_ref())))
+            .or_else(|| Mismatch::check("limit per group", &self.limit_per_group, &now.limit_per_group, |v| v.to_string()))
             .or_else(|| Mismatch::check("mode", &self.mode, &now.mode, |v| shown(v)))
             .or_else(|| Mismatch::check("lenient", &self.lenient, &now.lenient, |v| shown(v)))
             .or_else(|| Mismatch::check("pmi", &self.pmi, &now.pmi, |v| shown(v)))

@@ -237,5 +237,15 @@ mod tests {
         other.sequential.as_mut().unwrap().margin = 0.02;
         assert_eq!(RunIdentity::of(&header(true)).mismatch(&RunIdentity::of(&other)).map(|m| m.field), Some("sequential comparison"));
         assert_eq!(RunIdentity::of(&header(false)).mismatch(&RunIdentity::of(&header(false))), None);
+        // A limit per group and the same limit over the file are two runs,
+        // even where they select the same tasks; the field is read back.
+        let (mut per_group, mut total) = (header(false), header(false));
+        per_group.limit = Some(2000);
+        per_group.limit_per_group = true;
+        total.limit = Some(2000);
+        assert_eq!(RunIdentity::of(&per_group).mismatch(&RunIdentity::of(&total)).map(|m| m.field), Some("limit per group"));
+        let unfinished = r#"{"type":"footer","complete":false,"scored":1}"#;
+        assert!(parse(&log_text(&per_group, 1, unfinished), path).unwrap().header.limit_per_group);
+        assert!(!parse(&log_text(&total, 1, unfinished), path).unwrap().header.limit_per_group);
     }
 }

@@ -21,6 +21,7 @@ pub(crate) fn header(sequential: bool) -> Header {
         tasks: 3,
         selection: None,
         limit: None,
+        limit_per_group: false,
         mode: TaskKind::MultipleChoice,
         lenient: false,
         pmi: false,
