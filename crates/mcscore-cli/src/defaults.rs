@@ -34,13 +34,54 @@ pub(crate) fn model() -> anyhow::Result<PathBuf> {
 const DATASET_NAME: &str = "arc-easy-validation.bin";
 const DATASET: &[u8] = include_bytes!("../../../datasets/arc-easy-validation.bin");
 
-/// Whether `given` is the bundled dataset's bare name (`arc-easy-validation`
-/// or `arc-easy-validation.bin`, no folder) and names no file here: what
-/// `-bf NAME` then means.
-pub(crate) fn names_bundled(given: &std::path::Path) -> bool {
+/// The folders a bundled dataset's name is looked for in, in order:
+/// `$MCSCORE_DATASETS`, `datasets/` in the working directory (where
+/// `mcscore build` writes), the checkout mcscore was built from, and the cache.
+pub(crate) fn dataset_dirs() -> Vec<PathBuf> {
+    let checkout = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets");
+    std::env::var_os("MCSCORE_DATASETS")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([PathBuf::from("datasets"), checkout.canonicalize().unwrap_or(checkout), cache_dir().join("datasets")])
+        .collect()
+}
+
+/// The task file `given` names: itself where it is a file or has a folder;
+/// where it is a bundled dataset's bare name (`mmlu-validation`, with or
+/// without its extension) and no such file is here, the bundled dataset:
+/// the one compiled in (ARC-Easy validation), or a copy with the bundled
+/// manifest's sha256 in one of [`dataset_dirs`].
+pub(crate) fn task_file(given: PathBuf) -> anyhow::Result<PathBuf> {
     let bare = given.parent().is_none_or(|p| p.as_os_str().is_empty());
-    let name = given.to_str().map(|n| n.strip_suffix(".bin").unwrap_or(n));
-    bare && name == DATASET_NAME.strip_suffix(".bin") && !given.exists()
+    let Some(text) = given.to_str().filter(|_| bare && !given.exists()) else { return Ok(given) };
+    let name = text.strip_suffix(".bin").or_else(|| text.strip_suffix(".csv")).unwrap_or(text);
+    if Some(name) == DATASET_NAME.strip_suffix(".bin") {
+        return dataset(&format!("{text} is the bundled dataset's name"));
+    }
+    let Some(entry) = mcscore_datasets::Manifest::bundled().entry(name) else { return Ok(given) };
+    let file_name = std::path::Path::new(&entry.file).file_name().map(PathBuf::from).unwrap_or_else(|| PathBuf::from(&entry.file));
+    let dirs = dataset_dirs();
+    let mut other = Vec::new();
+    for dir in &dirs {
+        let path = dir.join(&file_name);
+        if !path.is_file() {
+            continue;
+        }
+        match mcscore_format::sha256_file(&path) {
+            Ok(sha256) if sha256 == entry.sha256 => {
+                eprintln!("mcscore: {text} is a bundled dataset's name: scoring {}", path.display());
+                return Ok(path);
+            }
+            _ => other.push(path.display().to_string()),
+        }
+    }
+    let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    bail!(
+        "{text}: no such file here, and the bundled dataset {name} is in none of {}{}; `mcscore build {name}` writes it to \
+         datasets/ (or set MCSCORE_DATASETS to the folder that holds it)",
+        looked.join(", "),
+        if other.is_empty() { String::new() } else { format!(" (not with its sha256 {}: {})", entry.sha256, other.join(", ")) }
+    )
 }
 
 /// The bundled dataset, written to the cache (tasks are read by memory map)

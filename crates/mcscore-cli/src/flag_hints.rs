@@ -36,8 +36,9 @@ pub(crate) fn flag_hint(command: Asked, error: &EvalError) -> Option<&'static st
     Some(match (command, error) {
         (Asked::Score, EvalError::Log(LogError::Exists { .. })) => "--resume continues it",
         (Asked::Score, EvalError::Format(mcscore_format::Error::Io { source, .. })) if source.kind() == std::io::ErrorKind::NotFound => {
-            "the bundled dataset is -bf arc-easy-validation (cached in ~/.cache/mcscore/datasets); `mcscore build NAME` writes the \
-             others (mcscore build --list)"
+            "-bf NAME scores a bundled dataset by name (mcscore build --list names them): arc-easy-validation is compiled in, \
+             the others are looked for in $MCSCORE_DATASETS, ./datasets, the checkout mcscore was built from and \
+             ~/.cache/mcscore/datasets; `mcscore build NAME` writes one"
         }
         (_, EvalError::Log(LogError::Unfinished { why, .. }) | EvalError::Shard(ShardError::ShardIncomplete { why, .. })) => {
             match why.resumable() {

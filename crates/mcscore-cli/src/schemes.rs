@@ -145,7 +145,9 @@ fn log_path(dir: &Path, model: &Path, shard: Option<Shard>) -> PathBuf {
     }
 }
 
-pub(crate) fn run_command(args: Args) -> anyhow::Result<Outcome> {
+pub(crate) fn run_command(mut args: Args) -> anyhow::Result<Outcome> {
+    args.file = args.file.map(defaults::task_file).transpose()?;
+    args.binary_file = args.binary_file.map(defaults::task_file).transpose()?;
     if let Some(path) = &args.save_json {
         let inputs: Vec<&Path> =
             args.file.iter().chain(&args.binary_file).chain(&args.models).chain(&args.report).map(PathBuf::as_path).collect();

@@ -292,10 +292,7 @@ fn invalid_file(error: EvalError, lenient: bool) -> anyhow::Error {
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let kind = args.kind();
     let path = match args.file.clone().or(args.binary_file.clone()) {
-        Some(path) if kind == TaskKind::MultipleChoice && defaults::names_bundled(&path) => {
-            defaults::dataset(&format!("{} is the bundled dataset's name", path.display()))?
-        }
-        Some(path) => path,
+        Some(path) => defaults::task_file(path)?,
         None if kind == TaskKind::MultipleChoice => defaults::dataset("no task file given")?,
         None => return Err(crate::UsageError(format!("{} needs the file to score: -f FILE", crate::run_text::flag(kind))).into()),
     };

@@ -184,7 +184,8 @@ fn existing(args: &Args) -> Existing {
     }
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+pub(crate) fn run(mut args: Args) -> anyhow::Result<Outcome> {
+    args.file = args.file.map(crate::defaults::task_file).transpose()?;
     check_outputs(&args)?;
     if !args.compare.is_empty() {
         if args.chat.given() {

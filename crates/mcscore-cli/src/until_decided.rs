@@ -119,7 +119,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         ))
         .into());
     }
-    let file = args.binary_file.clone().context("--until-decided needs the task file: -bf FILE")?;
+    let file = crate::defaults::task_file(args.binary_file.clone().context("--until-decided needs the task file: -bf FILE")?)?;
     let [base, others @ ..] = args.models.as_slice() else {
         return Err(UsageError("--until-decided needs BASE and at least one OTHER: -m BASE.gguf -m OTHER.gguf".into()).into());
     };

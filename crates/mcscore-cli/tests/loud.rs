@@ -143,7 +143,7 @@ fn a_missing_file_points_to_the_bundled_one_which_its_name_finds() {
     assert_fails(
         &["score", "-m", &model(), "-bf", path_str(&missing)],
         1,
-        &["arc-challenge.bin", "the bundled dataset is -bf arc-easy-validation", "mcscore build --list"],
+        &["arc-challenge.bin", "-bf NAME scores a bundled dataset by name", "arc-easy-validation is compiled in", "mcscore build --list"],
     );
     let out = mcscore()
         .current_dir(dir.path())
@@ -152,4 +152,29 @@ fn a_missing_file_points_to_the_bundled_one_which_its_name_finds() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("arc-easy-validation is the bundled dataset's name: scoring the bundled"), "{}", stderr(&out));
+    // Another bundled name finds a copy with the bundled manifest's sha256:
+    // $MCSCORE_DATASETS first; a file of that name with other bytes is passed over.
+    std::fs::create_dir(dir.path().join("datasets")).unwrap();
+    std::fs::copy(repo("datasets/boolq-validation.bin"), dir.path().join("datasets/mmlu-validation.bin")).unwrap();
+    let ours = dir.path().join("ours");
+    std::fs::create_dir(&ours).unwrap();
+    std::fs::copy(repo("datasets/mmlu-validation.bin"), ours.join("mmlu-validation.bin")).unwrap();
+    let named = |env: Option<&std::path::Path>| {
+        let mut command = mcscore();
+        command.current_dir(dir.path()).args(["score", "-m", &model(), "-bf", "mmlu-validation", "--limit-total", "1", "-t", "2"]);
+        if let Some(env) = env {
+            command.env("MCSCORE_DATASETS", env);
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        stderr(&out)
+    };
+    let from_env = named(Some(&ours));
+    assert!(
+        from_env.contains(&format!("mmlu-validation is a bundled dataset's name: scoring {}", ours.join("mmlu-validation.bin").display())),
+        "{from_env}"
+    );
+    let from_checkout = named(None);
+    let checkout = std::fs::canonicalize(repo("datasets/mmlu-validation.bin")).unwrap();
+    assert!(from_checkout.contains(&format!("scoring {}", checkout.display())), "{from_checkout}");
 }
