@@ -14,7 +14,9 @@ pub(crate) enum ProgressMode {
     Auto,
     /// A bar (shown only on a terminal).
     Bar,
-    /// A line every 30 seconds and at each tenth of the work.
+    /// A line every 30 seconds and at each tenth of the work, however short
+    /// (`auto` in a log prints lines only for work of more than a few seconds,
+    /// a second apart at least).
     Lines,
     /// Nothing.
     None,
@@ -37,6 +39,18 @@ impl ProgressMode {
 /// Seconds between two progress lines at most.
 const LINE_EVERY: Duration = Duration::from_secs(30);
 
+/// Work shorter than this prints no lines: a line is for work one waits on.
+const QUIET: Duration = Duration::from_secs(5);
+
+/// Seconds between two progress lines at least (the last excepted): units
+/// that arrive together (every task of one fill) print one line, not ten.
+const LINE_GAP: Duration = Duration::from_secs(1);
+
+/// An estimate of the time left needs the rate measured over this long
+/// after the first unit was done (before it, the time is the set-up's and
+/// the first fill's, and says nothing of the rest).
+const MEASURED: Duration = Duration::from_secs(1);
+
 /// A display of units of work done: a bar, plain lines, or nothing.
 pub(crate) enum Meter {
     Bar(ProgressBar),
@@ -58,6 +72,13 @@ pub(crate) struct Lines {
     first: usize,
     started: Instant,
     last_line: Instant,
+    /// Whether a line was printed.
+    printed: bool,
+    /// `auto` in a log: lines only after [`QUIET`], [`LINE_GAP`] apart.
+    quiet: bool,
+    /// When the first unit of this display was done, and the units done then:
+    /// where the rate behind an estimate of the time left is measured from.
+    first_done: Option<(Instant, usize)>,
     /// The next tenth of the work that prints a line.
     next_tenth: usize,
 }
@@ -70,7 +91,20 @@ impl Meter {
             let now = Instant::now();
             let next_tenth = total.map_or(usize::MAX, |total| tenths(done, total) + 1);
             let what = what.to_owned();
-            return Meter::Lines(Lines { what, unit, total, done, tokens: 0, first: done, started: now, last_line: now, next_tenth });
+            return Meter::Lines(Lines {
+                what,
+                unit,
+                total,
+                done,
+                tokens: 0,
+                first: done,
+                started: now,
+                last_line: now,
+                printed: false,
+                quiet: mode == ProgressMode::Auto,
+                first_done: None,
+                next_tenth,
+            });
         }
         let template = match total {
             Some(_) => format!("{{spinner}} [{{elapsed_precise}}] {{bar:40}} {{pos}}/{{len}} {unit} ({{per_sec}}, eta {{eta}}) {{msg}}"),
@@ -103,6 +137,15 @@ impl Meter {
         }
     }
 
+    /// The units done, where shown as lines.
+    #[cfg(test)]
+    pub(crate) fn done(&self) -> Option<usize> {
+        match self {
+            Meter::Lines(lines) => Some(lines.done),
+            Meter::Bar(_) | Meter::Hidden => None,
+        }
+    }
+
     /// The units done so far held `n` more tokens (shown as tokens/s in lines).
     pub(crate) fn tokens(&mut self, n: usize) {
         if let Meter::Lines(lines) = self {
@@ -110,12 +153,16 @@ impl Meter {
         }
     }
 
-    /// The work ended: the bar cleared, or a last line where lines were
-    /// printed and the last did not say it all.
+    /// The work ended: the bar cleared, or a last line where the work took
+    /// long enough for lines and the last printed did not say it all.
     pub(crate) fn finish(self) {
         match self {
             Meter::Bar(bar) => bar.finish_and_clear(),
-            Meter::Lines(mut lines) if lines.done > lines.first && (lines.total.is_none() || lines.next_tenth <= 10) => lines.print(),
+            Meter::Lines(mut lines)
+                if lines.done > lines.first && lines.said_less() && !(lines.quiet && lines.started.elapsed() < QUIET) =>
+            {
+                lines.print()
+            }
             Meter::Lines(_) | Meter::Hidden => {}
         }
     }
@@ -132,9 +179,15 @@ fn tenths(done: usize, total: usize) -> usize {
 
 impl Lines {
     fn advance_to(&mut self, done: usize) {
+        let now = Instant::now();
+        if self.first_done.is_none() && done > self.first {
+            self.first_done = Some((now, done));
+        }
         self.done = done;
         let reached = self.total.map_or(0, |total| tenths(done, total));
-        if reached >= self.next_tenth || self.last_line.elapsed() >= LINE_EVERY {
+        let due = reached >= self.next_tenth || now.duration_since(self.last_line) >= LINE_EVERY;
+        let spaced = !self.printed || now.duration_since(self.last_line) >= LINE_GAP;
+        if due && (!self.quiet || (spaced && now.duration_since(self.started) >= QUIET)) {
             if self.total.is_some() {
                 self.next_tenth = reached + 1;
             }
@@ -142,13 +195,22 @@ impl Lines {
         }
     }
 
-    fn print(&mut self) {
-        self.last_line = Instant::now();
-        eprintln!("{}", self.line(self.started.elapsed()));
+    /// Whether the last line printed (if any) showed fewer units than are done.
+    fn said_less(&self) -> bool {
+        !self.printed || self.total.is_none() || self.next_tenth <= tenths(self.done, self.total.unwrap_or(0))
     }
 
-    /// The line after `elapsed` of work.
-    fn line(&self, elapsed: Duration) -> String {
+    fn print(&mut self) {
+        self.last_line = Instant::now();
+        self.printed = true;
+        let measured = self.first_done.map(|(at, done)| (at.elapsed(), self.done - done));
+        eprintln!("{}", self.line(self.started.elapsed(), measured));
+    }
+
+    /// The line after `elapsed` of work; `measured`: the time since the
+    /// first unit was done and the units done since, which an estimate of
+    /// the time left needs ([`MEASURED`] of it at least).
+    fn line(&self, elapsed: Duration, measured: Option<(Duration, usize)>) -> String {
         let (done, unit) = (self.done, self.unit);
         let seconds = elapsed.as_secs_f64().max(1e-9);
         let rate = done.saturating_sub(self.first) as f64 / seconds;
@@ -157,11 +219,13 @@ impl Lines {
             return format!("mcscore: {}: {done} {unit}, {rate:.2} {unit}/s{tokens}", self.what);
         };
         let percent = if total == 0 { 100.0 } else { 100.0 * done as f64 / total as f64 };
-        let eta = if rate > 0.0 && done < total {
-            // done < total and rate >= 1/elapsed: positive, finite, at most (total - done) × elapsed seconds
-            format!(", eta {}", clock(Duration::from_secs_f64((total - done) as f64 / rate)))
-        } else {
-            String::new()
+        let eta = match measured {
+            Some((since, units)) if since >= MEASURED && units > 0 && done < total => {
+                // units > 0 over at least a second: a positive, finite rate
+                let left = (total - done) as f64 * since.as_secs_f64() / units as f64;
+                format!(", eta {}", clock(Duration::from_secs_f64(left)))
+            }
+            _ => String::new(),
         };
         format!("mcscore: {}: {done}/{total} {unit} ({percent:.0} %), {rate:.2} {unit}/s{tokens}{eta}", self.what)
     }
@@ -188,6 +252,9 @@ mod tests {
             first: done,
             started: now,
             last_line: now,
+            printed: false,
+            quiet: true,
+            first_done: None,
             next_tenth: tenths(done, total) + 1,
         }
     }
@@ -196,18 +263,54 @@ mod tests {
     fn a_line_says_done_total_rate_and_eta() {
         let mut l = lines(200, 0);
         l.done = 50;
-        assert_eq!(l.line(Duration::from_secs(25)), "mcscore: scoring: 50/200 tasks (25 %), 2.00 tasks/s, eta 0:01:15");
+        // The estimate is measured after the first unit: 40 in 20 s, 150 left.
+        let measured = Some((Duration::from_secs(20), 40));
+        assert_eq!(l.line(Duration::from_secs(25), measured), "mcscore: scoring: 50/200 tasks (25 %), 2.00 tasks/s, eta 0:01:15");
+        // None before a second of it: units that came together say nothing of the rest.
+        assert_eq!(l.line(Duration::from_secs(25), None), "mcscore: scoring: 50/200 tasks (25 %), 2.00 tasks/s");
+        let burst = Some((Duration::from_millis(3), 49));
+        assert_eq!(l.line(Duration::from_secs(25), burst), "mcscore: scoring: 50/200 tasks (25 %), 2.00 tasks/s");
         l.done = 200;
-        assert_eq!(l.line(Duration::from_secs(100)), "mcscore: scoring: 200/200 tasks (100 %), 2.00 tasks/s");
+        assert_eq!(l.line(Duration::from_secs(100), measured), "mcscore: scoring: 200/200 tasks (100 %), 2.00 tasks/s");
         // A resume's tasks are not counted in the rate.
         let mut l = lines(200, 100);
         l.done = 150;
-        assert_eq!(l.line(Duration::from_secs(10)), "mcscore: scoring: 150/200 tasks (75 %), 5.00 tasks/s, eta 0:00:10");
+        let measured = Some((Duration::from_secs(8), 40));
+        assert_eq!(l.line(Duration::from_secs(10), measured), "mcscore: scoring: 150/200 tasks (75 %), 5.00 tasks/s, eta 0:00:10");
         // Tokens where counted; no total, no share or eta.
         l.tokens = 4321;
-        assert_eq!(l.line(Duration::from_secs(10)), "mcscore: scoring: 150/200 tasks (75 %), 5.00 tasks/s, 432 tokens/s, eta 0:00:10");
+        assert_eq!(
+            l.line(Duration::from_secs(10), measured),
+            "mcscore: scoring: 150/200 tasks (75 %), 5.00 tasks/s, 432 tokens/s, eta 0:00:10"
+        );
         l.total = None;
-        assert_eq!(l.line(Duration::from_secs(10)), "mcscore: scoring: 150 tasks, 5.00 tasks/s, 432 tokens/s");
+        assert_eq!(l.line(Duration::from_secs(10), measured), "mcscore: scoring: 150 tasks, 5.00 tasks/s, 432 tokens/s");
+    }
+
+    /// Work of a few seconds prints nothing; a burst of units prints one line.
+    #[test]
+    fn short_work_is_quiet_and_a_burst_prints_once() {
+        let mut l = lines(100, 0);
+        for done in 1..=100 {
+            l.advance_to(done);
+        }
+        assert!(!l.printed, "work under {QUIET:?} prints no line");
+        let mut l = lines(100, 0);
+        l.started -= QUIET * 2;
+        l.last_line = l.started;
+        for done in 1..=100 {
+            l.advance_to(done);
+        }
+        assert!(l.printed);
+        assert_eq!(l.next_tenth, 2, "one line, at the first tenth; the rest within {LINE_GAP:?} of it");
+        assert!(l.said_less(), "finish prints the last line");
+        // --progress lines asks for every tenth, however short the work.
+        let mut l = lines(100, 0);
+        l.quiet = false;
+        for done in 1..=100 {
+            l.advance_to(done);
+        }
+        assert_eq!(l.next_tenth, 11);
     }
 
     #[test]

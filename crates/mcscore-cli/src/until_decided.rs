@@ -20,10 +20,14 @@ use crate::{Outcome, UsageError};
 
 /// The bar: tasks of the order every model still needed has scored, and
 /// each OTHER's interval. In a log: a line per look, and between looks a
-/// line every 30 s of the tasks every model scored (`meter`).
+/// line every 30 s of the order's tasks scored (`meter`), counted as the
+/// user counts them, once for all `models` (no time left: the comparison
+/// may stop at any look).
 struct Looking {
     bar: Option<ProgressBar>,
     meter: Option<Meter>,
+    models: usize,
+    scores: usize,
 }
 
 impl Progress for Looking {
@@ -34,27 +38,35 @@ impl Progress for Looking {
     }
 
     fn scored(&mut self, _record: &TaskRecord, _done: usize) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        if let Some(bar) = &self.bar {
-            bar.tick();
-        }
-        if let Some(meter) = &mut self.meter {
-            meter.inc();
-        }
+        self.count_score();
         Ok(())
     }
 }
 
 impl Looking {
-    fn new(mode: ProgressMode) -> Looking {
-        let Some(lines) = mode.lines() else { return Looking { bar: None, meter: None } };
+    fn new(mode: ProgressMode, models: usize) -> Looking {
+        let models = models.max(1);
+        let Some(lines) = mode.lines() else { return Looking { bar: None, meter: None, models, scores: 0 } };
         if lines {
-            return Looking { bar: None, meter: Some(Meter::new(ProgressMode::Lines, "comparing: scored", "tasks", None, 0)) };
+            let meter = Meter::new(mode, &format!("comparing: tasks scored by all {models} models"), "tasks", None, 0);
+            return Looking { bar: None, meter: Some(meter), models, scores: 0 };
         }
         let bar = ProgressBar::new(0);
         bar.set_style(
             ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} tasks {msg}").expect("valid template"),
         );
-        Looking { bar: Some(bar), meter: None }
+        Looking { bar: Some(bar), meter: None, models, scores: 0 }
+    }
+
+    /// One model scored one task.
+    fn count_score(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.tick();
+        }
+        self.scores += 1;
+        if let Some(meter) = &mut self.meter {
+            meter.set(self.scores / self.models);
+        }
     }
 
     fn finish(self) {
@@ -158,7 +170,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let sha256 = mcscore_format::sha256_file(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     let groups = crate::compare::groups(&args, &file, &sha256, None)?;
     let cancel = crate::signals::cancel_on_signal();
-    let looking = std::cell::RefCell::new(Looking::new(args.progress));
+    let looking = std::cell::RefCell::new(Looking::new(args.progress, args.models.len()));
     let result =
         until_decided::until_decided(&spec, groups.as_ref(), &mut Shared(&looking), &mut |look| looking.borrow().look(look), &cancel);
     looking.into_inner().finish();
@@ -286,4 +298,19 @@ fn text(r: &UntilDecided) -> String {
     }
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lines count the order's tasks once, not once per model.
+    #[test]
+    fn progress_counts_tasks_not_scores() {
+        let mut looking = Looking::new(ProgressMode::Lines, 2);
+        for _ in 0..7 {
+            looking.count_score();
+        }
+        assert_eq!(looking.meter.as_ref().and_then(Meter::done), Some(3));
+    }
 }

@@ -16,7 +16,18 @@ fn build_then_verify_and_catch_a_tampered_file() {
     let dir = tempdir();
     let manifest = dir.path().join("manifest.json");
     let out_dir = dir.path().join("datasets");
-    let out = run(&["build", "mmlu-validation", "--sources", &sources(), "--out", path_str(&out_dir), "--manifest", path_str(&manifest)]);
+    let out = run(&[
+        "build",
+        "mmlu-validation",
+        "--sources",
+        &sources(),
+        "--out",
+        path_str(&out_dir),
+        "--manifest",
+        path_str(&manifest),
+        "--progress",
+        "lines",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("1531 tasks, letter mode"), "{}", stdout(&out));
     // Progress in a log (stderr is a pipe here): the build's count is known
@@ -28,8 +39,10 @@ fn build_then_verify_and_catch_a_tampered_file() {
     );
     let built = out_dir.join("mmlu-validation.bin");
     assert_eq!(std::fs::read(&built).unwrap(), std::fs::read(repo("datasets/mmlu-validation.bin")).unwrap(), "reproducible");
-    let ok = run(&["verify", path_str(&built), "--manifest", path_str(&manifest), "--sources", &sources()]);
+    let ok = run(&["verify", path_str(&built), "--manifest", path_str(&manifest), "--sources", &sources(), "--progress", "lines"]);
     assert!(ok.status.success(), "{}", stdout(&ok));
+    let auto = run(&["verify", path_str(&built), "--manifest", path_str(&manifest), "--sources", &sources()]);
+    assert!(auto.status.success() && !stderr(&auto).contains("mcscore: verifying"), "a second's work prints no lines: {}", stderr(&auto));
     let verified = stderr(&ok);
     let tenths: Vec<&str> = verified.lines().filter(|l| l.starts_with("mcscore: verifying mmlu-validation: ")).collect();
     assert_eq!(tenths.len(), 10, "{}", stderr(&ok));

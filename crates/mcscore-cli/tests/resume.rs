@@ -110,7 +110,23 @@ fn ctrl_c_in_the_unconditional_pass_stops_it() {
     let dir = tempdir();
     let log = dir.path().join("pmi.jsonl");
     let args = |resume: bool| {
-        let mut args = vec!["score", "-m", &model, &file, "--limit", "30", "-b", "64", "-t", "2", "--pmi", "--log-samples", path_str(&log)];
+        let mut args = vec![
+            "score",
+            "-m",
+            &model,
+            &file,
+            "--limit",
+            "30",
+            "-b",
+            "64",
+            "-t",
+            "2",
+            "--pmi",
+            "--progress",
+            "lines",
+            "--log-samples",
+            path_str(&log),
+        ];
         if resume {
             args.push("--resume");
         }

@@ -127,20 +127,28 @@ fn repacked_weights_take_one_copy_by_default() {
 }
 
 /// Where stderr is not a terminal (a Slurm job's output file, this test's
-/// pipe), progress comes as plain lines at each tenth of the work (tasks
-/// and tokens a second), ending with the whole; `--progress none` prints none.
+/// pipe), progress comes as plain lines, but only for work of more than a
+/// few seconds; `--progress lines` prints one at each tenth of any work
+/// (tasks and tokens a second, and the time left once a second of scoring
+/// has measured it), ending with the whole; `--progress none` prints none.
 #[test]
 fn progress_comes_as_lines_in_a_log() {
     let model = model();
     let file = reference("mc_text5.bin");
-    let out = run(&["score", "-m", &model, &file, "--multiple-choice-tasks", "20", "-t", "2"]);
+    // Small fills (about a task each) over ARC-Easy: a few seconds of scoring.
+    let arc = repo("datasets/arc-easy-validation.bin");
+    let out = run(&["score", "-m", &model, &arc, "--limit", "40", "-t", "2", "-b", "128", "--progress", "lines"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
     let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("mcscore: scoring: ")).collect();
     let done: Vec<&str> = lines.iter().map(|l| l["mcscore: scoring: ".len()..].split(' ').next().unwrap()).collect();
-    assert_eq!(done, ["2/20", "4/20", "6/20", "8/20", "10/20", "12/20", "14/20", "16/20", "18/20", "20/20"], "{err}");
-    assert!(lines[0].contains("tasks (10 %)") && lines[0].contains(" tokens/s, eta "), "{err}");
+    assert_eq!(done, ["4/40", "8/40", "12/40", "16/40", "20/40", "24/40", "28/40", "32/40", "36/40", "40/40"], "{err}");
+    assert!(lines[0].contains("tasks (10 %)") && lines[0].contains(" tokens/s") && !lines[0].contains("eta"), "{err}");
+    assert!(lines.iter().any(|l| l.contains(", eta ")), "{err}");
     assert!(lines[9].contains("(100 %)") && !lines[9].contains("eta"), "{err}");
+    // A second's work in a log: no lines.
+    let short = run(&["score", "-m", &model, &file, "--multiple-choice-tasks", "5", "-t", "2"]);
+    assert!(short.status.success() && !stderr(&short).contains("mcscore: scoring:"), "{}", stderr(&short));
     let quiet = run(&["score", "-m", &model, &file, "--multiple-choice-tasks", "5", "-t", "2", "--progress", "none"]);
     assert!(!stderr(&quiet).contains("mcscore: scoring:"), "{}", stderr(&quiet));
 }
