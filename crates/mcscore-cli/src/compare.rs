@@ -89,10 +89,10 @@ pub(crate) struct Args {
     #[arg(long, value_name = "A", default_value_t = 0.05, value_parser = crate::numbers::alpha())]
     pub(crate) alpha: f64,
     /// Bootstrap resamples, 100 to 100,000.
-    #[arg(long, default_value_t = 1000, value_parser = crate::numbers::whole(100u32, 100_000))]
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = crate::numbers::whole(100u32, 100_000))]
     pub(crate) resamples: u32,
     /// Bootstrap seed; with --until-decided also the seed of the task order.
-    #[arg(long, default_value_t = 1, value_parser = crate::numbers::at_least(0u64))]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = crate::numbers::at_least(0u64))]
     pub(crate) seed: u64,
     /// The tasks' groups: a text file with one group name per line, one line
     /// per task of the task file, in file order. Default: the groups the
@@ -119,7 +119,7 @@ pub(crate) struct Args {
     /// With --until-decided, progress on stderr: a bar on a terminal; in a
     /// log, a line at each look (every OTHER's interval) and every 30 s
     /// between (tasks scored, tasks and tokens a second).
-    #[arg(long, value_enum, value_name = "HOW", default_value_t = ProgressMode::Auto, requires = "until_decided")]
+    #[arg(long, value_enum, value_name = "auto|bar|lines|none", default_value_t = ProgressMode::Auto, requires = "until_decided")]
     pub(crate) progress: ProgressMode,
 }
 

@@ -64,7 +64,7 @@ pub(crate) struct BuildArgs {
     /// as its --tasks) through lm-eval itself: each to NAME.bin, its requests
     /// exactly as lm-eval renders them (few-shot contexts, seeds, --limit,
     /// process_docs), its groups and results skeleton in the manifest. Score
-    /// with `score --lm-eval` (or `--output lm-eval` for lm-eval's results
+    /// with `score --lm-eval` (or `--format lm-eval` for lm-eval's results
     /// JSON). Needs lm-eval in the Python of --python; tasks that are not
     /// multiple choice, or that a task file cannot hold exactly, are refused
     /// with the reason.
@@ -90,8 +90,10 @@ pub(crate) struct BuildArgs {
     #[arg(long)]
     list: bool,
     /// Folder for the .bin files.
-    #[arg(long, value_name = "DIR", default_value = "datasets")]
+    #[arg(short = 'o', long, value_name = "DIR", default_value = "datasets")]
     out: PathBuf,
+    /// The manifest to record the files in (created where missing; entries of
+    /// other files are kept).
     #[arg(long, value_name = "FILE", default_value = "manifest.json")]
     manifest: PathBuf,
     /// Build the K-shot variant, NAME-Kshot.bin: K solved examples from the
@@ -109,7 +111,7 @@ pub(crate) struct BuildArgs {
     shot_seed: Option<u64>,
     /// Progress on stderr: a bar on a terminal, else a line every 30 s
     /// (tasks written, tasks/s: the count is known only at the end).
-    #[arg(long, value_enum, value_name = "HOW", default_value_t = ProgressMode::Auto)]
+    #[arg(long, value_enum, value_name = "auto|bar|lines|none", default_value_t = ProgressMode::Auto)]
     progress: ProgressMode,
 }
 
@@ -258,13 +260,14 @@ pub(crate) struct VerifyArgs {
     /// Task files to verify (default: every file in the manifest).
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
+    /// The manifest whose entries the files are checked against (by name and sha256).
     #[arg(long, value_name = "FILE", default_value = "manifest.json")]
     manifest: PathBuf,
     #[command(flatten)]
     source: SourceArgs,
     /// Progress on stderr: a bar on a terminal, else a line every 30 s and
     /// at each tenth of a file's tasks.
-    #[arg(long, value_enum, value_name = "HOW", default_value_t = ProgressMode::Auto)]
+    #[arg(long, value_enum, value_name = "auto|bar|lines|none", default_value_t = ProgressMode::Auto)]
     progress: ProgressMode,
     /// For files `build --lm-eval` wrote: the Python interpreter that has
     /// lm-eval installed, which renders their requests again.

@@ -69,7 +69,7 @@ pub(crate) fn task_file(given: PathBuf) -> anyhow::Result<PathBuf> {
         }
         match mcscore_format::sha256_file(&path) {
             Ok(sha256) if sha256 == entry.sha256 => {
-                eprintln!("mcscore: {text} is a bundled dataset's name: scoring {}", path.display());
+                eprintln!("mcscore: {text} is a bundled dataset's name: {}", path.display());
                 return Ok(path);
             }
             _ => other.push(path.display().to_string()),

@@ -1,6 +1,6 @@
 //! mcscore invoked as `llama-perplexity` (a link or a copy of that name):
 //! llama-perplexity's command line for its three multiple-choice modes,
-//! rewritten to `mcscore score --output llama`, so a script that calls it
+//! rewritten to `mcscore score --format llama`, so a script that calls it
 //! works unchanged with mcscore first on `PATH`. What mcscore does not
 //! implement is refused with exit 2, never run as something else.
 
@@ -108,11 +108,11 @@ pub(crate) fn help() -> String {
 }
 
 /// Rewrites llama-perplexity's arguments (`args[0]` is the program) to
-/// `mcscore score --output llama ...`, with a note for each flag accepted
+/// `mcscore score --format llama ...`, with a note for each flag accepted
 /// without effect, or says why they cannot be.
 pub(crate) fn translate(args: &[OsString]) -> Result<(Vec<OsString>, Vec<String>), UsageError> {
     let mut notes = Vec::new();
-    let mut out: Vec<OsString> = ["mcscore", "score", "--output", "llama"].map(OsString::from).to_vec();
+    let mut out: Vec<OsString> = ["mcscore", "score", "--format", "llama"].map(OsString::from).to_vec();
     let (mut mode, mut context) = (false, false);
     let mut rest = args.iter().skip(1);
     while let Some(arg) = rest.next() {
@@ -219,7 +219,7 @@ mod tests {
             [
                 "mcscore",
                 "score",
-                "--output",
+                "--format",
                 "llama",
                 "--model",
                 "m.gguf",

@@ -133,7 +133,11 @@ fn main() -> ExitCode {
             }
         };
     }
-    let cli = Cli::parse_from(llama_args::rewrite(args));
+    let (args, warnings) = llama_args::renamed(llama_args::rewrite(args));
+    for warning in warnings {
+        eprintln!("mcscore: warning: {warning}");
+    }
+    let cli = Cli::parse_from(args);
     let asked = flag_hints::Asked::of(&cli.command);
     // serve drains its requests on SIGINT, SIGTERM and SIGHUP itself.
     if !matches!(cli.command, Command::Serve(_)) {
@@ -220,4 +224,80 @@ pub(crate) fn parse_score_flags(flags: &[&str]) -> Result<plan::Needs, String> {
 pub(crate) fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     outln!("{}", serde_json::to_string_pretty(value)?)?;
     Ok(())
+}
+#[cfg(test)]
+mod flags {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use clap::CommandFactory;
+
+    /// What the command line says of one long flag, over every command.
+    #[derive(Debug, Default, PartialEq)]
+    struct Flag {
+        short: BTreeSet<char>,
+        values: BTreeSet<String>,
+        commands: BTreeSet<String>,
+    }
+
+    fn command_line() -> BTreeMap<String, Flag> {
+        let mut flags: BTreeMap<String, Flag> = BTreeMap::new();
+        for command in super::Cli::command().get_subcommands() {
+            for arg in command.get_arguments().filter(|a| !a.is_positional()) {
+                let Some(long) = arg.get_long() else { continue };
+                let flag = flags.entry(format!("--{long}")).or_default();
+                flag.short.extend(arg.get_short());
+                if arg.get_action().takes_values() {
+                    flag.values.extend(arg.get_value_names().into_iter().flatten().map(|v| v.to_string()));
+                }
+                flag.commands.insert(command.get_name().to_owned());
+            }
+        }
+        flags
+    }
+
+    /// docs/flags.md's table, read as the command line is.
+    fn table() -> BTreeMap<String, (Flag, String)> {
+        let text = include_str!("../../../docs/flags.md");
+        // `\|` is a `|` inside a cell.
+        let cell = |c: &str| c.trim().trim_matches('`').replace('\u{1}', "|");
+        text.lines()
+            .filter(|l| l.starts_with("| `--"))
+            .map(|line| {
+                let line = line.replace("\\|", "\u{1}");
+                let cells: Vec<&str> = line.trim().trim_matches('|').split('|').collect();
+                assert_eq!(cells.len(), 5, "docs/flags.md: {line}");
+                let flag = Flag {
+                    short: cell(cells[1]).strip_prefix('-').and_then(|s| s.chars().next()).into_iter().collect(),
+                    values: cells[2].split(", ").map(cell).filter(|v| !v.is_empty()).collect(),
+                    commands: cells[4].split(", ").map(|c| c.trim().to_owned()).collect(),
+                };
+                (cell(cells[0]), (flag, cells[3].trim().to_owned()))
+            })
+            .collect()
+    }
+
+    /// docs/flags.md lists every flag, each with a meaning, the short form,
+    /// value names and commands the command line gives it; a flag has one
+    /// short form, and a short letter one flag.
+    #[test]
+    fn flags_table_is_the_command_line() {
+        let (cli, doc) = (command_line(), table());
+        for (name, flag) in &cli {
+            let Some((documented, meaning)) = doc.get(name) else { panic!("{name} is not in docs/flags.md: {flag:?}") };
+            assert_eq!(flag, documented, "{name}: the command line (left) and docs/flags.md (right) differ");
+            assert!(flag.short.len() <= 1, "{name} has several short forms: {:?}", flag.short);
+            assert!(!meaning.is_empty(), "{name} has no meaning in docs/flags.md");
+        }
+        for name in doc.keys() {
+            assert!(cli.contains_key(name), "docs/flags.md lists {name}, which no command takes");
+        }
+        let mut letters: BTreeMap<char, &str> = BTreeMap::new();
+        for (name, flag) in &cli {
+            for &letter in &flag.short {
+                if let Some(other) = letters.insert(letter, name) {
+                    panic!("-{letter} is both {other} and {name}");
+                }
+            }
+        }
+    }
 }

@@ -15,7 +15,7 @@ const EXAMPLES: &str = "\
 Examples:
   mcscore merge logs/run.*.jsonl -o run.jsonl            the shards of `score --shard K/N --log-samples logs/run.K.jsonl`
   mcscore merge logs/run.*.jsonl -o run.jsonl --json
-  mcscore merge logs/run.*.jsonl --output llama          llama-perplexity's stdout of the whole run";
+  mcscore merge logs/run.*.jsonl --format llama          llama-perplexity's stdout of the whole run";
 
 /// Merge the logs of a run's shards (`score --shard K/N`) into one run's log.
 ///
@@ -40,11 +40,11 @@ pub(crate) struct Args {
     #[arg(long, requires = "out")]
     force: bool,
     /// Print the results as JSON on stdout.
-    #[arg(long, conflicts_with = "output")]
+    #[arg(long, conflicts_with = "format")]
     json: bool,
     /// `human` (a summary) or `llama` (llama-perplexity's stdout for the whole run, and its final lines on stderr).
     #[arg(long, value_enum, default_value = "human")]
-    output: Format,
+    format: Format,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -56,8 +56,8 @@ enum Format {
 /// The shard logs of `mcscore schemes --shard K/N`, joined into the run's
 /// log, and the run's tables.
 fn merge_schemes(args: &Args, target: Option<&Target<'_>>) -> anyhow::Result<Outcome> {
-    if args.output == Format::Llama {
-        return Err(crate::UsageError("--output llama: a run of `mcscore schemes` has no llama-perplexity output".into()).into());
+    if args.format == Format::Llama {
+        return Err(crate::UsageError("--format llama: a run of `mcscore schemes` has no llama-perplexity output".into()).into());
     }
     let merged = mcscore_eval::schemes::merge(&args.logs)?;
     if let (Some(out), Some(target)) = (&args.out, target) {
@@ -87,7 +87,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let baselines = merged.baselines();
     if args.json {
         crate::print_json(&mcscore_eval::results::MergedSummary::new(&merged, args.out.as_deref()))?;
-    } else if args.output == Format::Llama {
+    } else if args.format == Format::Llama {
         let mut shown = Shown::new(ProgressMode::None, Some(header.mode));
         shown.llama_preamble(merged.file_tasks, n, header.limit.is_none() && n < merged.file_tasks)?;
         for (i, record) in merged.records.iter().enumerate() {

@@ -31,7 +31,7 @@ pub(crate) struct Args {
     #[arg(long = "type", value_name = "TYPE", value_parser = parse_type)]
     quant: QuantType,
     /// Threads, 1 to 1024 (default: one per core).
-    #[arg(short = 't', long, value_parser = crate::numbers::whole(1u16, 1024))]
+    #[arg(short = 't', long, value_name = "N", value_parser = crate::numbers::whole(1u16, 1024))]
     threads: Option<u16>,
     /// Replace OUT if it exists.
     #[arg(long)]

@@ -50,10 +50,10 @@ pub(crate) struct Args {
     #[arg(long, value_name = "EPSILON", value_parser = probability())]
     epsilon: Option<f64>,
     /// Bootstrap resamples, 100 to 100,000 (as compare's: fewer give no 95 % interval worth the name).
-    #[arg(long, default_value_t = 1000, value_parser = crate::numbers::whole(100u32, 100_000))]
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = crate::numbers::whole(100u32, 100_000))]
     resamples: u32,
     /// Bootstrap seed.
-    #[arg(long, default_value_t = 1, value_parser = crate::numbers::at_least(0u64))]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = crate::numbers::at_least(0u64))]
     seed: u64,
     /// Print JSON instead of text.
     #[arg(long, conflicts_with = "csv")]

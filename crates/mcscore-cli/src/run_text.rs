@@ -30,7 +30,7 @@ pub(crate) fn note_selection(selection: Selection, n_tasks: usize, flag: &str) {
 }
 
 /// A job's progress on stderr (a bar or lines per phase, `--progress`) and,
-/// for `--output llama`, llama-perplexity's running lines on stdout. `score`
+/// for `--format llama`, llama-perplexity's running lines on stdout. `score`
 /// and `sweep` share it.
 pub(crate) struct Shown {
     mode: ProgressMode,

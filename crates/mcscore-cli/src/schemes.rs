@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 use mcscore_eval::schemes::report::{build, SchemesReport};
 use mcscore_eval::schemes::{read_log, run, Mode, SchemesRun, SchemesSpec};
 use mcscore_eval::shard::Shard;
@@ -65,9 +65,15 @@ pub(crate) struct Args {
     /// `all`, or a comma-separated list of NR, NR-Var, NM, Elim, Elim-NM, CBM, PPA, AUC.
     #[arg(long, value_name = "all|LIST", default_value = "all")]
     modes: String,
-    /// Run the file's first N tasks (each costs a few generations per mode).
-    #[arg(long, value_name = "N", value_parser = crate::numbers::at_least(1usize))]
+    /// Run the file's first N tasks (each costs a few generations per mode). As
+    /// elsewhere --limit would count each group's first N; a schemes log holds a
+    /// run of consecutive tasks, so a file whose manifest records groups (MMLU)
+    /// takes --limit-total instead.
+    #[arg(long, value_name = "N", conflicts_with = "limit_total", value_parser = crate::numbers::at_least(1usize))]
     limit: Option<usize>,
+    /// Run the file's first N tasks, whatever its groups.
+    #[arg(long, value_name = "N", value_parser = crate::numbers::at_least(1usize))]
+    limit_total: Option<usize>,
     /// Let the model reason before answering (inspect_ai's chain-of-thought prompt);
     /// the answer line is asked for under the grammar only where its text holds none.
     #[arg(long)]
@@ -180,6 +186,19 @@ pub(crate) fn run_command(mut args: Args) -> anyhow::Result<Outcome> {
                 }
             }
         }
+        if let Some(limit) = args.limit {
+            let sha256 = mcscore_format::sha256_file(&file).with_context(|| file.display().to_string())?;
+            if let Some(groups) = crate::compare::groups_from(None, None, &file, &sha256, None)? {
+                return Err(crate::UsageError(format!(
+                    "--limit {limit}: {} has {} groups ({}), and --limit counts each group's first tasks, which a schemes run \
+                     (consecutive tasks) cannot take; --limit-total {limit} runs the file's first {limit}",
+                    file.display(),
+                    groups.len(),
+                    groups.source
+                ))
+                .into());
+            }
+        }
         let cancel = crate::signals::cancel_on_signal();
         let mut runs = Vec::new();
         for model in &models {
@@ -187,7 +206,7 @@ pub(crate) fn run_command(mut args: Args) -> anyhow::Result<Outcome> {
                 model: model.clone(),
                 file: file.clone(),
                 modes: modes.clone(),
-                limit: args.limit,
+                limit: args.limit.or(args.limit_total),
                 chat: chat.clone(),
                 reasoning: args.reasoning,
                 max_tokens: args.max_tokens,

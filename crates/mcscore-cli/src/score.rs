@@ -18,7 +18,7 @@ const EXAMPLES: &str = "\
 Examples:
   mcscore score                                   the default model on the bundled dataset
   mcscore score -m model.gguf -bf mmlu.bin --json
-  mcscore score -m model.gguf -bf hellaswag.bin --multiple-choice -c 512 -np 16 -t 2 --output llama
+  mcscore score -m model.gguf -bf hellaswag.bin --multiple-choice -c 512 -np 16 -t 2 --format llama
   mcscore score -m model.gguf -f hellaswag_val_full.txt --hellaswag --hellaswag-tasks 400
   mcscore score -m model.gguf -f winogrande-debiased-eval.csv --winogrande   (every line, the last included)
   mcscore score -m model.gguf -bf f.bin --log-samples run.jsonl    (Ctrl-C, then the same command
@@ -109,7 +109,7 @@ pub(crate) struct Args {
     /// Also score every option after the context "Answer:" alone, for acc_pmi
     /// (log-probability given the question minus log-probability without it);
     /// with --lm-eval after no context, as lm-eval's acc_mutual_info (which
-    /// --output lm-eval turns on for a task that asks for it).
+    /// --format lm-eval turns on for a task that asks for it).
     #[arg(long, conflicts_with = "winogrande")]
     pmi: bool,
     /// Score a file that fails strict validation the way llama.cpp would, listing what is wrong.
@@ -120,15 +120,15 @@ pub(crate) struct Args {
     /// results JSON on stdout: results, groups, configs, versions, n-shot, n-samples, config;
     /// for a file `build --lm-eval` wrote, found by its manifest entry, and implies --lm-eval).
     #[arg(long, value_enum, default_value = "human")]
-    output: OutputFormat,
-    /// With --output lm-eval: also write lm-eval's per-sample lines, one
+    format: OutputFormat,
+    /// With --format lm-eval: also write lm-eval's per-sample lines, one
     /// `samples_TASK.jsonl` per lm-eval task, into DIR (what its --log_samples
     /// writes: arguments, each option's log-likelihood and greedy flag as it
     /// writes them, the metrics; not the dataset row).
     #[arg(long, value_name = "DIR")]
     lm_eval_samples: Option<PathBuf>,
     /// Print the results as JSON on stdout.
-    #[arg(long, conflicts_with = "output")]
+    #[arg(long, conflicts_with = "format")]
     json: bool,
     /// Say where the time went, phase by phase (read, model load, tokenising,
     /// planning, hashing, log; then context, batching, decode, logits, logging),
@@ -181,7 +181,7 @@ impl Args {
             TaskKind::HellaSwag
         } else if self.winogrande {
             TaskKind::Winogrande
-        } else if self.lm_eval || self.output == OutputFormat::LmEval {
+        } else if self.lm_eval || self.format == OutputFormat::LmEval {
             TaskKind::LmEval
         } else {
             TaskKind::MultipleChoice
@@ -300,8 +300,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         crate::compare::check_named_manifest(manifest)?;
     }
     if let Some(dir) = &args.lm_eval_samples {
-        if args.output != OutputFormat::LmEval {
-            return Err(crate::UsageError("--lm-eval-samples goes with --output lm-eval".into()).into());
+        if args.format != OutputFormat::LmEval {
+            return Err(crate::UsageError("--lm-eval-samples goes with --format lm-eval".into()).into());
         }
         output::check_dir(dir, "--lm-eval-samples")?;
         std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
@@ -318,7 +318,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if let Some(log_path) = &args.log_samples {
         output::check_log(log_path, "--log-samples", &[&path, &model])?;
     }
-    if args.output == OutputFormat::LmEval {
+    if args.format == OutputFormat::LmEval {
         // lm-eval's results describe whole tasks of one run.
         let refused = [
             (
@@ -328,18 +328,18 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             (args.multiple_choice_tasks.is_some(), "--multiple-choice-tasks"),
             (
                 args.shard.is_some(),
-                "--shard (a shard is part of a run: `mcscore merge` its logs, then score --output lm-eval with --resume)",
+                "--shard (a shard is part of a run: `mcscore merge` its logs, then score --format lm-eval with --resume)",
             ),
             (args.hellaswag || args.winogrande, "--hellaswag and --winogrande (lm-eval's results are of files `build --lm-eval` wrote)"),
             (args.lenient, "--lenient (`build --lm-eval` writes only valid files)"),
         ];
         if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
-            return Err(crate::UsageError(format!("--output lm-eval does not go with {flag}")).into());
+            return Err(crate::UsageError(format!("--format lm-eval does not go with {flag}")).into());
         }
     }
     // lm-eval's results need the export's record: found before any scoring,
     // and its acc_mutual_info turns the unconditional pass on.
-    let record = (args.output == OutputFormat::LmEval)
+    let record = (args.format == OutputFormat::LmEval)
         .then(|| -> anyhow::Result<_> {
             let sha256 = mcscore_format::sha256_file(&path).with_context(|| path.display().to_string())?;
             Ok(mcscore_eval::lm_eval::record_for(&path, &sha256, args.manifest.as_deref())?)
@@ -360,7 +360,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     spec.settings = settings.clone();
     spec.log = args.log_samples.clone();
     spec.resume = args.resume;
-    spec.hash_model = args.json || args.output == OutputFormat::LmEval;
+    spec.hash_model = args.json || args.format == OutputFormat::LmEval;
     spec.hash_cache = Some(defaults::cache_dir());
     spec.shard = shard;
     spec.chat = args.chat.spec(&path)?;
@@ -388,7 +388,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         }
     }
 
-    let mut shown = Shown::new(args.progress, (args.output == OutputFormat::Llama && !args.json).then_some(kind));
+    let mut shown = Shown::new(args.progress, (args.format == OutputFormat::Llama && !args.json).then_some(kind));
     let picked = matches!(job.selection(), Selection::Subset(_)) && job.tasks() < job.file_tasks();
     shown.llama_preamble(job.file_tasks(), job.tasks(), picked)?;
     for (i, record) in job.kept().iter().enumerate() {
@@ -445,11 +445,11 @@ fn print_results(
     let n = outcome.records.len();
     let baselines = &outcome.baselines;
     let tokens = outcome.tokens;
-    let llama = args.output == OutputFormat::Llama && !args.json;
+    let llama = args.format == OutputFormat::Llama && !args.json;
     // Accuracy per group (MMLU's subjects and categories), where the manifest
     // records the file's groups; llama-perplexity's output has none. Groups
     // that cannot be read or do not fit the file lose nothing of the run: a warning.
-    let groups = (!llama && args.output != OutputFormat::LmEval)
+    let groups = (!llama && args.format != OutputFormat::LmEval)
         .then(|| {
             crate::compare::groups_from(None, args.manifest.as_deref(), path, &outcome.header.file_sha256, None).and_then(|groups| {
                 groups.map(|g| mcscore_eval::results::score_group_accuracies(outcome, &g, path)).transpose().map_err(Into::into)

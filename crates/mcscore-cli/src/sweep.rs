@@ -9,7 +9,7 @@ use anyhow::{bail, Context};
 use mcscore_datasets::find;
 use mcscore_datasets::formats::PromptFormat;
 use mcscore_eval::shard::Shard;
-use mcscore_eval::sweep::{load_items, merge_saved, save, ItemSource, Sweep, SweepReport, SweepSpec};
+use mcscore_eval::sweep::{load_items, merge_saved, save, ItemPick, ItemSource, Sweep, SweepReport, SweepSpec};
 use mcscore_format::{AtomicFile, Existing};
 
 use crate::datasets::SourceArgs;
@@ -74,6 +74,13 @@ pub(crate) struct Args {
     /// at or above the task count, sweeps every task.
     #[arg(long, value_name = "N", value_parser = crate::numbers::at_least(0usize))]
     tasks: Option<usize>,
+    /// Sweep the first N tasks of each group, in file order (as `score --limit`: MMLU's
+    /// subjects, where the file's manifest records groups), else the file's first N.
+    #[arg(long, value_name = "N", conflicts_with_all = ["tasks", "limit_total"], value_parser = crate::numbers::at_least(1usize))]
+    limit: Option<usize>,
+    /// Sweep the file's first N tasks, whatever its groups (--limit counts per group).
+    #[arg(long, value_name = "N", conflicts_with = "tasks", value_parser = crate::numbers::at_least(1usize))]
+    limit_total: Option<usize>,
     /// PriDe: estimate each format's position prior from a share α of the tasks
     /// under all rotations, and debias the other tasks (scored once) with it.
     #[arg(long, value_name = "α", value_parser = crate::numbers::real("a share", End::Open(0.0), End::Open(1.0), "0.05"))]
@@ -199,18 +206,39 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<Outcome> {
     let formats = parse_formats(&args.formats)?;
     // A benchmark's source files are inputs too, once they are known.
     let mut source_paths: Vec<PathBuf> = Vec::new();
+    // --limit counts per group where the task file's manifest records groups.
+    let groups = match (&args.file, args.limit) {
+        (Some(path), Some(_)) => {
+            let sha256 = mcscore_format::sha256_file(path).with_context(|| path.display().to_string())?;
+            crate::compare::groups_from(None, None, path, &sha256, None)?
+        }
+        _ => None,
+    };
+    let pick = match (args.limit, args.limit_total) {
+        (Some(limit), _) => ItemPick::First { limit, groups: groups.as_ref() },
+        (None, Some(limit)) => ItemPick::First { limit, groups: None },
+        (None, None) => ItemPick::Subset(args.tasks),
+    };
     let (items, selection) = match (&args.file, &args.benchmark) {
-        (Some(path), _) => load_items(ItemSource::File(path), args.tasks)?,
+        (Some(path), _) => load_items(ItemSource::File(path), pick)?,
         (None, Some(name)) => {
             let benchmark =
                 find(name).with_context(|| format!("--benchmark {name}: no such benchmark (mcscore build --list shows them)"))?;
             let sources = args.source.resolve(benchmark)?;
             source_paths = sources.iter().map(|s| s.path.clone()).collect();
-            load_items(ItemSource::Benchmark { benchmark, sources: &sources }, args.tasks)?
+            load_items(ItemSource::Benchmark { benchmark, sources: &sources }, pick)?
         }
         (None, None) => unreachable!("clap requires FILE or --benchmark"),
     };
-    note_selection(selection, items.items.len(), "--tasks");
+    note_selection(
+        selection,
+        items.items.len(),
+        match (args.limit, args.limit_total) {
+            (Some(_), _) => "--limit",
+            (None, Some(_)) => "--limit-total",
+            (None, None) => "--tasks",
+        },
+    );
     let chat = args.chat.spec_without_shots("sweep: its prompts are rendered from items and hold no shots")?;
     let spec = SweepSpec { formats, circular: args.circular, instruction: args.instruction, pride: args.pride, chat };
     let sweep = Sweep::new(items, spec)?;
@@ -230,7 +258,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<Outcome> {
             log.commit()?;
         }
         let merged = sweep.analyse(&model, &scores);
-        return emit(&sweep.report(args.tasks, &settings, vec![merged])?, &args);
+        return emit(&sweep.report(pick, &settings, vec![merged])?, &args);
     }
     let models = if args.models.is_empty() { vec![defaults::model()?] } else { args.models.clone() };
     // The same model twice would be swept twice and compared with itself.
@@ -282,7 +310,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<Outcome> {
     if let Some(log) = log {
         log.commit()?;
     }
-    emit(&sweep.report(args.tasks, &settings, sweeps)?, &args)
+    emit(&sweep.report(pick, &settings, sweeps)?, &args)
 }
 
 /// The report as text or JSON, with its plots and saved copy. The report is
@@ -401,14 +429,14 @@ fn print_human(report: &SweepReport) -> anyhow::Result<()> {
         writeln!(out, "Models compared by {} over {} formats:", c.ranked_by, report.formats.len()).map_err(crate::stdout_error)?;
         for (m, counts) in report.models.iter().zip(&c.rank_distribution) {
             let counts: Vec<String> = counts.iter().enumerate().map(|(r, n)| format!("#{}: {n}", r + 1)).collect();
-            writeln!(out, "  {:<40} {}", m.model, counts.join(", ")).map_err(crate::stdout_error)?;
+            writeln!(out, "  {:<40} {}", mcscore_eval::log::label(&m.model), counts.join(", ")).map_err(crate::stdout_error)?;
         }
         for p in &c.pairs {
             writeln!(
                 out,
                 "  {} vs {}: ahead in {} and {} formats, tied in {}{}",
-                report.models[p.a].model,
-                report.models[p.b].model,
+                mcscore_eval::log::label(&report.models[p.a].model),
+                mcscore_eval::log::label(&report.models[p.b].model),
                 p.a_ahead,
                 p.b_ahead,
                 p.tied,

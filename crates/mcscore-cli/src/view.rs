@@ -34,9 +34,9 @@ const STYLE: &str = include_str!("view/view.css");
 /// logs name (or --task-file) and always shown as text.
 #[derive(clap::Args)]
 #[command(
-    after_help = "Examples:\n  mcscore view q4_k_m.jsonl q8_0.jsonl q2_k.jsonl -o quants.html\n  mcscore view --compare q4_k_m.jsonl q2_k.jsonl --sweep sweep.json -o page.html\n  mcscore view --sweep a.json b.json -o sweeps.html"
+    after_help = "Examples:\n  mcscore view q4_k_m.jsonl q8_0.jsonl q2_k.jsonl -o quants.html\n  mcscore view --base q4_k_m.jsonl q2_k.jsonl --sweep sweep.json -o page.html\n  mcscore view --sweep a.json b.json -o sweeps.html"
 )]
-#[command(group(clap::ArgGroup::new("input").required(true).multiple(true).args(["logs", "compare", "sweep", "schemes"])))]
+#[command(group(clap::ArgGroup::new("input").required(true).multiple(true).args(["logs", "base", "sweep", "schemes"])))]
 pub(crate) struct Args {
     /// --log-samples files of one task file, written by `mcscore score`; with
     /// two or more, the first is BASE and every other is compared with it.
@@ -44,7 +44,7 @@ pub(crate) struct Args {
     logs: Vec<PathBuf>,
     /// The BASE run the LOGs are compared with (instead of the first LOG).
     #[arg(long, value_name = "BASE.jsonl")]
-    compare: Option<PathBuf>,
+    base: Option<PathBuf>,
     /// Sweeps saved by `mcscore sweep --save-json`, shown side by side.
     #[arg(long, value_name = "SWEEP.json", num_args = 1..)]
     sweep: Vec<PathBuf>,
@@ -53,8 +53,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "LOG", num_args = 1..)]
     schemes: Vec<PathBuf>,
     /// The page to write (HTML).
-    #[arg(short = 'o', long = "output", value_name = "PAGE.html")]
-    output: PathBuf,
+    #[arg(short = 'o', long = "out", value_name = "PAGE.html")]
+    out: PathBuf,
     /// Replace PAGE.html if it exists (a regular file only).
     #[arg(long)]
     force: bool,
@@ -72,10 +72,10 @@ pub(crate) struct Args {
     #[arg(long, value_name = "A", default_value_t = 0.05, value_parser = crate::numbers::alpha())]
     alpha: f64,
     /// Bootstrap resamples of the report and the comparison, 100 to 100,000.
-    #[arg(long, default_value_t = 1000, value_parser = crate::numbers::whole(100u32, 100_000))]
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = crate::numbers::whole(100u32, 100_000))]
     resamples: u32,
     /// Bootstrap seed.
-    #[arg(long, default_value_t = 1, value_parser = crate::numbers::at_least(0u64))]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = crate::numbers::at_least(0u64))]
     seed: u64,
     /// The tasks' groups, one line per task of the task file (as `compare --groups`).
     #[arg(long, value_name = "FILE")]
@@ -88,7 +88,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
-    let paths: Vec<&Path> = args.compare.iter().chain(&args.logs).map(PathBuf::as_path).collect();
+    let paths: Vec<&Path> = args.base.iter().chain(&args.logs).map(PathBuf::as_path).collect();
     let runs = paths.iter().map(|p| Run::read(p)).collect::<Result<Vec<_>, _>>()?;
     // Every file read, the task files the logs name among them: none may be
     // replaced by the page, --force or not.
@@ -105,7 +105,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         .chain(named.iter().map(PathBuf::as_path))
         .chain(found.iter().map(PathBuf::as_path))
         .collect();
-    output::check_file(&Target::new(&args.output, "-o", args.force), &inputs)?;
+    output::check_file(&Target::new(&args.out, "-o", args.force), &inputs)?;
     let groups = match runs.first() {
         Some(base) => crate::compare::groups_from(
             args.groups.as_deref(),
@@ -137,14 +137,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let page = view::build(spec)?;
     let html = html(&page)?;
     let existing = if args.force { mcscore_format::Existing::Replace } else { mcscore_format::Existing::Refuse };
-    let mut file = mcscore_format::AtomicFile::with(&args.output, existing)?;
-    file.write_all(html.as_bytes()).with_context(|| args.output.display().to_string())?;
+    let mut file = mcscore_format::AtomicFile::with(&args.out, existing)?;
+    file.write_all(html.as_bytes()).with_context(|| args.out.display().to_string())?;
     file.commit()?;
     let tasks = page.tasks.index.len();
     let runs = page.runs.len();
     outln!(
         "{}: {tasks} tasks, {runs} runs{}, {} bytes",
-        args.output.display(),
+        args.out.display(),
         page.sweep.as_ref().map_or(String::new(), |s| format!(", a sweep of {} models", s.models.len())),
         html.len()
     )?;

@@ -64,7 +64,7 @@ fn check_agreement(stem: &str) {
         "16",
         "-t",
         "2",
-        "--output",
+        "--format",
         "llama",
         "--log-samples",
         path_str(&log),
@@ -132,11 +132,11 @@ fn check_agreement(stem: &str) {
         diffs.len()
     );
 
-    // --output llama: the reference's preamble and layout, our own running numbers.
+    // --format llama: the reference's preamble and layout, our own running numbers.
     let reference_stdout = std::fs::read_to_string(reference(&format!("{stem}.llama-perplexity.stdout"))).unwrap();
     let preamble_end = reference_stdout.find("acc_norm\n").unwrap() + "acc_norm\n".len();
     let expected = format!("{}{expected_stdout}\n\n", &reference_stdout[..preamble_end]);
-    assert_eq!(stdout(&out), expected, "{stem}: --output llama stdout");
+    assert_eq!(stdout(&out), expected, "{stem}: --format llama stdout");
     let final_line = stderr(&out).lines().find(|l| l.starts_with("Final result: ")).map(str::to_owned);
     assert!(final_line.is_some(), "{stem}: no Final result line on stderr");
     let reference_chance = std::fs::read_to_string(reference(&format!("{stem}.llama-perplexity.stderr"))).unwrap();

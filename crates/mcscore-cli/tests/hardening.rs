@@ -99,11 +99,11 @@ fn crafted_task_lines_are_refused_by_name_and_never_panic() {
             assert!(stderr(&out).contains(expected) && stderr(&out).contains("line 3"), "{what} ({command}): {}", stderr(&out));
         }
     }
-    // A Winogrande shard with a one-option task (it panicked in --output llama).
+    // A Winogrande shard with a one-option task (it panicked in --format llama).
     let wino = edited(&shard, &dir.path().join("wino.jsonl"), |lines| {
         lines[0]["mode"] = "winogrande".into();
     });
-    let out = run(&["merge", path_str(&wino), "--output", "llama"]);
+    let out = run(&["merge", path_str(&wino), "--format", "llama"]);
     assert!(stderr(&out).contains("a Winogrande task has exactly 2"), "{}", stderr(&out));
     // A header whose shard is not below its count.
     let beyond = edited(&shard, &dir.path().join("beyond.jsonl"), |lines| lines[0]["shard"]["index"] = 5.into());

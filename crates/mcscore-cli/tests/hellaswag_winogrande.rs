@@ -34,7 +34,7 @@ fn mean(option: &serde_json::Value) -> f64 {
 fn score(dir: &Path, args: &[&str]) -> (String, String, Vec<serde_json::Value>) {
     let log = dir.join("log.jsonl");
     let model = model();
-    let mut all = vec!["score", "-m", &model, "-c", "512", "-np", "16", "-t", "2", "--output", "llama", "--log-samples", path_str(&log)];
+    let mut all = vec!["score", "-m", &model, "-c", "512", "-np", "16", "-t", "2", "--format", "llama", "--log-samples", path_str(&log)];
     all.extend(args);
     let out = run(&all);
     assert!(out.status.success(), "{}", stderr(&out));

@@ -212,7 +212,7 @@ fn exported_tasks_score_as_lm_eval_scores_them_through_serve() {
         let log = dir.join(format!("{}.jsonl", entry["name"].as_str().unwrap()));
         let samples = dir.join("samples");
         let output = run(&[
-            &["score", "-m", &model, "-bf", path_str(&file), "--output", "lm-eval", "-t", "2", "--manifest", path_str(&manifest)][..],
+            &["score", "-m", &model, "-bf", path_str(&file), "--format", "lm-eval", "-t", "2", "--manifest", path_str(&manifest)][..],
             &["--log-samples", path_str(&log), "--lm-eval-samples", path_str(&samples)],
         ]
         .concat());
@@ -477,13 +477,13 @@ fn tasks_a_task_file_cannot_hold_are_refused_by_name() {
     assert!(message.contains("lm-eval task mcscore_winogrande: each option has its own context"), "{message}");
     // lm-eval's results are of whole tasks of one run: refused before any scoring.
     for (flag, value) in [("--limit", "5"), ("--multiple-choice-tasks", "5"), ("--shard", "0/2")] {
-        let mut args = vec!["score", "--output", "lm-eval", "-bf", "x.bin", flag, value];
+        let mut args = vec!["score", "--format", "lm-eval", "-bf", "x.bin", flag, value];
         if flag == "--shard" {
             args.extend(["--log-samples", "x.jsonl"]);
         }
         let output = run(&args);
         assert_eq!(output.status.code(), Some(2), "{flag}: {}", stderr(&output));
-        assert!(stderr(&output).contains(&format!("--output lm-eval does not go with {flag}")), "{flag}: {}", stderr(&output));
+        assert!(stderr(&output).contains(&format!("--format lm-eval does not go with {flag}")), "{flag}: {}", stderr(&output));
     }
     // No Python, or one without lm-eval.
     let mut build = mcscore();

@@ -171,10 +171,22 @@ fn a_missing_file_points_to_the_bundled_one_which_its_name_finds() {
     };
     let from_env = named(Some(&ours));
     assert!(
-        from_env.contains(&format!("mmlu-validation is a bundled dataset's name: scoring {}", ours.join("mmlu-validation.bin").display())),
+        from_env.contains(&format!("mmlu-validation is a bundled dataset's name: {}", ours.join("mmlu-validation.bin").display())),
         "{from_env}"
     );
     let from_checkout = named(None);
     let checkout = std::fs::canonicalize(repo("datasets/mmlu-validation.bin")).unwrap();
-    assert!(from_checkout.contains(&format!("scoring {}", checkout.display())), "{from_checkout}");
+    assert!(from_checkout.contains(&format!("name: {}", checkout.display())), "{from_checkout}");
+}
+
+/// A renamed flag's old name still works for a version, saying the new one.
+#[test]
+fn an_old_flag_name_works_and_names_the_new_one() {
+    let file = repo("datasets/arc-easy-validation.bin");
+    let old = run(&["score", "-m", &model(), "-bf", &file, "--limit-total", "2", "--output", "llama"]);
+    let new = run(&["score", "-m", &model(), "-bf", &file, "--limit-total", "2", "--format", "llama"]);
+    assert!(old.status.success(), "{}", stderr(&old));
+    assert!(stderr(&old).contains("mcscore: warning: score --output is now --format"), "{}", stderr(&old));
+    assert!(!stderr(&new).contains("warning"), "{}", stderr(&new));
+    assert_eq!(stdout(&old), stdout(&new));
 }

@@ -235,4 +235,8 @@ fn bad_flags_and_files_are_refused_with_what_is_allowed() {
     let out = run(&["schemes", "--report", path_str(&bad)]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("bad.jsonl: line 1: not the header of a log of `mcscore schemes`"), "{}", stderr(&out));
+    // --limit counts per group; a schemes run cannot, and says what can.
+    let out = run(&["schemes", "mmlu-validation", "--limit", "3"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("has 57 groups") && stderr(&out).contains("--limit-total 3 runs the file's first 3"), "{}", stderr(&out));
 }

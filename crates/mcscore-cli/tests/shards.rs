@@ -73,9 +73,9 @@ fn merged_shards_are_the_unsharded_run() {
     let again: serde_json::Value = serde_json::from_str(&stdout(&resumed)).unwrap();
     assert_eq!(again["metrics"], json["metrics"]);
 
-    // --output llama: the unsharded run's stdout.
-    let llama = merge(&[path_str(&shards[0]), path_str(&shards[1]), path_str(&shards[2]), "--output", "llama"]);
-    let direct = run(&["score", "-m", &model, &file, "--multiple-choice-tasks", "60", "-t", "2", "--output", "llama"]);
+    // --format llama: the unsharded run's stdout.
+    let llama = merge(&[path_str(&shards[0]), path_str(&shards[1]), path_str(&shards[2]), "--format", "llama"]);
+    let direct = run(&["score", "-m", &model, &file, "--multiple-choice-tasks", "60", "-t", "2", "--format", "llama"]);
     assert_eq!(stdout(&llama), stdout(&direct));
 }
 

@@ -315,3 +315,27 @@ fn sweep_shards_merge_into_the_unsplit_report() {
     refuse(&|s| s["log_probs"][3].as_array_mut().unwrap().push((-1.0).into()), "5 log-probabilities (finite and at most 0 each) for 4 IDs");
     refuse(&|s| s["model"] = "other.gguf".into(), "its model differs");
 }
+
+/// `--limit N` sweeps each group's first N tasks where the file's manifest
+/// records groups (here the bundled one's, by the name `mmlu-validation`), as
+/// `score --limit` does; `--limit-total N` the file's first N; both recorded.
+#[test]
+fn a_sweep_limit_counts_per_group_as_scores_does() {
+    let model = model();
+    let sweep = |extra: &[&str]| {
+        let mut args = vec!["sweep", "-m", &model, "mmlu-validation", "--formats", "upper.dot.newline", "--json"];
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_str::<Value>(&stdout(&out)).unwrap()
+    };
+    let per_group = sweep(&["--limit", "1"]);
+    assert_eq!(
+        (per_group["tasks"].clone(), per_group["limit"].clone(), per_group["limit_per_group"].clone()),
+        (57.into(), 1.into(), true.into())
+    );
+    let total = sweep(&["--limit-total", "2"]);
+    assert_eq!((total["tasks"].clone(), total["limit"].clone(), total["limit_per_group"].clone()), (2.into(), 2.into(), false.into()));
+    let out = run(&["sweep", "mmlu-validation", "--limit", "1", "--tasks", "3"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

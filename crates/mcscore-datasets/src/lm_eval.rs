@@ -12,13 +12,13 @@
 //! The manifest entry carries an [`LmEvalRecord`]: the lm-eval version, each
 //! task's YAML hash and dataset, its groups and how they aggregate, and the
 //! parts of lm-eval's results JSON that do not depend on scores, so that
-//! `score --output lm-eval` writes lm-eval's file.
+//! `score --format lm-eval` writes lm-eval's file.
 
 pub use crate::manifest::{Aggregate, ExportSettings, LmEvalGroup, LmEvalRecord, LmEvalTask};
 
 /// lm-eval's metrics mcscore computes for multiple choice, from the same
 /// log-likelihoods lm-eval would be given (`acc_mutual_info` from `score
-/// --pmi`'s unconditional pass, which `--output lm-eval` turns on for it).
+/// --pmi`'s unconditional pass, which `--format lm-eval` turns on for it).
 pub const METRICS: [&str; 4] = ["acc", "acc_norm", "acc_bytes", "acc_mutual_info"];
 
 #[cfg(feature = "sources")]

@@ -178,7 +178,7 @@ impl Manifest {
 }
 
 // What `build --lm-eval` records of an lm-evaluation-harness export: the
-// manifest's, read by `score --output lm-eval` and `verify`.
+// manifest's, read by `score --format lm-eval` and `verify`.
 
 /// How a group aggregates one metric over its tasks (lm-eval's
 /// `aggregate_metric_list`).

@@ -20,7 +20,8 @@ use mcscore_metrics::first_max;
 use mcscore_metrics::stats::SplitMix64;
 
 use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, Scoring};
-use crate::job::{select, Selection};
+use crate::groups::Groups;
+use crate::job::{first, first_per_group, select, Selection};
 use crate::log::{ShardHeader, TaskKind};
 use crate::shard::{partition, Shard};
 use crate::{EvalError, Phase, Progress, SweepError};
@@ -80,7 +81,7 @@ pub enum ItemSource<'a> {
 
 /// The items to sweep: all of them, or `subset` picked as llama-perplexity
 /// picks tasks; with the selection rule that applied.
-pub fn load_items(source: ItemSource<'_>, subset: Option<usize>) -> Result<(Items, Selection), EvalError> {
+pub fn load_items(source: ItemSource<'_>, pick: ItemPick<'_>) -> Result<(Items, Selection), EvalError> {
     let (label, all): (String, Vec<Item>) = match source {
         ItemSource::File(path) => {
             let label = path.display().to_string();
@@ -105,9 +106,34 @@ pub fn load_items(source: ItemSource<'_>, subset: Option<usize>) -> Result<(Item
     if all.is_empty() {
         return Err(EvalError::Sweep(SweepError::NoItems { label }));
     }
-    let (selection, indices) = select(TaskKind::MultipleChoice, subset, all.len());
+    let (selection, indices) = match pick {
+        ItemPick::Subset(subset) => select(TaskKind::MultipleChoice, subset, all.len()),
+        ItemPick::First { limit, groups: Some(groups) } => first_per_group(limit, groups, all.len()).ok_or_else(|| {
+            EvalError::Spec(crate::error::SpecError::LimitGroupsShort {
+                path: label.clone().into(),
+                reach: groups.tasks(),
+                tasks: all.len(),
+            })
+        })?,
+        ItemPick::First { limit, groups: None } => first(limit, all.len()),
+    };
     let items = indices.iter().map(|&i| all[i].clone()).collect();
     Ok((Items { label, indices, items }, selection))
+}
+
+/// Which items a sweep takes.
+#[derive(Debug, Clone, Copy)]
+pub enum ItemPick<'a> {
+    /// `--tasks N`: llama-perplexity's pick of N; none: every item.
+    Subset(Option<usize>),
+    /// `--limit N`: the first N items of each of `groups` where given (the
+    /// file's manifest records groups), else of the file, in file order.
+    First {
+        /// Items taken (from each group).
+        limit: usize,
+        /// The file's groups.
+        groups: Option<&'a Groups>,
+    },
 }
 
 /// How to sweep.

@@ -198,7 +198,7 @@ fn a_sweep_is_analysed_from_log_probabilities() {
     }
     assert_eq!(analysed.accuracy_across_formats.mean, 0.5);
     assert_eq!((analysed.tokens_decoded, analysed.tokens_unshared), (10, 40));
-    let report = sweep.report(None, &settings(), vec![analysed]).unwrap();
+    let report = sweep.report(mcscore_eval::sweep::ItemPick::Subset(None), &settings(), vec![analysed]).unwrap();
     assert_eq!(report.tasks, 2);
     assert!(report.comparison.is_none());
 }

@@ -201,6 +201,12 @@ pub struct SweepReport {
     /// The subset asked for (`--tasks N`, picked as llama-perplexity picks), as given; `null` for
     /// every task. A subset of 0, or of at least the file's tasks, sweeps every task.
     pub selection: Option<usize>,
+    /// `--limit N`: the first N tasks of each group (`limit_per_group`) or of the file; `null` without it.
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Whether `limit` counted each group's tasks (the file's manifest records groups).
+    #[serde(default)]
+    pub limit_per_group: bool,
     /// The formats' names, in order: the order of each model's `formats`.
     pub formats: Vec<String>,
     /// Whether each task was scored under every rotation of its options (circular evaluation, `--circular`).
@@ -235,13 +241,19 @@ impl Sweep {
     }
 
     /// The report of the models swept, with their comparison.
-    pub fn report(&self, subset: Option<usize>, settings: &Settings, models: Vec<ModelSweep>) -> Result<SweepReport, EvalError> {
+    pub fn report(&self, pick: super::ItemPick<'_>, settings: &Settings, models: Vec<ModelSweep>) -> Result<SweepReport, EvalError> {
+        let (subset, limit, limit_per_group) = match pick {
+            super::ItemPick::Subset(subset) => (subset, None, false),
+            super::ItemPick::First { limit, groups } => (None, Some(limit), groups.is_some()),
+        };
         let comparison = (models.len() > 1).then(|| rank(&models, self.spec.circular));
         Ok(SweepReport {
             schema_version: crate::results::SCHEMA_VERSION,
             file: self.items.label.clone(),
             tasks: self.items.items.len(),
             selection: subset,
+            limit,
+            limit_per_group,
             formats: self.names.clone(),
             circular: self.spec.circular,
             instruction: self.spec.instruction,
