@@ -1,7 +1,7 @@
 //! The llama.cpp flags every scoring command shares (-c, -np, -b, -ub, -t,
-//! -tb, -ngl, -fa), with llama.cpp's names and defaults.
+//! -tb, -ngl, -fa, -ctk, -ctv), with llama.cpp's names and defaults.
 
-use mcscore_engine::{ContextSize, FlashAttention, Mmap, Settings};
+use mcscore_engine::{ContextSize, FlashAttention, KvCache, KvType, Mmap, Settings};
 
 use crate::UsageError;
 
@@ -14,8 +14,8 @@ const MIN_BATCH: u32 = mcscore_engine::MICRO_BATCH;
 
 /// The help section of llama.cpp's flags, with the multi-letter short forms
 /// (rewritten before clap parses, so clap cannot list them by each flag).
-const LLAMA_HEADING: &str =
-    "llama.cpp's flags (--parallel, --ubatch-size, --threads-batch, --n-gpu-layers, --flash-attn also as -np, -ub, -tb, -ngl, -fa)";
+const LLAMA_HEADING: &str = "llama.cpp's flags (--parallel, --ubatch-size, --threads-batch, --n-gpu-layers, --flash-attn, \
+                             --cache-type-k, --cache-type-v also as -np, -ub, -tb, -ngl, -fa, -ctk, -ctv)";
 
 #[derive(clap::Args)]
 pub(crate) struct EngineArgs {
@@ -62,6 +62,15 @@ pub(crate) struct ComputeArgs {
     /// Flash attention (-fa), as llama.cpp: on, off, or auto (on where supported).
     #[arg(help_heading = LLAMA_HEADING, long = "flash-attn", value_name = "on|off|auto", default_value = "auto", value_parser = parse_flash_attention)]
     flash_attn: FlashAttention,
+    /// The KV cache's type for keys (-ctk), as llama.cpp: f32, f16 (its default), bf16,
+    /// q8_0, q4_0, q4_1, iq4_nl, q5_0 or q5_1. Another type than f16 changes the scores
+    /// (a log records it); scores stay batch-invariant.
+    #[arg(help_heading = LLAMA_HEADING, long = "cache-type-k", value_name = "TYPE", default_value = "f16", value_parser = parse_kv_type)]
+    cache_type_k: KvType,
+    /// The KV cache's type for values (-ctv), as --cache-type-k; a quantised type needs
+    /// flash attention (not -fa off).
+    #[arg(help_heading = LLAMA_HEADING, long = "cache-type-v", value_name = "TYPE", default_value = "f16", value_parser = parse_kv_type)]
+    cache_type_v: KvType,
     /// How the weights are read: auto (mapped, and the pages llama.cpp copies
     /// out of the mapping released as it loads), on (mapped, every page read
     /// kept resident: llama.cpp's way) or off (read into memory). On a CPU,
@@ -137,6 +146,7 @@ impl ComputeArgs {
             threads_batch: self.threads_batch.map_or(threads, |n| cap("-tb", n)),
             n_gpu_layers: self.gpu_layers()?,
             flash_attention: self.flash_attn,
+            kv_cache: self.kv_cache()?,
             mmap: if self.no_mmap { Mmap::Off } else { self.mmap },
         })
         .inspect(|settings: &Settings| {
@@ -147,6 +157,17 @@ impl ComputeArgs {
                 );
             }
         })
+    }
+
+    /// `-ctk` and `-ctv`; llama.cpp cannot quantise the V cache without flash attention.
+    fn kv_cache(&self) -> Result<KvCache, UsageError> {
+        if self.cache_type_v.quantised() && self.flash_attn == FlashAttention::Off {
+            return Err(UsageError(format!(
+                "-ctv {} with -fa off: llama.cpp quantises the V cache only with flash attention; use -fa on or auto, or -ctv f16",
+                self.cache_type_v.name()
+            )));
+        }
+        Ok(KvCache { k: self.cache_type_k, v: self.cache_type_v })
     }
 
     /// `-ngl`, as llama.cpp takes it: every layer by default, and none, with
@@ -179,6 +200,13 @@ fn parse_flash_attention(text: &str) -> Result<FlashAttention, String> {
         "auto" => Ok(FlashAttention::Auto),
         _ => Err(format!("expected on, off or auto, got {text:?}")),
     }
+}
+
+fn parse_kv_type(text: &str) -> Result<KvType, String> {
+    KvType::parse(text).ok_or_else(|| {
+        let names: Vec<&str> = KvType::ALL.iter().map(|t| t.name()).collect();
+        format!("expected one of {}, as llama.cpp names them", names.join(", "))
+    })
 }
 
 fn parse_context(text: &str) -> Result<ContextSize, String> {

@@ -5,8 +5,10 @@
 
 use std::ffi::OsString;
 
-const ALIASES: [(&str, &str); 6] = [
+const ALIASES: [(&str, &str); 8] = [
     ("-fa", "--flash-attn"),
+    ("-ctk", "--cache-type-k"),
+    ("-ctv", "--cache-type-v"),
     ("-bf", "--binary-file"),
     ("-np", "--parallel"),
     ("-ngl", "--n-gpu-layers"),

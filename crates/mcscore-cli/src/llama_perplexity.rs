@@ -37,8 +37,27 @@ enum Flag {
     /// default), which the note names; any other would change the scores
     /// and is refused.
     Only(&'static [&'static str], &'static str),
+    /// Known and refused, saying why; `true` when it takes a value.
+    Refused(bool, &'static str),
 }
 
+/// Why flags of sampling and generation change no score.
+const SAMPLED: &str = "nothing is sampled or generated when scoring";
+/// Why flags that place threads or memory change no score.
+const PLACED: &str = "it changes where work runs or memory lies, which changes speed, never a score (scores are batch-invariant)";
+/// Why flags that change the model's numbers are refused.
+const CHANGES_SCORES: &str = "it would change the scores, and mcscore does not offer it";
+/// Why download flags are refused.
+const DOWNLOADS: &str = "mcscore downloads no models: download the GGUF and pass -m FILE";
+/// Why the multimodal flags are refused.
+const IMAGES: &str = "mcscore scores text: images and projectors are not supported";
+/// Why the tensor-placement flags are refused.
+const PLACEMENT: &str = "layers are placed by -ngl alone, on one GPU";
+
+/// Every flag llama-perplexity takes (llama.cpp's common arguments and
+/// its own), as llama.cpp spells them, with what mcscore does with it. The
+/// unit test `every_llama_perplexity_flag_is_known` holds this list to the
+/// llama.cpp source mcscore builds.
 const FLAGS: &[(&[&str], Flag)] = &[
     (&["-m", "--model"], Flag::Pass("--model", true)),
     (&["-f", "--file"], Flag::Pass("--binary-file", true)),
@@ -57,27 +76,178 @@ const FLAGS: &[(&[&str], Flag)] = &[
     (&["-tb", "--threads-batch"], Flag::Pass("--threads-batch", true)),
     (&["-ngl", "--gpu-layers", "--n-gpu-layers"], Flag::Pass("--n-gpu-layers", true)),
     (&["-fa", "--flash-attn"], Flag::Pass("--flash-attn", true)),
+    (&["-ctk", "--cache-type-k"], Flag::Pass("--cache-type-k", true)),
+    (&["-ctv", "--cache-type-v"], Flag::Pass("--cache-type-v", true)),
     (&["--log-prefix", "--no-log-prefix", "--log-timestamps", "--no-log-timestamps", "--log-disable"], Flag::Ignore(false)),
+    (&["--log-jsonl", "--no-log-jsonl", "-v", "--verbose", "--log-verbose"], Flag::Ignore(false)),
+    (&["-lv", "--verbosity", "--log-verbosity"], Flag::Ignore(true)),
     (&["--log-colors"], Flag::IgnoreOptional(&["on", "off", "auto"])),
+    (&["--log-file"], Flag::Noted(true, "mcscore writes its messages to stderr")),
     // llama.cpp's load modes: mlock and direct I/O are not offered.
     (&["-lm", "--load-mode"], Flag::Map("--mmap", &[("auto", "auto"), ("mmap", "on"), ("none", "off")])),
+    // Older llama.cpp spellings, which scripts still pass.
     (&["--no-mmap"], Flag::Map("--mmap", &[("", "off")])),
     (&["--mmap"], Flag::Map("--mmap", &[("", "on")])),
+    (&["--mlock"], Flag::Noted(false, "the weights are not locked in memory; a score is the same")),
     (
         &["-s", "--seed"],
         Flag::Noted(true, "nothing is sampled, and the task subsets are drawn with a fixed seed, as llama-perplexity draws them"),
     ),
-    (&["--temp"], Flag::Noted(true, "nothing is sampled when scoring")),
-    (&["--mlock"], Flag::Noted(false, "the weights are not locked in memory; a score is the same")),
-    (&["--no-warmup"], Flag::Noted(false, "mcscore runs no warm-up decode")),
-    (&["-kvu", "--kv-unified"], Flag::Noted(false, "mcscore's KV cache is always one unified cache")),
+    (&["--temp", "--temperature"], Flag::Noted(true, "nothing is sampled when scoring")),
+    (
+        &[
+            "--samplers",
+            "--sampler-seq",
+            "--sampling-seq",
+            "--top-k",
+            "--top-p",
+            "--min-p",
+            "--top-nsigma",
+            "--top-n-sigma",
+            "--xtc-probability",
+            "--xtc-threshold",
+            "--typical",
+            "--typical-p",
+            "--repeat-last-n",
+            "--repeat-penalty",
+            "--presence-penalty",
+            "--frequency-penalty",
+            "--dry-multiplier",
+            "--dry-base",
+            "--dry-allowed-length",
+            "--dry-penalty-last-n",
+            "--dry-sequence-breaker",
+            "--adaptive-target",
+            "--adaptive-decay",
+            "--dynatemp-range",
+            "--dynatemp-exp",
+            "--mirostat",
+            "--mirostat-lr",
+            "--mirostat-ent",
+            "-l",
+            "--logit-bias",
+            "--grammar",
+            "--grammar-file",
+            "-j",
+            "--json-schema",
+            "-jf",
+            "--json-schema-file",
+            "-n",
+            "--predict",
+            "--n-predict",
+            "--keep",
+        ],
+        Flag::Noted(true, SAMPLED),
+    ),
+    (&["--ignore-eos", "-bs", "--backend-sampling", "--context-shift", "--no-context-shift"], Flag::Noted(false, SAMPLED)),
+    (
+        &["--spec-draft-type-k", "-ctkd", "--cache-type-k-draft", "--spec-draft-type-v", "-ctvd", "--cache-type-v-draft"],
+        Flag::Noted(true, "no draft model is used"),
+    ),
+    (
+        &[
+            "-C",
+            "--cpu-mask",
+            "-Cr",
+            "--cpu-range",
+            "--cpu-strict",
+            "--prio",
+            "--poll",
+            "-Cb",
+            "--cpu-mask-batch",
+            "-Crb",
+            "--cpu-range-batch",
+        ],
+        Flag::Noted(true, PLACED),
+    ),
+    (&["--cpu-strict-batch", "--prio-batch", "--poll-batch", "--numa", "-lzm", "--lazy-mode"], Flag::Noted(true, PLACED)),
+    (&["--no-host", "--repack", "-kvo", "--kv-offload"], Flag::Noted(false, PLACED)),
+    (
+        &["-kvu", "--kv-unified", "-no-kvu", "--no-kv-unified"],
+        Flag::Noted(false, "mcscore lays out its KV cache itself; a score is the same"),
+    ),
+    (&["--op-offload", "--no-op-offload"], Flag::Noted(false, "mcscore sets it by -ngl, so that numbers never move with the batch")),
+    (
+        &["-fit", "--fit", "-fitt", "--fit-target", "-fitc", "--fit-ctx"],
+        Flag::Noted(true, "mcscore sizes the context to its fills and refuses what does not fit"),
+    ),
+    (&["--check-tensors"], Flag::Noted(false, "mcscore checks a model's values itself when it loads it")),
+    (&["-dt", "--defrag-thold"], Flag::Noted(true, "every fill starts from an empty cache")),
+    (&["--warmup", "--no-warmup"], Flag::Noted(false, "mcscore runs no warm-up decode")),
+    (&["--perf", "--no-perf"], Flag::Noted(false, "mcscore score --timings says where the time went")),
+    (&["-e", "--escape", "--no-escape", "--offline"], Flag::Noted(false, "no prompt is read and nothing is downloaded")),
+    (&["-p", "--prompt"], Flag::Noted(true, "the tasks come from the task file")),
+    (&["--chunks"], Flag::Noted(true, "it counts plain perplexity's chunks")),
     (&["-sm", "--split-mode"], Flag::Only(&["layer"], "a model is split across GPUs by layer, llama.cpp's default")),
-    (&["-ctk", "--cache-type-k"], Flag::Only(&["f16"], "the KV cache is kept in f16, llama.cpp's default")),
-    (&["-ctv", "--cache-type-v"], Flag::Only(&["f16"], "the KV cache is kept in f16, llama.cpp's default")),
+    (&["-mg", "--main-gpu"], Flag::Only(&["0"], "the first GPU is used, llama.cpp's default")),
+    (
+        &["-nr", "--no-repack"],
+        Flag::Refused(false, "weights are repacked, as llama.cpp does by default, and other kernels would change the scores"),
+    ),
+    (
+        &["-nkvo", "--no-kv-offload"],
+        Flag::Refused(false, "the KV cache stays with its layers, llama.cpp's default; elsewhere it would change GPU scores"),
+    ),
+    (&["--swa-full"], Flag::Refused(false, CHANGES_SCORES)),
+    (
+        &[
+            "--lora",
+            "--lora-scaled",
+            "--control-vector",
+            "--control-vector-scaled",
+            "--control-vector-layer-range",
+            "--override-kv",
+            "--rope-scaling",
+            "--rope-scale",
+            "--rope-freq-base",
+            "--rope-freq-scale",
+            "--yarn-orig-ctx",
+            "--yarn-ext-factor",
+            "--yarn-attn-factor",
+            "--yarn-beta-slow",
+            "--yarn-beta-fast",
+        ],
+        Flag::Refused(true, CHANGES_SCORES),
+    ),
+    (
+        &["-mu", "--model-url", "-dr", "--docker-repo", "-hf", "-hfr", "--hf-repo", "-hff", "--hf-file", "-hft", "--hf-token"],
+        Flag::Refused(true, DOWNLOADS),
+    ),
+    (&["-cl", "--cache-list"], Flag::Refused(false, DOWNLOADS)),
+    (
+        &[
+            "-mm",
+            "--mmproj",
+            "-mmu",
+            "--mmproj-url",
+            "-mmdev",
+            "--mmproj-device",
+            "--image-min-tokens",
+            "--image-max-tokens",
+            "--video-fps",
+            "--video-timestamp-interval",
+            "--video-ffmpeg-dir",
+        ],
+        Flag::Refused(true, IMAGES),
+    ),
+    (&["--mmproj-offload", "--no-mmproj-offload"], Flag::Refused(false, IMAGES)),
+    (
+        &["-ot", "--override-tensor", "-ncmoe", "--n-cpu-moe", "-ncffn", "--n-cpu-ffn", "-ts", "--tensor-split"],
+        Flag::Refused(true, PLACEMENT),
+    ),
+    (&["-cmoe", "--cpu-moe"], Flag::Refused(false, PLACEMENT)),
+    (
+        &["-dev", "--device"],
+        Flag::Refused(true, "mcscore uses the GPU llama.cpp finds; choose one with CUDA_VISIBLE_DEVICES or GGML_VK_VISIBLE_DEVICES"),
+    ),
+    (&["--list-devices"], Flag::Refused(false, "`mcscore score --timings` names the device a run used")),
+    (&["--rpc"], Flag::Refused(true, "remote backends are not offered")),
+    (&["--completion-bash"], Flag::Refused(false, "not offered")),
 ];
 
 /// Flags of llama-perplexity's other modes, refused by name.
-const OTHER_MODES: &[&str] = &["--kl-divergence", "--kl-divergence-base", "--ppl-stride", "--ppl-output-type", "--all-logits"];
+const OTHER_MODES: &[&str] =
+    &["--kl-divergence", "--kl-divergence-base", "--save-all-logits", "--ppl-stride", "--ppl-output-type", "--all-logits"];
 
 /// What `llama-perplexity --help` prints here.
 pub(crate) fn help() -> String {
@@ -86,18 +256,40 @@ pub(crate) fn help() -> String {
          usage: llama-perplexity -m MODEL (-bf FILE --multiple-choice | -f FILE --hellaswag | -f FILE --winogrande) [flags]\n\n\
          flags, as llama-perplexity takes them:\n",
     );
+    let (mut noted, mut refused) = (Vec::new(), Vec::new());
     for (names, flag) in FLAGS {
         let (value, note) = match flag {
             Flag::Pass(_, true) => (" N".to_owned(), ""),
             Flag::Pass(_, false) => (String::new(), ""),
-            Flag::Ignore(taking) => ((if *taking { " X" } else { "" }).to_owned(), "   (accepted; mcscore formats its own log)"),
             Flag::IgnoreOptional(_) => (" [on|off|auto]".to_owned(), "   (accepted; mcscore formats its own log)"),
             Flag::Map(_, [("", _)]) => (String::new(), ""),
             Flag::Map(_, _) => (" auto|mmap|none".to_owned(), ""),
-            Flag::Noted(taking, _) => ((if *taking { " X" } else { "" }).to_owned(), "   (accepted; changes no score)"),
             Flag::Only(values, _) => (format!(" {}", values.join("|")), "   (the only value: another would change the scores)"),
+            Flag::Ignore(_) | Flag::Noted(..) => {
+                noted.extend(names.iter().copied());
+                continue;
+            }
+            Flag::Refused(..) => {
+                refused.extend(names.iter().copied());
+                continue;
+            }
         };
         text.push_str(&format!("  {}{value}{note}\n", names.join(", ")));
+    }
+    for (heading, names) in [
+        ("accepted, changing no score (sampling, logging, thread and memory placement), each with a one-line note", noted),
+        ("refused, saying why (they would change the scores, download, or take images)", refused),
+    ] {
+        text.push_str(&format!("\n{heading}:\n"));
+        let mut line = String::from(" ");
+        for name in names {
+            if line.len() + name.len() > 100 {
+                text.push_str(&format!("{line}\n"));
+                line = String::from(" ");
+            }
+            line.push_str(&format!(" {name}"));
+        }
+        text.push_str(&format!("{line}\n"));
     }
     text.push_str(
         "\nDefaults are llama-perplexity's (-c 512, --hellaswag-tasks 400). Plain perplexity over a text file and\n\
@@ -143,8 +335,11 @@ pub(crate) fn translate(args: &[OsString]) -> Result<(Vec<OsString>, Vec<String>
             }
             continue;
         }
+        if let Flag::Refused(_, why) = flag {
+            return Err(UsageError(format!("{name}: not supported: {why}")));
+        }
         let takes_value = match flag {
-            Flag::Pass(_, taking) | Flag::Ignore(taking) | Flag::Noted(taking, _) => *taking,
+            Flag::Pass(_, taking) | Flag::Ignore(taking) | Flag::Noted(taking, _) | Flag::Refused(taking, _) => *taking,
             Flag::Map(_, values) => values.iter().all(|(from, _)| !from.is_empty()),
             Flag::IgnoreOptional(_) => false,
             Flag::Only(..) => true,
@@ -186,7 +381,7 @@ pub(crate) fn translate(args: &[OsString]) -> Result<(Vec<OsString>, Vec<String>
                     )));
                 }
             }
-            Flag::Ignore(_) | Flag::IgnoreOptional(_) => {}
+            Flag::Ignore(_) | Flag::IgnoreOptional(_) | Flag::Refused(..) => {}
         }
     }
     if !mode {
@@ -292,21 +487,137 @@ mod tests {
         .map(OsString::from)
         .collect();
         let (out, notes) = translate(&args).unwrap();
-        assert_eq!(out[4..], ["--winogrande", "--ctx-size", "512"].map(OsString::from));
+        assert_eq!(out[4..], ["--winogrande", "--cache-type-k", "f16", "--ctx-size", "512"].map(OsString::from));
         assert_eq!(notes.len(), 5, "{notes:?}");
         assert_eq!(
             notes[0],
             "--seed 1: accepted; nothing is sampled, and the task subsets are drawn with a fixed seed, as llama-perplexity draws them"
         );
         assert!(notes[2].starts_with("--temp 0: accepted"), "{notes:?}");
-        for (flag, value) in [("-ctk", "q8_0"), ("--cache-type-v", "q4_0"), ("-sm", "row")] {
+        for (flag, value, allowed) in [("-sm", "row", "layer"), ("--main-gpu", "1", "0")] {
             let error = words(&["llama-perplexity", "--winogrande", flag, value]).unwrap_err();
             assert!(error.starts_with(&format!("{flag} {value}: not supported: ")), "{error}");
-            assert!(
-                error.ends_with("would change the scores (give f16 or leave it out)") || error.ends_with("(give layer or leave it out)"),
-                "{error}"
-            );
+            assert!(error.ends_with(&format!("would change the scores (give {allowed} or leave it out)")), "{error}");
         }
+        // Flags that change the numbers and are not offered, by name and why.
+        let error = words(&["llama-perplexity", "--winogrande", "--rope-freq-base", "10000"]).unwrap_err();
+        assert_eq!(error, "--rope-freq-base: not supported: it would change the scores, and mcscore does not offer it");
+        let error = words(&["llama-perplexity", "--winogrande", "-hf", "org/model"]).unwrap_err();
+        assert!(error.starts_with("-hf: not supported: mcscore downloads no models"), "{error}");
+    }
+
+    /// The flags llama.cpp's `common/arg.cpp` (of the llama.cpp mcscore is
+    /// built with, from cargo's registry) gives llama-perplexity: each
+    /// `add_opt(common_arg(...))` for every example or for perplexity, with
+    /// its spellings (negated ones too) and whether it takes a value.
+    fn llama_cpp_flags() -> Vec<(String, bool)> {
+        let version = include_str!("../../../Cargo.toml")
+            .lines()
+            .find_map(|l| l.strip_prefix("llama-cpp-sys-2 = { version = \"=")?.split('"').next())
+            .expect("the workspace pins llama-cpp-sys-2");
+        let home = std::env::var_os("CARGO_HOME")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cargo"));
+        let source = std::fs::read_dir(home.join("registry/src"))
+            .expect("cargo's registry: run `cargo fetch`")
+            .filter_map(|d| d.ok())
+            .map(|d| d.path().join(format!("llama-cpp-sys-2-{version}/llama.cpp/common/arg.cpp")))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| panic!("llama-cpp-sys-2 {version}'s source is not in {}: run `cargo fetch`", home.display()));
+        let text = std::fs::read_to_string(source).unwrap();
+        let bytes = text.as_bytes();
+        // The end of the string or character literal opening at `i`.
+        let literal_end = |mut i: usize| {
+            let quote = bytes[i];
+            i += 1;
+            while bytes[i] != quote {
+                i += if bytes[i] == b'\\' { 2 } else { 1 };
+            }
+            i + 1
+        };
+        let mut flags = Vec::new();
+        let mut at = 0;
+        while let Some(found) = text[at..].find("add_opt(common_arg(") {
+            // The call, to its closing parenthesis, comments left out.
+            let start = at + found + "add_opt".len();
+            let (mut i, mut depth, mut call) = (start, 0, String::new());
+            loop {
+                match bytes[i] {
+                    b'"' | b'\'' => {
+                        let end = literal_end(i);
+                        call.push_str(&text[i..end]);
+                        i = end;
+                        continue;
+                    }
+                    b'/' if bytes[i + 1] == b'/' => {
+                        i += text[i..].find('\n').unwrap();
+                        continue;
+                    }
+                    b'(' => depth += 1,
+                    b')' => depth -= 1,
+                    _ => {}
+                }
+                call.push(bytes[i] as char);
+                i += 1;
+                if depth == 0 {
+                    break;
+                }
+            }
+            at = i;
+            let examples = |method: &str| call.split(method).nth(1).map(|rest| rest[..rest.find('}').unwrap()].to_owned());
+            let included = examples(".set_examples({")
+                .is_none_or(|e| e.contains("LLAMA_EXAMPLE_PERPLEXITY") || e.contains("LLAMA_EXAMPLE_COMMON"))
+                && !examples(".set_excludes({").is_some_and(|e| e.contains("LLAMA_EXAMPLE_PERPLEXITY"));
+            if !included {
+                continue;
+            }
+            // The leading lists of spellings: the flag's, then its negations'.
+            let mut rest = call["(common_arg(".len()..].trim_start();
+            let mut lists = Vec::new();
+            while let Some(list) = rest.strip_prefix('{') {
+                let end = list.find('}').unwrap();
+                lists.push(list[..end].split(',').map(|n| n.trim().trim_matches('"').to_owned()).collect::<Vec<_>>());
+                rest = list[end + 1..].trim_start().trim_start_matches(',').trim_start();
+            }
+            // A handler given the value after the params takes one, unless
+            // the flag has negations (its handler gets which was given).
+            let handler = rest.split("[](common_params &").nth(1).unwrap_or("");
+            let takes_value = lists.len() == 1
+                && handler.trim_start().trim_start_matches(|c: char| c.is_alphanumeric() || c == '_').trim_start().starts_with(',');
+            for name in lists.concat() {
+                flags.push((name, takes_value));
+            }
+        }
+        flags
+    }
+
+    /// Every flag llama-perplexity takes is known here: passed on, accepted
+    /// with a note, or refused saying why (never "not supported" unnamed),
+    /// taking a value exactly where llama.cpp's does.
+    #[test]
+    fn every_llama_perplexity_flag_is_known() {
+        let flags = llama_cpp_flags();
+        assert!(flags.len() > 150, "{} flags read from llama.cpp: the reader broke", flags.len());
+        let handled_first = ["-h", "--help", "--usage", "--version"];
+        for (name, takes_value) in flags.iter().filter(|(n, _)| !handled_first.contains(&n.as_str())) {
+            let known = FLAGS.iter().find(|(names, _)| names.contains(&name.as_str()));
+            if known.is_none() {
+                assert!(
+                    OTHER_MODES.contains(&name.as_str()),
+                    "{name}: llama-perplexity takes it and mcscore's entry point does not know it"
+                );
+                continue;
+            }
+            let ours = match known.unwrap().1 {
+                Flag::Pass(_, taking) | Flag::Ignore(taking) | Flag::Noted(taking, _) | Flag::Refused(taking, _) => taking,
+                Flag::Map(_, values) => values.iter().all(|(from, _)| !from.is_empty()),
+                Flag::IgnoreOptional(_) | Flag::Only(..) => true,
+            };
+            assert_eq!(ours, *takes_value, "{name}: llama.cpp and the entry point disagree on whether it takes a value");
+        }
+        // A flag no llama.cpp has is still refused as unknown.
+        let error = words(&["llama-perplexity", "--multiple-choice", "--no-such-flag"]).unwrap_err();
+        assert!(error.contains("not supported by mcscore's llama-perplexity"), "{error}");
     }
 
     #[test]

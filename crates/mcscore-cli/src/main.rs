@@ -116,8 +116,12 @@ fn main() -> ExitCode {
     }
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if llama_perplexity::invoked_as(args.first()) {
-        if args.iter().skip(1).any(|a| a == "-h" || a == "--help") {
+        if args.iter().skip(1).any(|a| a == "-h" || a == "--help" || a == "--usage") {
             print!("{}", llama_perplexity::help());
+            return ExitCode::SUCCESS;
+        }
+        if args.iter().skip(1).any(|a| a == "--version") {
+            println!("{} (mcscore {})", llama_perplexity::NAME, env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
         args = match llama_perplexity::translate(&args) {

@@ -53,6 +53,40 @@ fn a_letter_file_scores_the_same_however_it_is_batched() {
     check_matrix("letter", &model(), &["-bf", &file, "--multiple-choice-tasks", TASKS], &SETTINGS, &[3]);
 }
 
+/// A quantised KV cache (-ctk, -ctv) changes the scores, is part of the
+/// run's identity in the log, and keeps them batch-invariant: the settings
+/// farthest apart (fills of one task on one thread; one fill of all) agree.
+#[test]
+fn a_quantised_kv_cache_changes_the_scores_and_keeps_them_batch_invariant() {
+    let (model, file, dir) = (model(), reference("mc_text5.bin"), tempdir());
+    let input = ["-bf", file.as_str(), "--multiple-choice-tasks", TASKS];
+    let quantised = ["-ctk", "q8_0", "-ctv", "q8_0"];
+    let logs: Vec<_> = ["apart", "together", "f16"].iter().map(|n| dir.path().join(format!("{n}.jsonl"))).collect();
+    score(&model, &input, &logs[0], &[&quantised[..], SETTINGS[0]].concat());
+    score(&model, &input, &logs[1], &[&quantised[..], SETTINGS[3]].concat());
+    score(&model, &input, &logs[2], SETTINGS[3]);
+    let (apart, together, f16) = (log_tasks(&logs[0]), log_tasks(&logs[1]), log_tasks(&logs[2]));
+    assert_eq!(apart, together, "a q8_0 cache's scores moved with the batch");
+    assert_ne!(together, f16, "a q8_0 cache scored as f16 does");
+    let kernels = log_header(&logs[1])["kernels"].as_str().unwrap().to_owned();
+    assert!(kernels.ends_with(" ctk=q8_0 ctv=q8_0"), "{kernels}");
+    assert!(!log_header(&logs[2])["kernels"].as_str().unwrap().contains("ctk"));
+    // Another cache type is another run: a resume refuses it, naming it.
+    let text = std::fs::read_to_string(&logs[1]).unwrap();
+    std::fs::write(&logs[1], text.lines().take(3).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    let args = [&["score", "-m", model.as_str()], &input[..], &["--log-samples", path_str(&logs[1]), "--resume", "-t", "2"]].concat();
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("ctk=q8_0 ctv=q8_0"), "{}", stderr(&out));
+    // What llama.cpp cannot do, and types it does not have, are refused by flag.
+    let out = run(&[&["score", "-m", model.as_str()], &input[..], &["-ctv", "q4_0", "-fa", "off"]].concat());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("-ctv q4_0 with -fa off: llama.cpp quantises the V cache only with flash attention"), "{}", stderr(&out));
+    let out = run(&[&["score", "-m", model.as_str()], &input[..], &["-ctk", "q9_0"]].concat());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("expected one of f32, f16, bf16, q8_0"), "{}", stderr(&out));
+}
+
 #[test]
 fn winogrande_scores_the_same_however_it_is_batched() {
     let file = repo("datasets/winogrande-debiased-eval.csv");

@@ -126,7 +126,7 @@ impl Engine {
             n_ubatch: MICRO_BATCH,
             n_seq_max: wave_size as u32 + 1,
         };
-        self.check_memory(&plan, settings.n_gpu_layers)?;
+        self.check_memory(&plan, settings)?;
         let params = self.context_params(&plan, settings)?.with_swa_full(true);
         let mut ctx = self.model.new_context(self.backend, params).map_err(|source| EngineError::Context { source })?;
         let mut batch = LlamaBatch::new(plan.n_batch as usize, plan.n_seq_max as i32);

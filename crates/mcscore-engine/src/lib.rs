@@ -33,7 +33,7 @@ pub use chat::{builtin_templates, BosSource};
 pub use generate::{Finish, Generation, GenerationRequest};
 pub use mcscore_metrics::OptionScore;
 pub use memory::{available_memory, Buffer, BufferUse, MemoryReport, Mmap, Resident};
-pub use plan::{plan, ContextSize, FlashAttention, Plan, Settings, BATCH_RULE, MICRO_BATCH, OFFLOAD_BATCH_RULE};
+pub use plan::{plan, ContextSize, FlashAttention, KvCache, KvType, Plan, Settings, BATCH_RULE, MICRO_BATCH, OFFLOAD_BATCH_RULE};
 pub use prepare::PreparedTask;
 pub use prompts::{PromptRequest, RowScores, Session, SessionLimits};
 pub use quantize::{quantize, QuantType};
@@ -644,9 +644,10 @@ impl Engine {
         self.model.meta_val_str(&format!("{arch}.context_length")).ok()?.parse().ok().filter(|&n| n > 0)
     }
 
-    /// Bytes of KV cache `plan`'s context takes (see [`Engine::kv_bytes_per_token`]).
-    pub fn kv_bytes(&self, plan: &Plan) -> u64 {
-        plan.n_ctx.saturating_mul(self.kv_bytes_per_token())
+    /// Bytes of KV cache `plan`'s context takes in the types of `kv` (see
+    /// [`Engine::kv_bytes_per_token`]).
+    pub fn kv_bytes(&self, plan: &Plan, kv: KvCache) -> u64 {
+        plan.n_ctx.saturating_mul(self.kv_bytes_per_token(kv))
     }
 
     /// Fails if the model file's size or modification time differ from when
@@ -663,29 +664,29 @@ impl Engine {
         Ok(())
     }
 
-    /// Bytes of KV cache one token takes (f16 keys and values, every layer,
-    /// as llama.cpp's default cache type): an upper bound, since sliding-window
-    /// layers keep fewer cells.
-    pub fn kv_bytes_per_token(&self) -> u64 {
+    /// Bytes of KV cache one token takes in the types of `kv`, every layer:
+    /// an upper bound, since sliding-window layers keep fewer cells and a
+    /// quantised type is counted as f16.
+    pub fn kv_bytes_per_token(&self, kv: KvCache) -> u64 {
         let model = &self.model;
         let arch = model.meta_val_str("general.architecture").unwrap_or_default();
         let head = u64::from(model.n_embd().max(1) as u32) / u64::from(model.n_head().max(1));
         let length =
             |key: &str| model.meta_val_str(&format!("{arch}.attention.{key}")).ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(head);
         // Saturating: absurd metadata must give a huge estimate, not wrap to a small one.
-        u64::from(model.n_layer())
-            .saturating_mul(u64::from(model.n_head_kv()))
-            .saturating_mul(length("key_length").saturating_add(length("value_length")))
-            .saturating_mul(2)
+        let values = length("key_length")
+            .saturating_mul(kv.k.bytes_bound())
+            .saturating_add(length("value_length").saturating_mul(kv.v.bytes_bound()));
+        u64::from(model.n_layer()).saturating_mul(u64::from(model.n_head_kv())).saturating_mul(values)
     }
 
     /// Refuses a plan whose context llama.cpp cannot index, or whose KV cache
     /// would not fit in the memory available (checked where every layer is
     /// on the CPU), before anything is allocated.
-    pub fn check_memory(&self, plan: &Plan, n_gpu_layers: u32) -> Result<(), EngineError> {
-        let n_ctx = plan.n_ctx;
-        let per_token = self.kv_bytes_per_token();
-        let needed = self.kv_bytes(plan);
+    pub fn check_memory(&self, plan: &Plan, settings: &Settings) -> Result<(), EngineError> {
+        let (n_ctx, n_gpu_layers) = (plan.n_ctx, settings.n_gpu_layers);
+        let per_token = self.kv_bytes_per_token(settings.kv_cache);
+        let needed = self.kv_bytes(plan, settings.kv_cache);
         if host_memory_bounds(n_gpu_layers) {
             if let Some(available) = available_memory().filter(|&a| needed > a) {
                 return Err(EngineError::ContextTooLarge { n_ctx, per_token, needed, available });

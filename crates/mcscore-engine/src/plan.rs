@@ -55,6 +55,9 @@ pub struct Settings {
     pub n_gpu_layers: u32,
     /// Flash attention, as llama.cpp's `-fa`.
     pub flash_attention: FlashAttention,
+    /// The KV cache's types, as llama.cpp's `-ctk` and `-ctv`: a quantised
+    /// cache changes the scores (and is recorded in the fingerprint).
+    pub kv_cache: KvCache,
     /// How the weights are read (`--mmap`): memory, never a score.
     #[serde(skip)]
     pub mmap: crate::Mmap,
@@ -74,9 +77,101 @@ impl Default for Settings {
             threads_batch: threads,
             n_gpu_layers: 999,
             flash_attention: FlashAttention::Auto,
+            kv_cache: KvCache::default(),
             mmap: crate::Mmap::Auto,
         }
     }
+}
+
+/// A type llama.cpp keeps KV-cache cells in: the types its `-ctk` and
+/// `-ctv` take (its `kv_cache_types`), by ggml's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KvType {
+    /// 32-bit floats.
+    F32,
+    /// 16-bit floats: llama.cpp's default.
+    #[default]
+    F16,
+    /// bfloat16.
+    Bf16,
+    /// 8-bit blocks of 32.
+    Q8_0,
+    /// 4-bit blocks of 32.
+    Q4_0,
+    /// 4-bit blocks of 32 with an offset.
+    Q4_1,
+    /// 4-bit non-linear blocks of 32.
+    Iq4Nl,
+    /// 5-bit blocks of 32.
+    Q5_0,
+    /// 5-bit blocks of 32 with an offset.
+    Q5_1,
+}
+
+impl KvType {
+    /// Every type, in llama.cpp's order.
+    pub const ALL: [KvType; 9] =
+        [KvType::F32, KvType::F16, KvType::Bf16, KvType::Q8_0, KvType::Q4_0, KvType::Q4_1, KvType::Iq4Nl, KvType::Q5_0, KvType::Q5_1];
+
+    /// ggml's name, as `-ctk` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            KvType::F32 => "f32",
+            KvType::F16 => "f16",
+            KvType::Bf16 => "bf16",
+            KvType::Q8_0 => "q8_0",
+            KvType::Q4_0 => "q4_0",
+            KvType::Q4_1 => "q4_1",
+            KvType::Iq4Nl => "iq4_nl",
+            KvType::Q5_0 => "q5_0",
+            KvType::Q5_1 => "q5_1",
+        }
+    }
+
+    /// The type ggml calls `name`.
+    pub fn parse(name: &str) -> Option<KvType> {
+        KvType::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// Whether cells are stored in blocks of quantised values (a quantised V
+    /// cache needs flash attention in llama.cpp).
+    pub fn quantised(self) -> bool {
+        !matches!(self, KvType::F32 | KvType::F16 | KvType::Bf16)
+    }
+
+    /// Bytes a value takes at most (quantised blocks take less than 2).
+    pub(crate) fn bytes_bound(self) -> u64 {
+        if self == KvType::F32 {
+            4
+        } else {
+            2
+        }
+    }
+
+    pub(crate) fn cache_type(self) -> llama_cpp_2::context::params::KvCacheType {
+        use llama_cpp_2::context::params::KvCacheType as T;
+        match self {
+            KvType::F32 => T::F32,
+            KvType::F16 => T::F16,
+            KvType::Bf16 => T::BF16,
+            KvType::Q8_0 => T::Q8_0,
+            KvType::Q4_0 => T::Q4_0,
+            KvType::Q4_1 => T::Q4_1,
+            KvType::Iq4Nl => T::IQ4_NL,
+            KvType::Q5_0 => T::Q5_0,
+            KvType::Q5_1 => T::Q5_1,
+        }
+    }
+}
+
+/// The KV cache's key and value types (`-ctk`, `-ctv`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct KvCache {
+    /// The keys' type.
+    pub k: KvType,
+    /// The values' type.
+    pub v: KvType,
 }
 
 /// Tokens in every micro-batch (`llama_decode` call): each is padded to
@@ -118,7 +213,14 @@ impl Settings {
     /// [`OFFLOAD_BATCH_RULE`], and the settings name `-ngl` (how the layers
     /// are split between the GPU and the CPU changes the numbers).
     pub fn fingerprint(&self) -> String {
-        let rule = format!("fa={:?} batch={}", self.flash_attention, self.batch_rule());
+        let mut rule = format!("fa={:?} batch={}", self.flash_attention, self.batch_rule());
+        // The cache's types where they are not llama.cpp's default (so that
+        // runs in f16 keep the fingerprint they always had).
+        for (name, kind) in [("ctk", self.kv_cache.k), ("ctv", self.kv_cache.v)] {
+            if kind != KvType::F16 {
+                rule.push_str(&format!(" {name}={}", kind.name()));
+            }
+        }
         // Which layers run where changes the numbers too.
         if self.alone() {
             format!("{rule} ngl={}", self.n_gpu_layers)
@@ -313,6 +415,7 @@ mod tests {
             threads_batch: 1,
             n_gpu_layers: 0,
             flash_attention: FlashAttention::Off,
+            kv_cache: KvCache::default(),
             mmap: crate::Mmap::Auto,
         }
     }

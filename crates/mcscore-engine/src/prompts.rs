@@ -92,7 +92,7 @@ impl Engine {
             n_ubatch: MICRO_BATCH,
             n_seq_max: branches + 1,
         };
-        self.check_memory(&plan, settings.n_gpu_layers)?;
+        self.check_memory(&plan, settings)?;
         let ctx = self.new_context(&plan, settings)?;
         Ok(Session {
             ctx,

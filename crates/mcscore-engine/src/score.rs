@@ -163,7 +163,7 @@ impl Engine {
                 resident: None,
             });
         }
-        self.check_memory(plan, settings.n_gpu_layers)?;
+        self.check_memory(plan, settings)?;
         let mut times = ScoreTimes::default();
         let started = Instant::now();
         crate::memory::take_buffers();
@@ -304,6 +304,8 @@ impl Engine {
                 FlashAttention::Off => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED,
                 FlashAttention::Auto => llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_AUTO,
             })
+            .with_type_k(settings.kv_cache.k.cache_type())
+            .with_type_v(settings.kv_cache.v.cache_type())
             .with_n_threads(settings.threads)
             .with_n_threads_batch(settings.threads_batch))
     }

@@ -21,6 +21,7 @@ fn settings() -> Settings {
         threads_batch: 2,
         n_gpu_layers: 0,
         flash_attention: FlashAttention::Auto,
+        kv_cache: Default::default(),
         mmap: Mmap::Auto,
     }
 }

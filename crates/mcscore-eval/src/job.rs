@@ -687,7 +687,7 @@ impl<'e> ScoreJob<'e> {
         selected.drain(..extra);
         phase(&mut timings.tokenise);
         let plan = plan(&prepared, settings).map_err(EvalError::engine(path))?;
-        engine.check_memory(&plan, settings.n_gpu_layers).map_err(EvalError::engine(path))?;
+        engine.check_memory(&plan, settings).map_err(EvalError::engine(path))?;
         let unconditional = spec.pmi.then(|| unconditional_pass(&spec, &engine, template.as_ref(), &selected)).transpose()?;
         phase(&mut timings.plan);
         let (model_sha256, model_sha256_cached) = spec.model_hash()?;
@@ -746,6 +746,11 @@ impl<'e> ScoreJob<'e> {
     /// The whole run's fills (a resume decodes the tasks left, packed afresh).
     pub fn plan(&self) -> &Plan {
         &self.plan
+    }
+
+    /// The settings the run scores with.
+    pub fn settings(&self) -> &Settings {
+        &self.spec.settings
     }
 
     /// The sample log's header of the run (what a resumed log must match).

@@ -280,7 +280,7 @@ impl Sweep {
             None => 0..self.prompts.len(),
         };
         let plan = plan(&prepared, settings).map_err(EvalError::engine(label))?;
-        engine.check_memory(&plan, settings.n_gpu_layers).map_err(EvalError::engine(label))?;
+        engine.check_memory(&plan, settings).map_err(EvalError::engine(label))?;
         progress.start(Phase::Prompts, prepared.len(), 0);
         let mut log_probs = Vec::with_capacity(prepared.len());
         let scoring = Scoring { engine: &engine, tasks: &prepared, plan: &plan, settings, path: label };

@@ -301,9 +301,9 @@ fn load_engines(spec: &UntilDecidedSpec) -> Result<Loaded, EvalError> {
 fn check_memory_together(engines: &[Engine], jobs: &[(usize, ScoreJob<'_>)], available: Option<u64>) -> Result<(), EvalError> {
     let Some(available) = available else { return Ok(()) };
     let weights = engines.iter().fold(0u64, |sum, e| sum.saturating_add(e.model_bytes()));
-    let largest = jobs.iter().max_by_key(|(e, job)| engines[*e].kv_bytes(job.plan()));
+    let largest = jobs.iter().max_by_key(|(e, job)| engines[*e].kv_bytes(job.plan(), job.settings().kv_cache));
     if let Some((e, job)) = largest {
-        let needed = weights.saturating_add(engines[*e].kv_bytes(job.plan()));
+        let needed = weights.saturating_add(engines[*e].kv_bytes(job.plan(), job.settings().kv_cache));
         if needed > available {
             return Err(EvalError::Sequential(SequentialError::ModelsDoNotFit {
                 model: engines[*e].path().to_owned(),

@@ -212,6 +212,7 @@ fn settings() -> mcscore_engine::Settings {
         threads_batch: 1,
         n_gpu_layers: 0,
         flash_attention: mcscore_engine::FlashAttention::Auto,
+        kv_cache: Default::default(),
         mmap: mcscore_engine::Mmap::Auto,
     }
 }
