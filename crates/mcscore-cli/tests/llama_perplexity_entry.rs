@@ -88,7 +88,8 @@ fn what_llama_perplexity_does_and_mcscore_does_not_exits_2() {
             "plain perplexity (no --multiple-choice, --hellaswag or --winogrande) is not supported",
         ),
         (vec!["-m", "m.gguf", "-f", "x", "--kl-divergence"], "--kl-divergence: not supported"),
-        (vec!["-m", "m.gguf", "-f", "x", "--hellaswag", "--top-k", "5"], "--top-k: not supported by mcscore's llama-perplexity"),
+        (vec!["-m", "m.gguf", "-f", "x", "--hellaswag", "--lora", "a.gguf"], "--lora: not supported: it would change the scores"),
+        (vec!["-m", "m.gguf", "-f", "x", "--hellaswag", "--no-such-flag"], "--no-such-flag: not supported by mcscore's llama-perplexity"),
     ] {
         let out = Command::new("llama-perplexity").args(&args).env("PATH", &path).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -96,4 +97,6 @@ fn what_llama_perplexity_does_and_mcscore_does_not_exits_2() {
     }
     let help = Command::new("llama-perplexity").arg("--help").env("PATH", &path).output().unwrap();
     assert!(help.status.success() && stdout(&help).contains("--hellaswag-tasks N"), "{}", stdout(&help));
+    let version = Command::new("llama-perplexity").arg("--version").env("PATH", &path).output().unwrap();
+    assert!(version.status.success() && stdout(&version).starts_with("llama-perplexity (mcscore "), "{}", stdout(&version));
 }
