@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use mcscore_engine::QuantType;
+use mcscore_engine::{QuantOptions, QuantType, TensorType};
 use mcscore_format::AtomicFile;
 
 use crate::output::{check_file, Target};
@@ -26,13 +26,30 @@ pub(crate) struct Args {
     /// Where to write the quantized model.
     #[arg(value_name = "OUT.gguf")]
     output: PathBuf,
-    /// The type, as llama-quantize names it: F32, F16, Q8_0, Q6_K, Q5_K_M,
-    /// Q4_K_M, Q4_0, Q3_K_S or Q2_K.
+    /// The type, as llama-quantize names it (any case): F32, F16, BF16, Q8_0, Q6_K,
+    /// Q5_K_M, Q5_K_S, Q5_1, Q5_0, Q4_K_M, Q4_K_S, Q4_1, Q4_0, IQ4_NL, IQ4_XS,
+    /// MXFP4_MOE, Q3_K_L, Q3_K_M, Q3_K_S, IQ3_M, IQ3_S, Q2_K, TQ2_0, Q2_0, TQ1_0 or
+    /// Q1_0 (Q3_K, Q4_K, Q5_K: the medium mixes). IQ3_XS, IQ3_XXS, Q2_K_S, IQ2_M,
+    /// IQ2_S, IQ2_XS, IQ2_XXS, IQ1_M and IQ1_S need an importance matrix, which is
+    /// not read yet: they are refused saying so.
     #[arg(long = "type", value_name = "TYPE", value_parser = parse_type)]
     quant: QuantType,
     /// Threads, 1 to 1024 (default: one per core).
     #[arg(short = 't', long, value_name = "N", value_parser = crate::numbers::whole(1u16, 1024))]
     threads: Option<u16>,
+    /// The output matrix's type, as ggml names it (q8_0, f16, ...), whatever --type
+    /// gives it.
+    #[arg(long, value_name = "GGML_TYPE", value_parser = parse_tensor_type)]
+    output_tensor_type: Option<TensorType>,
+    /// The token embeddings' type, as ggml names it.
+    #[arg(long, value_name = "GGML_TYPE", value_parser = parse_tensor_type)]
+    token_embedding_type: Option<TensorType>,
+    /// Leave the output matrix as it is (llama-quantize's --leave-output-tensor).
+    #[arg(long, conflicts_with = "output_tensor_type")]
+    leave_output_tensor: bool,
+    /// Every matrix in --type, without the type's mix of wider ones (llama-quantize's --pure).
+    #[arg(long)]
+    pure: bool,
     /// Replace OUT if it exists.
     #[arg(long)]
     force: bool,
@@ -42,6 +59,13 @@ fn parse_type(text: &str) -> Result<QuantType, String> {
     QuantType::parse(text).ok_or_else(|| {
         let names: Vec<&str> = QuantType::ALL.iter().map(|t| t.name()).collect();
         format!("expected one of {}; got {text:?}", names.join(", "))
+    })
+}
+
+fn parse_tensor_type(text: &str) -> Result<TensorType, String> {
+    TensorType::parse(text).ok_or_else(|| {
+        let names: Vec<String> = TensorType::all().into_iter().map(|(n, _)| n).collect();
+        format!("expected a ggml type: {}; got {text:?}", names.join(", "))
     })
 }
 
@@ -59,7 +83,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let file = AtomicFile::with(&args.output, target.existing)?;
     // llama.cpp cannot be stopped mid-quantisation: a signal ends the process
     // and removes the partial file, as large as the model (signals.rs).
-    mcscore_engine::quantize(&args.input, file.temp_path(), args.quant, args.threads.map_or(0, usize::from))?;
+    let options = QuantOptions {
+        threads: args.threads.map_or(0, usize::from),
+        output_tensor_type: args.output_tensor_type,
+        token_embedding_type: args.token_embedding_type,
+        leave_output_tensor: args.leave_output_tensor,
+        pure: args.pure,
+    };
+    mcscore_engine::quantize(&args.input, file.temp_path(), args.quant, &options)?;
     file.commit()?;
     let size = |p: &std::path::Path| std::fs::metadata(p).map_or(0.0, |m| m.len() as f64 / 1e6);
     eprintln!(

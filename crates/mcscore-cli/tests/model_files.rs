@@ -195,3 +195,73 @@ fn byte_flips_in_the_header_never_crash() {
         }
     }
 }
+
+/// `quantize` writes every type llama-quantize offers, and each result
+/// loads and scores; the types that need an importance matrix are refused
+/// saying so; the output, token-embedding and --pure options change what
+/// is written. (A random Llama 256 wide, whose rows fit K-quant blocks.)
+#[test]
+fn every_quantizer_type_writes_a_model_that_loads() {
+    let dir = tempdir();
+    let args = ["--dim", "256", "--layers", "1", "--heads", "4", "--kv-heads", "2", "--ff", "512", "--type", "f16", "--vocab", "llama-spm"];
+    let model = random_model(dir.path(), "f16", &args);
+    let out = run(&["quantize", "--help"]);
+    let help = stdout(&out);
+    let listed = help.split("The type, as llama-quantize names it (any case):").nth(1).unwrap().split("(Q3_K").next().unwrap();
+    let types: Vec<String> = listed
+        .split([',', ' ', '\n'])
+        .map(|w| w.trim_end_matches('.'))
+        .filter(|w| w.len() > 1 && w.chars().any(|c| c.is_ascii_digit()))
+        .map(str::to_owned)
+        .collect();
+    assert!(types.len() >= 26, "{types:?}");
+    let needs: Vec<&str> = help
+        .split("(Q3_K, Q4_K, Q5_K: the medium mixes).")
+        .nth(1)
+        .unwrap()
+        .split("need an importance matrix")
+        .next()
+        .unwrap()
+        .split([',', ' ', '\n'])
+        .filter(|w| w.len() > 2 && *w != "and")
+        .collect();
+    assert_eq!(needs, ["IQ3_XS", "IQ3_XXS", "Q2_K_S", "IQ2_M", "IQ2_S", "IQ2_XS", "IQ2_XXS", "IQ1_M", "IQ1_S"]);
+    let size = |p: &Path| std::fs::metadata(p).unwrap().len();
+    for kind in types.iter().map(String::as_str).chain(["q4_k", "Q3_K"]) {
+        let quant = dir.path().join(format!("{kind}.gguf"));
+        let out = run(&["quantize", path_str(&model), path_str(&quant), "--type", kind, "-t", "2"]);
+        assert!(out.status.success(), "{kind}: {}", stderr(&out));
+        let scored = run(&["score", "-m", path_str(&quant), "-bf", "arc-easy-validation", "--limit-total", "1", "-t", "2", "--json"]);
+        assert!(scored.status.success(), "{kind}: {}", stderr(&scored));
+        assert!(size(&quant) < size(&model) || ["F32", "F16", "BF16"].contains(&kind), "{kind}");
+    }
+    for kind in needs {
+        let quant = dir.path().join(format!("{kind}.gguf"));
+        let out = run(&["quantize", path_str(&model), path_str(&quant), "--type", kind]);
+        assert_eq!(out.status.code(), Some(1), "{kind}");
+        assert!(
+            stderr(&out).contains(&format!("quantizing to {kind}: llama.cpp's quantizer needs an importance matrix")),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!quant.exists(), "{kind}");
+    }
+    // The options: each changes the file written.
+    let plain = dir.path().join("Q4_0.gguf");
+    for (name, extra) in [
+        ("output-f16", &["--output-tensor-type", "f16"][..]),
+        ("embedding-q8", &["--token-embedding-type", "Q8_0"]),
+        ("leave-output", &["--leave-output-tensor"]),
+    ] {
+        let quant = dir.path().join(format!("{name}.gguf"));
+        let out = run(&[&["quantize", path_str(&model), path_str(&quant), "--type", "Q4_0"], extra].concat());
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        assert!(size(&quant) > size(&plain), "{name}: {} not above Q4_0's {}", size(&quant), size(&plain));
+    }
+    let pure = dir.path().join("pure.gguf");
+    assert!(run(&["quantize", path_str(&model), path_str(&pure), "--type", "Q4_K_M", "--pure"]).status.success());
+    assert_ne!(size(&pure), size(&dir.path().join("Q4_K_M.gguf")), "--pure wrote the Q4_K_M mix");
+    let out = run(&["quantize", path_str(&model), path_str(&pure), "--type", "Q4_0", "--output-tensor-type", "q9", "--force"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("expected a ggml type: f32, f16, q4_0"), "{}", stderr(&out));
+}

@@ -36,7 +36,7 @@ pub use memory::{available_memory, Buffer, BufferUse, MemoryReport, Mmap, Reside
 pub use plan::{plan, ContextSize, FlashAttention, KvCache, KvType, Plan, Settings, BATCH_RULE, MICRO_BATCH, OFFLOAD_BATCH_RULE};
 pub use prepare::PreparedTask;
 pub use prompts::{PromptRequest, RowScores, Session, SessionLimits};
-pub use quantize::{quantize, QuantType};
+pub use quantize::{quantize, QuantOptions, QuantType, TensorType};
 pub use score::{rows_to_read, Completion, ScoreSummary, ScoreTimes, TaskScores, TokenCounts};
 pub use subset::{hellaswag_order, select_tasks};
 

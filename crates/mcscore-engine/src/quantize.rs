@@ -7,84 +7,159 @@ use std::path::Path;
 
 use crate::EngineError;
 
-/// The quantisation types `quantize` writes: llama.cpp's `llama_ftype`s.
+/// A quantisation type `quantize` writes: one of llama-quantize's types
+/// (a `llama_ftype`: the type of most matrices and the mix of the others).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QuantType {
-    /// Dequantised to f32: the same weights with f32 arithmetic.
-    F32,
-    /// `F16`: half-precision floats.
-    F16,
-    /// `Q8_0`: 8-bit blocks.
-    Q8_0,
-    /// `Q6_K`: 6-bit k-quants.
-    Q6K,
-    /// `Q5_K_M`: 5-bit k-quants, medium mix.
-    Q5KM,
-    /// `Q4_K_M`: 4-bit k-quants, medium mix.
-    Q4KM,
-    /// `Q4_0`: 4-bit blocks.
-    Q4_0,
-    /// `Q3_K_S`: 3-bit k-quants, small mix.
-    Q3KS,
-    /// `Q2_K`: 2-bit k-quants.
-    Q2K,
+pub struct QuantType {
+    name: &'static str,
+    ftype: llama_cpp_sys_2::llama_ftype,
+    /// Whether llama.cpp's quantizer needs an importance matrix for it: the
+    /// types whose matrices (some of them, for IQ3_XS) are IQ1, IQ2 or
+    /// IQ3_XXS, and Q2_K_S.
+    imatrix: bool,
+}
+
+macro_rules! quant_types {
+    ($($konst:ident $name:literal $ftype:ident $imatrix:literal),* $(,)?) => {
+        impl QuantType {
+            $(
+                #[doc = concat!("`", $name, "`.")]
+                pub const $konst: QuantType = QuantType { name: $name, ftype: llama_cpp_sys_2::$ftype, imatrix: $imatrix };
+            )*
+            /// Every type llama-quantize offers, widest first (its aliases
+            /// `Q3_K`, `Q4_K` and `Q5_K` are read by [`QuantType::parse`]).
+            pub const ALL: &'static [QuantType] = &[$(QuantType::$konst),*];
+        }
+    };
+}
+
+quant_types! {
+    F32 "F32" LLAMA_FTYPE_ALL_F32 false,
+    F16 "F16" LLAMA_FTYPE_MOSTLY_F16 false,
+    BF16 "BF16" LLAMA_FTYPE_MOSTLY_BF16 false,
+    Q8_0 "Q8_0" LLAMA_FTYPE_MOSTLY_Q8_0 false,
+    Q6_K "Q6_K" LLAMA_FTYPE_MOSTLY_Q6_K false,
+    Q5_K_M "Q5_K_M" LLAMA_FTYPE_MOSTLY_Q5_K_M false,
+    Q5_K_S "Q5_K_S" LLAMA_FTYPE_MOSTLY_Q5_K_S false,
+    Q5_1 "Q5_1" LLAMA_FTYPE_MOSTLY_Q5_1 false,
+    Q5_0 "Q5_0" LLAMA_FTYPE_MOSTLY_Q5_0 false,
+    Q4_K_M "Q4_K_M" LLAMA_FTYPE_MOSTLY_Q4_K_M false,
+    Q4_K_S "Q4_K_S" LLAMA_FTYPE_MOSTLY_Q4_K_S false,
+    Q4_1 "Q4_1" LLAMA_FTYPE_MOSTLY_Q4_1 false,
+    Q4_0 "Q4_0" LLAMA_FTYPE_MOSTLY_Q4_0 false,
+    IQ4_NL "IQ4_NL" LLAMA_FTYPE_MOSTLY_IQ4_NL false,
+    IQ4_XS "IQ4_XS" LLAMA_FTYPE_MOSTLY_IQ4_XS false,
+    MXFP4_MOE "MXFP4_MOE" LLAMA_FTYPE_MOSTLY_MXFP4_MOE false,
+    Q3_K_L "Q3_K_L" LLAMA_FTYPE_MOSTLY_Q3_K_L false,
+    Q3_K_M "Q3_K_M" LLAMA_FTYPE_MOSTLY_Q3_K_M false,
+    Q3_K_S "Q3_K_S" LLAMA_FTYPE_MOSTLY_Q3_K_S false,
+    IQ3_M "IQ3_M" LLAMA_FTYPE_MOSTLY_IQ3_M false,
+    IQ3_S "IQ3_S" LLAMA_FTYPE_MOSTLY_IQ3_S false,
+    IQ3_XS "IQ3_XS" LLAMA_FTYPE_MOSTLY_IQ3_XS true,
+    IQ3_XXS "IQ3_XXS" LLAMA_FTYPE_MOSTLY_IQ3_XXS true,
+    Q2_K "Q2_K" LLAMA_FTYPE_MOSTLY_Q2_K false,
+    Q2_K_S "Q2_K_S" LLAMA_FTYPE_MOSTLY_Q2_K_S true,
+    IQ2_M "IQ2_M" LLAMA_FTYPE_MOSTLY_IQ2_M true,
+    IQ2_S "IQ2_S" LLAMA_FTYPE_MOSTLY_IQ2_S true,
+    IQ2_XS "IQ2_XS" LLAMA_FTYPE_MOSTLY_IQ2_XS true,
+    IQ2_XXS "IQ2_XXS" LLAMA_FTYPE_MOSTLY_IQ2_XXS true,
+    TQ2_0 "TQ2_0" LLAMA_FTYPE_MOSTLY_TQ2_0 false,
+    Q2_0 "Q2_0" LLAMA_FTYPE_MOSTLY_Q2_0 false,
+    IQ1_M "IQ1_M" LLAMA_FTYPE_MOSTLY_IQ1_M true,
+    IQ1_S "IQ1_S" LLAMA_FTYPE_MOSTLY_IQ1_S true,
+    TQ1_0 "TQ1_0" LLAMA_FTYPE_MOSTLY_TQ1_0 false,
+    Q1_0 "Q1_0" LLAMA_FTYPE_MOSTLY_Q1_0 false,
 }
 
 impl QuantType {
-    /// Every type, widest first.
-    pub const ALL: [QuantType; 9] = [
-        QuantType::F32,
-        QuantType::F16,
-        QuantType::Q8_0,
-        QuantType::Q6K,
-        QuantType::Q5KM,
-        QuantType::Q4KM,
-        QuantType::Q4_0,
-        QuantType::Q3KS,
-        QuantType::Q2K,
-    ];
-
     /// llama-quantize's name for the type (`Q5_K_M`).
     pub fn name(self) -> &'static str {
-        match self {
-            QuantType::F32 => "F32",
-            QuantType::F16 => "F16",
-            QuantType::Q8_0 => "Q8_0",
-            QuantType::Q6K => "Q6_K",
-            QuantType::Q5KM => "Q5_K_M",
-            QuantType::Q4KM => "Q4_K_M",
-            QuantType::Q4_0 => "Q4_0",
-            QuantType::Q3KS => "Q3_K_S",
-            QuantType::Q2K => "Q2_K",
-        }
+        self.name
     }
 
-    /// The type named `name` (any case), as llama-quantize spells it.
+    /// The type named `name` (any case), as llama-quantize spells it,
+    /// its aliases `Q3_K`, `Q4_K` and `Q5_K` (the medium mixes) included.
     pub fn parse(name: &str) -> Option<QuantType> {
-        QuantType::ALL.into_iter().find(|t| t.name().eq_ignore_ascii_case(name))
+        let name = match name.to_ascii_uppercase().as_str() {
+            "Q3_K" => "Q3_K_M",
+            "Q4_K" => "Q4_K_M",
+            "Q5_K" => "Q5_K_M",
+            _ => name,
+        };
+        QuantType::ALL.iter().copied().find(|t| t.name.eq_ignore_ascii_case(name))
     }
 
-    fn ftype(self) -> llama_cpp_sys_2::llama_ftype {
-        use llama_cpp_sys_2 as sys;
-        match self {
-            QuantType::F32 => sys::LLAMA_FTYPE_ALL_F32,
-            QuantType::F16 => sys::LLAMA_FTYPE_MOSTLY_F16,
-            QuantType::Q8_0 => sys::LLAMA_FTYPE_MOSTLY_Q8_0,
-            QuantType::Q6K => sys::LLAMA_FTYPE_MOSTLY_Q6_K,
-            QuantType::Q5KM => sys::LLAMA_FTYPE_MOSTLY_Q5_K_M,
-            QuantType::Q4KM => sys::LLAMA_FTYPE_MOSTLY_Q4_K_M,
-            QuantType::Q4_0 => sys::LLAMA_FTYPE_MOSTLY_Q4_0,
-            QuantType::Q3KS => sys::LLAMA_FTYPE_MOSTLY_Q3_K_S,
-            QuantType::Q2K => sys::LLAMA_FTYPE_MOSTLY_Q2_K,
-        }
+    /// Whether llama.cpp's quantizer needs an importance matrix for this type.
+    pub fn needs_imatrix(self) -> bool {
+        self.imatrix
     }
+}
+
+/// A tensor type as ggml names it (`q8_0`, `f16`), for the output and
+/// token-embedding overrides; any case, as llama-quantize reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TensorType(llama_cpp_sys_2::ggml_type);
+
+impl TensorType {
+    /// Every type ggml can hold a weight matrix in, by its name.
+    pub fn all() -> Vec<(String, TensorType)> {
+        (0..llama_cpp_sys_2::GGML_TYPE_COUNT)
+            .filter_map(|t| {
+                // SAFETY: ggml_type_name takes any type below GGML_TYPE_COUNT and
+                // returns a static NUL-terminated name, or null for a removed one.
+                #[allow(unsafe_code)]
+                let name = unsafe { llama_cpp_sys_2::ggml_type_name(t) };
+                if name.is_null() {
+                    return None;
+                }
+                // SAFETY: checked non-null; ggml's names are static C strings.
+                #[allow(unsafe_code)]
+                let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_str().ok()?.to_owned();
+                // Removed types keep DEPRECATED or a sentence for a name; the
+                // integer types and the dot-product-only q8_1 and q8_K hold no weights.
+                let removed = name.is_empty() || name.contains(' ') || name == "DEPRECATED";
+                let no_weights = (name.starts_with('i') && !name.starts_with("iq")) || ["f64", "q8_1", "q8_K"].contains(&name.as_str());
+                (!removed && !no_weights).then_some((name, TensorType(t)))
+            })
+            .collect()
+    }
+
+    /// The type ggml calls `name` (any case).
+    pub fn parse(name: &str) -> Option<TensorType> {
+        TensorType::all().into_iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, t)| t)
+    }
+}
+
+/// How to quantise besides the type: llama-quantize's options.
+#[derive(Debug, Clone, Default)]
+pub struct QuantOptions {
+    /// Threads; 0: one per core.
+    pub threads: usize,
+    /// The output matrix's type (`--output-tensor-type`).
+    pub output_tensor_type: Option<TensorType>,
+    /// The token embeddings' type (`--token-embedding-type`).
+    pub token_embedding_type: Option<TensorType>,
+    /// Leave the output matrix as it is (`--leave-output-tensor`).
+    pub leave_output_tensor: bool,
+    /// Every matrix in the type, no mix (`--pure`).
+    pub pure: bool,
 }
 
 /// Quantises the GGUF model `input` to `quant` into `output`, which must be
 /// a temporary path (the caller renames it into place): llama.cpp writes it
 /// by name. Quantised inputs are requantised, as `llama-quantize
-/// --allow-requantize` does; `threads` 0 means one per core.
-pub fn quantize(input: &Path, output: &Path, quant: QuantType, threads: usize) -> Result<(), EngineError> {
+/// --allow-requantize` does, with llama-quantize's `options`. A type that
+/// needs an importance matrix is refused before anything is read.
+pub fn quantize(input: &Path, output: &Path, quant: QuantType, options: &QuantOptions) -> Result<(), EngineError> {
+    if quant.needs_imatrix() {
+        return Err(EngineError::Quantize {
+            input: input.to_owned(),
+            quant: quant.name(),
+            message: "llama.cpp's quantizer needs an importance matrix for this type (llama-imatrix's output), which mcscore \
+                      quantize does not read yet: llama-quantize --imatrix FILE writes it, or choose a type that needs none"
+                .to_owned(),
+        });
+    }
     crate::backend()?;
     // As a load checks it: the quantizer reads the same header and
     // hyperparameters, and would copy a model of no tensors without a word.
@@ -98,7 +173,7 @@ pub fn quantize(input: &Path, output: &Path, quant: QuantType, threads: usize) -
     // The quantizer maps the input and unmaps it tensor by tensor.
     let (code, os_error) = {
         let _mappings = crate::memory::mappings_lock();
-        quantize_files(&c_input, &c_output, quant.ftype(), i32::try_from(threads).unwrap_or(0))
+        quantize_files(&c_input, &c_output, quant, options)
     };
     if code == 0 {
         return Ok(());
@@ -126,13 +201,21 @@ fn write_error(errno: i32) -> bool {
 /// Runs the quantizer; its status and, where it failed writing, the OS's
 /// error, read from errno on this thread right after the call (cleared before it).
 #[allow(unsafe_code)]
-fn quantize_files(input: &CString, output: &CString, ftype: llama_cpp_sys_2::llama_ftype, threads: i32) -> (u32, Option<std::io::Error>) {
+fn quantize_files(input: &CString, output: &CString, quant: QuantType, options: &QuantOptions) -> (u32, Option<std::io::Error>) {
     // SAFETY: llama_model_quantize_default_params returns a plain struct by
     // value; its pointer fields (imatrix, overrides) are null and stay null.
     let mut params = unsafe { llama_cpp_sys_2::llama_model_quantize_default_params() };
-    params.ftype = ftype;
-    params.nthread = threads;
+    params.ftype = quant.ftype;
+    params.nthread = i32::try_from(options.threads).unwrap_or(0);
     params.allow_requantize = true;
+    params.quantize_output_tensor = !options.leave_output_tensor;
+    params.pure_ = options.pure;
+    if let Some(TensorType(t)) = options.output_tensor_type {
+        params.output_tensor_type = t;
+    }
+    if let Some(TensorType(t)) = options.token_embedding_type {
+        params.token_embedding_type = t;
+    }
     #[cfg(target_os = "linux")]
     // SAFETY: __errno_location returns this thread's errno, valid for the thread's life.
     unsafe {

@@ -39,7 +39,7 @@ fn two_models_in_one_process_score_compare_and_decide_without_the_binary() {
     let dir = tempfile::tempdir().unwrap();
     let base_model = model();
     let q8_model = dir.path().join("q8_0.gguf");
-    quantize(&base_model, &q8_model, QuantType::Q8_0, 2).unwrap();
+    quantize(&base_model, &q8_model, QuantType::Q8_0, &mcscore_engine::QuantOptions { threads: 2, ..Default::default() }).unwrap();
     let base = Engine::load(&base_model, 0, Mmap::Auto).unwrap();
     let q8 = Engine::load(&q8_model, 0, Mmap::Auto).unwrap();
 
