@@ -29,9 +29,8 @@ pub(crate) struct Args {
     /// The type, as llama-quantize names it (any case): F32, F16, BF16, Q8_0, Q6_K,
     /// Q5_K_M, Q5_K_S, Q5_1, Q5_0, Q4_K_M, Q4_K_S, Q4_1, Q4_0, IQ4_NL, IQ4_XS,
     /// MXFP4_MOE, Q3_K_L, Q3_K_M, Q3_K_S, IQ3_M, IQ3_S, Q2_K, TQ2_0, Q2_0, TQ1_0 or
-    /// Q1_0 (Q3_K, Q4_K, Q5_K: the medium mixes). IQ3_XS, IQ3_XXS, Q2_K_S, IQ2_M,
-    /// IQ2_S, IQ2_XS, IQ2_XXS, IQ1_M and IQ1_S need an importance matrix, which is
-    /// not read yet: they are refused saying so.
+    /// Q1_0 (Q3_K, Q4_K, Q5_K: the medium mixes); with an importance matrix (--imatrix)
+    /// also IQ3_XS, IQ3_XXS, Q2_K_S, IQ2_M, IQ2_S, IQ2_XS, IQ2_XXS, IQ1_M and IQ1_S.
     #[arg(long = "type", value_name = "TYPE", value_parser = parse_type)]
     quant: QuantType,
     /// Threads, 1 to 1024 (default: one per core).
@@ -50,6 +49,11 @@ pub(crate) struct Args {
     /// Every matrix in --type, without the type's mix of wider ones (llama-quantize's --pure).
     #[arg(long)]
     pure: bool,
+    /// An importance matrix, as llama-imatrix writes it (GGUF, or the legacy .dat):
+    /// needed for the IQ1, IQ2 and IQ3_XS/XXS types and Q2_K_S, used by every type
+    /// to weigh its rounding (llama-quantize's --imatrix).
+    #[arg(long, value_name = "FILE")]
+    imatrix: Option<PathBuf>,
     /// Replace OUT if it exists.
     #[arg(long)]
     force: bool,
@@ -78,7 +82,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         anyhow::bail!("{}: IN.gguf: no model file there", args.input.display());
     }
     let target = Target::new(&args.output, "OUT.gguf", args.force);
-    check_file(&target, &[&args.input])?;
+    let inputs: Vec<&std::path::Path> = std::iter::once(args.input.as_path()).chain(args.imatrix.as_deref()).collect();
+    check_file(&target, &inputs)?;
+    let imatrix = args.imatrix.as_deref().map(mcscore_engine::read_imatrix).transpose()?;
+    if let (Some(path), Some(m)) = (&args.imatrix, &imatrix) {
+        let on = match (m.chunks, m.datasets.as_slice()) {
+            (Some(chunks), [first, ..]) => format!(", computed on {chunks} chunks of {first}"),
+            (Some(chunks), []) => format!(", computed on {chunks} chunks"),
+            (None, _) => String::new(),
+        };
+        eprintln!("mcscore: importance matrix: {} matrices from {}{on}", m.entries.len(), path.display());
+    }
     let started = Instant::now();
     let file = AtomicFile::with(&args.output, target.existing)?;
     // llama.cpp cannot be stopped mid-quantisation: a signal ends the process
@@ -89,6 +103,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         token_embedding_type: args.token_embedding_type,
         leave_output_tensor: args.leave_output_tensor,
         pure: args.pure,
+        imatrix,
     };
     mcscore_engine::quantize(&args.input, file.temp_path(), args.quant, &options)?;
     file.commit()?;

@@ -216,10 +216,10 @@ fn every_quantizer_type_writes_a_model_that_loads() {
         .collect();
     assert!(types.len() >= 26, "{types:?}");
     let needs: Vec<&str> = help
-        .split("(Q3_K, Q4_K, Q5_K: the medium mixes).")
+        .split("with an importance matrix (--imatrix) also")
         .nth(1)
         .unwrap()
-        .split("need an importance matrix")
+        .split("\n\n")
         .next()
         .unwrap()
         .split([',', ' ', '\n'])
@@ -235,6 +235,23 @@ fn every_quantizer_type_writes_a_model_that_loads() {
         assert!(scored.status.success(), "{kind}: {}", stderr(&scored));
         assert!(size(&quant) < size(&model) || ["F32", "F16", "BF16"].contains(&kind), "{kind}");
     }
+    // An importance matrix in llama-imatrix's legacy layout for this
+    // model's matrices (their input widths: 256, and 512 into ffn_down).
+    let imatrix = dir.path().join("imatrix.dat");
+    let matrices = ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"];
+    let widths = matrices.iter().map(|m| (format!("blk.0.{m}.weight"), if *m == "ffn_down" { 512 } else { 256 }));
+    let mut dat = (matrices.len() as i32 + 1).to_le_bytes().to_vec();
+    for (name, width) in widths.chain([("output.weight".to_owned(), 256i32)]) {
+        dat.extend((name.len() as i32).to_le_bytes());
+        dat.extend(name.as_bytes());
+        dat.extend(10i32.to_le_bytes());
+        dat.extend(width.to_le_bytes());
+        (0..width).for_each(|i| dat.extend((10.0f32 * (1.0 + (i % 7) as f32)).to_le_bytes()));
+    }
+    dat.extend(5i32.to_le_bytes());
+    dat.extend(9i32.to_le_bytes());
+    dat.extend(b"wiki.test");
+    std::fs::write(&imatrix, &dat).unwrap();
     for kind in needs {
         let quant = dir.path().join(format!("{kind}.gguf"));
         let out = run(&["quantize", path_str(&model), path_str(&quant), "--type", kind]);
@@ -245,7 +262,23 @@ fn every_quantizer_type_writes_a_model_that_loads() {
             stderr(&out)
         );
         assert!(!quant.exists(), "{kind}");
+        let out = run(&["quantize", path_str(&model), path_str(&quant), "--type", kind, "--imatrix", path_str(&imatrix), "-t", "2"]);
+        assert!(out.status.success(), "{kind}: {}", stderr(&out));
+        let said = stderr(&out);
+        assert!(said.contains("importance matrix: 8 matrices from") && said.contains("computed on 5 chunks of wiki.test"), "{said}");
+        let scored = run(&["score", "-m", path_str(&quant), "-bf", "arc-easy-validation", "--limit-total", "1", "-t", "2"]);
+        assert!(scored.status.success(), "{kind}: {}", stderr(&scored));
     }
+    // A type that needs none still uses it.
+    let weighed = dir.path().join("IQ4_XS-imatrix.gguf");
+    assert!(run(&["quantize", path_str(&model), path_str(&weighed), "--type", "IQ4_XS", "--imatrix", path_str(&imatrix)]).status.success());
+    assert_ne!(std::fs::read(&weighed).unwrap(), std::fs::read(dir.path().join("IQ4_XS.gguf")).unwrap());
+    // A cut one is refused by file and byte, before anything is written.
+    std::fs::write(&imatrix, &dat[..100]).unwrap();
+    let args = ["quantize", path_str(&model), path_str(&weighed), "--type", "IQ2_XS", "--imatrix", path_str(&imatrix), "--force"];
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains(&format!("{}: byte 35: entry 0's values", imatrix.display())), "{}", stderr(&out));
     // The options: each changes the file written.
     let plain = dir.path().join("Q4_0.gguf");
     for (name, extra) in [

@@ -31,6 +31,7 @@ use mcscore_format::Task;
 
 pub use chat::{builtin_templates, BosSource};
 pub use generate::{Finish, Generation, GenerationRequest};
+pub use mcscore_gguf::{read_imatrix, Imatrix, ImatrixError};
 pub use mcscore_metrics::OptionScore;
 pub use memory::{available_memory, Buffer, BufferUse, MemoryReport, Mmap, Resident};
 pub use plan::{plan, ContextSize, FlashAttention, KvCache, KvType, Plan, Settings, BATCH_RULE, MICRO_BATCH, OFFLOAD_BATCH_RULE};

@@ -143,6 +143,9 @@ pub struct QuantOptions {
     pub leave_output_tensor: bool,
     /// Every matrix in the type, no mix (`--pure`).
     pub pure: bool,
+    /// An importance matrix (`--imatrix`), which the IQ1, IQ2 and IQ3_XXS
+    /// types need and the others use to weigh their rounding.
+    pub imatrix: Option<mcscore_gguf::Imatrix>,
 }
 
 /// Quantises the GGUF model `input` to `quant` into `output`, which must be
@@ -151,12 +154,12 @@ pub struct QuantOptions {
 /// --allow-requantize` does, with llama-quantize's `options`. A type that
 /// needs an importance matrix is refused before anything is read.
 pub fn quantize(input: &Path, output: &Path, quant: QuantType, options: &QuantOptions) -> Result<(), EngineError> {
-    if quant.needs_imatrix() {
+    if quant.needs_imatrix() && options.imatrix.is_none() {
         return Err(EngineError::Quantize {
             input: input.to_owned(),
             quant: quant.name(),
-            message: "llama.cpp's quantizer needs an importance matrix for this type (llama-imatrix's output), which mcscore \
-                      quantize does not read yet: llama-quantize --imatrix FILE writes it, or choose a type that needs none"
+            message: "llama.cpp's quantizer needs an importance matrix for this type: give llama-imatrix's output with \
+                      --imatrix FILE (its GGUF or legacy .dat), or choose a type that needs none"
                 .to_owned(),
         });
     }
@@ -216,13 +219,36 @@ fn quantize_files(input: &CString, output: &CString, quant: QuantType, options: 
     if let Some(TensorType(t)) = options.token_embedding_type {
         params.token_embedding_type = t;
     }
+    // The importance matrix as llama.cpp's C struct: entries of name, values
+    // and count, ended by one with a null name. `names` and the values are
+    // held until the call returns.
+    let names: Vec<CString> =
+        options.imatrix.iter().flat_map(|m| &m.entries).map(|(name, _)| CString::new(name.replace('\0', "")).unwrap_or_default()).collect();
+    let imatrix: Vec<llama_cpp_sys_2::llama_model_imatrix_data> = options
+        .imatrix
+        .iter()
+        .flat_map(|m| &m.entries)
+        .zip(&names)
+        .map(|((_, values), name)| llama_cpp_sys_2::llama_model_imatrix_data {
+            name: name.as_ptr(),
+            data: values.as_ptr(),
+            size: values.len(),
+        })
+        .chain(std::iter::once(llama_cpp_sys_2::llama_model_imatrix_data { name: std::ptr::null(), data: std::ptr::null(), size: 0 }))
+        .collect();
+    if options.imatrix.is_some() {
+        params.imatrix = imatrix.as_ptr();
+    }
     #[cfg(target_os = "linux")]
     // SAFETY: __errno_location returns this thread's errno, valid for the thread's life.
     unsafe {
         *libc::__errno_location() = 0;
     }
     // SAFETY: both paths are NUL-terminated strings that outlive the call,
-    // and `params` is a valid, initialised struct on this stack frame.
+    // and `params` is a valid, initialised struct on this stack frame; its
+    // imatrix, where set, points into `imatrix`, whose entries point into
+    // `names` and the options' values, all alive until this function returns
+    // and ended by an entry with a null name, as llama.cpp reads them.
     // llama_model_quantize catches its own C++ exceptions and returns non-zero.
     let code = unsafe { llama_cpp_sys_2::llama_model_quantize(input.as_ptr(), output.as_ptr(), &params) };
     let errno = std::io::Error::last_os_error();

@@ -24,6 +24,7 @@ pub struct Header<'a> {
     pub(crate) alignment: u32,
     pub(crate) tensor_count: u64,
     pub(crate) entries: Vec<Entry>,
+    pub(crate) tensors: Vec<Tensor>,
     pub(crate) data_offset: u64,
     pub(crate) data_size: u64,
 }
@@ -37,6 +38,29 @@ pub(crate) struct Entry {
     pub(crate) type_at: usize,
     /// Where the value (for an array, its first element) starts.
     pub(crate) value_at: usize,
+}
+
+/// One checked tensor info: where its name lies in the header's bytes, its
+/// shape and type, and where its data lies in the file.
+#[derive(Clone, Debug)]
+pub(crate) struct Tensor {
+    pub(crate) name: Range<usize>,
+    pub(crate) shape: [i64; 4],
+    pub(crate) ggml_type: i32,
+    pub(crate) data: Range<u64>,
+}
+
+/// One tensor, as [`Header::tensors`] gives it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TensorView<'h> {
+    /// Its name, as the file holds it.
+    pub name: &'h [u8],
+    /// Its dimensions, the unused ones 1.
+    pub shape: [i64; 4],
+    /// Its ggml type code (`0` is f32).
+    pub ggml_type: i32,
+    /// Where its bytes lie in the file: checked to lie within it.
+    pub data: (u64, u64),
 }
 
 /// A metadata entry's GGUF type: a scalar (or string) type code, or an
@@ -126,6 +150,16 @@ impl<'a> Header<'a> {
     /// alignment.
     pub fn data_size(&self) -> u64 {
         self.data_size
+    }
+
+    /// The tensors, in the file's order, with where each one's data lies.
+    pub fn tensors(&self) -> impl Iterator<Item = TensorView<'_>> {
+        self.tensors.iter().map(|t| TensorView {
+            name: self.bytes.get(t.name.clone()).unwrap_or_default(),
+            shape: t.shape,
+            ggml_type: t.ggml_type,
+            data: (t.data.start, t.data.end),
+        })
     }
 
     /// The value of a metadata key, if the header has it.
@@ -223,6 +257,7 @@ impl<'a> Header<'a> {
             alignment: self.alignment,
             tensor_count: self.tensor_count,
             entries: self.entries,
+            tensors: self.tensors,
             data_offset: self.data_offset,
             data_size: self.data_size,
         }

@@ -24,7 +24,8 @@
 //! [`check_model`] then checks the values llama.cpp's model loader would
 //! abort on (a block count of 0, a token given twice, a negative epsilon) or
 //! silently replace (a special token id past the vocabulary);
-//! [`check_model_file`] does both.
+//! [`check_model_file`] does both. [`read_imatrix`] reads the importance
+//! matrices llama-quantize takes, in either of llama.cpp's layouts.
 //!
 //! Differences from gguf.cpp: a count too large for the file is refused at
 //! the count, where gguf.cpp would allocate for it and fail on a later read
@@ -36,12 +37,14 @@
 mod fault;
 mod file;
 mod header;
+mod imatrix;
 mod model;
 mod parse;
 mod types;
 
 pub use fault::Fault;
 pub use file::{check_file, check_model_file, GgufError, GgufErrorKind};
-pub use header::{Header, Value};
+pub use header::{Header, TensorView, Value};
+pub use imatrix::{read_imatrix, Imatrix, ImatrixError};
 pub use model::{check_model, ModelFault};
 pub use parse::parse;

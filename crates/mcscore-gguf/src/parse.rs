@@ -106,6 +106,12 @@ impl<'a> Reader<'a> {
 /// checked.
 struct TensorInfo<'a> {
     name: &'a [u8],
+    /// Where its name is in the bytes.
+    name_range: Range<usize>,
+    /// Its dimensions (unused ones 1).
+    shape: [i64; 4],
+    /// Its ggml type code.
+    ggml_type: i32,
     /// Where its data offset is in the file.
     offset_at: u64,
     /// Its data offset, relative to the data section.
@@ -199,7 +205,16 @@ pub fn parse(bytes: &[u8]) -> Result<Header<'_>, Fault> {
         }
     }
 
-    Ok(Header { bytes: Cow::Borrowed(bytes), header_len, version, alignment, tensor_count, entries, data_offset, data_size })
+    let tensors = tensors
+        .into_iter()
+        .map(|t| crate::header::Tensor {
+            name: t.name_range,
+            shape: t.shape,
+            ggml_type: t.ggml_type,
+            data: data_offset + t.offset..data_offset + t.offset + t.nbytes,
+        })
+        .collect();
+    Ok(Header { bytes: Cow::Borrowed(bytes), header_len, version, alignment, tensor_count, entries, tensors, data_offset, data_size })
 }
 
 /// gguf.cpp's version checks, in its order.
@@ -322,6 +337,7 @@ fn alignment(bytes: &[u8], entries: &[Entry]) -> Result<u32, Fault> {
 fn read_tensor_info<'a>(r: &mut Reader<'a>, index: u64, seen: &mut HashMap<&'a [u8], u64>) -> Result<TensorInfo<'a>, Fault> {
     let name_at = r.at();
     let name = r.string(|| format!("the name of tensor {index}"))?;
+    let name_range = range(r.pos - name.len(), name.len());
     let len = name.len() as u64;
     if len >= MAX_NAME {
         return Err(Fault::TensorNameTooLong { offset: name_at, index, name: shown(name), len, max: MAX_NAME - 1 });
@@ -377,7 +393,7 @@ fn read_tensor_info<'a>(r: &mut Reader<'a>, index: u64, seen: &mut HashMap<&'a [
 
     let offset_at = r.at();
     let offset = r.u64(|| of("the data offset"))?;
-    Ok(TensorInfo { name, offset_at, offset, nbytes })
+    Ok(TensorInfo { name, name_range, shape, ggml_type: code, offset_at, offset, nbytes })
 }
 
 /// `GGML_PAD`: `x` rounded up to a multiple of `alignment` (a power of 2),
