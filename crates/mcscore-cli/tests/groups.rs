@@ -59,7 +59,7 @@ fn mmlu_scores_per_subject_and_category() {
     let file = repo("datasets/mmlu-validation.bin");
     // From the repository root, where manifest.json records the file's groups.
     let limit = TASKS.to_string();
-    let args = ["score", "-m", &model(), &file, "--limit", &limit, "--progress", "none", "--log-samples", path_str(&log), "--json"];
+    let args = ["score", "-m", &model(), &file, "--limit-total", &limit, "--progress", "none", "--log-samples", path_str(&log), "--json"];
     let out = mcscore().current_dir(repo("")).args(args).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let json: Value = serde_json::from_str(&stdout(&out)).unwrap();
