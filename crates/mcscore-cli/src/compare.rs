@@ -173,6 +173,13 @@ pub(crate) fn groups(args: &Args, task_file: &Path, sha256: &str, file_tasks: Op
     groups_from(args.groups.as_deref(), args.manifest.as_deref(), task_file, sha256, file_tasks)
 }
 
+/// The groups the manifest of the task file at `path` records (--manifest
+/// where given, else one found for it), by the file's sha256.
+pub(crate) fn file_groups(path: &Path, manifest: Option<&Path>) -> anyhow::Result<Option<Groups>> {
+    let sha256 = mcscore_format::sha256_file(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    groups_from(None, manifest, path, &sha256, None)
+}
+
 /// Refuses a --manifest that is not a file to read: missing, a directory, or
 /// a special file (a FIFO would block the read). Every error names the path.
 pub(crate) fn check_named_manifest(manifest: &Path) -> anyhow::Result<()> {

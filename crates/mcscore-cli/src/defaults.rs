@@ -46,19 +46,26 @@ pub(crate) fn dataset_dirs() -> Vec<PathBuf> {
         .collect()
 }
 
-/// The task file `given` names: itself where it is a file or has a folder;
-/// where it is a bundled dataset's bare name (`mmlu-validation`, with or
-/// without its extension) and no such file is here, the bundled dataset:
-/// the one compiled in (ARC-Easy validation), or a copy with the bundled
-/// manifest's sha256 in one of [`dataset_dirs`].
-pub(crate) fn task_file(given: PathBuf) -> anyhow::Result<PathBuf> {
+/// The task file `given` names for the mode `kind`: itself where it is a
+/// file or has a folder; where it is a bundled dataset's bare name
+/// (`mmlu-validation`, with or without its extension) of the mode's kind of
+/// file (a task file, or Winogrande's CSV) and no such file is here, the
+/// bundled dataset: the one compiled in (ARC-Easy validation), or a copy
+/// with the bundled manifest's sha256 in one of [`dataset_dirs`].
+pub(crate) fn task_file(given: PathBuf, kind: mcscore_eval::TaskKind) -> anyhow::Result<PathBuf> {
+    use mcscore_eval::TaskKind;
     let bare = given.parent().is_none_or(|p| p.as_os_str().is_empty());
     let Some(text) = given.to_str().filter(|_| bare && !given.exists()) else { return Ok(given) };
-    let name = text.strip_suffix(".bin").or_else(|| text.strip_suffix(".csv")).unwrap_or(text);
-    if Some(name) == DATASET_NAME.strip_suffix(".bin") {
+    let extension = match kind {
+        TaskKind::MultipleChoice | TaskKind::LmEval => ".bin",
+        TaskKind::Winogrande => ".csv",
+        TaskKind::HellaSwag => return Ok(given),
+    };
+    let name = text.strip_suffix(extension).unwrap_or(text);
+    if kind == TaskKind::MultipleChoice && Some(name) == DATASET_NAME.strip_suffix(".bin") {
         return dataset(&format!("{text} is the bundled dataset's name"));
     }
-    let Some(entry) = mcscore_datasets::Manifest::bundled().entry(name) else { return Ok(given) };
+    let Some(entry) = mcscore_datasets::Manifest::bundled().entry(name).filter(|e| e.file.ends_with(extension)) else { return Ok(given) };
     let file_name = std::path::Path::new(&entry.file).file_name().map(PathBuf::from).unwrap_or_else(|| PathBuf::from(&entry.file));
     let dirs = dataset_dirs();
     let mut other = Vec::new();
@@ -76,9 +83,13 @@ pub(crate) fn task_file(given: PathBuf) -> anyhow::Result<PathBuf> {
         }
     }
     let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    let build = match &entry.shots {
+        Some(shots) => format!("mcscore build {} --shots {}", shots.of, shots.k),
+        None => format!("mcscore build {name}"),
+    };
     bail!(
-        "{text}: no such file here, and the bundled dataset {name} is in none of {}{}; `mcscore build {name}` writes it to \
-         datasets/ (or set MCSCORE_DATASETS to the folder that holds it)",
+        "{text}: no such file here, and the bundled dataset {name} is in none of {}{}; `{build}` writes it to datasets/ (or set \
+         MCSCORE_DATASETS to the folder that holds it)",
         looked.join(", "),
         if other.is_empty() { String::new() } else { format!(" (not with its sha256 {}: {})", entry.sha256, other.join(", ")) }
     )

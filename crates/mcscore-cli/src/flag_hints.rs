@@ -36,9 +36,10 @@ pub(crate) fn flag_hint(command: Asked, error: &EvalError) -> Option<&'static st
     Some(match (command, error) {
         (Asked::Score, EvalError::Log(LogError::Exists { .. })) => "--resume continues it",
         (Asked::Score, EvalError::Format(mcscore_format::Error::Io { source, .. })) if source.kind() == std::io::ErrorKind::NotFound => {
-            "-bf NAME scores a bundled dataset by name (mcscore build --list names them): arc-easy-validation is compiled in, \
-             the others are looked for in $MCSCORE_DATASETS, ./datasets, the checkout mcscore was built from and \
-             ~/.cache/mcscore/datasets; `mcscore build NAME` writes one"
+            "-bf NAME scores a bundled dataset by name (the names `mcscore build --list` gives, and their k-shot files): \
+             arc-easy-validation is compiled in, the others are looked for in $MCSCORE_DATASETS, ./datasets, the checkout \
+             mcscore was built from and the cache's datasets/ ($MCSCORE_CACHE_DIR, default ~/.cache/mcscore); \
+             `mcscore build NAME` writes one"
         }
         (_, EvalError::Log(LogError::Unfinished { why, .. }) | EvalError::Shard(ShardError::ShardIncomplete { why, .. })) => {
             match why.resumable() {

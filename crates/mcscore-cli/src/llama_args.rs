@@ -1,6 +1,6 @@
 //! Arguments rewritten before parsing. llama.cpp spells some short flags
-//! with several letters (`-bf`, `-np`, `-ngl`, `-tb`, `-ub`, `-fa`), which
-//! clap cannot express; pipelines pass them, so they become their llama.cpp
+//! with several letters (`-bf`, `-np`, `-ngl`, `-tb`, `-ub`, `-fa`, `-ctk`,
+//! `-ctv`), which clap cannot express; pipelines pass them, so they become their llama.cpp
 //! long forms. Renamed flags' old names become the new ones, with a warning.
 
 use std::ffi::OsString;

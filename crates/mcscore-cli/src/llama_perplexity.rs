@@ -58,6 +58,17 @@ const PLACEMENT: &str = "layers are placed by -ngl alone, on one GPU";
 /// its own), as llama.cpp spells them, with what mcscore does with it. The
 /// unit test `every_llama_perplexity_flag_is_known` holds this list to the
 /// llama.cpp source mcscore builds.
+impl Flag {
+    /// Whether llama.cpp's flag takes a value (`--log-colors` an optional one).
+    fn takes_value(&self) -> bool {
+        match self {
+            Flag::Pass(_, taking) | Flag::Ignore(taking) | Flag::Noted(taking, _) | Flag::Refused(taking, _) => *taking,
+            Flag::Map(_, values) => values.iter().all(|(from, _)| !from.is_empty()),
+            Flag::IgnoreOptional(_) | Flag::Only(..) => true,
+        }
+    }
+}
+
 const FLAGS: &[(&[&str], Flag)] = &[
     (&["-m", "--model"], Flag::Pass("--model", true)),
     (&["-f", "--file"], Flag::Pass("--binary-file", true)),
@@ -277,7 +288,7 @@ pub(crate) fn help() -> String {
         text.push_str(&format!("  {}{value}{note}\n", names.join(", ")));
     }
     for (heading, names) in [
-        ("accepted, changing no score (sampling, logging, thread and memory placement), each with a one-line note", noted),
+        ("accepted, changing no score (sampling, logging, thread and memory placement; a one-line note says why)", noted),
         ("refused, saying why (they would change the scores, download, or take images)", refused),
     ] {
         text.push_str(&format!("\n{heading}:\n"));
@@ -338,13 +349,7 @@ pub(crate) fn translate(args: &[OsString]) -> Result<(Vec<OsString>, Vec<String>
         if let Flag::Refused(_, why) = flag {
             return Err(UsageError(format!("{name}: not supported: {why}")));
         }
-        let takes_value = match flag {
-            Flag::Pass(_, taking) | Flag::Ignore(taking) | Flag::Noted(taking, _) | Flag::Refused(taking, _) => *taking,
-            Flag::Map(_, values) => values.iter().all(|(from, _)| !from.is_empty()),
-            Flag::IgnoreOptional(_) => false,
-            Flag::Only(..) => true,
-        };
-        let value = match (takes_value, inline) {
+        let value = match (flag.takes_value(), inline) {
             (true, Some(value)) => Some(OsString::from(value)),
             (true, None) => Some(rest.next().cloned().ok_or_else(|| UsageError(format!("{name}: a value is required")))?),
             (false, Some(_)) => return Err(UsageError(format!("{name}: takes no value"))),
@@ -608,12 +613,11 @@ mod tests {
                 );
                 continue;
             }
-            let ours = match known.unwrap().1 {
-                Flag::Pass(_, taking) | Flag::Ignore(taking) | Flag::Noted(taking, _) | Flag::Refused(taking, _) => taking,
-                Flag::Map(_, values) => values.iter().all(|(from, _)| !from.is_empty()),
-                Flag::IgnoreOptional(_) | Flag::Only(..) => true,
-            };
-            assert_eq!(ours, *takes_value, "{name}: llama.cpp and the entry point disagree on whether it takes a value");
+            assert_eq!(
+                known.unwrap().1.takes_value(),
+                *takes_value,
+                "{name}: llama.cpp and the entry point disagree on whether it takes a value"
+            );
         }
         // A flag no llama.cpp has is still refused as unknown.
         let error = words(&["llama-perplexity", "--multiple-choice", "--no-such-flag"]).unwrap_err();

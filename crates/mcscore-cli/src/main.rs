@@ -247,13 +247,18 @@ mod flags {
         let mut flags: BTreeMap<String, Flag> = BTreeMap::new();
         for command in super::Cli::command().get_subcommands() {
             for arg in command.get_arguments().filter(|a| !a.is_positional()) {
-                let Some(long) = arg.get_long() else { continue };
-                let flag = flags.entry(format!("--{long}")).or_default();
-                flag.short.extend(arg.get_short());
-                if arg.get_action().takes_values() {
-                    flag.values.extend(arg.get_value_names().into_iter().flatten().map(|v| v.to_string()));
+                // A visible alias is a name too: it is listed as its own row.
+                let names = arg.get_long().into_iter().chain(arg.get_visible_aliases().into_iter().flatten());
+                for (i, long) in names.enumerate() {
+                    let flag = flags.entry(format!("--{long}")).or_default();
+                    if i == 0 {
+                        flag.short.extend(arg.get_short());
+                    }
+                    if arg.get_action().takes_values() {
+                        flag.values.extend(arg.get_value_names().into_iter().flatten().map(|v| v.to_string()));
+                    }
+                    flag.commands.insert(command.get_name().to_owned());
                 }
-                flag.commands.insert(command.get_name().to_owned());
             }
         }
         flags

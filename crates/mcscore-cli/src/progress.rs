@@ -72,8 +72,8 @@ pub(crate) struct Lines {
     first: usize,
     started: Instant,
     last_line: Instant,
-    /// Whether a line was printed.
-    printed: bool,
+    /// The units the last line printed showed, if one was printed.
+    printed: Option<usize>,
     /// `auto` in a log: lines only after [`QUIET`], [`LINE_GAP`] apart.
     quiet: bool,
     /// When the first unit of this display was done, and the units done then:
@@ -100,7 +100,7 @@ impl Meter {
                 first: done,
                 started: now,
                 last_line: now,
-                printed: false,
+                printed: None,
                 quiet: mode == ProgressMode::Auto,
                 first_done: None,
                 next_tenth,
@@ -186,7 +186,7 @@ impl Lines {
         self.done = done;
         let reached = self.total.map_or(0, |total| tenths(done, total));
         let due = reached >= self.next_tenth || now.duration_since(self.last_line) >= LINE_EVERY;
-        let spaced = !self.printed || now.duration_since(self.last_line) >= LINE_GAP;
+        let spaced = self.printed.is_none() || now.duration_since(self.last_line) >= LINE_GAP;
         if due && (!self.quiet || (spaced && now.duration_since(self.started) >= QUIET)) {
             if self.total.is_some() {
                 self.next_tenth = reached + 1;
@@ -197,13 +197,13 @@ impl Lines {
 
     /// Whether the last line printed (if any) showed fewer units than are done.
     fn said_less(&self) -> bool {
-        !self.printed || self.total.is_none() || self.next_tenth <= tenths(self.done, self.total.unwrap_or(0))
+        self.printed.is_none_or(|shown| shown < self.done)
     }
 
     fn print(&mut self) {
         self.last_line = Instant::now();
-        self.printed = true;
-        let measured = self.first_done.map(|(at, done)| (at.elapsed(), self.done - done));
+        self.printed = Some(self.done);
+        let measured = self.first_done.map(|(at, done)| (at.elapsed(), self.done.saturating_sub(done)));
         eprintln!("{}", self.line(self.started.elapsed(), measured));
     }
 
@@ -252,7 +252,7 @@ mod tests {
             first: done,
             started: now,
             last_line: now,
-            printed: false,
+            printed: None,
             quiet: true,
             first_done: None,
             next_tenth: tenths(done, total) + 1,
@@ -294,15 +294,14 @@ mod tests {
         for done in 1..=100 {
             l.advance_to(done);
         }
-        assert!(!l.printed, "work under {QUIET:?} prints no line");
+        assert!(l.printed.is_none(), "work under {QUIET:?} prints no line");
         let mut l = lines(100, 0);
         l.started -= QUIET * 2;
         l.last_line = l.started;
         for done in 1..=100 {
             l.advance_to(done);
         }
-        assert!(l.printed);
-        assert_eq!(l.next_tenth, 2, "one line, at the first tenth; the rest within {LINE_GAP:?} of it");
+        assert_eq!(l.printed, Some(10), "one line, at the first tenth; the rest within {LINE_GAP:?} of it");
         assert!(l.said_less(), "finish prints the last line");
         // --progress lines asks for every tenth, however short the work.
         let mut l = lines(100, 0);

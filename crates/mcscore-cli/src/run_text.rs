@@ -19,10 +19,10 @@ pub(crate) fn note_selection(selection: Selection, n_tasks: usize, flag: &str) {
         Selection::AllForZero => eprintln!("mcscore: {flag} 0: scoring all {n_tasks} tasks, as llama-perplexity does"),
         Selection::AllForMore { asked } => eprintln!("mcscore: {flag} {asked}: the file has {n_tasks} tasks; scoring all of them"),
         Selection::First(limit) if limit > n_tasks => {
-            eprintln!("mcscore: --limit {limit}: the file has {n_tasks} tasks; scoring all of them")
+            eprintln!("mcscore: {flag} {limit}: the file has {n_tasks} tasks; scoring all of them")
         }
         Selection::FirstPerGroup { limit, groups } => eprintln!(
-            "mcscore: --limit {limit}: the first {limit} tasks of each of the file's {groups} groups, as lm-eval's --limit counts \
+            "mcscore: {flag} {limit}: the first {limit} tasks of each of the file's {groups} groups, as lm-eval's --limit counts \
              subtasks (--limit-total {limit} takes the file's first {limit})"
         ),
         Selection::All | Selection::Subset(_) | Selection::First(_) => {}

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use mcscore_eval::schemes::report::{build, SchemesReport};
 use mcscore_eval::schemes::{read_log, run, Mode, SchemesRun, SchemesSpec};
 use mcscore_eval::shard::Shard;
@@ -152,8 +152,9 @@ fn log_path(dir: &Path, model: &Path, shard: Option<Shard>) -> PathBuf {
 }
 
 pub(crate) fn run_command(mut args: Args) -> anyhow::Result<Outcome> {
-    args.file = args.file.map(defaults::task_file).transpose()?;
-    args.binary_file = args.binary_file.map(defaults::task_file).transpose()?;
+    let resolve = |f| defaults::task_file(f, mcscore_eval::TaskKind::MultipleChoice);
+    args.file = args.file.map(resolve).transpose()?;
+    args.binary_file = args.binary_file.map(resolve).transpose()?;
     if let Some(path) = &args.save_json {
         let inputs: Vec<&Path> =
             args.file.iter().chain(&args.binary_file).chain(&args.models).chain(&args.report).map(PathBuf::as_path).collect();
@@ -187,8 +188,7 @@ pub(crate) fn run_command(mut args: Args) -> anyhow::Result<Outcome> {
             }
         }
         if let Some(limit) = args.limit {
-            let sha256 = mcscore_format::sha256_file(&file).with_context(|| file.display().to_string())?;
-            if let Some(groups) = crate::compare::groups_from(None, None, &file, &sha256, None)? {
+            if let Some(groups) = crate::compare::file_groups(&file, None)? {
                 return Err(crate::UsageError(format!(
                     "--limit {limit}: {} has {} groups ({}), and --limit counts each group's first tasks, which a schemes run \
                      (consecutive tasks) cannot take; --limit-total {limit} runs the file's first {limit}",

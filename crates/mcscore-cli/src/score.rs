@@ -292,7 +292,7 @@ fn invalid_file(error: EvalError, lenient: bool) -> anyhow::Error {
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let kind = args.kind();
     let path = match args.file.clone().or(args.binary_file.clone()) {
-        Some(path) => defaults::task_file(path)?,
+        Some(path) => defaults::task_file(path, kind)?,
         None if kind == TaskKind::MultipleChoice => defaults::dataset("no task file given")?,
         None => return Err(crate::UsageError(format!("{} needs the file to score: -f FILE", crate::run_text::flag(kind))).into()),
     };
@@ -321,10 +321,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if args.format == OutputFormat::LmEval {
         // lm-eval's results describe whole tasks of one run.
         let refused = [
-            (
-                args.limit.is_some() || args.limit_total.is_some(),
-                "--limit (lm-eval's --limit is per task: export with `mcscore build --lm-eval ... --limit N`)",
-            ),
+            (args.limit.is_some(), "--limit (lm-eval's --limit is per task: export with `mcscore build --lm-eval ... --limit N`)"),
+            (args.limit_total.is_some(), "--limit-total (lm-eval's results describe whole tasks)"),
             (args.multiple_choice_tasks.is_some(), "--multiple-choice-tasks"),
             (
                 args.shard.is_some(),
@@ -429,8 +427,7 @@ fn limit_groups(args: &Args, path: &Path) -> anyhow::Result<Option<mcscore_eval:
     if args.limit.is_none() {
         return Ok(None);
     }
-    let sha256 = mcscore_format::sha256_file(path).with_context(|| path.display().to_string())?;
-    crate::compare::groups_from(None, args.manifest.as_deref(), path, &sha256, None)
+    crate::compare::file_groups(path, args.manifest.as_deref())
 }
 
 fn print_results(

@@ -192,7 +192,7 @@ fn existing(args: &Args) -> Existing {
 }
 
 pub(crate) fn run(mut args: Args) -> anyhow::Result<Outcome> {
-    args.file = args.file.map(crate::defaults::task_file).transpose()?;
+    args.file = args.file.map(|f| crate::defaults::task_file(f, mcscore_eval::TaskKind::MultipleChoice)).transpose()?;
     check_outputs(&args)?;
     if !args.compare.is_empty() {
         if args.chat.given() {
@@ -208,11 +208,12 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<Outcome> {
     let mut source_paths: Vec<PathBuf> = Vec::new();
     // --limit counts per group where the task file's manifest records groups.
     let groups = match (&args.file, args.limit) {
-        (Some(path), Some(_)) => {
-            let sha256 = mcscore_format::sha256_file(path).with_context(|| path.display().to_string())?;
-            crate::compare::groups_from(None, None, path, &sha256, None)?
+        (Some(path), Some(_)) => crate::compare::file_groups(path, None)?,
+        (None, Some(limit)) => {
+            eprintln!("mcscore: --limit {limit}: a benchmark's source items carry no groups here: its first {limit} items");
+            None
         }
-        _ => None,
+        (_, None) => None,
     };
     let pick = match (args.limit, args.limit_total) {
         (Some(limit), _) => ItemPick::First { limit, groups: groups.as_ref() },

@@ -20,14 +20,18 @@ use crate::{Outcome, UsageError};
 
 /// The bar: tasks of the order every model still needed has scored, and
 /// each OTHER's interval. In a log: a line per look, and between looks a
-/// line every 30 s of the order's tasks scored (`meter`), counted as the
-/// user counts them, once for all `models` (no time left: the comparison
-/// may stop at any look).
+/// line every 30 s of the order's tasks scored (`meter`), each counted once
+/// however many models score it (no time left: the comparison may stop at
+/// any look).
 struct Looking {
     bar: Option<ProgressBar>,
     meter: Option<Meter>,
-    models: usize,
-    scores: usize,
+    /// The order's tasks scored by every model still compared, at the last look.
+    at_look: usize,
+    /// Tasks scored by any model since.
+    since_look: usize,
+    /// The models still scoring: BASE and the OTHERs not yet decided.
+    active: usize,
 }
 
 impl Progress for Looking {
@@ -45,17 +49,17 @@ impl Progress for Looking {
 
 impl Looking {
     fn new(mode: ProgressMode, models: usize) -> Looking {
-        let models = models.max(1);
-        let Some(lines) = mode.lines() else { return Looking { bar: None, meter: None, models, scores: 0 } };
+        let active = models.max(1);
+        let Some(lines) = mode.lines() else { return Looking { bar: None, meter: None, at_look: 0, since_look: 0, active } };
         if lines {
-            let meter = Meter::new(mode, &format!("comparing: tasks scored by all {models} models"), "tasks", None, 0);
-            return Looking { bar: None, meter: Some(meter), models, scores: 0 };
+            let meter = Meter::new(mode, "comparing: tasks scored by every model still compared", "tasks", None, 0);
+            return Looking { bar: None, meter: Some(meter), at_look: 0, since_look: 0, active };
         }
         let bar = ProgressBar::new(0);
         bar.set_style(
             ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} tasks {msg}").expect("valid template"),
         );
-        Looking { bar: Some(bar), meter: None, models, scores: 0 }
+        Looking { bar: Some(bar), meter: None, at_look: 0, since_look: 0, active }
     }
 
     /// One model scored one task.
@@ -63,9 +67,9 @@ impl Looking {
         if let Some(bar) = &self.bar {
             bar.tick();
         }
-        self.scores += 1;
+        self.since_look += 1;
         if let Some(meter) = &mut self.meter {
-            meter.set(self.scores / self.models);
+            meter.set(self.at_look + self.since_look / self.active);
         }
     }
 
@@ -78,7 +82,10 @@ impl Looking {
         }
     }
 
-    fn look(&self, look: &Look) {
+    fn look(&mut self, look: &Look) {
+        self.at_look = look.tasks;
+        self.since_look = 0;
+        self.active = 1 + look.others.iter().filter(|o| o.decision == Decision::Undecided).count();
         let states: Vec<String> = look
             .others
             .iter()
@@ -131,7 +138,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         ))
         .into());
     }
-    let file = crate::defaults::task_file(args.binary_file.clone().context("--until-decided needs the task file: -bf FILE")?)?;
+    let file = args.binary_file.clone().context("--until-decided needs the task file: -bf FILE")?;
+    let file = crate::defaults::task_file(file, mcscore_eval::TaskKind::MultipleChoice)?;
     let [base, others @ ..] = args.models.as_slice() else {
         return Err(UsageError("--until-decided needs BASE and at least one OTHER: -m BASE.gguf -m OTHER.gguf".into()).into());
     };
@@ -172,7 +180,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let cancel = crate::signals::cancel_on_signal();
     let looking = std::cell::RefCell::new(Looking::new(args.progress, args.models.len()));
     let result =
-        until_decided::until_decided(&spec, groups.as_ref(), &mut Shared(&looking), &mut |look| looking.borrow().look(look), &cancel);
+        until_decided::until_decided(&spec, groups.as_ref(), &mut Shared(&looking), &mut |look| looking.borrow_mut().look(look), &cancel);
     looking.into_inner().finish();
     let result = result.map_err(|e| match e {
         EvalError::Sequential(SequentialError::Setting(setting)) => UsageError(setting.to_string()).into(),
@@ -304,13 +312,19 @@ fn text(r: &UntilDecided) -> String {
 mod tests {
     use super::*;
 
-    /// The lines count the order's tasks once, not once per model.
+    /// The lines count the order's tasks once, not once per model, and
+    /// only the models still compared once a look has decided some.
     #[test]
     fn progress_counts_tasks_not_scores() {
-        let mut looking = Looking::new(ProgressMode::Lines, 2);
+        let mut looking = Looking::new(ProgressMode::Lines, 3);
         for _ in 0..7 {
             looking.count_score();
         }
-        assert_eq!(looking.meter.as_ref().and_then(Meter::done), Some(3));
+        assert_eq!(looking.meter.as_ref().and_then(Meter::done), Some(2));
+        (looking.at_look, looking.since_look, looking.active) = (30, 0, 2);
+        for _ in 0..7 {
+            looking.count_score();
+        }
+        assert_eq!(looking.meter.as_ref().and_then(Meter::done), Some(33));
     }
 }

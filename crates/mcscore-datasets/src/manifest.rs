@@ -169,7 +169,9 @@ impl Manifest {
     /// (matched by sha256, as in any manifest), and its name finds it.
     pub fn bundled() -> &'static Manifest {
         static BUNDLED: std::sync::OnceLock<Manifest> = std::sync::OnceLock::new();
-        // The text is the repository's manifest.json, which a unit test parses.
+        // The text is the repository's manifest.json, which a unit test parses;
+        // `mcscore build` run in the checkout adds its entries to that file,
+        // and they are bundled from the next build of mcscore on.
         BUNDLED.get_or_init(|| serde_json::from_str(include_str!("../../../manifest.json")).unwrap_or_default())
     }
 

@@ -430,11 +430,15 @@ fn too_long_message(tasks: &[(usize, usize)], n_ctx: usize, bound: &str) -> Stri
 /// Checks a model file, and returns its weights' bytes and its layers
 /// (`{arch}.block_count`, where it says).
 fn check_model_file(path: &Path) -> Result<(u64, Option<u64>), EngineError> {
-    let header =
-        mcscore_gguf::check_model_file(path).map_err(|e| EngineError::ModelFile { path: path.to_owned(), kind: Box::new(e.kind) })?;
+    let header = model_header(path)?;
     let arch = header.get_str("general.architecture").map(|a| a.split('\0').next().unwrap_or(a).to_owned());
     let layers = arch.and_then(|a| header.get_u64(&format!("{a}.block_count")));
     Ok((header.data_size(), layers))
+}
+
+/// The checked header of the model file at `path` ([`mcscore_gguf::check_model_file`]).
+pub(crate) fn model_header(path: &Path) -> Result<mcscore_gguf::Header<'static>, EngineError> {
+    mcscore_gguf::check_model_file(path).map_err(|e| EngineError::ModelFile { path: path.to_owned(), kind: Box::new(e.kind) })
 }
 
 /// A GPU that llama.cpp's backend found: where `-ngl` puts layers.

@@ -128,6 +128,25 @@ impl TensorType {
     pub fn parse(name: &str) -> Option<TensorType> {
         TensorType::all().into_iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, t)| t)
     }
+
+    /// ggml's name for the type.
+    pub fn name(self) -> String {
+        TensorType::all().into_iter().find(|(_, t)| *t == self).map_or_else(|| format!("type {}", self.0), |(n, _)| n)
+    }
+
+    /// Values in one of its blocks: a row must hold whole blocks.
+    #[allow(unsafe_code)]
+    fn block(self) -> i64 {
+        // SAFETY: the type is one ggml named (see `all`); ggml_blck_size reads a static table.
+        unsafe { llama_cpp_sys_2::ggml_blck_size(self.0) }
+    }
+
+    /// Whether ggml quantizes to it only with an importance matrix.
+    #[allow(unsafe_code)]
+    fn needs_imatrix(self) -> bool {
+        // SAFETY: as in `block`: a pure function of a valid type.
+        unsafe { llama_cpp_sys_2::ggml_quantize_requires_imatrix(self.0) }
+    }
 }
 
 /// How to quantise besides the type: llama-quantize's options.
@@ -143,8 +162,9 @@ pub struct QuantOptions {
     pub leave_output_tensor: bool,
     /// Every matrix in the type, no mix (`--pure`).
     pub pure: bool,
-    /// An importance matrix (`--imatrix`), which the IQ1, IQ2 and IQ3_XXS
-    /// types need and the others use to weigh their rounding.
+    /// An importance matrix (`--imatrix`), which the types of
+    /// [`QuantType::needs_imatrix`] need and the others use to weigh their
+    /// rounding.
     pub imatrix: Option<mcscore_gguf::Imatrix>,
 }
 
@@ -167,6 +187,7 @@ pub fn quantize(input: &Path, output: &Path, quant: QuantType, options: &QuantOp
     // As a load checks it: the quantizer reads the same header and
     // hyperparameters, and would copy a model of no tensors without a word.
     crate::check_model_file(input)?;
+    check_overrides(input, quant, options)?;
     let c_path = |p: &Path| {
         CString::new(p.as_os_str().as_encoded_bytes())
             .map_err(|_| EngineError::ModelLoad { path: p.to_owned(), message: "the path holds a NUL byte".to_owned() })
@@ -195,6 +216,49 @@ pub fn quantize(input: &Path, output: &Path, quant: QuantType, options: &QuantOp
     Err(EngineError::Quantize { input: input.to_owned(), quant: quant.name(), message })
 }
 
+/// Refuses a tensor-type override llama.cpp would abort on: its quantizer
+/// gives the token embeddings and the output matrix the type asked for
+/// without the checks its own choices get, so a type whose blocks do not
+/// divide the matrix's rows, or one ggml quantizes only with an importance
+/// matrix that has no entry for it (the embeddings never have one), would
+/// stop the process inside ggml.
+fn check_overrides(input: &Path, quant: QuantType, options: &QuantOptions) -> Result<(), EngineError> {
+    const EMBEDDINGS: &str = "token_embd.weight";
+    let overrides = [
+        ("--token-embedding-type", options.token_embedding_type, EMBEDDINGS),
+        ("--output-tensor-type", options.output_tensor_type, "output.weight"),
+    ];
+    if overrides.iter().all(|(_, kind, _)| kind.is_none()) {
+        return Ok(());
+    }
+    let header = crate::model_header(input)?;
+    // Without an output matrix the token embeddings compute the output,
+    // and llama.cpp gives them the output's type.
+    let has_output = header.tensors().any(|t| t.name == b"output.weight");
+    for (flag, kind, name) in overrides {
+        let Some(kind) = kind else { continue };
+        let name = if name == EMBEDDINGS || has_output { name } else { EMBEDDINGS };
+        let Some(tensor) = header.tensors().find(|t| t.name == name.as_bytes()) else { continue };
+        let refuse = |why: String| EngineError::Quantize {
+            input: input.to_owned(),
+            quant: quant.name(),
+            message: format!("{flag} {}: {why}", kind.name()),
+        };
+        let block = kind.block();
+        if block <= 0 || tensor.shape[0] % block != 0 {
+            return Err(refuse(format!("{name}'s rows hold {} values, which its blocks of {block} do not divide", tensor.shape[0])));
+        }
+        let matrix_has_it = options.imatrix.as_ref().is_some_and(|m| m.entries.iter().any(|(n, _)| n == name));
+        if kind.needs_imatrix() && !matrix_has_it {
+            return Err(refuse(format!(
+                "ggml quantizes it only with an importance matrix, and {} has none for {name}",
+                if options.imatrix.is_some() { "--imatrix" } else { "no --imatrix is given, so it" }
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The errors of a failed write that the OS reports through errno: the
 /// cause of a quantisation that failed while writing.
 fn write_error(errno: i32) -> bool {
@@ -206,7 +270,7 @@ fn write_error(errno: i32) -> bool {
 #[allow(unsafe_code)]
 fn quantize_files(input: &CString, output: &CString, quant: QuantType, options: &QuantOptions) -> (u32, Option<std::io::Error>) {
     // SAFETY: llama_model_quantize_default_params returns a plain struct by
-    // value; its pointer fields (imatrix, overrides) are null and stay null.
+    // value; its pointer fields are null, and only `imatrix` is set (below).
     let mut params = unsafe { llama_cpp_sys_2::llama_model_quantize_default_params() };
     params.ftype = quant.ftype;
     params.nthread = i32::try_from(options.threads).unwrap_or(0);

@@ -1087,7 +1087,7 @@ pub enum SpecError {
     },
 
     /// A limit per group, with groups that do not reach every task.
-    #[error("{}: a limit per group needs a group for every task, but the groups reach {reach} of the file's {tasks} tasks", path.display())]
+    #[error("{}: a limit per group needs one group for each of the file's {tasks} tasks, but the groups are of {reach} tasks", path.display())]
     LimitGroupsShort {
         /// The task file.
         path: PathBuf,

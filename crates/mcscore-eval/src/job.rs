@@ -1100,7 +1100,7 @@ mod tests {
         spec.limit = Some(1);
         spec.limit_groups = Some(groups);
         let error = spec.run_order(7).unwrap_err().to_string();
-        assert!(error.contains("the groups reach 6 of the file's 7 tasks"), "{error}");
+        assert!(error.contains("one group for each of the file's 7 tasks, but the groups are of 6 tasks"), "{error}");
     }
 
     #[test]

@@ -148,6 +148,10 @@ pub enum LogFault {
     #[error("the header's limit is 0: a run of the first tasks scores at least one")]
     ZeroLimit,
 
+    /// A header that counts a limit per group but has no limit.
+    #[error("the header's limit_per_group is true but it has no limit")]
+    GroupLimitWithoutLimit,
+
     /// No header: the file holds no whole line.
     #[error("empty sample log (no header line)")]
     Empty,

@@ -171,6 +171,9 @@ fn check_header(header: &Header) -> Result<(), LogFault> {
     if header.limit == Some(0) {
         return Err(LogFault::ZeroLimit);
     }
+    if header.limit_per_group && header.limit.is_none() {
+        return Err(LogFault::GroupLimitWithoutLimit);
+    }
     if let Some(shard) = &header.shard {
         if shard.count == 0 || shard.index >= shard.count || shard.count > shard.run_tasks.max(1) || shard.run_tasks > shard.file_tasks {
             return Err(LogFault::Shard {
@@ -246,6 +249,9 @@ mod tests {
         assert_eq!(RunIdentity::of(&per_group).mismatch(&RunIdentity::of(&total)).map(|m| m.field), Some("limit per group"));
         let unfinished = r#"{"type":"footer","complete":false,"scored":1}"#;
         assert!(parse(&log_text(&per_group, 1, unfinished), path).unwrap().header.limit_per_group);
+        per_group.limit = None;
+        let error = with_causes(&parse(&log_text(&per_group, 1, unfinished), path).unwrap_err());
+        assert!(error.contains("limit_per_group is true but it has no limit"), "{error}");
         assert!(!parse(&log_text(&total, 1, unfinished), path).unwrap().header.limit_per_group);
     }
 }
