@@ -294,6 +294,32 @@ fn every_quantizer_type_writes_a_model_that_loads() {
     let pure = dir.path().join("pure.gguf");
     assert!(run(&["quantize", path_str(&model), path_str(&pure), "--type", "Q4_K_M", "--pure"]).status.success());
     assert_ne!(size(&pure), size(&dir.path().join("Q4_K_M.gguf")), "--pure wrote the Q4_K_M mix");
+    // Overrides llama.cpp would abort on are refused first: blocks that do not
+    // divide the rows (gemma's are 640 wide), a type that needs an importance
+    // matrix for the embeddings (never in one).
+    let bundled = dir.path().join("gemma-q4_k.gguf");
+    let out = run(&["quantize", &common::model(), path_str(&bundled), "--type", "Q4_0", "--token-embedding-type", "q4_K"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out)
+            .contains("--token-embedding-type q4_K: token_embd.weight's rows hold 640 values, which its blocks of 256 do not divide"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::write(&imatrix, &dat).unwrap();
+    let out = run(&[
+        "quantize",
+        path_str(&model),
+        path_str(&bundled),
+        "--type",
+        "Q4_0",
+        "--token-embedding-type",
+        "iq2_xxs",
+        "--imatrix",
+        path_str(&imatrix),
+    ]);
+    assert!(stderr(&out).contains("--token-embedding-type iq2_xxs: ggml quantizes it only with an importance matrix, and --imatrix has none for token_embd.weight"), "{}", stderr(&out));
+    assert!(!bundled.exists());
     let out = run(&["quantize", path_str(&model), path_str(&pure), "--type", "Q4_0", "--output-tensor-type", "q9", "--force"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("expected a ggml type: f32, f16, q4_0"), "{}", stderr(&out));
