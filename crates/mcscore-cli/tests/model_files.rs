@@ -320,6 +320,17 @@ fn every_quantizer_type_writes_a_model_that_loads() {
     ]);
     assert!(stderr(&out).contains("--token-embedding-type iq2_xxs: ggml quantizes it only with an importance matrix, and --imatrix has none for token_embd.weight"), "{}", stderr(&out));
     assert!(!bundled.exists());
+    // An importance matrix none of whose names is the model's.
+    let foreign = dir.path().join("foreign.dat");
+    let name = b"model.layers.0.self_attn.q_proj";
+    let mut dat = 1i32.to_le_bytes().to_vec();
+    dat.extend((name.len() as i32).to_le_bytes());
+    dat.extend(name);
+    dat.extend([1i32, 1].iter().flat_map(|n| n.to_le_bytes()));
+    dat.extend(1.0f32.to_le_bytes());
+    std::fs::write(&foreign, dat).unwrap();
+    let out = run(&["quantize", path_str(&model), path_str(&bundled), "--type", "IQ2_XS", "--imatrix", path_str(&foreign)]);
+    assert!(stderr(&out).contains("--imatrix: none of its 1 matrices is one of this model's"), "{}", stderr(&out));
     let out = run(&["quantize", path_str(&model), path_str(&pure), "--type", "Q4_0", "--output-tensor-type", "q9", "--force"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("expected a ggml type: f32, f16, q4_0"), "{}", stderr(&out));

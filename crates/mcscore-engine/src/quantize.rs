@@ -187,7 +187,7 @@ pub fn quantize(input: &Path, output: &Path, quant: QuantType, options: &QuantOp
     // As a load checks it: the quantizer reads the same header and
     // hyperparameters, and would copy a model of no tensors without a word.
     crate::check_model_file(input)?;
-    check_overrides(input, quant, options)?;
+    check_inputs(input, quant, options)?;
     let c_path = |p: &Path| {
         CString::new(p.as_os_str().as_encoded_bytes())
             .map_err(|_| EngineError::ModelLoad { path: p.to_owned(), message: "the path holds a NUL byte".to_owned() })
@@ -216,22 +216,35 @@ pub fn quantize(input: &Path, output: &Path, quant: QuantType, options: &QuantOp
     Err(EngineError::Quantize { input: input.to_owned(), quant: quant.name(), message })
 }
 
-/// Refuses a tensor-type override llama.cpp would abort on: its quantizer
-/// gives the token embeddings and the output matrix the type asked for
-/// without the checks its own choices get, so a type whose blocks do not
-/// divide the matrix's rows, or one ggml quantizes only with an importance
-/// matrix that has no entry for it (the embeddings never have one), would
-/// stop the process inside ggml.
-fn check_overrides(input: &Path, quant: QuantType, options: &QuantOptions) -> Result<(), EngineError> {
+/// Refuses what llama.cpp's quantizer would abort on or pass over in
+/// silence. It gives the token embeddings and the output matrix the type an
+/// override asks for without the checks its own choices get, so a type whose
+/// blocks do not divide the matrix's rows, or one ggml quantizes only with
+/// an importance matrix that has no entry for it (the embeddings never have
+/// one), would stop the process inside ggml. And it only logs an importance
+/// matrix none of whose names is one of the model's (another model's).
+fn check_inputs(input: &Path, quant: QuantType, options: &QuantOptions) -> Result<(), EngineError> {
     const EMBEDDINGS: &str = "token_embd.weight";
     let overrides = [
         ("--token-embedding-type", options.token_embedding_type, EMBEDDINGS),
         ("--output-tensor-type", options.output_tensor_type, "output.weight"),
     ];
-    if overrides.iter().all(|(_, kind, _)| kind.is_none()) {
+    if overrides.iter().all(|(_, kind, _)| kind.is_none()) && options.imatrix.is_none() {
         return Ok(());
     }
     let header = crate::model_header(input)?;
+    if let Some(matrix) = &options.imatrix {
+        if !matrix.entries.iter().any(|(name, _)| header.tensors().any(|t| t.name == name.as_bytes())) {
+            return Err(EngineError::Quantize {
+                input: input.to_owned(),
+                quant: quant.name(),
+                message: format!(
+                    "--imatrix: none of its {} matrices is one of this model's (is it another model's?)",
+                    matrix.entries.len()
+                ),
+            });
+        }
+    }
     // Without an output matrix the token embeddings compute the output,
     // and llama.cpp gives them the output's type.
     let has_output = header.tensors().any(|t| t.name == b"output.weight");
