@@ -353,7 +353,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     spec.lenient = args.lenient;
     spec.subset = subset;
     spec.limit = args.limit.or(args.limit_total);
-    spec.limit_groups = limit_groups(&args, &path)?;
+    // Looked up once: a manifest that cannot be read warns once.
+    let found_groups = limit_groups(&args, &path)?;
+    spec.limit_groups = found_groups.clone().flatten();
     spec.pmi = pmi;
     spec.settings = settings.clone();
     spec.log = args.log_samples.clone();
@@ -414,7 +416,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if outcome.resumed > 0 && outcome.end == End::Finished {
         eprintln!("mcscore: resumed: {} tasks taken from the log", outcome.resumed);
     }
-    print_results(&args, &outcome, &model, &path, &settings, &shown, record.as_ref())?;
+    print_results(&args, &outcome, &path, &settings, &shown, record.as_ref(), found_groups)?;
     if args.timings {
         print_timings(&outcome);
     }
@@ -422,22 +424,22 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
 }
 
 /// The groups `--limit` counts in: those the file's manifest (or --manifest)
-/// records, where it records any.
-fn limit_groups(args: &Args, path: &Path) -> anyhow::Result<Option<mcscore_eval::groups::Groups>> {
+/// records, where it records any; `None` where --limit did not look.
+fn limit_groups(args: &Args, path: &Path) -> anyhow::Result<Option<Option<mcscore_eval::groups::Groups>>> {
     if args.limit.is_none() {
         return Ok(None);
     }
-    crate::compare::file_groups(path, args.manifest.as_deref())
+    crate::compare::file_groups(path, args.manifest.as_deref()).map(Some)
 }
 
 fn print_results(
     args: &Args,
     outcome: &mcscore_eval::ScoreOutcome,
-    model: &Path,
     path: &Path,
     settings: &mcscore_engine::Settings,
     shown: &Shown,
     record: Option<&mcscore_datasets::lm_eval::LmEvalRecord>,
+    found: Option<Option<mcscore_eval::groups::Groups>>,
 ) -> anyhow::Result<()> {
     let n = outcome.records.len();
     let baselines = &outcome.baselines;
@@ -448,7 +450,12 @@ fn print_results(
     // that cannot be read or do not fit the file lose nothing of the run: a warning.
     let groups = (!llama && args.format != OutputFormat::LmEval)
         .then(|| {
-            crate::compare::groups_from(None, args.manifest.as_deref(), path, &outcome.header.file_sha256, None).and_then(|groups| {
+            // The groups --limit counted in, or those the manifest records.
+            let groups = match found {
+                Some(groups) => Ok(groups),
+                None => crate::compare::groups_from(None, args.manifest.as_deref(), path, &outcome.header.file_sha256, None),
+            };
+            groups.and_then(|groups| {
                 groups.map(|g| mcscore_eval::results::score_group_accuracies(outcome, &g, path)).transpose().map_err(Into::into)
             })
         })
@@ -462,7 +469,7 @@ fn print_results(
         shown.llama_end(n, outcome.total_options)?;
     } else if let Some(record) = record {
         let run = mcscore_eval::lm_eval::RunInfo {
-            model: model.display().to_string(),
+            model: outcome.header.model.clone(),
             model_sha256: Some(outcome.header.model_sha256.clone()).filter(|s| !s.is_empty()),
             file: path.display().to_string(),
             file_sha256: outcome.header.file_sha256.clone(),
@@ -487,7 +494,7 @@ fn print_results(
     } else if args.json {
         crate::print_json(&mcscore_eval::results::RunSummary::new(outcome, settings, args.lenient, groups, args.timings))?;
     } else {
-        outln!("{} on {}: {n} tasks", crate::text::printable(&mcscore_eval::log::label(&model.to_string_lossy())), path.display())?;
+        outln!("{} on {}: {n} tasks", crate::text::printable(&mcscore_eval::log::label(&outcome.header.model)), path.display())?;
         if let Some(chat) = &outcome.header.chat {
             outln!("  {}", chat_line(chat))?;
         }
