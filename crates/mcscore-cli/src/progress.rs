@@ -88,23 +88,7 @@ impl Meter {
     pub(crate) fn new(mode: ProgressMode, what: &str, unit: &'static str, total: Option<usize>, done: usize) -> Meter {
         let Some(lines) = mode.lines() else { return Meter::Hidden };
         if lines {
-            let now = Instant::now();
-            let next_tenth = total.map_or(usize::MAX, |total| tenths(done, total) + 1);
-            let what = what.to_owned();
-            return Meter::Lines(Lines {
-                what,
-                unit,
-                total,
-                done,
-                tokens: 0,
-                first: done,
-                started: now,
-                last_line: now,
-                printed: None,
-                quiet: mode == ProgressMode::Auto,
-                first_done: None,
-                next_tenth,
-            });
+            return Meter::Lines(Lines::new(what, unit, total, done, mode == ProgressMode::Auto));
         }
         let template = match total {
             Some(_) => format!("{{spinner}} [{{elapsed_precise}}] {{bar:40}} {{pos}}/{{len}} {unit} ({{per_sec}}, eta {{eta}}) {{msg}}"),
@@ -178,6 +162,26 @@ fn tenths(done: usize, total: usize) -> usize {
 }
 
 impl Lines {
+    /// Lines over `total` units (where known), `done` of them done already;
+    /// `quiet` for `auto` in a log.
+    fn new(what: &str, unit: &'static str, total: Option<usize>, done: usize, quiet: bool) -> Lines {
+        let now = Instant::now();
+        Lines {
+            what: what.to_owned(),
+            unit,
+            total,
+            done,
+            tokens: 0,
+            first: done,
+            started: now,
+            last_line: now,
+            printed: None,
+            quiet,
+            first_done: None,
+            next_tenth: total.map_or(usize::MAX, |total| tenths(done, total) + 1),
+        }
+    }
+
     fn advance_to(&mut self, done: usize) {
         let now = Instant::now();
         if self.first_done.is_none() && done > self.first {
@@ -242,21 +246,7 @@ mod tests {
     use super::*;
 
     fn lines(total: usize, done: usize) -> Lines {
-        let now = Instant::now();
-        Lines {
-            what: "scoring".into(),
-            unit: "tasks",
-            total: Some(total),
-            done,
-            tokens: 0,
-            first: done,
-            started: now,
-            last_line: now,
-            printed: None,
-            quiet: true,
-            first_done: None,
-            next_tenth: tenths(done, total) + 1,
-        }
+        Lines::new("scoring", "tasks", Some(total), done, true)
     }
 
     #[test]

@@ -186,8 +186,8 @@ pub fn quantize(input: &Path, output: &Path, quant: QuantType, options: &QuantOp
     crate::backend()?;
     // As a load checks it: the quantizer reads the same header and
     // hyperparameters, and would copy a model of no tensors without a word.
-    crate::check_model_file(input)?;
-    check_inputs(input, quant, options)?;
+    let header = crate::model_header(input)?;
+    check_inputs(input, &header, quant, options)?;
     let c_path = |p: &Path| {
         CString::new(p.as_os_str().as_encoded_bytes())
             .map_err(|_| EngineError::ModelLoad { path: p.to_owned(), message: "the path holds a NUL byte".to_owned() })
@@ -223,16 +223,12 @@ pub fn quantize(input: &Path, output: &Path, quant: QuantType, options: &QuantOp
 /// an importance matrix that has no entry for it (the embeddings never have
 /// one), would stop the process inside ggml. And it only logs an importance
 /// matrix none of whose names is one of the model's (another model's).
-fn check_inputs(input: &Path, quant: QuantType, options: &QuantOptions) -> Result<(), EngineError> {
+fn check_inputs(input: &Path, header: &mcscore_gguf::Header<'_>, quant: QuantType, options: &QuantOptions) -> Result<(), EngineError> {
     const EMBEDDINGS: &str = "token_embd.weight";
     let overrides = [
         ("--token-embedding-type", options.token_embedding_type, EMBEDDINGS),
         ("--output-tensor-type", options.output_tensor_type, "output.weight"),
     ];
-    if overrides.iter().all(|(_, kind, _)| kind.is_none()) && options.imatrix.is_none() {
-        return Ok(());
-    }
-    let header = crate::model_header(input)?;
     if let Some(matrix) = &options.imatrix {
         if !matrix.entries.iter().any(|(name, _)| header.tensors().any(|t| t.name == name.as_bytes())) {
             return Err(EngineError::Quantize {
