@@ -12,6 +12,7 @@ use mcscore_metrics::paired::PairedDifference;
 use crate::normalisation::NormArg;
 use crate::progress::ProgressMode;
 use crate::run_text::{nats, p_value, points};
+use crate::table::{Cell, Printed, Table};
 use crate::text::printable;
 use crate::Outcome;
 
@@ -106,11 +107,13 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE", conflicts_with = "groups")]
     pub(crate) manifest: Option<PathBuf>,
     /// Print JSON instead of text.
-    #[arg(long, conflicts_with = "csv")]
+    #[arg(long, conflicts_with = "format")]
     pub(crate) json: bool,
-    /// Print CSV (one row per OTHER) instead of text.
-    #[arg(long)]
-    pub(crate) csv: bool,
+    /// How the comparison is printed: `human` (the answer first), or a table
+    /// of one row per OTHER as `csv` (every column, fractions), `markdown` or
+    /// `latex` (the main columns, in percent).
+    #[arg(long, value_enum, default_value = "human")]
+    pub(crate) format: Printed,
     /// Write plots (SVG and PNG): per OTHER the flip matrix, the KL histogram
     /// and the per-group differences; the paired differences and accuracies
     /// of all OTHERs.
@@ -136,8 +139,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     // (a full disk) loses nothing else.
     if args.json {
         crate::print_json(&comparison)?;
-    } else if args.csv {
-        out!("{}", csv(&comparison))?;
+    } else if let Some(format) = args.format.table() {
+        out!("{}", table(&comparison).render(format))?;
     } else {
         out!("{}", text(&comparison))?;
     }
@@ -234,7 +237,7 @@ fn judged(p: &Pairing) -> (&PairedDifference, &'static str) {
 }
 
 /// The answer for one OTHER, in one line.
-fn headline(c: &Comparison, p: &Pairing) -> String {
+pub(crate) fn headline(c: &Comparison, p: &Pairing) -> String {
     let (d, basis) = judged(p);
     format!(
         "{} vs {}: {:+.2} points [{:+.2}, {:+.2}]{basis}, McNemar p = {}, {} right→wrong, {} wrong→right: {}",
@@ -392,63 +395,94 @@ fn text(c: &Comparison) -> String {
     out
 }
 
-fn csv(c: &Comparison) -> String {
-    let mut out = String::from(
-        "base,other,tasks,normalisation,base_accuracy,other_accuracy,difference,ci_low,ci_high,tost_low,tost_high,margin,verdict,\
-         mcnemar_p,mcnemar_mid_p,mcnemar_p_holm,right_to_wrong,wrong_to_right,wrong_to_other_wrong,both_right,both_wrong,agreement,\
-         kl_mean,kl_median,kl_p90,kl_p99,kl_max,js_mean,js_median,js_p90,js_p99,js_max,gold_logprob_change,gold_ci_low,gold_ci_high,\
-         cluster_ci_low,cluster_ci_high,verdict_basis\n",
-    );
-    let quote = |s: &str| format!("\"{}\"", printable(s).replace('"', "\"\""));
+/// One row per OTHER; Markdown and LaTeX show the answer's columns.
+pub(crate) fn table(c: &Comparison) -> Table {
+    let columns = [
+        ("base", true),
+        ("other", true),
+        ("tasks", true),
+        ("normalisation", false),
+        ("base_accuracy", true),
+        ("other_accuracy", true),
+        ("difference", true),
+        ("ci_low", true),
+        ("ci_high", true),
+        ("tost_low", false),
+        ("tost_high", false),
+        ("margin", false),
+        ("verdict", true),
+        ("mcnemar_p", true),
+        ("mcnemar_mid_p", false),
+        ("mcnemar_p_holm", false),
+        ("right_to_wrong", true),
+        ("wrong_to_right", true),
+        ("wrong_to_other_wrong", false),
+        ("both_right", false),
+        ("both_wrong", false),
+        ("agreement", false),
+        ("kl_mean", true),
+        ("kl_median", false),
+        ("kl_p90", false),
+        ("kl_p99", false),
+        ("kl_max", false),
+        ("js_mean", false),
+        ("js_median", false),
+        ("js_p90", false),
+        ("js_p99", false),
+        ("js_max", false),
+        ("gold_logprob_change", false),
+        ("gold_ci_low", false),
+        ("gold_ci_high", false),
+        ("cluster_ci_low", false),
+        ("cluster_ci_high", false),
+        ("verdict_basis", false),
+    ];
+    let mut t = Table::with_detail(columns);
     for p in &c.others {
         let (f, d, g) = (&p.flips, &p.difference, &p.gold_logprob_change);
-        let cluster = p
-            .clustered
-            .as_ref()
-            .and_then(|k| k.difference.as_ref())
-            .map_or((String::new(), String::new()), |g| (g.interval.0.to_string(), g.interval.1.to_string()));
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            quote(&c.base.label),
-            quote(&p.other.label),
-            p.tasks,
-            c.normalisation,
-            p.base_accuracy,
-            p.other.accuracy,
-            d.estimate,
-            d.interval.0,
-            d.interval.1,
-            d.tost_interval.0,
-            d.tost_interval.1,
-            c.margin,
-            p.verdict.name(),
-            p.mcnemar.p,
-            p.mcnemar.mid_p,
-            p.mcnemar_p_holm,
-            f.right_to_wrong,
-            f.wrong_to_right,
-            f.wrong_to_other_wrong,
-            f.both_right,
-            f.both_wrong,
-            p.agreement,
-            p.kl.mean,
-            p.kl.median,
-            p.kl.p90,
-            p.kl.p99,
-            p.kl.max,
-            p.js.mean,
-            p.js.median,
-            p.js.p90,
-            p.js.p99,
-            p.js.max,
-            g.estimate,
-            g.low,
-            g.high,
-            cluster.0,
-            cluster.1,
-            p.verdict_basis.name()
-        );
+        let cluster = p.clustered.as_ref().and_then(|k| k.difference.as_ref()).map(|g| g.interval);
+        let count = |n: usize| Cell::Count(n as u64);
+        let number = |x: f64| Cell::Number(x, 4);
+        t.row(vec![
+            Cell::text(&*c.base.label),
+            Cell::text(&*p.other.label),
+            count(p.tasks),
+            Cell::text(c.normalisation.to_string()),
+            Cell::Fraction(p.base_accuracy),
+            Cell::Fraction(p.other.accuracy),
+            Cell::Fraction(d.estimate),
+            Cell::Fraction(d.interval.0),
+            Cell::Fraction(d.interval.1),
+            Cell::Fraction(d.tost_interval.0),
+            Cell::Fraction(d.tost_interval.1),
+            Cell::Fraction(c.margin),
+            Cell::text(p.verdict.name()),
+            Cell::P(p.mcnemar.p),
+            Cell::P(p.mcnemar.mid_p),
+            Cell::P(p.mcnemar_p_holm),
+            count(f.right_to_wrong),
+            count(f.wrong_to_right),
+            count(f.wrong_to_other_wrong),
+            count(f.both_right),
+            count(f.both_wrong),
+            Cell::Fraction(p.agreement),
+            number(p.kl.mean),
+            number(p.kl.median),
+            number(p.kl.p90),
+            number(p.kl.p99),
+            number(p.kl.max),
+            number(p.js.mean),
+            number(p.js.median),
+            number(p.js.p90),
+            number(p.js.p99),
+            number(p.js.max),
+            number(g.estimate),
+            number(g.low),
+            number(g.high),
+            cluster.map_or(Cell::Empty, |i| Cell::Fraction(i.0)),
+            cluster.map_or(Cell::Empty, |i| Cell::Fraction(i.1)),
+            Cell::text(p.verdict_basis.name()),
+        ]);
     }
-    out
+    t
 }

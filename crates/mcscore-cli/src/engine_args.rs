@@ -89,6 +89,11 @@ pub(crate) struct ComputeArgs {
 }
 
 impl EngineArgs {
+    /// The threads -t asks for, for work beside scoring (quantizing); `None`: one per core.
+    pub(crate) fn threads(&self) -> Option<usize> {
+        self.compute.threads()
+    }
+
     /// The settings to score with. Says so where `-c` and `-np` allow longer
     /// tasks than their product, as llama-perplexity's rule makes them.
     pub(crate) fn settings(&self) -> Result<Settings, UsageError> {
@@ -121,6 +126,11 @@ impl ComputeArgs {
             ));
         }
         Ok(())
+    }
+
+    /// The threads -t asks for, for work beside scoring (quantizing); `None`: one per core.
+    pub(crate) fn threads(&self) -> Option<usize> {
+        self.threads.and_then(|n| usize::try_from(n).ok())
     }
 
     /// The settings to score with, given the context flags. More threads

@@ -36,9 +36,14 @@ pub(crate) fn rewrite(args: impl IntoIterator<Item = OsString>) -> Vec<OsString>
 
 /// Flags renamed so that one name means one thing in every command
 /// (docs/flags.md): (commands, old name, new name). Scripts may hold the old
-/// names, so they are taken, with a warning, for one version.
-const RENAMED: [(&[&str], &str, &str); 3] =
-    [(&["score", "merge"], "--output", "--format"), (&["view"], "--output", "--out"), (&["view"], "--compare", "--base")];
+/// names, so they are taken, with a warning, for one version. A new name
+/// with a space is a flag and its value (`--csv` is `--format csv`).
+const RENAMED: [(&[&str], &str, &str); 4] = [
+    (&["score", "merge"], "--output", "--format"),
+    (&["view"], "--output", "--out"),
+    (&["view"], "--compare", "--base"),
+    (&["compare", "report"], "--csv", "--format csv"),
+];
 
 /// Rewrites the old names of renamed flags (`--output llama` in `score` is
 /// `--format llama`), with a warning for each.
@@ -48,8 +53,8 @@ pub(crate) fn renamed(args: Vec<OsString>) -> (Vec<OsString>, Vec<String>) {
     let mut warnings = Vec::new();
     let args = args
         .into_iter()
-        .map(|arg| {
-            let Some(text) = arg.to_str() else { return arg };
+        .flat_map(|arg| {
+            let Some(text) = arg.to_str() else { return vec![arg] };
             for (commands, old, new) in RENAMED {
                 if !commands.contains(&command.as_str()) {
                     continue;
@@ -57,10 +62,13 @@ pub(crate) fn renamed(args: Vec<OsString>) -> (Vec<OsString>, Vec<String>) {
                 let rest = if text == old { Some("") } else { text.strip_prefix(old).filter(|r| r.starts_with('=')) };
                 if let Some(rest) = rest {
                     warnings.push(format!("{command} {old} is now {new}; the old name is taken until the next version"));
-                    return OsString::from(format!("{new}{rest}"));
+                    return match new.split_once(' ') {
+                        Some((flag, value)) => vec![OsString::from(flag), OsString::from(value)],
+                        None => vec![OsString::from(format!("{new}{rest}"))],
+                    };
                 }
             }
-            arg
+            vec![arg]
         })
         .collect();
     (args, warnings)
@@ -81,6 +89,9 @@ mod tests {
         assert_eq!(warnings, ["score --output is now --format; the old name is taken until the next version"]);
         assert_eq!(words(&["mcscore", "merge", "a.jsonl", "--output=llama"]).0[3], "--format=llama");
         assert_eq!(words(&["mcscore", "view", "a.jsonl", "--output", "p.html"]).0[3], "--out");
+        let (args, warnings) = words(&["mcscore", "compare", "a.jsonl", "b.jsonl", "--csv"]);
+        assert_eq!(args[4..], ["--format", "csv"]);
+        assert_eq!(warnings, ["compare --csv is now --format csv; the old name is taken until the next version"]);
         // Other commands, and longer names that start alike, are left alone.
         let (args, warnings) = words(&["mcscore", "sweep", "--output", "x", "--outputs"]);
         assert_eq!((args[2].as_str(), args[4].as_str(), warnings.len()), ("--output", "--outputs", 0));

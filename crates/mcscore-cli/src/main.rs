@@ -42,6 +42,7 @@ mod score;
 mod serve;
 mod signals;
 mod sweep;
+mod table;
 mod text;
 mod tokens;
 mod until_decided;

@@ -66,7 +66,7 @@ fn merge_schemes(args: &Args, target: Option<&Target<'_>>) -> anyhow::Result<Out
         file.commit()?;
         eprintln!("mcscore: {} shards merged into {} ({} tasks)", args.logs.len(), out.display(), merged.records.len());
     }
-    crate::schemes::print_report(&[merged], 1000, 1, args.json, None)
+    crate::schemes::print_report(&[merged], 1000, 1, (!args.json).then_some(crate::table::Printed::Human), None)
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {

@@ -59,7 +59,7 @@ pub(crate) struct Args {
     force: bool,
 }
 
-fn parse_type(text: &str) -> Result<QuantType, String> {
+pub(crate) fn parse_type(text: &str) -> Result<QuantType, String> {
     QuantType::parse(text).ok_or_else(|| {
         let names: Vec<&str> = QuantType::ALL.iter().map(|t| t.name()).collect();
         format!("expected one of {}; got {text:?}", names.join(", "))
@@ -93,10 +93,6 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         };
         eprintln!("mcscore: importance matrix: {} matrices from {}{on}", m.entries.len(), path.display());
     }
-    let started = Instant::now();
-    let file = AtomicFile::with(&args.output, target.existing)?;
-    // llama.cpp cannot be stopped mid-quantisation: a signal ends the process
-    // and removes the partial file, as large as the model (signals.rs).
     let options = QuantOptions {
         threads: args.threads.map_or(0, usize::from),
         output_tensor_type: args.output_tensor_type,
@@ -105,17 +101,34 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         pure: args.pure,
         imatrix,
     };
-    mcscore_engine::quantize(&args.input, file.temp_path(), args.quant, &options)?;
+    write(&args.input, &args.output, target.existing, args.quant, &options)?;
+    Ok(Outcome::Ok)
+}
+
+/// Quantizes `input` into `output` (under a temporary name until complete)
+/// and says what it wrote.
+pub(crate) fn write(
+    input: &std::path::Path,
+    output: &std::path::Path,
+    existing: mcscore_format::Existing,
+    quant: QuantType,
+    options: &QuantOptions,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let file = AtomicFile::with(output, existing)?;
+    // llama.cpp cannot be stopped mid-quantisation: a signal ends the process
+    // and removes the partial file, as large as the model (signals.rs).
+    mcscore_engine::quantize(input, file.temp_path(), quant, options)?;
     file.commit()?;
     let size = |p: &std::path::Path| std::fs::metadata(p).map_or(0.0, |m| m.len() as f64 / 1e6);
     eprintln!(
         "mcscore: quantized {} ({:.1} MB) to {} as {} ({:.1} MB) in {:.1} s",
-        args.input.display(),
-        size(&args.input),
-        args.output.display(),
-        args.quant.name(),
-        size(&args.output),
+        input.display(),
+        size(input),
+        output.display(),
+        quant.name(),
+        size(output),
         started.elapsed().as_secs_f64()
     );
-    Ok(Outcome::Ok)
+    Ok(())
 }

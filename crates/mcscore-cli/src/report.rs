@@ -8,6 +8,7 @@ use mcscore_metrics::calibration::ECE_BINS;
 
 use crate::normalisation::NormArg;
 use crate::numbers::End;
+use crate::table::{Cell, Printed, Table};
 use crate::text::printable;
 use crate::Outcome;
 
@@ -56,11 +57,13 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = crate::numbers::at_least(0u64))]
     seed: u64,
     /// Print JSON instead of text.
-    #[arg(long, conflicts_with = "csv")]
+    #[arg(long, conflicts_with = "format")]
     json: bool,
-    /// Print CSV (one row per model and metric) instead of text.
-    #[arg(long)]
-    csv: bool,
+    /// How the report is printed: `human`, or a table of one row per model
+    /// and metric as `csv` (fractions), `markdown` or `latex` (accuracies in
+    /// percent).
+    #[arg(long, value_enum, default_value = "human")]
+    format: Printed,
     /// Write plots (SVG and PNG): a reliability diagram per model and a
     /// scheme × model rank heatmap.
     #[arg(long, value_name = "DIR")]
@@ -105,8 +108,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     // (a full disk) loses nothing else.
     if args.json {
         crate::print_json(&report)?;
-    } else if args.csv {
-        out!("{}", csv(&report))?;
+    } else if let Some(format) = args.format.table() {
+        out!("{}", table(&report).render(format))?;
     } else {
         out!("{}", text(&report))?;
     }
@@ -125,20 +128,36 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-fn csv(report: &Report) -> String {
-    let mut out = String::from("model,kind,metric,value,ci_low,ci_high\n");
+/// One row per model and metric (long form: the metrics differ in kind).
+fn table(report: &Report) -> Table {
+    let mut t = Table::new(["model", "kind", "metric", "value", "ci_low", "ci_high"]);
     for m in &report.models {
-        let label = printable(&m.label).replace('"', "\"\"");
-        for (kind, rows) in [("normalisation", &m.normalisations), ("scheme", &m.schemes)] {
-            for (name, e) in rows.iter() {
-                let _ = writeln!(out, "\"{label}\",{kind},{name},{},{},{}", e.mean, e.low, e.high);
-            }
+        let label = || Cell::text(&*m.label);
+        for (name, e) in m.normalisations.iter() {
+            t.row(vec![
+                label(),
+                Cell::text("normalisation"),
+                Cell::text(name),
+                Cell::Fraction(e.mean),
+                Cell::Fraction(e.low),
+                Cell::Fraction(e.high),
+            ]);
+        }
+        for (name, e) in m.schemes.iter() {
+            let x = |x: f64| Cell::Number(x, 4);
+            t.row(vec![label(), Cell::text("scheme"), Cell::text(name), x(e.mean), x(e.low), x(e.high)]);
         }
         if let Some(g) = &m.groups {
             for (kind, rows) in [("category", &g.categories), ("group", &g.groups)] {
                 for r in rows {
-                    let name = printable(&r.name).replace('"', "\"\"");
-                    let _ = writeln!(out, "\"{label}\",{kind},\"{name}\",{},{},{}", r.accuracy, r.low, r.high);
+                    t.row(vec![
+                        label(),
+                        Cell::text(kind),
+                        Cell::text(&*r.name),
+                        Cell::Fraction(r.accuracy),
+                        Cell::Fraction(r.low),
+                        Cell::Fraction(r.high),
+                    ]);
                 }
             }
         }
@@ -150,7 +169,7 @@ fn csv(report: &Report) -> String {
             ("resolution", c.resolution),
             ("uncertainty", c.uncertainty),
         ] {
-            let _ = writeln!(out, "\"{label}\",calibration,{name},{value},,");
+            t.row(vec![label(), Cell::text("calibration"), Cell::text(name), Cell::Number(value, 4), Cell::Empty, Cell::Empty]);
         }
     }
     for r in &report.rankings {
@@ -158,12 +177,18 @@ fn csv(report: &Report) -> String {
             [("spearman_vs_nr", r.spearman_vs_nr, r.spearman_interval()), ("kendall_vs_nr", r.kendall_vs_nr, r.kendall_interval())]
         {
             // An undefined correlation (a ranking of ties) is an empty cell.
-            let cell = |x: Option<f64>| x.map_or(String::new(), |x| x.to_string());
             let (low, high) = interval.unzip();
-            let _ = writeln!(out, "all,ranking,{name}:{},{},{},{}", r.scheme, cell(value), cell(low), cell(high));
+            t.row(vec![
+                Cell::text("all"),
+                Cell::text("ranking"),
+                Cell::text(format!("{name}:{}", r.scheme)),
+                Cell::maybe(value, 3),
+                Cell::maybe(low, 3),
+                Cell::maybe(high, 3),
+            ]);
         }
     }
-    out
+    t
 }
 
 fn text(report: &Report) -> String {

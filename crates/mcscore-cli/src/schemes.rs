@@ -13,6 +13,7 @@ use mcscore_eval::Engine;
 
 use crate::engine_args::EngineArgs;
 use crate::output::{self, Target};
+use crate::table::{Cell, Printed, Table};
 use crate::text::printable;
 use crate::{defaults, Outcome, UsageError};
 
@@ -104,8 +105,12 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 1)]
     seed: u64,
     /// Print the results as JSON on stdout.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "format")]
     json: bool,
+    /// How the results are printed: `human`, or a table of one row per model
+    /// and scheme as `csv`, `markdown` or `latex`.
+    #[arg(long, value_enum, default_value = "human")]
+    format: Printed,
     /// Also write the JSON results to FILE.
     #[arg(long, value_name = "FILE")]
     save_json: Option<PathBuf>,
@@ -254,15 +259,17 @@ pub(crate) fn run_command(mut args: Args) -> anyhow::Result<Outcome> {
         }
         runs
     };
-    print_report(&runs, args.resamples, args.seed, args.json, args.save_json.as_deref())
+    let printed = if args.json { None } else { Some(args.format) };
+    print_report(&runs, args.resamples, args.seed, printed, args.save_json.as_deref())
 }
 
-/// The tables of `runs`, as text or JSON, and saved as JSON where asked.
+/// The tables of `runs`, printed as `printed` says (JSON for `None`), and
+/// saved as JSON where asked.
 pub(crate) fn print_report(
     runs: &[SchemesRun],
     resamples: usize,
     seed: u64,
-    json: bool,
+    printed: Option<Printed>,
     save_json: Option<&Path>,
 ) -> anyhow::Result<Outcome> {
     let report = build(runs, resamples, seed)?;
@@ -270,12 +277,68 @@ pub(crate) fn print_report(
     if let Some(path) = save_json {
         mcscore_format::write_atomic(path, format!("{json_text}\n").as_bytes())?;
     }
-    if json {
-        println!("{json_text}");
-    } else {
-        print!("{}", text(&report));
+    match printed {
+        None => outln!("{json_text}")?,
+        Some(Printed::Human) => out!("{}", text(&report))?,
+        Some(format) => out!("{}", table(&report).render(format.table().expect("not human")))?,
     }
     Ok(Outcome::Ok)
+}
+
+/// One row per model and scheme: the prompted score beside the
+/// log-probability one, NR's a fraction, the others' points per task.
+fn table(report: &SchemesReport) -> Table {
+    let mut t = Table::with_detail([
+        ("model", true),
+        ("scheme", true),
+        ("prompted", true),
+        ("prompted_low", true),
+        ("prompted_high", true),
+        ("logprob", true),
+        ("logprob_low", true),
+        ("logprob_high", true),
+        ("r_nr", true),
+        ("r_logprob", true),
+        ("strict", false),
+        ("loose", false),
+        ("forced", false),
+        ("unparsed", true),
+        ("median_input_tokens", false),
+        ("median_output_tokens", false),
+    ]);
+    for m in &report.models {
+        for f in &m.modes {
+            // NR's mean is an accuracy (a fraction); the other schemes' are
+            // points per task, on scales of their own.
+            let value = |x: f64| {
+                if f.mode.rule() == mcscore_metrics::schemes::Scheme::Nr {
+                    Cell::Fraction(x)
+                } else {
+                    Cell::Number(x, 3)
+                }
+            };
+            let count = |k: &str| Cell::Count(f.parses.get(k).copied().unwrap_or(0) as u64);
+            t.row(vec![
+                Cell::text(&*m.label),
+                Cell::text(f.mode.name()),
+                value(f.prompted.mean),
+                value(f.prompted.low),
+                value(f.prompted.high),
+                value(f.logprob.mean),
+                value(f.logprob.low),
+                value(f.logprob.high),
+                Cell::maybe(f.agreement_with_nr, 2),
+                Cell::maybe(f.agreement_with_logprob, 2),
+                count("strict"),
+                count("loose"),
+                count("forced"),
+                count("unparsed"),
+                Cell::Number(f.median_input_tokens, 1),
+                Cell::Number(f.median_output_tokens, 1),
+            ]);
+        }
+    }
+    t
 }
 
 /// A mean score as text: NR's in percent, the others' in points per task.

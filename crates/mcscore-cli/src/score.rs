@@ -12,7 +12,11 @@ use crate::progress::ProgressMode;
 use crate::run_text::{chat_line, note_selection, print_accuracies, Shown};
 use anyhow::Context;
 
+use crate::normalisation::NormArg;
+use crate::table::TableFormat;
 use crate::{defaults, output, Outcome};
+
+mod many;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -22,7 +26,9 @@ Examples:
   mcscore score -m model.gguf -f hellaswag_val_full.txt --hellaswag --hellaswag-tasks 400
   mcscore score -m model.gguf -f winogrande-debiased-eval.csv --winogrande   (every line, the last included)
   mcscore score -m model.gguf -bf f.bin --log-samples run.jsonl    (Ctrl-C, then the same command
-                                                                  with --resume continues it)";
+                                                                  with --resume continues it)
+  mcscore score -m q4.gguf,q8.gguf -bf arc-easy-validation,mmlu-validation --format markdown
+                                                  (a table of models × files; bundled files by name)";
 
 /// Score a GGUF model on a multiple-choice task file by log-likelihood.
 ///
@@ -41,12 +47,30 @@ pub(crate) struct Args {
     /// Task file (.bin); default: the bundled dataset.
     #[arg(value_name = "FILE", conflicts_with = "binary_file")]
     file: Option<PathBuf>,
-    /// Task file: -bf FILE, as llama-perplexity takes it (also -f, --file).
+    /// Task file: -bf FILE, as llama-perplexity takes it (also -f, --file). Several
+    /// (repeated, or joined by commas as lm-eval's --tasks) score each in turn and print
+    /// a table of models × files.
     #[arg(long = "binary-file", short = 'f', visible_alias = "file", value_name = "FILE")]
-    binary_file: Option<PathBuf>,
+    binary_file: Vec<PathBuf>,
     /// GGUF model; default: gemma-3-270m Q4_K_M from scripts/fetch-model (or $MCSCORE_MODEL).
+    /// Several (repeated, or joined by commas) score each in turn on every file.
     #[arg(short = 'm', long = "model", value_name = "MODEL")]
-    model: Option<PathBuf>,
+    model: Vec<PathBuf>,
+    /// With several models or files: the normalisation the table of models × files
+    /// shows and --quantize compares (every run's JSON and log hold them all).
+    #[arg(long, value_enum, default_value = "acc-norm")]
+    normalisation: NormArg,
+    /// Quantize the model (-m, one) into each of these llama-quantize types first
+    /// (Q8_0,Q4_K_M,Q2_K), score it and every quant on each file, and compare each quant
+    /// with it, as `mcscore compare` does (margin ±1 point): quantize, score and compare
+    /// in one job. The quants (MODEL.TYPE.gguf) and the logs go in the --log-samples
+    /// folder; the same command with --resume continues it, reusing what is done.
+    #[arg(long, value_name = "TYPES", value_delimiter = ',', value_parser = crate::quantize::parse_type, requires = "log_samples")]
+    quantize: Vec<mcscore_engine::QuantType>,
+    /// With --quantize: an importance matrix, as llama-imatrix writes it (GGUF or the
+    /// legacy .dat), for every quant (the IQ1, IQ2 and IQ3_XS/XXS types and Q2_K_S need one).
+    #[arg(long, value_name = "FILE", requires = "quantize")]
+    imatrix: Option<PathBuf>,
     /// FILE is a multiple-choice task file (.bin): the default mode.
     #[arg(long, conflicts_with_all = ["hellaswag", "winogrande"])]
     multiple_choice: bool,
@@ -116,9 +140,10 @@ pub(crate) struct Args {
     #[arg(long, conflicts_with_all = ["hellaswag", "winogrande"])]
     lenient: bool,
     /// `human` (summary, progress bar), `llama` (llama-perplexity's stdout byte for byte,
-    /// and its Final result / Random chance lines on stderr) or `lm-eval` (lm-evaluation-harness's
+    /// and its Final result / Random chance lines on stderr), `lm-eval` (lm-evaluation-harness's
     /// results JSON on stdout: results, groups, configs, versions, n-shot, n-samples, config;
-    /// for a file `build --lm-eval` wrote, found by its manifest entry, and implies --lm-eval).
+    /// for a file `build --lm-eval` wrote, found by its manifest entry, and implies --lm-eval),
+    /// or the results as a table: `csv` (fractions), `markdown` or `latex` (percent).
     #[arg(long, value_enum, default_value = "human")]
     format: OutputFormat,
     /// With --format lm-eval: also write lm-eval's per-sample lines, one
@@ -143,6 +168,8 @@ pub(crate) struct Args {
     #[arg(long, value_enum, default_value = "auto", value_name = "auto|bar|lines|none")]
     progress: ProgressMode,
     /// Write one JSON line per task (per-option sums and counts, predictions, gold) to FILE.
+    /// With several models or files, FILE is a folder: one log per run, MODEL.FILE.jsonl
+    /// (each resumable with --resume).
     #[arg(long, value_name = "FILE")]
     log_samples: Option<PathBuf>,
     /// Score one shard of the run: K/N (K from 0), or `auto`: K and N from a Slurm
@@ -168,6 +195,20 @@ enum OutputFormat {
     Human,
     Llama,
     LmEval,
+    Csv,
+    Markdown,
+    Latex,
+}
+
+impl OutputFormat {
+    fn table(self) -> Option<TableFormat> {
+        match self {
+            OutputFormat::Csv => Some(TableFormat::Csv),
+            OutputFormat::Markdown => Some(TableFormat::Markdown),
+            OutputFormat::Latex => Some(TableFormat::Latex),
+            OutputFormat::Human | OutputFormat::Llama | OutputFormat::LmEval => None,
+        }
+    }
 }
 
 impl Args {
@@ -289,13 +330,50 @@ fn invalid_file(error: EvalError, lenient: bool) -> anyhow::Error {
     anyhow::anyhow!(message)
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+/// Paths given by a repeated flag, each possibly a comma-separated list
+/// (lm-eval's `--tasks a,b`); a path that exists as given is never split.
+fn paths(given: &[PathBuf]) -> Vec<PathBuf> {
+    given
+        .iter()
+        .flat_map(|p| match p.to_str() {
+            Some(text) if text.contains(',') && !p.exists() => text.split(',').filter(|s| !s.is_empty()).map(PathBuf::from).collect(),
+            _ => vec![p.clone()],
+        })
+        .collect()
+}
+
+/// The task files to score: those given (bundled datasets by name), or the
+/// bundled dataset.
+fn task_files(args: &Args) -> anyhow::Result<Vec<PathBuf>> {
     let kind = args.kind();
-    let path = match args.file.clone().or(args.binary_file.clone()) {
-        Some(path) => defaults::task_file(path, kind)?,
-        None if kind == TaskKind::MultipleChoice => defaults::dataset("no task file given")?,
-        None => return Err(crate::UsageError(format!("{} needs the file to score: -f FILE", crate::run_text::flag(kind))).into()),
+    let given = match &args.file {
+        Some(file) => vec![file.clone()],
+        None => paths(&args.binary_file),
     };
+    if given.is_empty() {
+        return match kind {
+            TaskKind::MultipleChoice => Ok(vec![defaults::dataset("no task file given")?]),
+            _ => Err(crate::UsageError(format!("{} needs the file to score: -f FILE", crate::run_text::flag(kind))).into()),
+        };
+    }
+    given.into_iter().map(|path| defaults::task_file(path, kind)).collect()
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
+    let files = task_files(&args)?;
+    let models = match paths(&args.model) {
+        models if models.is_empty() => vec![defaults::model()?],
+        models => models,
+    };
+    if files.len() > 1 || models.len() > 1 || !args.quantize.is_empty() {
+        return many::run(&args, &models, &files);
+    }
+    run_one(&args, &models[0], &files[0])
+}
+
+fn run_one(args: &Args, model: &Path, path: &Path) -> anyhow::Result<Outcome> {
+    let kind = args.kind();
+    let path = path.to_path_buf();
     if let Some(manifest) = args.manifest.as_deref() {
         crate::compare::check_named_manifest(manifest)?;
     }
@@ -306,15 +384,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         output::check_dir(dir, "--lm-eval-samples")?;
         std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
     }
-    let (subset_flag, subset) = args.subset();
     let shard = match &args.shard {
         Some(text) => Some(shard_from(text, args.shards.map(|n| n as usize), &|name| std::env::var(name).ok())?),
         None => None,
     };
-    let model = match &args.model {
-        Some(model) => model.clone(),
-        None => defaults::model()?,
-    };
+    let model = model.to_path_buf();
     if let Some(log_path) = &args.log_samples {
         output::check_log(log_path, "--log-samples", &[&path, &model])?;
     }
@@ -347,47 +421,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if pmi && !args.pmi {
         eprintln!("mcscore: a task asks for lm-eval's acc_mutual_info: every option is also scored after no context (--pmi)");
     }
-    let settings = args.engine.settings()?;
-    let mut spec = ScoreSpec::new(&model, &path);
-    spec.kind = kind;
-    spec.lenient = args.lenient;
-    spec.subset = subset;
-    spec.limit = args.limit.or(args.limit_total);
-    // Looked up once: a manifest that cannot be read warns once.
-    let found_groups = limit_groups(&args, &path)?;
-    spec.limit_groups = found_groups.clone().flatten();
-    spec.pmi = pmi;
-    spec.settings = settings.clone();
-    spec.log = args.log_samples.clone();
-    spec.resume = args.resume;
-    spec.hash_model = args.json || args.format == OutputFormat::LmEval;
-    spec.hash_cache = Some(defaults::cache_dir());
-    spec.shard = shard;
-    spec.chat = args.chat.spec(&path)?;
-    let job = ScoreJob::prepare(spec).map_err(|e| match e {
-        e @ EvalError::Format(mcscore_format::Error::Invalid { .. }) => invalid_file(e, args.lenient),
-        e => e.into(),
-    })?;
-    let faults = job.lenient_faults();
-    if !faults.is_empty() {
-        eprintln!("mcscore: warning: {}: {} fault(s); scoring it as llama.cpp would (--lenient):", path.display(), faults.len());
-        for fault in faults.iter().take(20) {
-            eprintln!("  {fault}");
-        }
-        if faults.len() > 20 {
-            eprintln!("  ... and {} more (mcscore validate lists them all)", faults.len() - 20);
-        }
-    }
-    if let Some(beyond) = job.beyond_training() {
-        eprintln!("mcscore: warning: {beyond}");
-    }
-    note_selection(job.selection(), job.file_tasks(), subset_flag);
-    if job.already_complete() {
-        if let Some(log) = &args.log_samples {
-            eprintln!("mcscore: {} already holds the complete run: left as it is; its results follow", log.display());
-        }
-    }
-
+    let (job, settings, found_groups) = prepare(args, &model, &path, args.log_samples.clone(), pmi, shard)?;
     let mut shown = Shown::new(args.progress, (args.format == OutputFormat::Llama && !args.json).then_some(kind));
     let picked = matches!(job.selection(), Selection::Subset(_)) && job.tasks() < job.file_tasks();
     shown.llama_preamble(job.file_tasks(), job.tasks(), picked)?;
@@ -416,11 +450,71 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if outcome.resumed > 0 && outcome.end == End::Finished {
         eprintln!("mcscore: resumed: {} tasks taken from the log", outcome.resumed);
     }
-    print_results(&args, &outcome, &path, &settings, &shown, record.as_ref(), found_groups)?;
+    print_results(args, &outcome, &path, &settings, &shown, record.as_ref(), found_groups)?;
     if args.timings {
         print_timings(&outcome);
     }
     Ok(Outcome::Ok)
+}
+
+/// The groups `--limit` counts in, as [`limit_groups`] gives them.
+type FoundGroups = Option<Option<mcscore_eval::groups::Groups>>;
+
+/// The job that scores `model` on `path` as `args` say, logged to `log`,
+/// with its warnings said (a lenient read's faults, a context beyond
+/// training, the tasks picked, a complete log).
+pub(crate) fn prepare(
+    args: &Args,
+    model: &Path,
+    path: &Path,
+    log: Option<PathBuf>,
+    pmi: bool,
+    shard: Option<Shard>,
+) -> anyhow::Result<(ScoreJob<'static>, mcscore_engine::Settings, FoundGroups)> {
+    let subset = args.subset().1;
+    let settings = args.engine.settings()?;
+    let mut spec = ScoreSpec::new(model, path);
+    spec.kind = args.kind();
+    spec.lenient = args.lenient;
+    spec.subset = subset;
+    spec.limit = args.limit.or(args.limit_total);
+    // Looked up once: a manifest that cannot be read warns once.
+    let found_groups = limit_groups(args, path)?;
+    spec.limit_groups = found_groups.clone().flatten();
+    spec.pmi = pmi;
+    spec.settings = settings.clone();
+    spec.log = log.clone();
+    spec.resume = args.resume;
+    spec.hash_model = args.json || args.format == OutputFormat::LmEval;
+    spec.hash_cache = Some(defaults::cache_dir());
+    spec.shard = shard;
+    spec.chat = args.chat.spec(path)?;
+    let job = ScoreJob::prepare(spec).map_err(|e| match e {
+        e @ EvalError::Format(mcscore_format::Error::Invalid { .. }) => invalid_file(e, args.lenient),
+        e => e.into(),
+    })?;
+    let faults = job.lenient_faults();
+    if !faults.is_empty() {
+        eprintln!("mcscore: warning: {}: {} fault(s); scoring it as llama.cpp would (--lenient):", path.display(), faults.len());
+        for fault in faults.iter().take(20) {
+            eprintln!("  {fault}");
+        }
+        if faults.len() > 20 {
+            eprintln!("  ... and {} more (mcscore validate lists them all)", faults.len() - 20);
+        }
+    }
+    if let Some(beyond) = job.beyond_training() {
+        eprintln!("mcscore: warning: {beyond}");
+    }
+    let (subset_flag, _) = args.subset();
+    note_selection(job.selection(), job.file_tasks(), subset_flag);
+    if job.already_complete() {
+        if let Some(log) = &log {
+            eprintln!("mcscore: {} already holds the complete run: left as it is; its results follow", log.display());
+        }
+    }
+
+    Ok((job, settings, found_groups))
 }
 
 /// The groups `--limit` counts in: those the file's manifest (or --manifest)
@@ -430,6 +524,28 @@ fn limit_groups(args: &Args, path: &Path) -> anyhow::Result<Option<Option<mcscor
         return Ok(None);
     }
     crate::compare::file_groups(path, args.manifest.as_deref()).map(Some)
+}
+
+/// Accuracy per group (MMLU's subjects and categories), where the manifest
+/// records the file's groups: those --limit counted in (`found`), or those
+/// looked up now. Groups that cannot be read or do not fit the file lose
+/// nothing of the run: a warning.
+pub(crate) fn run_groups(
+    args: &Args,
+    outcome: &mcscore_eval::ScoreOutcome,
+    path: &Path,
+    found: FoundGroups,
+) -> Option<mcscore_eval::results::GroupAccuracies> {
+    let groups = match found {
+        Some(groups) => Ok(groups),
+        None => crate::compare::groups_from(None, args.manifest.as_deref(), path, &outcome.header.file_sha256, None),
+    };
+    groups
+        .and_then(|groups| groups.map(|g| mcscore_eval::results::score_group_accuracies(outcome, &g, path)).transpose().map_err(Into::into))
+        .unwrap_or_else(|error| {
+            eprintln!("mcscore: warning: no accuracy per group: {}", crate::with_causes(&*error));
+            None
+        })
 }
 
 fn print_results(
@@ -445,26 +561,7 @@ fn print_results(
     let baselines = &outcome.baselines;
     let tokens = outcome.tokens;
     let llama = args.format == OutputFormat::Llama && !args.json;
-    // Accuracy per group (MMLU's subjects and categories), where the manifest
-    // records the file's groups; llama-perplexity's output has none. Groups
-    // that cannot be read or do not fit the file lose nothing of the run: a warning.
-    let groups = (!llama && args.format != OutputFormat::LmEval)
-        .then(|| {
-            // The groups --limit counted in, or those the manifest records.
-            let groups = match found {
-                Some(groups) => Ok(groups),
-                None => crate::compare::groups_from(None, args.manifest.as_deref(), path, &outcome.header.file_sha256, None),
-            };
-            groups.and_then(|groups| {
-                groups.map(|g| mcscore_eval::results::score_group_accuracies(outcome, &g, path)).transpose().map_err(Into::into)
-            })
-        })
-        .transpose()
-        .unwrap_or_else(|error| {
-            eprintln!("mcscore: warning: no accuracy per group: {}", crate::with_causes(&*error));
-            None
-        })
-        .flatten();
+    let groups = if llama || args.format == OutputFormat::LmEval { None } else { run_groups(args, outcome, path, found) };
     if llama {
         shown.llama_end(n, outcome.total_options)?;
     } else if let Some(record) = record {
@@ -493,6 +590,9 @@ fn print_results(
         crate::print_json(&mcscore_eval::lm_eval::results(&outcome.records, record, &run))?;
     } else if args.json {
         crate::print_json(&mcscore_eval::results::RunSummary::new(outcome, settings, args.lenient, groups, args.timings))?;
+    } else if let Some(format) = args.format.table() {
+        let summary = mcscore_eval::results::RunSummary::new(outcome, settings, args.lenient, groups, false);
+        out!("{}", crate::table::render_all(&many::run_tables(&summary), format))?;
     } else {
         outln!("{} on {}: {n} tasks", crate::text::printable(&mcscore_eval::log::label(&outcome.header.model)), path.display())?;
         if let Some(chat) = &outcome.header.chat {

@@ -18,6 +18,7 @@ use crate::numbers::End;
 use crate::output::{self, Target};
 use crate::progress::ProgressMode;
 use crate::run_text::{chat_line, note_selection, points, Shown};
+use crate::table::{Cell, Printed, Table};
 use crate::{defaults, plots, Outcome, UsageError};
 
 const EXAMPLES: &str = "\
@@ -89,8 +90,13 @@ pub(crate) struct Args {
     #[arg(long)]
     instruction: bool,
     /// Print the results as JSON on stdout.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "format")]
     json: bool,
+    /// How the results are printed (not which prompt formats: that is
+    /// --formats): `human`, or a table of one row per model and prompt format
+    /// as `csv` (fractions), `markdown` or `latex` (in percent).
+    #[arg(long, value_enum, default_value = "human")]
+    format: Printed,
     /// Progress on stderr: a bar on a terminal, and where stderr is not one (a
     /// Slurm job's output file, a CI log) a line every 30 s and at each tenth
     /// of the prompts: done of total, rate, time left.
@@ -318,7 +324,13 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<Outcome> {
 /// printed first, so that a file that cannot be written at the end (a full
 /// disk) loses nothing: every failure is named, and the first fails the run.
 fn emit(report: &SweepReport, args: &Args) -> anyhow::Result<Outcome> {
-    let printed = if args.json { crate::print_json(report) } else { print_human(report) };
+    let printed = if args.json {
+        crate::print_json(report)
+    } else if let Some(format) = args.format.table() {
+        out!("{}", table(report).render(format))
+    } else {
+        print_human(report)
+    };
     let plotted = args.plots.as_ref().map_or(Ok(()), |dir| {
         let protected: Vec<&Path> = inputs(args).into_iter().chain(args.save_json.as_deref()).chain(args.log_samples.as_deref()).collect();
         plots::write(dir, &protected, &plots::sweep(report)?)
@@ -333,6 +345,46 @@ fn emit(report: &SweepReport, args: &Args) -> anyhow::Result<Outcome> {
         Some(error) => Err(error),
         None => Ok(Outcome::Ok),
     }
+}
+
+/// One row per model and prompt format.
+fn table(report: &SweepReport) -> Table {
+    let mut t = Table::with_detail([
+        ("model", true),
+        ("format", true),
+        ("tasks", false),
+        ("accuracy", true),
+        ("ci_low", true),
+        ("ci_high", true),
+        ("rotation_mean", false),
+        ("circular_accuracy", report.circular),
+        ("circular_ci_low", false),
+        ("circular_ci_high", false),
+        ("rstd", true),
+        ("pia", report.circular),
+    ]);
+    for m in &report.models {
+        for f in &m.formats {
+            let fraction = |x: Option<f64>| x.map_or(Cell::Empty, Cell::Fraction);
+            let (low, high) = f.accuracy_interval.unzip();
+            let (circular_low, circular_high) = f.circular_interval.unzip();
+            t.row(vec![
+                Cell::text(mcscore_eval::log::label(&m.model)),
+                Cell::text(&*f.format),
+                Cell::Count(report.tasks as u64),
+                Cell::Fraction(f.accuracy),
+                fraction(low),
+                fraction(high),
+                fraction(f.rotation_mean()),
+                fraction(f.circular_accuracy),
+                fraction(circular_low),
+                fraction(circular_high),
+                Cell::Fraction(f.rstd),
+                Cell::maybe(f.pia, 3),
+            ]);
+        }
+    }
+    t
 }
 
 fn print_human(report: &SweepReport) -> anyhow::Result<()> {

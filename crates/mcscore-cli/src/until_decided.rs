@@ -15,6 +15,7 @@ use mcscore_metrics::sequential::Decision;
 use crate::compare::Args;
 use crate::progress::{Meter, ProgressMode};
 use crate::run_text::{p_value, points};
+use crate::table::{Cell, Table};
 use crate::text::printable;
 use crate::{Outcome, UsageError};
 
@@ -193,6 +194,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     }
     if args.json {
         crate::print_json(&result)?;
+    } else if let Some(format) = args.format.table() {
+        out!("{}", table(&result).render(format))?;
     } else {
         out!("{}", text(&result))?;
     }
@@ -232,6 +235,37 @@ fn part_line(part: &ModelPart) -> String {
         part.scoring_seconds,
         part.log.as_ref().map_or_else(String::new, |l| format!(", log {}", printable(l)))
     )
+}
+
+/// One row per OTHER: its decision, the tasks it took, and the confidence sequence.
+fn table(r: &UntilDecided) -> Table {
+    let mut t = Table::with_detail([
+        ("base", true),
+        ("other", true),
+        ("decision", true),
+        ("tasks_used", true),
+        ("order_tasks", true),
+        ("difference", true),
+        ("cs_low", true),
+        ("cs_high", true),
+        ("conclusion", false),
+        ("tasks_tokenised_differently", false),
+    ]);
+    for o in &r.others {
+        t.row(vec![
+            Cell::text(&*r.base.label),
+            Cell::text(&*o.part.label),
+            Cell::text(decision_word(o.decision)),
+            Cell::Count(o.tasks_used as u64),
+            Cell::Count(r.order_tasks as u64),
+            Cell::Fraction(o.difference),
+            Cell::Fraction(o.interval.0),
+            Cell::Fraction(o.interval.1),
+            Cell::text(&*o.conclusion),
+            Cell::Count(o.tasks_tokenised_differently as u64),
+        ]);
+    }
+    t
 }
 
 fn text(r: &UntilDecided) -> String {
