@@ -7,10 +7,63 @@ use std::path::Path;
 use anyhow::Context;
 use mcscore_metrics::calibration::Calibration;
 use mcscore_metrics::paired::LogHistogram;
+use plotters::coord::ranged1d::SegmentedCoord;
+use plotters::coord::types::{RangedCoordf64, RangedCoordusize};
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::run_text::points;
+
+// The figures are drawn near the width the page shows them at (520 px) and
+// a column of a paper prints them at, so their text stays legible there:
+// tick labels, axis descriptions and captions in pixels of the SVG.
+const TEXT: u32 = 15;
+const DESC: u32 = 16;
+const CAPTION: u32 = 16;
+/// Bars: a muted blue, so that intervals and marks drawn over them stay visible.
+const FILL: RGBColor = RGBColor(120, 158, 206);
+/// A second series, and what stands out (a significant group, chance).
+const ACCENT: RGBColor = RGBColor(206, 102, 88);
+/// The major grid only, faint: a minor grid drawn over bars is noise.
+const GRID: RGBAColor = RGBAColor(0, 0, 0, 0.12);
+/// Half the width of an interval's caps, in pixels.
+const CAP: i32 = 5;
+
+/// A tick of a continuous axis: a whole number without its ".0".
+fn tick(x: &f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+/// A tick label's or axis description's font.
+fn font(size: u32) -> TextStyle<'static> {
+    ("sans-serif", size).into_font().into()
+}
+
+/// The pixels a label of `chars` characters takes at `size` (sans-serif
+/// averages about 0.55 em a character), for label areas that fit their labels.
+fn text_width(chars: usize, size: u32) -> u32 {
+    (chars as f64 * size as f64 * 0.55).ceil() as u32
+}
+
+/// An interval's caps: a short line across each end, drawn in pixels around
+/// the data point (whatever the coordinates), horizontal for a vertical interval.
+fn caps<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    ends: impl IntoIterator<Item = CT::From>,
+    vertical: bool,
+    style: ShapeStyle,
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+    CT::From: Clone,
+{
+    let across = if vertical { [(-CAP, 0), (CAP, 0)] } else { [(0, -CAP), (0, CAP)] };
+    chart.draw_series(ends.into_iter().map(|end| EmptyElement::at(end) + PathElement::new(across, style)))?;
+    Ok(())
+}
 
 /// Draws an SVG in memory, then writes it and its PNG atomically: a full
 /// disk never leaves a truncated plot under its name, and no plot replaces
@@ -73,31 +126,46 @@ pub(crate) fn report(report: &mcscore_eval::report::Report) -> anyhow::Result<Pl
 }
 
 fn reliability(svg: &mut String, label: &str, c: &Calibration) -> anyhow::Result<()> {
-    let root = SVGBackend::with_string(svg, (640, 560)).into_drawing_area();
+    let root = SVGBackend::with_string(svg, (560, 520)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{}: ECE {:.3} (bars: 95 % intervals; diagonal: calibrated)", short(label, 32), c.ece), ("sans-serif", 17))
-        .margin(16)
-        .x_label_area_size(40)
-        .y_label_area_size(50)
+        .caption(format!("{}: ECE {:.3}", short(label, 36), c.ece), ("sans-serif", CAPTION))
+        .margin(14)
+        .x_label_area_size(48)
+        .y_label_area_size(58)
         .build_cartesian_2d(0f64..1f64, 0f64..1f64)?;
     chart
         .configure_mesh()
-        .x_desc("confidence: the largest option probability (p_max)")
-        .y_desc("accuracy in the bin (share right)")
-        .axis_desc_style(("sans-serif", 16))
-        .label_style(("sans-serif", 14))
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(GRID)
+        .x_desc("confidence (the largest option probability)")
+        .y_desc("accuracy in the bin")
+        .axis_desc_style(font(DESC))
+        .label_style(font(TEXT))
         .draw()?;
-    chart.draw_series(LineSeries::new([(0.0, 0.0), (1.0, 1.0)], BLACK.mix(0.4)))?;
-    chart.draw_series(
-        c.bins.iter().filter(|b| b.count > 0).map(|b| Rectangle::new([(b.low, 0.0), (b.high, b.accuracy)], BLUE.mix(0.5).filled())),
-    )?;
-    // The 95 % Wilson interval of each bin's accuracy.
-    for b in c.bins.iter().filter(|b| b.count > 0) {
+    chart
+        .draw_series(LineSeries::new([(0.0, 0.0), (1.0, 1.0)], BLACK.mix(0.5)))?
+        .label("calibrated")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLACK.mix(0.5)));
+    let bins: Vec<_> = c.bins.iter().filter(|b| b.count > 0).collect();
+    chart
+        .draw_series(bins.iter().map(|b| Rectangle::new([(b.low, 0.0), (b.high, b.accuracy)], FILL.mix(0.6).filled())))?
+        .label("accuracy per bin (95 % interval)")
+        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], FILL.mix(0.6).filled()));
+    // The 95 % Wilson interval of each bin's accuracy, at its mean confidence.
+    for b in &bins {
         let (low, high) = b.accuracy_interval;
-        chart.draw_series(LineSeries::new([(b.mean_confidence, low), (b.mean_confidence, high)], BLACK.stroke_width(1)))?;
+        chart.draw_series(std::iter::once(PathElement::new([(b.mean_confidence, low), (b.mean_confidence, high)], BLACK)))?;
+        caps(&mut chart, [(b.mean_confidence, low), (b.mean_confidence, high)], true, BLACK.into())?;
     }
-    chart.draw_series(c.bins.iter().filter(|b| b.count > 0).map(|b| Circle::new((b.mean_confidence, b.accuracy), 4, RED.filled())))?;
+    chart.draw_series(bins.iter().map(|b| Circle::new((b.mean_confidence, b.accuracy), 4, ACCENT.filled())))?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .label_font(font(TEXT))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .draw()?;
     root.present()?;
     Ok(())
 }
@@ -190,19 +258,28 @@ pub(crate) fn sweep_paths(dir: &Path, models: &[String]) -> Vec<std::path::PathB
     paths
 }
 
-/// One bar per format, `value` high, in the format's segment.
+/// Bar `i` of a bar chart, `value` high.
 fn bar(i: usize, value: f64, color: RGBAColor) -> Rectangle<(SegmentValue<usize>, f64)> {
     let mut bar = Rectangle::new([(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), value)], color.filled());
-    bar.set_margin(0, 0, 2, 2);
+    bar.set_margin(0, 0, 6, 6);
     bar
 }
 
-/// An interval from `low` to `high` through the centre of bar `i`.
-fn whisker(i: usize, low: f64, high: f64, width: u32) -> PathElement<(SegmentValue<usize>, f64)> {
-    PathElement::new([(SegmentValue::CenterOf(i), low), (SegmentValue::CenterOf(i), high)], BLACK.stroke_width(width))
+/// An interval from `low` to `high` through the centre of bar `i`, with caps.
+fn whisker<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<SegmentedCoord<RangedCoordusize>, RangedCoordf64>>,
+    i: usize,
+    (low, high): (f64, f64),
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let ends = [(SegmentValue::CenterOf(i), low), (SegmentValue::CenterOf(i), high)];
+    chart.draw_series(std::iter::once(PathElement::new(ends.to_vec(), BLACK.stroke_width(1))))?;
+    caps(chart, ends, true, BLACK.stroke_width(1))
 }
 
-/// The legend box, top right, as both sweep plots draw it.
+/// The legend box, top right, as the sweep's plots draw it.
 fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(chart: &mut ChartContext<'a, DB, CT>) -> anyhow::Result<()>
 where
     DB::ErrorType: 'static,
@@ -210,8 +287,9 @@ where
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
+        .label_font(font(TEXT))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
         .draw()?;
     Ok(())
 }
@@ -224,52 +302,77 @@ fn format_bars(
     intervals: &[Option<(f64, f64)>],
     circular: Option<&[f64]>,
 ) -> anyhow::Result<()> {
+    // One row per format, its name read across: 48 names would cross each
+    // other under vertical bars.
     let n = formats.len();
-    let root = SVGBackend::with_string(svg, ((160 + 22 * n as u32).max(640), 620)).into_drawing_area();
+    let label_width = 24 + text_width(formats.iter().map(|f| f.chars().count()).max().unwrap_or(4), TEXT);
+    // Empty rows above the first format hold the legend, clear of every bar.
+    const LEGEND_ROWS: usize = 3;
+    let root = SVGBackend::with_string(svg, (label_width + 480, 100 + 22 * (n + LEGEND_ROWS) as u32)).into_drawing_area();
     root.fill(&WHITE)?;
-    // Headroom above the tallest bar for the legend.
-    let top = accuracy.iter().copied().chain(intervals.iter().flatten().map(|i| i.1)).fold(10.0, f64::max).min(100.0) * 1.3;
+    let top = accuracy.iter().copied().chain(intervals.iter().flatten().map(|i| i.1)).fold(10.0, f64::max).min(100.0) * 1.05;
+    // The first format on top: rows count up from the axis.
+    let at = |i: usize| n - 1 - i;
     let mut chart = ChartBuilder::on(&root)
         .caption(
             format!(
-                "{}: accuracy per prompt format{}",
+                "{}: accuracy per prompt format{}{}",
                 short(label, 40),
                 // A saved sweep file may hold no intervals.
-                if intervals.iter().any(Option::is_some) { " (95 % Wilson intervals)" } else { "" }
+                if intervals.iter().any(Option::is_some) { " (95 % intervals)" } else { "" },
+                if circular.is_some_and(|c| c.iter().all(|&a| a == 0.0)) { "; circular: 0 in every format" } else { "" }
             ),
-            ("sans-serif", 18),
+            ("sans-serif", CAPTION),
         )
-        .margin(16)
-        .x_label_area_size(170)
-        .y_label_area_size(50)
+        .margin(14)
+        .x_label_area_size(48)
+        .y_label_area_size(label_width)
         // a sweep has a format at least: parse_formats and merge_saved refuse none
-        .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..top)?;
+        .build_cartesian_2d(0f64..top, (0..n + LEGEND_ROWS - 1).into_segmented())?;
     chart
         .configure_mesh()
-        .disable_x_mesh()
-        .y_desc("accuracy (% correct)")
-        .axis_desc_style(("sans-serif", 16))
-        .label_style(("sans-serif", 14))
-        .x_labels(n)
-        .x_label_formatter(&|_| String::new())
+        .disable_y_mesh()
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(GRID)
+        .x_desc("accuracy (% correct)")
+        .axis_desc_style(font(DESC))
+        .label_style(font(TEXT))
+        .x_label_formatter(&tick)
+        .y_labels(n + LEGEND_ROWS)
+        .y_label_formatter(&|y| match y {
+            SegmentValue::CenterOf(row) if *row < n => formats[at(*row)].clone(),
+            _ => String::new(),
+        })
         .draw()?;
-    // Format names hang down from their bars (the mesh centres rotated labels
-    // on the axis, where they would cross it).
-    let style = TextStyle::from(("sans-serif", 12).into_font().transform(FontTransform::Rotate90)).pos(Pos::new(HPos::Left, VPos::Center));
-    for (i, name) in formats.iter().enumerate() {
-        let (x, y) = chart.backend_coord(&(SegmentValue::CenterOf(i), 0.0));
-        root.draw(&Text::new(name.clone(), (x, y + 8), style.clone()))?;
-    }
-    let series = [("original order", Some(accuracy), BLUE.mix(0.45)), ("circular (right under every rotation)", circular, RED.mix(0.6))];
-    for (label, values, color) in series {
-        let Some(values) = values else { continue };
+    let row = |i: usize, value: f64, inset: u32| {
+        let mut bar = Rectangle::new([(0.0, SegmentValue::Exact(at(i))), (value, SegmentValue::Exact(at(i) + 1))], FILL.filled());
+        bar.set_margin(inset, inset, 0, 0);
+        bar
+    };
+    chart
+        .draw_series(accuracy.iter().enumerate().map(|(i, &a)| row(i, a, 3)))?
+        .label("original order")
+        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], FILL.filled()));
+    // Circular accuracy of 0 everywhere draws no bar: the caption says so instead.
+    let circular = circular.filter(|c| c.iter().any(|&a| a > 0.0));
+    if let Some(circular) = circular {
+        // Inside the original order's bar: circular accuracy is never above it.
         chart
-            .draw_series(values.iter().enumerate().map(|(i, &a)| bar(i, a, color)))?
-            .label(label)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+            .draw_series(circular.iter().enumerate().map(|(i, &a)| {
+                let mut bar = Rectangle::new([(0.0, SegmentValue::Exact(at(i))), (a, SegmentValue::Exact(at(i) + 1))], ACCENT.filled());
+                bar.set_margin(8, 8, 0, 0);
+                bar
+            }))?
+            .label("circular (right under every rotation)")
+            .legend(|(x, y)| Rectangle::new([(x, y - 3), (x + 14, y + 3)], ACCENT.filled()));
     }
     // The 95 % Wilson interval of each format's accuracy (original order).
-    chart.draw_series(intervals.iter().enumerate().filter_map(|(i, interval)| interval.map(|(low, high)| whisker(i, low, high, 1))))?;
+    for (i, interval) in intervals.iter().enumerate() {
+        let Some((low, high)) = *interval else { continue };
+        let ends = [(low, SegmentValue::CenterOf(at(i))), (high, SegmentValue::CenterOf(at(i)))];
+        chart.draw_series(std::iter::once(PathElement::new(ends.to_vec(), BLACK)))?;
+        caps(&mut chart, ends, false, BLACK.into())?;
+    }
     legend(&mut chart)?;
     root.present()?;
     Ok(())
@@ -278,22 +381,29 @@ fn format_bars(
 /// One stacked bar per model: how many formats rank it 1st, 2nd, ….
 fn rank_bars(svg: &mut String, models: &[String], ranks: &[Vec<usize>], n_formats: usize) -> anyhow::Result<()> {
     let m = models.len();
-    let labels: Vec<String> =
-        models.iter().enumerate().map(|(i, model)| format!("{}. {}", i + 1, short(&mcscore_eval::log::label(model), 28))).collect();
-    let root = SVGBackend::with_string(svg, (320 + 140 * m as u32, 520)).into_drawing_area();
+    let names: Vec<String> = models.iter().map(|model| mcscore_eval::log::label(model)).collect();
+    let labels = distinct(&names.iter().map(String::as_str).collect::<Vec<_>>(), 28);
+    let labels: Vec<String> = labels.iter().enumerate().map(|(i, l)| format!("{}. {l}", i + 1)).collect();
+    let column = (text_width(labels.iter().map(|l| l.chars().count()).max().unwrap_or(4), TEXT) + 24).max(110);
+    let root = SVGBackend::with_string(svg, (300 + column * m as u32, 460)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption("rank of each model across prompt formats", ("sans-serif", 18))
-        .margin(16)
+        .caption("rank of each model across prompt formats", ("sans-serif", CAPTION))
+        .margin(14)
         .x_label_area_size(40)
-        .y_label_area_size(50)
+        .y_label_area_size(56)
         // An integer range's end is a key point too: 0..m-1 makes m segments.
-        // drawn only with a comparison, which a sweep makes of two models or more
-        .build_cartesian_2d((0..m - 1).into_segmented(), 0f64..n_formats as f64 * 1.3)?;
+        // drawn only with a comparison, which a sweep makes of two models or more;
+        // formats are counted in whole numbers.
+        .build_cartesian_2d((0..m - 1).into_segmented(), 0usize..(n_formats * 13).div_ceil(10).max(2))?;
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .y_desc("formats")
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(GRID)
+        .y_desc("prompt formats")
+        .axis_desc_style(font(DESC))
+        .label_style(font(TEXT))
         .x_labels(m)
         .x_label_formatter(&|x| match x {
             SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
@@ -301,20 +411,20 @@ fn rank_bars(svg: &mut String, models: &[String], ranks: &[Vec<usize>], n_format
         })
         .draw()?;
     for rank in 0..m {
-        let color = Palette99::pick(rank).mix(0.8);
+        // From the blue of the bars to the red of what stands out: rank 1 darkest.
+        let t = if m > 1 { rank as f64 / (m - 1) as f64 } else { 0.0 };
+        let mix = |a: u8, b: u8| (a as f64 + (b as f64 - a as f64) * t).round() as u8;
+        let color = RGBColor(mix(FILL.0, ACCENT.0), mix(FILL.1, ACCENT.1), mix(FILL.2, ACCENT.2));
         chart
             .draw_series(ranks.iter().enumerate().map(|(model, counts)| {
                 let below: usize = counts[..rank].iter().sum();
                 let top = below + counts[rank];
-                let mut bar = Rectangle::new(
-                    [(SegmentValue::Exact(model), below as f64), (SegmentValue::Exact(model + 1), top as f64)],
-                    color.filled(),
-                );
-                bar.set_margin(0, 0, 12, 12);
+                let mut bar = Rectangle::new([(SegmentValue::Exact(model), below), (SegmentValue::Exact(model + 1), top)], color.filled());
+                bar.set_margin(1, 0, 14, 14);
                 bar
             }))?
             .label(format!("rank {}", rank + 1))
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
     }
     legend(&mut chart)?;
     root.present()?;
@@ -361,7 +471,7 @@ fn flip_matrix(svg: &mut String, base: &str, p: &mcscore_eval::compare::Pairing)
     let root = SVGBackend::with_string(svg, (560, 420)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{} (rows) → {} (columns)", short(base, 24), short(&p.other.label, 24)), ("sans-serif", 17))
+        .caption(format!("{} (rows) → {} (columns)", short(base, 24), short(&p.other.label, 24)), ("sans-serif", CAPTION))
         .margin(12)
         .build_cartesian_2d(-0.9f64..2.0, 2.6f64..0.0)?;
     let cells = [
@@ -383,12 +493,12 @@ fn flip_matrix(svg: &mut String, base: &str, p: &mcscore_eval::compare::Pairing)
         chart.draw_series(std::iter::once(Text::new(
             format!("{:.1} %  {note}", points(f.share(count))),
             (x + 0.1, y + 0.7),
-            ("sans-serif", 13),
+            ("sans-serif", TEXT - 1),
         )))?;
     }
     for (i, label) in ["right", "wrong"].iter().enumerate() {
-        chart.draw_series(std::iter::once(Text::new(format!("OTHER {label}"), (i as f64 + 0.3, 0.3), ("sans-serif", 15))))?;
-        chart.draw_series(std::iter::once(Text::new(format!("BASE {label}"), (-0.85, i as f64 + 1.0), ("sans-serif", 15))))?;
+        chart.draw_series(std::iter::once(Text::new(format!("OTHER {label}"), (i as f64 + 0.3, 0.3), font(TEXT))))?;
+        chart.draw_series(std::iter::once(Text::new(format!("BASE {label}"), (-0.85, i as f64 + 1.0), font(TEXT))))?;
     }
     root.present()?;
     Ok(())
@@ -398,28 +508,39 @@ fn kl_histogram(svg: &mut String, base: &str, p: &mcscore_eval::compare::Pairing
     let histogram = LogHistogram::of(&p.kl_per_task, 40);
     let (counts, width, top) = (&histogram.counts, histogram.width(), histogram.top);
     const FLOOR: f64 = LogHistogram::FLOOR;
-    let highest = counts.iter().copied().max().unwrap_or(1).max(1) as f64;
-    let root = SVGBackend::with_string(svg, (720, 460)).into_drawing_area();
+    // Task counts on a whole-number axis: no 0.5 tasks.
+    let highest = counts.iter().copied().max().unwrap_or(1).max(1);
+    let names = distinct(&[base, &p.other.label], 24);
+    let root = SVGBackend::with_string(svg, (600, 420)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
             format!(
                 "KL({}‖{}) per task: mean {}, p99 {} nats",
-                short(base, 20),
-                short(&p.other.label, 20),
+                names[0],
+                names[1],
                 crate::run_text::nats(p.kl.mean, false),
                 crate::run_text::nats(p.kl.p99, false)
             ),
-            ("sans-serif", 16),
+            ("sans-serif", CAPTION),
         )
-        .margin(16)
-        .x_label_area_size(44)
+        .margin(14)
+        .x_label_area_size(48)
         .y_label_area_size(56)
-        .build_cartesian_2d(FLOOR..top, 0f64..highest * 1.1)?;
-    chart.configure_mesh().x_desc("log10 KL, nats (first bin: ≤ 1e-6)").y_desc("tasks").draw()?;
+        .build_cartesian_2d(FLOOR..top, 0usize..(highest + highest.div_ceil(10)).max(2))?;
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(GRID)
+        .x_desc("log10 KL in nats (first bin: ≤ 1e-6)")
+        .y_desc("tasks")
+        .axis_desc_style(font(DESC))
+        .label_style(font(TEXT))
+        .x_label_formatter(&tick)
+        .draw()?;
     chart.draw_series(counts.iter().enumerate().filter(|(_, &n)| n > 0).map(|(i, &n)| {
         let left = FLOOR + i as f64 * width;
-        Rectangle::new([(left, 0.0), (left + width * 0.95, n as f64)], BLUE.mix(0.55).filled())
+        Rectangle::new([(left, 0), (left + width * 0.92, n)], FILL.filled())
     }))?;
     root.present()?;
     Ok(())
@@ -439,7 +560,7 @@ fn group_differences(
             name: format!("{} ({})", short(&s.name, 34), s.tasks),
             estimate: points(s.difference),
             interval: s.interval.map(interval_points),
-            color: if s.significant { RED } else { BLUE },
+            color: if s.significant { ACCENT } else { FILL },
         })
         .collect();
     let reach = rows
@@ -455,7 +576,7 @@ fn group_differences(
         mcscore_eval::compare::MIN_GROUP_FOR_INTERVAL,
         crate::run_text::p_value(k.q_level)
     );
-    let layout = ForestLayout { width: 900, row_height: 18, top: 120, label_width: 300, caption_size: 15, line: 2, dot: 3 };
+    let layout = ForestLayout { plot_width: 520, row_height: 20, top: 110, line: 2, dot: 3 };
     forest(svg, &caption, &layout, reach, &rows, &[])
 }
 
@@ -470,7 +591,7 @@ fn differences(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyho
             name,
             estimate: points(p.difference.estimate),
             interval: Some(interval_points(p.difference.interval)),
-            color: BLUE,
+            color: FILL,
         })
         .collect();
     let reach = rows.iter().filter_map(|r| r.interval).flat_map(|(l, h)| [l.abs(), h.abs()]).fold(margin * 1.5, f64::max) * 1.1;
@@ -480,7 +601,7 @@ fn differences(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyho
         points(c.interval_level),
         mcscore_metrics::shown(margin)
     );
-    let layout = ForestLayout { width: 760, row_height: 40, top: 140, label_width: 200, caption_size: 16, line: 3, dot: 4 };
+    let layout = ForestLayout { plot_width: 480, row_height: 36, top: 110, line: 2, dot: 5 };
     forest(svg, &caption, &layout, reach, &rows, &[-margin, margin])
 }
 
@@ -497,14 +618,13 @@ struct ForestRow {
     color: RGBColor,
 }
 
-/// Sizes of a forest plot, in pixels.
+/// Sizes of a forest plot, in pixels (the label area fits the labels).
 struct ForestLayout {
-    width: u32,
+    /// Width right of the labels.
+    plot_width: u32,
     row_height: u32,
     /// Height besides the rows (caption, axis).
     top: u32,
-    label_width: u32,
-    caption_size: u32,
     line: u32,
     dot: u32,
 }
@@ -513,18 +633,26 @@ struct ForestLayout {
 /// the grey lines at `marks` (the margin); intervals are cut at ±`reach`.
 fn forest(svg: &mut String, caption: &str, layout: &ForestLayout, reach: f64, rows: &[ForestRow], marks: &[f64]) -> anyhow::Result<()> {
     let n = rows.len();
-    let root = SVGBackend::with_string(svg, (layout.width, layout.top + layout.row_height * n as u32)).into_drawing_area();
+    // The label area fits the longest label, and no more.
+    let label_width = 20 + text_width(rows.iter().map(|r| r.name.chars().count()).max().unwrap_or(4), TEXT);
+    let root =
+        SVGBackend::with_string(svg, (label_width + layout.plot_width, layout.top + layout.row_height * n as u32)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(caption, ("sans-serif", layout.caption_size))
-        .margin(16)
-        .x_label_area_size(40)
-        .y_label_area_size(layout.label_width)
+        .caption(caption, ("sans-serif", CAPTION))
+        .margin(14)
+        .x_label_area_size(48)
+        .y_label_area_size(label_width)
         .build_cartesian_2d(-reach..reach, (0..n.max(1) - 1).into_segmented())?;
     chart
         .configure_mesh()
         .disable_y_mesh()
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(GRID)
         .x_desc("accuracy points (OTHER − BASE)")
+        .axis_desc_style(font(DESC))
+        .label_style(font(TEXT))
+        .x_label_formatter(&tick)
         .y_labels(n)
         .y_label_formatter(&|y| match y {
             SegmentValue::CenterOf(i) => rows.get(*i).map(|r| r.name.clone()).unwrap_or_default(),
@@ -533,12 +661,20 @@ fn forest(svg: &mut String, caption: &str, layout: &ForestLayout, reach: f64, ro
         .draw()?;
     chart.draw_series(LineSeries::new([(0.0, SegmentValue::Exact(0)), (0.0, SegmentValue::Exact(n))], BLACK.stroke_width(1)))?;
     for &m in marks {
-        chart.draw_series(LineSeries::new([(m, SegmentValue::Exact(0)), (m, SegmentValue::Exact(n))], BLACK.mix(0.4).stroke_width(1)))?;
+        chart.draw_series(DashedLineSeries::new(
+            [(m, SegmentValue::Exact(0)), (m, SegmentValue::Exact(n))],
+            5,
+            4,
+            BLACK.mix(0.45).stroke_width(1),
+        ))?;
     }
     for (i, row) in rows.iter().enumerate() {
         let y = || SegmentValue::CenterOf(i);
         if let Some((low, high)) = row.interval {
-            chart.draw_series(LineSeries::new([(low.max(-reach), y()), (high.min(reach), y())], row.color.stroke_width(layout.line)))?;
+            let ends = [(low.max(-reach), y()), (high.min(reach), y())];
+            chart.draw_series(std::iter::once(PathElement::new(ends.to_vec(), row.color.stroke_width(layout.line))))?;
+            // A cut end has no cap: the interval goes on.
+            caps(&mut chart, ends.into_iter().filter(|(x, _)| x.abs() < reach), false, row.color.stroke_width(layout.line))?;
         }
         chart.draw_series(std::iter::once(Circle::new((row.estimate, y()), layout.dot, row.color.filled())))?;
     }
@@ -551,39 +687,45 @@ fn accuracies(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyhow
         .chain(c.others.iter().map(|p| (p.other.label.as_str(), points(p.other.accuracy))))
         .collect();
     let n = runs.len();
-    let root = SVGBackend::with_string(svg, ((160 + 110 * n as u32).max(560), 480)).into_drawing_area();
+    let labels = distinct(&runs.iter().map(|r| r.0).collect::<Vec<_>>(), 28);
+    let column = (text_width(labels.iter().map(|l| l.chars().count()).max().unwrap_or(4), TEXT) + 16).max(90);
+    let root = SVGBackend::with_string(svg, ((90 + column * n as u32).max(480), 420)).into_drawing_area();
     root.fill(&WHITE)?;
     let intervals: Vec<(f64, f64)> =
         std::iter::once(c.base.accuracy_interval).chain(c.others.iter().map(|p| p.other.accuracy_interval)).map(interval_points).collect();
     let chance = points(c.chance);
-    let top = runs.iter().map(|r| r.1).chain(intervals.iter().map(|i| i.1)).fold(chance, f64::max) * 1.25;
-    let labels = distinct(&runs.iter().map(|r| r.0).collect::<Vec<_>>(), 16);
+    let top = runs.iter().map(|r| r.1).chain(intervals.iter().map(|i| i.1)).fold(chance, f64::max) * 1.2;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{} accuracy, {} tasks (95 % Wilson intervals; dashed: chance)", c.normalisation, c.tasks), ("sans-serif", 16))
-        .margin(16)
+        .caption(format!("{}, {} tasks (95 % intervals; dashed: chance)", c.normalisation, c.tasks), ("sans-serif", CAPTION))
+        .margin(14)
         .x_label_area_size(40)
-        .y_label_area_size(50)
+        .y_label_area_size(56)
         // n >= 1: BASE is always a run
         .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..top.clamp(1.0, 100.0))?;
     chart
         .configure_mesh()
         .disable_x_mesh()
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(GRID)
         .y_desc("accuracy (% correct)")
-        .axis_desc_style(("sans-serif", 16))
-        .label_style(("sans-serif", 14))
+        .axis_desc_style(font(DESC))
+        .label_style(font(TEXT))
+        .y_label_formatter(&tick)
         .x_labels(n)
         .x_label_formatter(&|x| match x {
             SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
             _ => String::new(),
         })
         .draw()?;
-    chart.draw_series(runs.iter().enumerate().map(|(i, r)| bar(i, r.1, BLUE.mix(0.5))))?;
-    chart.draw_series(intervals.iter().enumerate().map(|(i, &(low, high))| whisker(i, low, high, 2)))?;
+    chart.draw_series(runs.iter().enumerate().map(|(i, r)| bar(i, r.1, FILL.into())))?;
+    for (i, &interval) in intervals.iter().enumerate() {
+        whisker(&mut chart, i, interval)?;
+    }
     chart.draw_series(DashedLineSeries::new(
         [(SegmentValue::Exact(0), chance), (SegmentValue::Exact(n), chance)],
         6,
         4,
-        RED.stroke_width(2),
+        ACCENT.stroke_width(2),
     ))?;
     root.present()?;
     Ok(())

@@ -201,15 +201,16 @@
     const q = el("input", { id: "q", type: "search", placeholder: "search question and options  ( / )" });
     q.addEventListener("input", () => { state.q = q.value; update(); });
     c.append(q);
-    const filters = [["all", "all tasks"], ["right", "right"], ["wrong", "wrong"], ["low-margin", "margin below"]];
+    const filters = [["all", "all tasks"], ["right", "right"], ["wrong", "wrong"], ["low-margin", "a margin below the box's"]];
     if (D.runs.length > 1) {
       filters.push(["flipped", "flipped (right ↔ wrong)"]);
       for (const kind of D.flip_kinds) filters.push(["flip:" + kind, "flip: " + kind.replaceAll("_", " ")]);
     }
     dropdown("filter", "show", filters);
-    const below = el("input", { id: "below", type: "number", min: "0", max: "1", step: "0.01", value: state.below });
+    const below = el("input", { id: "below", type: "number", min: "0", max: "1", step: "0.01", value: state.below,
+      title: "the run's margin: its top option's probability less the next one's; \"show: a margin below\" lists the tasks under it" });
     below.addEventListener("input", () => { state.below = below.value; update(); });
-    c.append(below);
+    c.append(el("label", { for: "below", text: "margin below" }), below);
     dropdown("run", "run", D.runs.map((r, i) => [String(i), r.label + (i === 0 && D.runs.length > 1 ? " (BASE)" : "")]));
     if (D.runs.length > 1) dropdown("other", "against", D.runs.slice(1).map((r, i) => [String(i + 1), r.label]));
     if (T.groups.length) dropdown("group", "group", [["", "every group"], ...T.groups.map((g, i) => [String(i), g])]);
@@ -219,6 +220,9 @@
     if (D.runs.length > 1) sorts.push(["kl-desc", "KL, highest first"]);
     dropdown("sort", "sort", sorts);
     c.append(el("span", { id: "count", "data-count": "0" }), el("span", { class: "muted" }, el("kbd", { text: "j" }), " / ", el("kbd", { text: "k" }), " next / previous"));
+    // What the marks before each task say: one per run, in the runs' order.
+    const order = D.runs.map((r, i) => r.label + (i === 0 && D.runs.length > 1 ? " (BASE)" : "")).join(", ");
+    c.append(el("span", { id: "marks-legend", class: "muted", text: "marks: ✓ right, ✗ wrong, · not scored; one per run: " + order }));
   }
 
   function syncControls() {
@@ -377,23 +381,37 @@
     const w = D.sweep;
     if (!w) return;
     s.append(el("p", { class: "muted", text: w.file + ": " + w.tasks + " tasks, " + w.formats.length + " formats" + (w.circular ? ", every rotation (circular)" : "") + (w.pride_alpha ? ", PriDe with α = " + w.pride_alpha : "") }));
-    const circular = w.circular;
-    const value = (f) => (circular ? f.circular_accuracy : f.accuracy);
-    const all = w.models.flatMap((m) => m.formats.map(value)).filter((v) => v !== null && v !== undefined);
-    const lo = Math.min(...all), hi = Math.max(...all);
-    s.append(el("h2", { text: "Accuracy (%) by format and model" + (circular ? " (right under every rotation)" : "") }));
-    const heat = el("table", { class: "heat" }, el("thead", {}, el("tr", {}, el("th", { class: "text", text: "format" }), ...w.models.map((m) => el("th", { text: modelName(m.model), title: m.model })))));
+    // Accuracy in the original order always; circular accuracy beside it
+    // only where some format has any (all 0.00 says nothing a table should).
+    const known = (v) => v !== null && v !== undefined;
+    const circularValues = w.circular ? w.models.flatMap((m) => m.formats.map((f) => f.circular_accuracy)).filter(known) : [];
+    const kinds = [["accuracy", "original order", (f) => f.accuracy]];
+    if (circularValues.some((v) => v > 0)) kinds.push(["circular", "circular", (f) => f.circular_accuracy]);
+    const lo = {}, hi = {};
+    for (const [key, , value] of kinds) {
+      const all = w.models.flatMap((m) => m.formats.map(value)).filter(known);
+      lo[key] = Math.min(...all);
+      hi[key] = Math.max(...all);
+    }
+    s.append(el("h2", { text: "Accuracy (%) by format and model" + (kinds.length > 1 ? ": in the original order, and circular (right under every rotation)" : "") }));
+    if (w.circular && kinds.length === 1) s.append(el("p", { class: "muted", text: "Circular accuracy is 0.00 % in every format: no task is right under every rotation." }));
+    const head = el("tr", {}, el("th", { class: "text", text: "format" }));
+    for (const m of w.models) for (const [, label] of kinds) head.append(el("th", { text: modelName(m.model) + (kinds.length > 1 ? " " + label : ""), title: m.model }));
+    const heat = el("table", { class: "heat" }, el("thead", {}, head));
     const body = el("tbody");
     w.formats.forEach((name, f) => {
       const tr = el("tr", {}, el("td", { class: "text", text: name }));
       for (const m of w.models) {
-        const v = value(m.formats[f]);
-        const td = el("td", { class: "cell", text: pct(v) });
-        if (v !== null && v !== undefined) {
-          const t = hi > lo ? (v - lo) / (hi - lo) : 0.5;
-          td.style.backgroundColor = "hsl(" + Math.round(10 + 110 * t) + ", 65%, " + Math.round(88 - 18 * t) + "%)";
+        for (const [key, , value] of kinds) {
+          const v = value(m.formats[f]);
+          const td = el("td", { class: "cell", text: pct(v) });
+          if (known(v)) {
+            // Shaded within its kind: circular accuracy is lower than the original order's by construction.
+            const t = hi[key] > lo[key] ? (v - lo[key]) / (hi[key] - lo[key]) : 0.5;
+            td.style.backgroundColor = "hsl(" + Math.round(10 + 110 * t) + ", 65%, " + Math.round(88 - 18 * t) + "%)";
+          }
+          tr.append(td);
         }
-        tr.append(td);
       }
       body.append(tr);
     });

@@ -214,6 +214,10 @@ def check(page, case_path, shots):
     expect(b.detail_task() == str(base[order[1]]["task"]), f"j j j k by margin opens task {b.detail_task()}, not {base[order[1]]['task']}")
     fragment = b.js("return location.hash")
     expect(f"task={base[order[1]]['task']}" in fragment, f"the fragment {fragment!r} keeps the selection")
+    # The marks and the margin box say what they are.
+    legend = b.by_id("marks-legend").text
+    expect(legend.startswith("marks: ✓ right, ✗ wrong") and all(r["label"] in legend for r in report["models"]), f"marks legend {legend!r}")
+    expect(b.js("return document.querySelector('label[for=below]').textContent") == "margin below", "the margin box has a label")
     b.driver.save_screenshot(os.path.join(shots, "tasks.png"))
     b.open(page, fragment)
     expect(b.detail_task() == str(base[order[1]]["task"]), f"the shared link {fragment!r} opens task {b.detail_task()}")
@@ -230,7 +234,10 @@ def check(page, case_path, shots):
         b.set_hash("#view=sweep")
         heat = b.driver.find_elements(By.CSS_SELECTOR, "#sweep table.heat td.cell")
         sweep = case["sweep"]
-        expect(len(heat) == len(sweep["formats"]) * len(sweep["models"]), f"{len(heat)} heat map cells")
+        # The original order's accuracy per model, and circular accuracy beside it only where some format has any.
+        circular = [f.get("circular_accuracy") or 0 for m in sweep["models"] for f in m["formats"]]
+        kinds = 2 if sweep.get("circular") and any(c > 0 for c in circular) else 1
+        expect(len(heat) == len(sweep["formats"]) * len(sweep["models"]) * kinds, f"{len(heat)} heat map cells, {kinds} kind(s)")
         # A saved sweep gives fractions (schema_version 2); the page, points.
         accuracy = sweep["models"][0]["formats"][0]["accuracy"] * (100 if sweep.get("schema_version") else 1)
         expect(heat[0].text == f"{accuracy:.2f}", f"heat map cell {heat[0].text}, saved {accuracy}")
