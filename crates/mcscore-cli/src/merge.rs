@@ -42,7 +42,9 @@ pub(crate) struct Args {
     /// Print the results as JSON on stdout.
     #[arg(long, conflicts_with = "format")]
     json: bool,
-    /// `human` (a summary) or `llama` (llama-perplexity's stdout for the whole run, and its final lines on stderr).
+    /// `human` (a summary), `llama` (llama-perplexity's stdout for the whole run, and its
+    /// final lines on stderr), or the run's accuracies as a table: `csv` (fractions),
+    /// `markdown` or `latex` (percent).
     #[arg(long, value_enum, default_value = "human")]
     format: Format,
 }
@@ -51,6 +53,20 @@ pub(crate) struct Args {
 enum Format {
     Human,
     Llama,
+    Csv,
+    Markdown,
+    Latex,
+}
+
+impl Format {
+    fn table(self) -> Option<crate::table::Printed> {
+        match self {
+            Format::Human | Format::Llama => None,
+            Format::Csv => Some(crate::table::Printed::Csv),
+            Format::Markdown => Some(crate::table::Printed::Markdown),
+            Format::Latex => Some(crate::table::Printed::Latex),
+        }
+    }
 }
 
 /// The shard logs of `mcscore schemes --shard K/N`, joined into the run's
@@ -66,7 +82,8 @@ fn merge_schemes(args: &Args, target: Option<&Target<'_>>) -> anyhow::Result<Out
         file.commit()?;
         eprintln!("mcscore: {} shards merged into {} ({} tasks)", args.logs.len(), out.display(), merged.records.len());
     }
-    crate::schemes::print_report(&[merged], 1000, 1, (!args.json).then_some(crate::table::Printed::Human), None)
+    let printed = if args.json { None } else { Some(args.format.table().unwrap_or(crate::table::Printed::Human)) };
+    crate::schemes::print_report(&[merged], 1000, 1, printed, None)
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
@@ -87,6 +104,18 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let baselines = merged.baselines();
     if args.json {
         crate::print_json(&mcscore_eval::results::MergedSummary::new(&merged, args.out.as_deref()))?;
+    } else if let Some(format) = args.format.table().and_then(crate::table::Printed::table) {
+        let summary = mcscore_eval::results::MergedSummary::new(&merged, args.out.as_deref());
+        let run = crate::score::many::OneRun {
+            model: summary.model,
+            file: summary.file,
+            tasks: summary.tasks,
+            metrics: &summary.metrics,
+            chance: summary.chance,
+            majority_class: summary.majority_class,
+            groups: None,
+        };
+        out!("{}", crate::table::render_all(&crate::score::many::run_tables(&run), format))?;
     } else if args.format == Format::Llama {
         let mut shown = Shown::new(ProgressMode::None, Some(header.mode));
         shown.llama_preamble(merged.file_tasks, n, header.limit.is_none() && n < merged.file_tasks)?;

@@ -16,7 +16,7 @@ use crate::normalisation::NormArg;
 use crate::table::TableFormat;
 use crate::{defaults, output, Outcome};
 
-mod many;
+pub(crate) mod many;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -592,7 +592,7 @@ fn print_results(
         crate::print_json(&mcscore_eval::results::RunSummary::new(outcome, settings, args.lenient, groups, args.timings))?;
     } else if let Some(format) = args.format.table() {
         let summary = mcscore_eval::results::RunSummary::new(outcome, settings, args.lenient, groups, false);
-        out!("{}", crate::table::render_all(&many::run_tables(&summary), format))?;
+        out!("{}", crate::table::render_all(&many::run_tables(&(&summary).into()), format))?;
     } else {
         outln!("{} on {}: {n} tasks", crate::text::printable(&mcscore_eval::log::label(&outcome.header.model)), path.display())?;
         if let Some(chat) = &outcome.header.chat {

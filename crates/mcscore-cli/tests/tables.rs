@@ -103,6 +103,28 @@ fn several_models_and_files_give_one_table_and_a_log_per_run() {
     let acc_norm = csv.lines().find(|l| l.contains(",acc_norm,")).unwrap_or_else(|| panic!("{csv}"));
     assert_eq!(acc_norm.split(',').nth(4).unwrap().parse::<f64>().unwrap(), alone["metrics"]["acc_norm"]["accuracy"].as_f64().unwrap());
     assert!(csv.lines().any(|l| l.contains(",majority_class,")), "{csv}");
+    // Shards merged print the same table as the run they make.
+    let shards: Vec<_> = (0..2).map(|k| dir.path().join(format!("shard{k}.jsonl"))).collect();
+    for (k, shard) in shards.iter().enumerate() {
+        let out = run(&[
+            "score",
+            "-m",
+            &model,
+            "-bf",
+            &letter4,
+            "--limit-total",
+            "8",
+            "-t",
+            "2",
+            "--shard",
+            &format!("{k}/2"),
+            "--log-samples",
+            path_str(shard),
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let merged = run(&["merge", path_str(&shards[0]), path_str(&shards[1]), "--format", "csv"]);
+    assert_eq!(stdout(&merged), csv, "{}", stderr(&merged));
 }
 
 #[test]

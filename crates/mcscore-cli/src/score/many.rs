@@ -328,9 +328,34 @@ fn grid_text(grid: &Grid) -> String {
     out
 }
 
+/// What the tables of one run show: a scored run's summary, or merged shards'.
+pub(crate) struct OneRun<'a> {
+    pub(crate) model: &'a str,
+    pub(crate) file: &'a str,
+    pub(crate) tasks: usize,
+    pub(crate) metrics: &'a mcscore_eval::results::ByName<mcscore_eval::results::Accuracy>,
+    pub(crate) chance: f64,
+    pub(crate) majority_class: f64,
+    pub(crate) groups: Option<&'a mcscore_eval::results::GroupAccuracies>,
+}
+
+impl<'a> From<&'a RunSummary<'a>> for OneRun<'a> {
+    fn from(r: &'a RunSummary<'a>) -> OneRun<'a> {
+        OneRun {
+            model: r.model,
+            file: r.file,
+            tasks: r.tasks,
+            metrics: &r.metrics,
+            chance: r.chance,
+            majority_class: r.majority_class,
+            groups: r.groups.as_ref(),
+        }
+    }
+}
+
 /// The tables of one run: its accuracy under each normalisation beside the
 /// baselines, and its accuracy per group where the groups are known.
-pub(super) fn run_tables(r: &RunSummary<'_>) -> Vec<(&'static str, Table)> {
+pub(crate) fn run_tables(r: &OneRun<'_>) -> Vec<(&'static str, Table)> {
     let mut t = Table::with_detail([
         ("model", true),
         ("file", true),
@@ -358,7 +383,7 @@ pub(super) fn run_tables(r: &RunSummary<'_>) -> Vec<(&'static str, Table)> {
         t.row(row);
     }
     let mut tables = vec![("accuracy", t)];
-    if let Some(g) = &r.groups {
+    if let Some(g) = r.groups {
         let mut t = Table::new(["kind", "group", "tasks", "accuracy", "ci_low", "ci_high"]);
         for (kind, rows) in [("category", &g.categories), ("group", &g.groups)] {
             for row in rows {
