@@ -53,7 +53,7 @@ pub(crate) struct Args {
     pub(crate) others: Vec<PathBuf>,
     /// Score the models (-m, BASE first) on the task file (-bf) until every
     /// OTHER is decided, the order ends or --max-tasks; instead of reading logs.
-    #[arg(long, requires_all = ["models", "binary_file"], conflicts_with_all = ["csv", "plots"])]
+    #[arg(long, requires_all = ["models", "binary_file"], conflicts_with_all = ["plots"])]
     pub(crate) until_decided: bool,
     /// With --until-decided: a GGUF model; the first is BASE, each further one an OTHER.
     #[arg(short = 'm', long = "model", value_name = "MODEL")]

@@ -1,7 +1,9 @@
 //! The llama.cpp flags every scoring command shares (-c, -np, -b, -ub, -t,
 //! -tb, -ngl, -fa, -ctk, -ctv), with llama.cpp's names and defaults.
 
-use mcscore_engine::{ContextSize, FlashAttention, KvCache, KvType, Mmap, Settings};
+use mcscore_engine::{ContextSize, FlashAttention, KvCache, KvType, Mmap, Rope, RopeScaling, Settings};
+
+use crate::numbers::End;
 
 use crate::UsageError;
 
@@ -71,6 +73,36 @@ pub(crate) struct ComputeArgs {
     /// flash attention (not -fa off).
     #[arg(help_heading = LLAMA_HEADING, long = "cache-type-v", value_name = "TYPE", default_value = "f16", value_parser = parse_kv_type)]
     cache_type_v: KvType,
+    /// RoPE's frequency scaling (--rope-scaling), as llama.cpp: none, linear or yarn;
+    /// default: the model's. This and the other RoPE and YaRN overrides change the
+    /// scores (a log records them); scores stay batch-invariant.
+    #[arg(help_heading = LLAMA_HEADING, long = "rope-scaling", value_name = "none|linear|yarn", value_parser = parse_rope_scaling)]
+    rope_scaling: Option<RopeScaling>,
+    /// RoPE's context scaling factor (--rope-scale N): the frequency scale 1/N.
+    #[arg(help_heading = LLAMA_HEADING, long = "rope-scale", value_name = "N", value_parser = rope_value(End::Open(0.0)),
+          conflicts_with = "rope_freq_scale")]
+    rope_scale: Option<f32>,
+    /// RoPE's base frequency (--rope-freq-base); default: the model's.
+    #[arg(help_heading = LLAMA_HEADING, long = "rope-freq-base", value_name = "N", value_parser = rope_value(End::Open(0.0)))]
+    rope_freq_base: Option<f32>,
+    /// RoPE's frequency scale (--rope-freq-scale): positions are multiplied by it; default: the model's.
+    #[arg(help_heading = LLAMA_HEADING, long = "rope-freq-scale", value_name = "N", value_parser = rope_value(End::Open(0.0)))]
+    rope_freq_scale: Option<f32>,
+    /// YaRN: the context the model was trained on (--yarn-orig-ctx), in tokens; default: the model's.
+    #[arg(help_heading = LLAMA_HEADING, long = "yarn-orig-ctx", value_name = "N", value_parser = crate::numbers::whole(1u32, u32::MAX))]
+    yarn_orig_ctx: Option<u32>,
+    /// YaRN: the extrapolation mix factor (--yarn-ext-factor), 0 (full interpolation) or more; default: the model's.
+    #[arg(help_heading = LLAMA_HEADING, long = "yarn-ext-factor", value_name = "N", value_parser = rope_value(End::Closed(0.0)))]
+    yarn_ext_factor: Option<f32>,
+    /// YaRN: the attention magnitude scale (--yarn-attn-factor); default: the model's.
+    #[arg(help_heading = LLAMA_HEADING, long = "yarn-attn-factor", value_name = "N", value_parser = rope_value(End::Open(0.0)))]
+    yarn_attn_factor: Option<f32>,
+    /// YaRN: the low correction dimension (--yarn-beta-slow); default: the model's.
+    #[arg(help_heading = LLAMA_HEADING, long = "yarn-beta-slow", value_name = "N", value_parser = rope_value(End::Open(0.0)))]
+    yarn_beta_slow: Option<f32>,
+    /// YaRN: the high correction dimension (--yarn-beta-fast); default: the model's.
+    #[arg(help_heading = LLAMA_HEADING, long = "yarn-beta-fast", value_name = "N", value_parser = rope_value(End::Open(0.0)))]
+    yarn_beta_fast: Option<f32>,
     /// How the weights are read: auto (mapped, and the pages llama.cpp copies
     /// out of the mapping released as it loads), on (mapped, every page read
     /// kept resident: llama.cpp's way) or off (read into memory). On a CPU,
@@ -157,6 +189,16 @@ impl ComputeArgs {
             n_gpu_layers: self.gpu_layers()?,
             flash_attention: self.flash_attn,
             kv_cache: self.kv_cache()?,
+            rope: Rope {
+                scaling: self.rope_scaling,
+                freq_base: self.rope_freq_base,
+                freq_scale: self.rope_freq_scale.or(self.rope_scale.map(|n| 1.0 / n)),
+                yarn_orig_ctx: self.yarn_orig_ctx,
+                yarn_ext_factor: self.yarn_ext_factor,
+                yarn_attn_factor: self.yarn_attn_factor,
+                yarn_beta_slow: self.yarn_beta_slow,
+                yarn_beta_fast: self.yarn_beta_fast,
+            },
             mmap: if self.no_mmap { Mmap::Off } else { self.mmap },
         })
         .inspect(|settings: &Settings| {
@@ -210,6 +252,16 @@ fn parse_flash_attention(text: &str) -> Result<FlashAttention, String> {
         "auto" => Ok(FlashAttention::Auto),
         _ => Err(format!("expected on, off or auto, got {text:?}")),
     }
+}
+
+fn parse_rope_scaling(text: &str) -> Result<RopeScaling, String> {
+    RopeScaling::parse(text).ok_or_else(|| format!("expected none, linear or yarn, got {text:?}"))
+}
+
+/// A RoPE or YaRN value: a finite number above `low`, at most 10^12 (an f32, llama.cpp's type, holds it).
+fn rope_value(low: End) -> impl Fn(&str) -> Result<f32, String> + Clone + Send + Sync + 'static {
+    let real = crate::numbers::real("a number", low, End::Closed(1e12), "10000");
+    move |text| real(text).map(|x| x as f32)
 }
 
 fn parse_kv_type(text: &str) -> Result<KvType, String> {

@@ -63,6 +63,8 @@ pub(crate) fn renamed(args: Vec<OsString>) -> (Vec<OsString>, Vec<String>) {
                 if let Some(rest) = rest {
                     warnings.push(format!("{command} {old} is now {new}; the old name is taken until the next version"));
                     return match new.split_once(' ') {
+                        // A switch became a flag and its value: `--csv=x` is no switch, so clap refuses it.
+                        Some(_) if !rest.is_empty() => vec![arg],
                         Some((flag, value)) => vec![OsString::from(flag), OsString::from(value)],
                         None => vec![OsString::from(format!("{new}{rest}"))],
                     };

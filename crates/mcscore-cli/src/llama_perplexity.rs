@@ -88,6 +88,15 @@ const FLAGS: &[(&[&str], Flag)] = &[
     (&["-ngl", "--gpu-layers", "--n-gpu-layers"], Flag::Pass("--n-gpu-layers", true)),
     (&["-fa", "--flash-attn"], Flag::Pass("--flash-attn", true)),
     (&["-ctk", "--cache-type-k"], Flag::Pass("--cache-type-k", true)),
+    (&["--rope-scaling"], Flag::Pass("--rope-scaling", true)),
+    (&["--rope-scale"], Flag::Pass("--rope-scale", true)),
+    (&["--rope-freq-base"], Flag::Pass("--rope-freq-base", true)),
+    (&["--rope-freq-scale"], Flag::Pass("--rope-freq-scale", true)),
+    (&["--yarn-orig-ctx"], Flag::Pass("--yarn-orig-ctx", true)),
+    (&["--yarn-ext-factor"], Flag::Pass("--yarn-ext-factor", true)),
+    (&["--yarn-attn-factor"], Flag::Pass("--yarn-attn-factor", true)),
+    (&["--yarn-beta-slow"], Flag::Pass("--yarn-beta-slow", true)),
+    (&["--yarn-beta-fast"], Flag::Pass("--yarn-beta-fast", true)),
     (&["-ctv", "--cache-type-v"], Flag::Pass("--cache-type-v", true)),
     (&["--log-prefix", "--no-log-prefix", "--log-timestamps", "--no-log-timestamps", "--log-disable"], Flag::Ignore(false)),
     (&["--log-jsonl", "--no-log-jsonl", "-v", "--verbose", "--log-verbose"], Flag::Ignore(false)),
@@ -201,23 +210,7 @@ const FLAGS: &[(&[&str], Flag)] = &[
     ),
     (&["--swa-full"], Flag::Refused(false, CHANGES_SCORES)),
     (
-        &[
-            "--lora",
-            "--lora-scaled",
-            "--control-vector",
-            "--control-vector-scaled",
-            "--control-vector-layer-range",
-            "--override-kv",
-            "--rope-scaling",
-            "--rope-scale",
-            "--rope-freq-base",
-            "--rope-freq-scale",
-            "--yarn-orig-ctx",
-            "--yarn-ext-factor",
-            "--yarn-attn-factor",
-            "--yarn-beta-slow",
-            "--yarn-beta-fast",
-        ],
+        &["--lora", "--lora-scaled", "--control-vector", "--control-vector-scaled", "--control-vector-layer-range", "--override-kv"],
         Flag::Refused(true, CHANGES_SCORES),
     ),
     (
@@ -505,8 +498,11 @@ mod tests {
             assert!(error.ends_with(&format!("would change the scores (give {allowed} or leave it out)")), "{error}");
         }
         // Flags that change the numbers and are not offered, by name and why.
-        let error = words(&["llama-perplexity", "--winogrande", "--rope-freq-base", "10000"]).unwrap_err();
-        assert_eq!(error, "--rope-freq-base: not supported: it would change the scores, and mcscore does not offer it");
+        let error = words(&["llama-perplexity", "--winogrande", "--lora", "a.gguf"]).unwrap_err();
+        assert_eq!(error, "--lora: not supported: it would change the scores, and mcscore does not offer it");
+        // RoPE's overrides are passed on.
+        let out = words(&["llama-perplexity", "--winogrande", "--rope-freq-base", "10000", "--yarn-orig-ctx", "4096"]).unwrap();
+        assert!(out.join(" ").contains("--rope-freq-base 10000 --yarn-orig-ctx 4096"), "{out:?}");
         let error = words(&["llama-perplexity", "--winogrande", "-hf", "org/model"]).unwrap_err();
         assert!(error.starts_with("-hf: not supported: mcscore downloads no models"), "{error}");
     }

@@ -106,6 +106,18 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         crate::print_json(&mcscore_eval::results::MergedSummary::new(&merged, args.out.as_deref()))?;
     } else if let Some(format) = args.format.table().and_then(crate::table::Printed::table) {
         let summary = mcscore_eval::results::MergedSummary::new(&merged, args.out.as_deref());
+        // The groups the file's manifest records, as `score` shows them; a
+        // manifest that cannot be read loses nothing of the run: a warning.
+        let file = std::path::Path::new(&header.file);
+        let groups = crate::compare::groups_from(None, None, file, &header.file_sha256, Some(merged.file_tasks))
+            .and_then(|g| {
+                let log = args.logs[0].as_path();
+                Ok(g.map(|g| mcscore_eval::results::group_accuracies_of(&merged.records, &g, log)).transpose()?)
+            })
+            .unwrap_or_else(|error| {
+                eprintln!("mcscore: warning: no accuracy per group: {}", crate::with_causes(&*error));
+                None
+            });
         let run = crate::score::many::OneRun {
             model: summary.model,
             file: summary.file,
@@ -113,9 +125,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             metrics: &summary.metrics,
             chance: summary.chance,
             majority_class: summary.majority_class,
-            groups: None,
+            groups: groups.as_ref(),
         };
-        out!("{}", crate::table::render_all(&crate::score::many::run_tables(&run), format))?;
+        out!("{}", crate::score::many::run_table(&run).render(format))?;
     } else if args.format == Format::Llama {
         let mut shown = Shown::new(ProgressMode::None, Some(header.mode));
         shown.llama_preamble(merged.file_tasks, n, header.limit.is_none() && n < merged.file_tasks)?;

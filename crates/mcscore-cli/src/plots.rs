@@ -13,28 +13,31 @@ use plotters::prelude::*;
 
 use crate::run_text::points;
 
-// The figures are drawn near the width the page shows them at (520 px) and
-// a column of a paper prints them at, so their text stays legible there:
-// tick labels, axis descriptions and captions in pixels of the SVG.
-const TEXT: u32 = 15;
-const DESC: u32 = 16;
-const CAPTION: u32 = 16;
-/// Bars: a muted blue, so that intervals and marks drawn over them stay visible.
-const FILL: RGBColor = RGBColor(120, 158, 206);
-/// A second series, and what stands out (a significant group, chance).
-const ACCENT: RGBColor = RGBColor(206, 102, 88);
+// The figures are drawn near the width the page shows them at (about 520 px)
+// and a column of a paper prints them at, so their text stays legible there:
+// tick labels, axis descriptions and captions, as plotters takes sizes (it
+// writes each as font-size ÷ 1.24 in the SVG: 14.5, 15.3 and 16.1 px).
+const TEXT: u32 = 18;
+const DESC: u32 = 19;
+const CAPTION: u32 = 20;
+/// Bars: Okabe and Ito's sky blue (their palette stays distinct under
+/// every common colour-vision deficiency), light enough that intervals and
+/// marks drawn over it stay visible.
+const FILL: RGBColor = RGBColor(86, 180, 233);
+/// A second series, and what stands out (a significant group, chance):
+/// Okabe and Ito's vermillion.
+const ACCENT: RGBColor = RGBColor(213, 94, 0);
 /// The major grid only, faint: a minor grid drawn over bars is noise.
 const GRID: RGBAColor = RGBAColor(0, 0, 0, 0.12);
 /// Half the width of an interval's caps, in pixels.
 const CAP: i32 = 5;
 
-/// A tick of a continuous axis: a whole number without its ".0".
+/// A tick of a continuous axis, as the shortest decimal of its value to a
+/// millionth: 5 not 5.0, 0.05 not 0.1 (plotters puts ticks at round steps).
 fn tick(x: &f64) -> String {
-    if x.fract() == 0.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.1}")
-    }
+    let rounded = (x * 1e6).round() / 1e6;
+    // -0 is 0.
+    format!("{}", rounded + 0.0)
 }
 
 /// A tick label's or axis description's font.
@@ -42,10 +45,16 @@ fn font(size: u32) -> TextStyle<'static> {
     ("sans-serif", size).into_font().into()
 }
 
-/// The pixels a label of `chars` characters takes at `size` (sans-serif
-/// averages about 0.55 em a character), for label areas that fit their labels.
+/// The pixels a label of `chars` characters takes at plotters' `size` (at
+/// most 0.6 em a character in sans-serif), for areas that fit their labels.
+/// The tests hold every plot's text to the same estimate.
 fn text_width(chars: usize, size: u32) -> u32 {
-    (chars as f64 * size as f64 * 0.55).ceil() as u32
+    (chars as f64 * size as f64 / 1.24 * 0.6).ceil() as u32
+}
+
+/// A plot's width: `width`, or wider where its caption needs it.
+fn fit(width: u32, caption: &str) -> u32 {
+    width.max(text_width(caption.chars().count(), CAPTION) + 32)
 }
 
 /// An interval's caps: a short line across each end, drawn in pixels around
@@ -126,10 +135,11 @@ pub(crate) fn report(report: &mcscore_eval::report::Report) -> anyhow::Result<Pl
 }
 
 fn reliability(svg: &mut String, label: &str, c: &Calibration) -> anyhow::Result<()> {
-    let root = SVGBackend::with_string(svg, (560, 520)).into_drawing_area();
+    let caption = format!("{}: ECE {:.3}", short(label, 36), c.ece);
+    let root = SVGBackend::with_string(svg, (fit(560, &caption), 520)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{}: ECE {:.3}", short(label, 36), c.ece), ("sans-serif", CAPTION))
+        .caption(caption, ("sans-serif", CAPTION))
         .margin(14)
         .x_label_area_size(48)
         .y_label_area_size(58)
@@ -192,31 +202,31 @@ fn short(label: &str, max: usize) -> String {
 
 fn heatmap(svg: &mut String, rankings: &[(&str, &[f64])], models: &[String]) -> anyhow::Result<()> {
     let (rows, cols) = (rankings.len(), models.len());
-    let root = SVGBackend::with_string(svg, (120 + 170 * cols as u32, 90 + 40 * rows as u32)).into_drawing_area();
+    let names = distinct(&models.iter().map(String::as_str).collect::<Vec<_>>(), 18);
+    let names: Vec<String> = names.iter().enumerate().map(|(x, name)| format!("#{} {name}", x + 1)).collect();
+    // A column fits its label.
+    let column = (text_width(names.iter().map(|n| n.chars().count()).max().unwrap_or(4), TEXT - 2) + 16).max(170);
+    let root = SVGBackend::with_string(svg, (120 + column * cols as u32, 90 + 40 * rows as u32)).into_drawing_area();
     root.fill(&WHITE)?;
     // Label space inside the plot: one column on the left, one row on top.
     let mut chart = ChartBuilder::on(&root)
-        .caption("model rank per scheme (1 = best)", ("sans-serif", 18))
+        .caption("model rank per scheme (1 = best)", ("sans-serif", CAPTION))
         .margin(10)
         .build_cartesian_2d(-0.8f64..cols as f64, rows as f64 + 1.0..0f64)?;
     let worst = cols.max(2) as f64;
     for (y, (scheme, ranks)) in rankings.iter().enumerate() {
         let top = y as f64 + 1.0;
-        chart.draw_series(std::iter::once(Text::new(scheme.to_string(), (-0.75, top + 0.3), ("sans-serif", 16))))?;
+        chart.draw_series(std::iter::once(Text::new(scheme.to_string(), (-0.75, top + 0.3), font(TEXT))))?;
         for (x, &rank) in ranks.iter().enumerate() {
             let shade = 1.0 - (rank - 1.0) / (worst - 1.0);
             let color = RGBColor(255 - (200.0 * shade) as u8, 255 - (120.0 * shade) as u8, 255);
             let left = x as f64;
             chart.draw_series(std::iter::once(Rectangle::new([(left, top), (left + 0.98, top + 0.95)], color.filled())))?;
-            chart.draw_series(std::iter::once(Text::new(format!("{rank:.1}"), (left + 0.42, top + 0.3), ("sans-serif", 16))))?;
+            chart.draw_series(std::iter::once(Text::new(format!("{rank:.1}"), (left + 0.42, top + 0.3), font(TEXT))))?;
         }
     }
-    for (x, model) in models.iter().enumerate() {
-        chart.draw_series(std::iter::once(Text::new(
-            format!("#{} {}", x + 1, short(model, 18)),
-            (x as f64 + 0.02, 0.3),
-            ("sans-serif", 13),
-        )))?;
+    for (x, name) in names.iter().enumerate() {
+        chart.draw_series(std::iter::once(Text::new(name.clone(), (x as f64 + 0.02, 0.3), font(TEXT - 2))))?;
     }
     root.present()?;
     Ok(())
@@ -231,8 +241,9 @@ pub(crate) fn sweep(report: &mcscore_eval::sweep::SweepReport) -> anyhow::Result
     for (name, m) in names.iter().zip(&report.models) {
         let accuracy: Vec<f64> = m.formats.iter().map(|f| points(f.accuracy)).collect();
         let intervals: Vec<Option<(f64, f64)>> = m.formats.iter().map(|f| f.accuracy_interval.map(interval_points)).collect();
-        let circular: Option<Vec<f64>> =
-            report.circular.then(|| m.formats.iter().filter_map(|f| f.circular_accuracy.map(points)).collect());
+        // Per format, in the formats' order (a saved sweep may lack one).
+        let circular: Option<Vec<Option<f64>>> =
+            report.circular.then(|| m.formats.iter().map(|f| f.circular_accuracy.map(points)).collect());
         let label = mcscore_eval::log::label(&m.model);
         let svg = render(|svg| format_bars(svg, &label, &report.formats, &accuracy, &intervals, circular.as_deref()))?;
         plots.push((name.display().to_string(), svg));
@@ -300,7 +311,7 @@ fn format_bars(
     formats: &[String],
     accuracy: &[f64],
     intervals: &[Option<(f64, f64)>],
-    circular: Option<&[f64]>,
+    circular: Option<&[Option<f64>]>,
 ) -> anyhow::Result<()> {
     // One row per format, its name read across: 48 names would cross each
     // other under vertical bars.
@@ -308,22 +319,19 @@ fn format_bars(
     let label_width = 24 + text_width(formats.iter().map(|f| f.chars().count()).max().unwrap_or(4), TEXT);
     // Empty rows above the first format hold the legend, clear of every bar.
     const LEGEND_ROWS: usize = 3;
-    let root = SVGBackend::with_string(svg, (label_width + 480, 100 + 22 * (n + LEGEND_ROWS) as u32)).into_drawing_area();
+    let caption = format!(
+        "{}: accuracy per prompt format{}",
+        short(label, 40),
+        // A saved sweep file may hold no intervals.
+        if intervals.iter().any(Option::is_some) { " (95 % intervals)" } else { "" },
+    );
+    let root = SVGBackend::with_string(svg, (fit(label_width + 480, &caption), 100 + 22 * (n + LEGEND_ROWS) as u32)).into_drawing_area();
     root.fill(&WHITE)?;
     let top = accuracy.iter().copied().chain(intervals.iter().flatten().map(|i| i.1)).fold(10.0, f64::max).min(100.0) * 1.05;
     // The first format on top: rows count up from the axis.
     let at = |i: usize| n - 1 - i;
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!(
-                "{}: accuracy per prompt format{}{}",
-                short(label, 40),
-                // A saved sweep file may hold no intervals.
-                if intervals.iter().any(Option::is_some) { " (95 % intervals)" } else { "" },
-                if circular.is_some_and(|c| c.iter().all(|&a| a == 0.0)) { "; circular: 0 in every format" } else { "" }
-            ),
-            ("sans-serif", CAPTION),
-        )
+        .caption(caption, ("sans-serif", CAPTION))
         .margin(14)
         .x_label_area_size(48)
         .y_label_area_size(label_width)
@@ -353,12 +361,18 @@ fn format_bars(
         .draw_series(accuracy.iter().enumerate().map(|(i, &a)| row(i, a, 3)))?
         .label("original order")
         .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], FILL.filled()));
-    // Circular accuracy of 0 everywhere draws no bar: the caption says so instead.
-    let circular = circular.filter(|c| c.iter().any(|&a| a > 0.0));
-    if let Some(circular) = circular {
+    // Circular accuracy of 0 everywhere draws no bar: the legend says so instead.
+    let known = || circular.into_iter().flatten().flatten();
+    if known().next().is_some() && known().all(|&a| a == 0.0) {
+        chart
+            .draw_series(std::iter::empty::<Rectangle<(f64, SegmentValue<usize>)>>())?
+            .label("circular: 0 in every format")
+            .legend(|(x, y)| Rectangle::new([(x, y - 3), (x + 14, y + 3)], ACCENT.filled()));
+    }
+    if let Some(circular) = circular.filter(|_| known().any(|&a| a > 0.0)) {
         // Inside the original order's bar: circular accuracy is never above it.
         chart
-            .draw_series(circular.iter().enumerate().map(|(i, &a)| {
+            .draw_series(circular.iter().enumerate().filter_map(|(i, a)| a.map(|a| (i, a))).map(|(i, a)| {
                 let mut bar = Rectangle::new([(0.0, SegmentValue::Exact(at(i))), (a, SegmentValue::Exact(at(i) + 1))], ACCENT.filled());
                 bar.set_margin(8, 8, 0, 0);
                 bar
@@ -411,7 +425,7 @@ fn rank_bars(svg: &mut String, models: &[String], ranks: &[Vec<usize>], n_format
         })
         .draw()?;
     for rank in 0..m {
-        // From the blue of the bars to the red of what stands out: rank 1 darkest.
+        // From the bars' blue (rank 1) to the vermillion of what stands out (the last rank).
         let t = if m > 1 { rank as f64 / (m - 1) as f64 } else { 0.0 };
         let mix = |a: u8, b: u8| (a as f64 + (b as f64 - a as f64) * t).round() as u8;
         let color = RGBColor(mix(FILL.0, ACCENT.0), mix(FILL.1, ACCENT.1), mix(FILL.2, ACCENT.2));
@@ -468,12 +482,12 @@ pub(crate) fn overall(c: &mcscore_eval::compare::Comparison) -> anyhow::Result<P
 
 fn flip_matrix(svg: &mut String, base: &str, p: &mcscore_eval::compare::Pairing) -> anyhow::Result<()> {
     let f = &p.flips;
-    let root = SVGBackend::with_string(svg, (560, 420)).into_drawing_area();
+    let names = distinct(&[base, &p.other.label], 24);
+    let caption = format!("{} (rows) → {} (columns)", names[0], names[1]);
+    let root = SVGBackend::with_string(svg, (fit(560, &caption), 420)).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{} (rows) → {} (columns)", short(base, 24), short(&p.other.label, 24)), ("sans-serif", CAPTION))
-        .margin(12)
-        .build_cartesian_2d(-0.9f64..2.0, 2.6f64..0.0)?;
+    let mut chart =
+        ChartBuilder::on(&root).caption(caption, ("sans-serif", CAPTION)).margin(12).build_cartesian_2d(-0.9f64..2.0, 2.6f64..0.0)?;
     let cells = [
         (0, 0, f.both_right, String::new()),
         (1, 0, f.right_to_wrong, String::new()),
@@ -511,19 +525,17 @@ fn kl_histogram(svg: &mut String, base: &str, p: &mcscore_eval::compare::Pairing
     // Task counts on a whole-number axis: no 0.5 tasks.
     let highest = counts.iter().copied().max().unwrap_or(1).max(1);
     let names = distinct(&[base, &p.other.label], 24);
-    let root = SVGBackend::with_string(svg, (600, 420)).into_drawing_area();
+    let caption = format!(
+        "KL({}‖{}) per task: mean {}, p99 {} nats",
+        names[0],
+        names[1],
+        crate::run_text::nats(p.kl.mean, false),
+        crate::run_text::nats(p.kl.p99, false)
+    );
+    let root = SVGBackend::with_string(svg, (fit(600, &caption), 420)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!(
-                "KL({}‖{}) per task: mean {}, p99 {} nats",
-                names[0],
-                names[1],
-                crate::run_text::nats(p.kl.mean, false),
-                crate::run_text::nats(p.kl.p99, false)
-            ),
-            ("sans-serif", CAPTION),
-        )
+        .caption(caption, ("sans-serif", CAPTION))
         .margin(14)
         .x_label_area_size(48)
         .y_label_area_size(56)
@@ -569,10 +581,11 @@ fn group_differences(
         .fold(5.0, f64::max)
         .min(100.0)
         * 1.05;
+    let names = distinct(&[base, &p.other.label], 20);
     let caption = format!(
-        "{} − {} per group, points (BCa interval from {} tasks; red: BH q ≤ {})",
-        short(&p.other.label, 20),
-        short(base, 20),
+        "{} − {} per group (intervals from {} tasks; red: BH q ≤ {})",
+        names[1],
+        names[0],
         mcscore_eval::compare::MIN_GROUP_FOR_INTERVAL,
         crate::run_text::p_value(k.q_level)
     );
@@ -596,7 +609,7 @@ fn differences(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyho
         .collect();
     let reach = rows.iter().filter_map(|r| r.interval).flat_map(|(l, h)| [l.abs(), h.abs()]).fold(margin * 1.5, f64::max) * 1.1;
     let caption = format!(
-        "paired difference from {} ({:.1} % task interval), ±{} margin",
+        "OTHER − {}: {:.1} % intervals, ±{} margin",
         short(&c.base.label, 28),
         points(c.interval_level),
         mcscore_metrics::shown(margin)
@@ -635,8 +648,8 @@ fn forest(svg: &mut String, caption: &str, layout: &ForestLayout, reach: f64, ro
     let n = rows.len();
     // The label area fits the longest label, and no more.
     let label_width = 20 + text_width(rows.iter().map(|r| r.name.chars().count()).max().unwrap_or(4), TEXT);
-    let root =
-        SVGBackend::with_string(svg, (label_width + layout.plot_width, layout.top + layout.row_height * n as u32)).into_drawing_area();
+    let size = (fit(label_width + layout.plot_width, caption), layout.top + layout.row_height * n as u32);
+    let root = SVGBackend::with_string(svg, size).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(caption, ("sans-serif", CAPTION))
@@ -689,14 +702,15 @@ fn accuracies(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyhow
     let n = runs.len();
     let labels = distinct(&runs.iter().map(|r| r.0).collect::<Vec<_>>(), 28);
     let column = (text_width(labels.iter().map(|l| l.chars().count()).max().unwrap_or(4), TEXT) + 16).max(90);
-    let root = SVGBackend::with_string(svg, ((90 + column * n as u32).max(480), 420)).into_drawing_area();
+    let caption = format!("{}, {} tasks (95 % intervals; dashed: chance)", c.normalisation, c.tasks);
+    let root = SVGBackend::with_string(svg, (fit((90 + column * n as u32).max(480), &caption), 420)).into_drawing_area();
     root.fill(&WHITE)?;
     let intervals: Vec<(f64, f64)> =
         std::iter::once(c.base.accuracy_interval).chain(c.others.iter().map(|p| p.other.accuracy_interval)).map(interval_points).collect();
     let chance = points(c.chance);
     let top = runs.iter().map(|r| r.1).chain(intervals.iter().map(|i| i.1)).fold(chance, f64::max) * 1.2;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{}, {} tasks (95 % intervals; dashed: chance)", c.normalisation, c.tasks), ("sans-serif", CAPTION))
+        .caption(caption, ("sans-serif", CAPTION))
         .margin(14)
         .x_label_area_size(40)
         .y_label_area_size(56)

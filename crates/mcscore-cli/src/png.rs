@@ -6,9 +6,12 @@ use std::sync::{Arc, OnceLock};
 use anyhow::{anyhow, Context};
 use resvg::usvg;
 
-/// Pixels per SVG unit: a 640-unit plot becomes 1,280 pixels wide, sharp at
-/// a paper's column width.
-const SCALE: f32 = 2.0;
+/// The PNG's resolution: a paper's, 300 dots per inch.
+pub(crate) const DPI: f32 = 300.0;
+
+/// Pixels per SVG unit: an SVG unit is a CSS pixel, 1/96 inch, so a
+/// 640-unit plot (6.7 inches) becomes 2,000 pixels wide.
+pub(crate) const SCALE: f32 = DPI / 96.0;
 
 /// Families tried, in order, for the plots' `sans-serif` text.
 const SANS: [&str; 5] = ["DejaVu Sans", "Liberation Sans", "Noto Sans", "Arial", "Helvetica"];
@@ -47,5 +50,18 @@ pub(crate) fn of_svg(svg: &str) -> anyhow::Result<Vec<u8>> {
         resvg::tiny_skia::Pixmap::new(size.width(), size.height()).ok_or_else(|| anyhow!("the plot is too large to render as PNG"))?;
     pixmap.fill(resvg::tiny_skia::Color::WHITE);
     resvg::render(&tree, resvg::tiny_skia::Transform::from_scale(SCALE, SCALE), &mut pixmap.as_mut());
-    pixmap.encode_png().context("encoding the PNG")
+    // Written by the png crate (tiny-skia's own encoder records no
+    // resolution), with the DPI in its pHYs chunk, so that a paper's tools
+    // place it at its size. The background is opaque white: every pixel's
+    // premultiplied RGBA is its plain RGBA.
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, pixmap.width(), pixmap.height());
+    encoder.set_color(png::ColorType::Rgba);
+    encoder.set_depth(png::BitDepth::Eight);
+    let per_metre = (DPI / 0.0254).round() as u32;
+    encoder.set_pixel_dims(Some(png::PixelDimensions { xppu: per_metre, yppu: per_metre, unit: png::Unit::Meter }));
+    let mut writer = encoder.write_header().context("encoding the PNG")?;
+    writer.write_image_data(pixmap.data()).context("encoding the PNG")?;
+    writer.finish().context("encoding the PNG")?;
+    Ok(out)
 }

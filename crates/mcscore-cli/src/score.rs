@@ -57,9 +57,10 @@ pub(crate) struct Args {
     #[arg(short = 'm', long = "model", value_name = "MODEL")]
     model: Vec<PathBuf>,
     /// With several models or files: the normalisation the table of models × files
-    /// shows and --quantize compares (every run's JSON and log hold them all).
-    #[arg(long, value_enum, default_value = "acc-norm")]
-    normalisation: NormArg,
+    /// shows and --quantize compares (default acc-norm; every run's JSON and log hold
+    /// them all, and one run prints them all).
+    #[arg(long, value_enum)]
+    normalisation: Option<NormArg>,
     /// Quantize the model (-m, one) into each of these llama-quantize types first
     /// (Q8_0,Q4_K_M,Q2_K), score it and every quant on each file, and compare each quant
     /// with it, as `mcscore compare` does (margin ±1 point): quantize, score and compare
@@ -368,6 +369,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if files.len() > 1 || models.len() > 1 || !args.quantize.is_empty() {
         return many::run(&args, &models, &files);
     }
+    if args.normalisation.is_some() {
+        eprintln!("mcscore: note: --normalisation picks the column of a table of several runs; one run prints every normalisation");
+    }
     run_one(&args, &models[0], &files[0])
 }
 
@@ -485,7 +489,8 @@ pub(crate) fn prepare(
     spec.settings = settings.clone();
     spec.log = log.clone();
     spec.resume = args.resume;
-    spec.hash_model = args.json || args.format == OutputFormat::LmEval;
+    // Where the output names the model by its hash (the hash cache makes it cheap again).
+    spec.hash_model = args.json || matches!(args.format, OutputFormat::LmEval | OutputFormat::Csv);
     spec.hash_cache = Some(defaults::cache_dir());
     spec.shard = shard;
     spec.chat = args.chat.spec(path)?;
@@ -541,7 +546,9 @@ pub(crate) fn run_groups(
         None => crate::compare::groups_from(None, args.manifest.as_deref(), path, &outcome.header.file_sha256, None),
     };
     groups
-        .and_then(|groups| groups.map(|g| mcscore_eval::results::score_group_accuracies(outcome, &g, path)).transpose().map_err(Into::into))
+        .and_then(|groups| {
+            groups.map(|g| mcscore_eval::results::group_accuracies_of(&outcome.records, &g, path)).transpose().map_err(Into::into)
+        })
         .unwrap_or_else(|error| {
             eprintln!("mcscore: warning: no accuracy per group: {}", crate::with_causes(&*error));
             None
@@ -592,7 +599,7 @@ fn print_results(
         crate::print_json(&mcscore_eval::results::RunSummary::new(outcome, settings, args.lenient, groups, args.timings))?;
     } else if let Some(format) = args.format.table() {
         let summary = mcscore_eval::results::RunSummary::new(outcome, settings, args.lenient, groups, false);
-        out!("{}", crate::table::render_all(&many::run_tables(&(&summary).into()), format))?;
+        out!("{}", many::run_table(&(&summary).into()).render(format))?;
     } else {
         outln!("{} on {}: {n} tasks", crate::text::printable(&mcscore_eval::log::label(&outcome.header.model)), path.display())?;
         if let Some(chat) = &outcome.header.chat {

@@ -361,7 +361,7 @@ fn table(report: &SweepReport) -> Table {
         ("circular_ci_low", false),
         ("circular_ci_high", false),
         ("rstd", true),
-        ("pia", report.circular),
+        ("pia", true),
     ]);
     for m in &report.models {
         for f in &m.formats {

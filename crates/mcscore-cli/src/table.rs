@@ -11,9 +11,10 @@ use std::fmt::Write as _;
 use crate::text::printable;
 
 /// How a table is printed (`--format`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TableFormat {
-    /// Comma-separated values (RFC 4180): every column, fractions as they are computed.
+    /// Comma-separated values (RFC 4180's quoting, lines ending in LF):
+    /// every column, fractions as they are computed.
     Csv,
     /// A GitHub-flavoured Markdown table: the main columns, in percent where they are fractions.
     Markdown,
@@ -82,21 +83,18 @@ impl Cell {
         }
     }
 
-    /// The cell as a reader of a paper reads it: a fraction in percent where
-    /// its column is of fractions (the header says so), else as a number.
-    fn shown(&self, percent: bool) -> String {
+    /// The cell as a reader of a paper reads it: a fraction in percent,
+    /// its sign in the header where the whole column is of fractions
+    /// (`column_percent`), else beside it.
+    fn shown(&self, column_percent: bool) -> String {
+        let sign = if column_percent { "" } else { " %" };
         match self {
             Cell::Text(s) => printable(s).into_owned(),
-            Cell::Fraction(x) if percent => format!("{:.2}", 100.0 * x),
-            Cell::Fraction(x) => format!("{x:.4}"),
-            Cell::Estimate(x, se) => {
-                let scale = if percent { 100.0 } else { 1.0 };
-                let decimals = if percent { 2 } else { 4 };
-                match se {
-                    Some(se) => format!("{:.decimals$} ± {:.decimals$}", scale * x, scale * se),
-                    None => format!("{:.decimals$}", scale * x),
-                }
-            }
+            Cell::Fraction(x) => format!("{:.2}{sign}", 100.0 * x),
+            Cell::Estimate(x, se) => match se {
+                Some(se) => format!("{:.2} ± {:.2}{sign}", 100.0 * x, 100.0 * se),
+                None => format!("{:.2}{sign}", 100.0 * x),
+            },
             Cell::Number(x, decimals) => format!("{x:.decimals$}"),
             Cell::P(p) if *p < 0.001 => "< 0.001".into(),
             Cell::P(p) => format!("{p:.3}"),
@@ -152,7 +150,7 @@ impl Table {
     fn csv(&self) -> String {
         let mut writer = csv::WriterBuilder::new().terminator(csv::Terminator::Any(b'\n')).from_writer(Vec::new());
         // Writing into memory cannot fail.
-        let _ = writer.write_record(self.columns.iter().map(|c| c.name.as_str()));
+        let _ = writer.write_record(self.columns.iter().map(|c| printable(&c.name).into_owned()));
         for row in &self.rows {
             let _ = writer.write_record(row.iter().map(Cell::raw));
         }
@@ -169,7 +167,8 @@ impl Table {
             .map(|(i, c)| {
                 let cells = || self.rows.iter().map(|r| &r[i]).filter(|c| !matches!(c, Cell::Empty));
                 let percent = cells().next().is_some() && cells().all(|c| matches!(c, Cell::Fraction(_) | Cell::Estimate(..)));
-                (i, if percent { format!("{} (%)", c.name) } else { c.name.clone() }, percent)
+                let name = printable(&c.name);
+                (i, if percent { format!("{name} (%)") } else { name.into_owned() }, percent)
             })
             .collect()
     }
@@ -180,8 +179,23 @@ impl Table {
     }
 
     fn markdown(&self) -> String {
-        // A cell is one line; a `|` would end it.
-        let cell = |s: &str| s.replace('\\', "\\\\").replace('|', "\\|").replace(['\n', '\r'], " ");
+        // A cell is one line of text: a `|` would end it, and `*`, `` ` ``,
+        // `<` and brackets would be read as markup (an underscore inside a
+        // word is not, in GitHub's Markdown).
+        let cell = |s: &str| {
+            let mut out = String::with_capacity(s.len());
+            for c in s.chars() {
+                match c {
+                    '\\' | '|' | '*' | '`' | '<' | '>' | '[' | ']' => {
+                        out.push('\\');
+                        out.push(c);
+                    }
+                    '\n' | '\r' => out.push(' '),
+                    c => out.push(c),
+                }
+            }
+            out
+        };
         let columns = self.shown_columns();
         let mut out = String::new();
         let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
@@ -229,6 +243,10 @@ fn latex_text(s: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
+            // Glyphs the default font encoding sets as others (¡, ¿, —).
+            '<' => out.push_str("\\textless{}"),
+            '>' => out.push_str("\\textgreater{}"),
+            '|' => out.push_str("\\textbar{}"),
             '\n' | '\r' => out.push(' '),
             c => out.push(c),
         }
@@ -236,10 +254,11 @@ fn latex_text(s: &str) -> String {
     out
 }
 
-/// Several tables, one after another, in one format: CSV's separated by a
-/// blank line, Markdown's and LaTeX's each under its title. One table is
-/// written alone, as [`Table::render`] writes it.
-pub(crate) fn render_all(tables: &[(&str, Table)], format: TableFormat) -> String {
+/// Several tables, one after another, each under its title (in CSV a
+/// `# title` line: the commands print one CSV table, which a reader can
+/// parse, and this only where they cannot). One table is written alone, as
+/// [`Table::render`] writes it.
+pub(crate) fn render_all(tables: &[(String, Table)], format: TableFormat) -> String {
     if let [(_, table)] = tables {
         return table.render(format);
     }
@@ -249,12 +268,14 @@ pub(crate) fn render_all(tables: &[(&str, Table)], format: TableFormat) -> Strin
             out.push('\n');
         }
         match format {
-            TableFormat::Csv => {}
+            TableFormat::Csv => {
+                let _ = writeln!(out, "# {}", printable(title));
+            }
             TableFormat::Markdown => {
                 let _ = writeln!(out, "**{}**\n", title.replace('*', "\\*"));
             }
             TableFormat::Latex => {
-                let _ = writeln!(out, "% {}", title.replace(['\n', '\r'], " "));
+                let _ = writeln!(out, "% {}", printable(title));
             }
         }
         out.push_str(&table.render(format));
@@ -284,9 +305,14 @@ mod tests {
         let md = table().render(TableFormat::Markdown);
         assert_eq!(
             md,
-            "| model | accuracy (%) | p |\n| --- | ---: | ---: |\n| a\\|b_c & 50% | 12.35 | < 0.001 |\n\
+            "| model | accuracy (%) | p |\n| --- | ---: | ---: |\n| a\\|b_c & 50% | 12.35 | \\< 0.001 |\n\
              | plain,\"quoted\" | 100.00 | 0.250 |\n"
         );
+        // A column of fractions and other numbers: each fraction carries its sign.
+        let mut mixed = Table::new(["value"]);
+        mixed.row(vec![Cell::Fraction(0.5)]);
+        mixed.row(vec![Cell::Number(0.25, 3)]);
+        assert_eq!(mixed.render(TableFormat::Markdown), "| value |\n| ---: |\n| 50.00 % |\n| 0.250 |\n");
     }
 
     #[test]
@@ -295,7 +321,7 @@ mod tests {
         assert_eq!(
             tex,
             "\\begin{tabular}{lrr}\n\\toprule\nmodel & accuracy (\\%) & p \\\\\n\\midrule\n\
-             a|b\\_c \\& 50\\% & 12.35 & $<$ 0.001 \\\\\nplain,\"quoted\" & 100.00 & 0.250 \\\\\n\
+             a\\textbar{}b\\_c \\& 50\\% & 12.35 & $<$ 0.001 \\\\\nplain,\"quoted\" & 100.00 & 0.250 \\\\\n\
              \\bottomrule\n\\end{tabular}\n"
         );
         assert_eq!(latex_text("\\~^#${}"), "\\textbackslash{}\\textasciitilde{}\\textasciicircum{}\\#\\$\\{\\}");

@@ -88,6 +88,34 @@ fn a_quantised_kv_cache_changes_the_scores_and_keeps_them_batch_invariant() {
 }
 
 #[test]
+fn rope_overrides_change_the_scores_and_keep_them_batch_invariant() {
+    let (model, file, dir) = (model(), reference("mc_text5.bin"), tempdir());
+    let input = ["-bf", file.as_str(), "--multiple-choice-tasks", TASKS];
+    let rope = ["--rope-freq-base", "20000", "--rope-scaling", "linear", "--rope-scale", "2"];
+    let logs: Vec<_> = ["apart", "together", "own"].iter().map(|n| dir.path().join(format!("{n}.jsonl"))).collect();
+    score(&model, &input, &logs[0], &[&rope[..], SETTINGS[0]].concat());
+    score(&model, &input, &logs[1], &[&rope[..], SETTINGS[3]].concat());
+    score(&model, &input, &logs[2], SETTINGS[3]);
+    let (apart, together, own) = (log_tasks(&logs[0]), log_tasks(&logs[1]), log_tasks(&logs[2]));
+    assert_eq!(apart, together, "RoPE's overrides made the scores move with the batch");
+    assert_ne!(together, own, "RoPE's overrides scored as the model's own values do");
+    let kernels = log_header(&logs[1])["kernels"].as_str().unwrap().to_owned();
+    assert!(kernels.ends_with(" rope-scaling=linear rope-freq-base=20000 rope-freq-scale=0.5"), "{kernels}");
+    assert!(!log_header(&logs[2])["kernels"].as_str().unwrap().contains("rope"));
+    // Other overrides are another run: a resume refuses them, naming them.
+    let args = [&["score", "-m", model.as_str()], &input[..], &["--log-samples", path_str(&logs[1]), "--resume", "-t", "2"]].concat();
+    let out = run(&[&args[..], &["--rope-freq-base", "30000"]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("rope-freq-base=20000"), "{}", stderr(&out));
+    // Values llama.cpp could not use are refused by flag.
+    for (flag, value, says) in [("--rope-freq-base", "0", "above 0"), ("--rope-scaling", "cubic", "expected none, linear or yarn")] {
+        let out = run(&[&["score", "-m", model.as_str()], &input[..], &[flag, value]].concat());
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{flag} {value}: {}", stderr(&out));
+    }
+}
+
+#[test]
 fn winogrande_scores_the_same_however_it_is_batched() {
     let file = repo("datasets/winogrande-debiased-eval.csv");
     check_matrix("winogrande", &model(), &["--winogrande", "-f", &file, "--winogrande-tasks", TASKS], &SETTINGS, &[3]);

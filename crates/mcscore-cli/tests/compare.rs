@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use common::{interrupt, model, path_str, python_stats, repo, run, setup_browser, stderr, stdout, view_browser};
+use common::{check_plot_text, interrupt, model, path_str, python_stats, repo, run, setup_browser, stderr, stdout, view_browser};
 use serde_json::Value;
 
 /// Runs the independent implementation (tests/python/compare_reference.py).
@@ -173,12 +173,23 @@ fn the_first_line_answers_and_the_plots_are_written() {
     for name in ["flips-1-gemma-3-270m-Q8_0.svg", "kl-2-gemma-3-270m-Q2_K.svg", "differences.svg", "accuracy.svg"] {
         let svg = std::fs::read_to_string(plots.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(svg.starts_with("<svg") && svg.contains("</svg>"), "{name}");
-        // The PNG beside it: twice the SVG's width, in pixels.
+        // The PNG beside it at 300 dpi: an SVG unit is 1/96 inch, so 300/96 pixels
+        // a unit, and the resolution in its pHYs chunk (11,811 pixels a metre).
         let png = std::fs::read(plots.join(name).with_extension("png")).unwrap_or_else(|e| panic!("{name} as PNG: {e}"));
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{name}");
         let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
         let svg_width: u32 = svg.split("width=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
-        assert_eq!(width, 2 * svg_width, "{name}");
+        assert_eq!(width, (svg_width as f64 * 300.0 / 96.0).round() as u32, "{name}");
+        let phys = png.windows(4).position(|w| w == b"pHYs").unwrap_or_else(|| panic!("{name}: no pHYs chunk"));
+        let per_metre = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+        assert_eq!((per_metre(phys + 4), per_metre(phys + 8), png[phys + 12]), (11_811, 11_811, 1), "{name}");
+    }
+    // Every plot's text is legible and inside it.
+    for entry in std::fs::read_dir(&plots).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "svg") {
+            check_plot_text(&path);
+        }
     }
     let csv = stdout(&run(&["compare", path_str(&f.base), path_str(&f.q2), "--csv"]));
     let rows: Vec<&str> = csv.lines().collect();

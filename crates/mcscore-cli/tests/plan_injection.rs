@@ -41,7 +41,7 @@ fn study_values_that_would_change_the_generated_scripts_are_refused() {
             "array tasks",
         ),
         (serde_json::json!({"settings": {"x": ["-o", "out.json"]}}), "`mcscore score` would refuse them"),
-        (serde_json::json!({"settings": {"x": ["-mfoo.gguf"]}}), "`mcscore score` would refuse them"),
+        (serde_json::json!({"settings": {"x": ["-mfoo.gguf"]}}), "-mfoo.gguf is set by the plan"),
         (serde_json::json!({"settings": {"x": ["-np", "0"]}}), "`mcscore score` would refuse them"),
         (serde_json::json!({"out": "/data/out\u{2028}touch x"}), "control character"),
         (

@@ -49,6 +49,7 @@ fn report_on_two_real_runs() {
         assert!(text.starts_with("<svg") && text.contains("</svg>"), "{svg}");
         let png = std::fs::read(plots.join(svg).with_extension("png")).unwrap();
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{svg}");
+        check_plot_text(&plots.join(svg));
     }
     let text = run(&["report", path_str(&a), path_str(&b)]);
     assert!(stdout(&text).contains("Spearman ρ and Kendall τ with NR's ranking"), "{}", stdout(&text));

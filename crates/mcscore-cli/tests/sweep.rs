@@ -102,6 +102,9 @@ fn shared_prefix_sweep_matches_each_prompt_scored_alone() {
     assert!(across["min"].as_f64() <= across["mean"].as_f64() && across["mean"].as_f64() <= across["max"].as_f64());
     let svg = std::fs::read_dir(&plots).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect::<Vec<_>>();
     assert!(svg.iter().any(|n| n.starts_with("sweep-accuracy-1-") && n.ends_with(".svg")), "{svg:?}");
+    for name in svg.iter().filter(|n| n.ends_with(".svg")) {
+        check_plot_text(&plots.join(name));
+    }
 }
 
 #[test]

@@ -101,7 +101,8 @@ fn several_models_and_files_give_one_table_and_a_log_per_run() {
     let one = run(&["score", "-m", &model, "-bf", &letter4, "--limit-total", "8", "-t", "2", "--format", "csv"]);
     let csv = stdout(&one);
     let acc_norm = csv.lines().find(|l| l.contains(",acc_norm,")).unwrap_or_else(|| panic!("{csv}"));
-    assert_eq!(acc_norm.split(',').nth(4).unwrap().parse::<f64>().unwrap(), alone["metrics"]["acc_norm"]["accuracy"].as_f64().unwrap());
+    assert!(csv.starts_with("model,file,scope,name,normalisation,tasks,accuracy,"), "{csv}");
+    assert_eq!(acc_norm.split(',').nth(6).unwrap().parse::<f64>().unwrap(), alone["metrics"]["acc_norm"]["accuracy"].as_f64().unwrap());
     assert!(csv.lines().any(|l| l.contains(",majority_class,")), "{csv}");
     // Shards merged print the same table as the run they make.
     let shards: Vec<_> = (0..2).map(|k| dir.path().join(format!("shard{k}.jsonl"))).collect();
@@ -145,6 +146,18 @@ fn several_runs_refuse_what_belongs_to_one() {
     let two = format!("{text5},{}", reference("mc_letter4.bin"));
     usage(&["score", "-m", &model, "-bf", &two, "--format", "llama"], "several models or task files do not go with --format llama");
     usage(&["score", "-m", &model, "-bf", &two, "--timings"], "--timings");
+    usage(&["score", "-m", &model, "-bf", &two, "--normalisation", "acc-pmi"], "--normalisation acc-pmi needs --pmi");
+    usage(
+        &["score", "-m", &model, "--quantize", "Q8_0,q8_0", "-bf", &two, "--log-samples", path_str(&dir.path().join("q"))],
+        "--quantize Q8_0: given twice",
+    );
+    // A run's log that exists is continued only when asked, before any run starts.
+    let logs = dir.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let stem = model.rsplit('/').next().unwrap().trim_end_matches(".gguf").to_owned();
+    std::fs::write(logs.join(format!("{stem}.mc_letter4.jsonl")), "").unwrap();
+    usage(&["score", "-m", &model, "-bf", &two, "--log-samples", path_str(&logs)], "exists; add --resume to continue it");
+    assert!(!logs.join(format!("{stem}.mc_text5.jsonl")).exists(), "nothing was scored");
 }
 
 #[test]

@@ -34,7 +34,9 @@ pub use generate::{Finish, Generation, GenerationRequest};
 pub use mcscore_gguf::{read_imatrix, Imatrix, ImatrixError};
 pub use mcscore_metrics::OptionScore;
 pub use memory::{available_memory, Buffer, BufferUse, MemoryReport, Mmap, Resident};
-pub use plan::{plan, ContextSize, FlashAttention, KvCache, KvType, Plan, Settings, BATCH_RULE, MICRO_BATCH, OFFLOAD_BATCH_RULE};
+pub use plan::{
+    plan, ContextSize, FlashAttention, KvCache, KvType, Plan, Rope, RopeScaling, Settings, BATCH_RULE, MICRO_BATCH, OFFLOAD_BATCH_RULE,
+};
 pub use prepare::PreparedTask;
 pub use prompts::{PromptRequest, RowScores, Session, SessionLimits};
 pub use quantize::{quantize, QuantOptions, QuantType, TensorType};

@@ -58,6 +58,11 @@ pub struct Settings {
     /// The KV cache's types, as llama.cpp's `-ctk` and `-ctv`: a quantised
     /// cache changes the scores (and is recorded in the fingerprint).
     pub kv_cache: KvCache,
+    /// RoPE and YaRN overrides of the model's own values, as llama.cpp's
+    /// `--rope-*` and `--yarn-*`: any changes the scores (and is recorded in
+    /// the fingerprint).
+    #[serde(skip_serializing_if = "Rope::is_default")]
+    pub rope: Rope,
     /// How the weights are read (`--mmap`): memory, never a score.
     #[serde(skip)]
     pub mmap: crate::Mmap,
@@ -78,6 +83,7 @@ impl Default for Settings {
             n_gpu_layers: 999,
             flash_attention: FlashAttention::Auto,
             kv_cache: KvCache::default(),
+            rope: Rope::default(),
             mmap: crate::Mmap::Auto,
         }
     }
@@ -174,6 +180,97 @@ pub struct KvCache {
     pub v: KvType,
 }
 
+/// How RoPE's frequencies are scaled (`--rope-scaling`), as llama.cpp names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RopeScaling {
+    /// None.
+    None,
+    /// Linear: positions divided by the scale.
+    Linear,
+    /// YaRN.
+    Yarn,
+}
+
+impl RopeScaling {
+    /// llama.cpp's name, as `--rope-scaling` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RopeScaling::None => "none",
+            RopeScaling::Linear => "linear",
+            RopeScaling::Yarn => "yarn",
+        }
+    }
+
+    /// The scaling llama.cpp calls `name`.
+    pub fn parse(name: &str) -> Option<RopeScaling> {
+        [RopeScaling::None, RopeScaling::Linear, RopeScaling::Yarn].into_iter().find(|s| s.name() == name)
+    }
+}
+
+/// RoPE and YaRN overrides (llama.cpp's `--rope-scaling`, `--rope-freq-base`,
+/// `--rope-freq-scale`, `--yarn-orig-ctx`, `--yarn-ext-factor`,
+/// `--yarn-attn-factor`, `--yarn-beta-slow`, `--yarn-beta-fast`): each
+/// `None` keeps the model's own value, as llama.cpp's defaults do.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
+pub struct Rope {
+    /// The frequency scaling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<RopeScaling>,
+    /// The base frequency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub freq_base: Option<f32>,
+    /// The frequency scale (`--rope-scale N` is 1/N).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub freq_scale: Option<f32>,
+    /// YaRN's original context.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub yarn_orig_ctx: Option<u32>,
+    /// YaRN's extrapolation mix factor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub yarn_ext_factor: Option<f32>,
+    /// YaRN's attention magnitude scale.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub yarn_attn_factor: Option<f32>,
+    /// YaRN's low correction dimension.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub yarn_beta_slow: Option<f32>,
+    /// YaRN's high correction dimension.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub yarn_beta_fast: Option<f32>,
+}
+
+// Settings are compared whole (a resume's check); every value here is finite
+// (the flags refuse NaN), so equality is an equivalence.
+impl Eq for Rope {}
+
+impl Rope {
+    /// Whether the model's own values are kept.
+    pub fn is_default(&self) -> bool {
+        *self == Rope::default()
+    }
+
+    /// The overrides given, as llama.cpp's flags and their values
+    /// (`rope-freq-base=20000 yarn-orig-ctx=4096`), in its order.
+    pub fn identity(&self) -> String {
+        let float = |name: &str, v: Option<f32>| v.map(|v| format!("{name}={v}"));
+        [
+            self.scaling.map(|s| format!("rope-scaling={}", s.name())),
+            float("rope-freq-base", self.freq_base),
+            float("rope-freq-scale", self.freq_scale),
+            self.yarn_orig_ctx.map(|n| format!("yarn-orig-ctx={n}")),
+            float("yarn-ext-factor", self.yarn_ext_factor),
+            float("yarn-attn-factor", self.yarn_attn_factor),
+            float("yarn-beta-slow", self.yarn_beta_slow),
+            float("yarn-beta-fast", self.yarn_beta_fast),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ")
+    }
+}
+
 /// Tokens in every micro-batch (`llama_decode` call): each is padded to
 /// exactly this many, so every row takes the same llama.cpp kernels
 /// whatever it is batched with. Below 64, where the CPU's flash attention
@@ -220,6 +317,11 @@ impl Settings {
             if kind != KvType::F16 {
                 rule.push_str(&format!(" {name}={}", kind.name()));
             }
+        }
+        // RoPE's overrides where any is given (none keeps the fingerprint as it was).
+        if !self.rope.is_default() {
+            rule.push(' ');
+            rule.push_str(&self.rope.identity());
         }
         // Which layers run where changes the numbers too.
         if self.alone() {
@@ -416,6 +518,7 @@ mod tests {
             n_gpu_layers: 0,
             flash_attention: FlashAttention::Off,
             kv_cache: KvCache::default(),
+            rope: Rope::default(),
             mmap: crate::Mmap::Auto,
         }
     }

@@ -288,7 +288,7 @@ impl Engine {
 
     /// The context parameters for `plan` under `settings`.
     pub(crate) fn context_params(&self, plan: &Plan, settings: &Settings) -> Result<LlamaContextParams, EngineError> {
-        Ok(LlamaContextParams::default()
+        let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(u32::try_from(plan.n_ctx).map_err(|_| EngineError::ContextOverflow { n_ctx: plan.n_ctx })?))
             .with_n_batch(plan.n_batch)
             .with_n_ubatch(plan.n_ubatch)
@@ -307,8 +307,40 @@ impl Engine {
             .with_type_k(settings.kv_cache.k.cache_type())
             .with_type_v(settings.kv_cache.v.cache_type())
             .with_n_threads(settings.threads)
-            .with_n_threads_batch(settings.threads_batch))
+            .with_n_threads_batch(settings.threads_batch);
+        Ok(rope_params(params, &settings.rope))
     }
+}
+
+/// `params` with RoPE's overrides; what is not overridden keeps llama.cpp's
+/// default, which reads the model's own value.
+fn rope_params(mut params: LlamaContextParams, rope: &crate::Rope) -> LlamaContextParams {
+    use llama_cpp_2::context::params::RopeScalingType;
+    if let Some(scaling) = rope.scaling {
+        params = params.with_rope_scaling_type(match scaling {
+            crate::RopeScaling::None => RopeScalingType::None,
+            crate::RopeScaling::Linear => RopeScalingType::Linear,
+            crate::RopeScaling::Yarn => RopeScalingType::Yarn,
+        });
+    }
+    type Set = fn(LlamaContextParams, f32) -> LlamaContextParams;
+    let floats: [(Option<f32>, Set); 6] = [
+        (rope.freq_base, LlamaContextParams::with_rope_freq_base),
+        (rope.freq_scale, LlamaContextParams::with_rope_freq_scale),
+        (rope.yarn_ext_factor, LlamaContextParams::with_yarn_ext_factor),
+        (rope.yarn_attn_factor, LlamaContextParams::with_yarn_attn_factor),
+        (rope.yarn_beta_slow, LlamaContextParams::with_yarn_beta_slow),
+        (rope.yarn_beta_fast, LlamaContextParams::with_yarn_beta_fast),
+    ];
+    for (value, set) in floats {
+        if let Some(value) = value {
+            params = set(params, value);
+        }
+    }
+    if let Some(n) = rope.yarn_orig_ctx {
+        params = params.with_yarn_orig_ctx(n);
+    }
+    params
 }
 
 /// A fill's batch entries: every node of `trie` but the first `reused` nodes

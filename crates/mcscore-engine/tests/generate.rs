@@ -22,6 +22,7 @@ fn settings() -> Settings {
         n_gpu_layers: 0,
         flash_attention: FlashAttention::Auto,
         kv_cache: Default::default(),
+        rope: Default::default(),
         mmap: Mmap::Auto,
     }
 }

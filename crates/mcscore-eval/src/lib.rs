@@ -58,6 +58,7 @@ mod hashes;
 mod job;
 pub mod llama;
 pub mod lm_eval;
+pub mod many;
 pub mod report;
 pub mod results;
 pub mod run;

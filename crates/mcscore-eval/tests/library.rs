@@ -213,6 +213,7 @@ fn settings() -> mcscore_engine::Settings {
         n_gpu_layers: 0,
         flash_attention: mcscore_engine::FlashAttention::Auto,
         kv_cache: Default::default(),
+        rope: Default::default(),
         mmap: mcscore_engine::Mmap::Auto,
     }
 }

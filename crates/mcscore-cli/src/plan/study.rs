@@ -303,7 +303,10 @@ impl Study {
             for flag in flags {
                 plain(&format!("settings {name:?}:"), flag)?;
             }
-            if let Some(flag) = flags.iter().find(|f| PLANNED_FLAGS.contains(&f.split('=').next().unwrap_or(""))) {
+            // `-mfoo.gguf` is `-m foo.gguf`: a short flag takes its value glued.
+            let planned =
+                |f: &&String| PLANNED_FLAGS.contains(&f.split('=').next().unwrap_or("")) || (f.starts_with("-m") && !f.starts_with("--"));
+            if let Some(flag) = flags.iter().find(planned) {
                 return Err(StudyFault::PlannedFlag { name: name.clone(), flag: flag.clone() });
             }
         }

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use mcscore_engine::{QuantOptions, QuantType};
 
-use mcscore_eval::results::{Grid, RunSummary, RunsSummary};
+use mcscore_eval::many::{Grid, RunsSummary};
+use mcscore_eval::results::RunSummary;
 use mcscore_eval::{End, EvalError};
 
 use super::{prepare, run_groups, Args, OutputFormat};
@@ -39,6 +40,13 @@ pub(super) fn run(args: &Args, models: &[PathBuf], files: &[PathBuf]) -> anyhow:
     if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
         return Err(UsageError(format!("several models or task files do not go with {flag}")).into());
     }
+    let norm = normalisation(args);
+    if norm == mcscore_metrics::Normalisation::AccPmi && !args.pmi {
+        return Err(UsageError("--normalisation acc-pmi needs --pmi (the unconditional pass acc_pmi comes from)".into()).into());
+    }
+    if let Some(twice) = args.quantize.iter().enumerate().find_map(|(k, t)| args.quantize[..k].contains(t).then_some(t)) {
+        return Err(UsageError(format!("--quantize {}: given twice; give each type once", twice.name())).into());
+    }
     let file_labels = labels(files, "-bf")?;
     if let Some(manifest) = args.manifest.as_deref() {
         crate::compare::check_named_manifest(manifest)?;
@@ -56,16 +64,38 @@ pub(super) fn run(args: &Args, models: &[PathBuf], files: &[PathBuf]) -> anyhow:
     let models = models.as_slice();
     let model_labels = labels(models, "-m")?;
     let runs: Vec<(usize, usize)> = (0..models.len()).flat_map(|m| (0..files.len()).map(move |f| (m, f))).collect();
-    // Each run's log, checked before anything is scored.
+    // Each run's log, checked before anything is scored: one name per run,
+    // and an existing log only with --resume.
     let logs: Vec<Option<PathBuf>> = runs
         .iter()
         .map(|&(m, f)| -> anyhow::Result<Option<PathBuf>> {
             let Some(dir) = &args.log_samples else { return Ok(None) };
             let log = dir.join(format!("{}.{}.jsonl", model_labels[m], file_labels[f]));
             output::check_log(&log, "--log-samples", &[&files[f], &models[m]])?;
+            if log.exists() && !args.resume {
+                return Err(UsageError(format!(
+                    "{}: --log-samples: the log of {} on {} exists; add --resume to continue it, or give another folder",
+                    log.display(),
+                    printable(&model_labels[m]),
+                    printable(&file_labels[f])
+                ))
+                .into());
+            }
             Ok(Some(log))
         })
         .collect::<anyhow::Result<_>>()?;
+    if let Some((k, log)) =
+        logs.iter().enumerate().find_map(|(k, l)| l.as_ref().filter(|l| logs[..k].contains(&Some(l.to_path_buf()))).map(|l| (k, l)))
+    {
+        let (m, f) = runs[k];
+        return Err(UsageError(format!(
+            "{}: --log-samples: two runs would share this log ({} on {} and another); rename a model or a file",
+            log.display(),
+            printable(&model_labels[m]),
+            printable(&file_labels[f])
+        ))
+        .into());
+    }
     if let Some(dir) = args.log_samples.as_deref().filter(|_| !quants.is_empty()) {
         quantize(args, &models[0], dir)?;
     }
@@ -95,7 +125,6 @@ pub(super) fn run(args: &Args, models: &[PathBuf], files: &[PathBuf]) -> anyhow:
             return Ok(Outcome::Interrupted);
         }
         let groups = run_groups(args, &outcome, &files[f], found);
-        let norm = mcscore_metrics::Normalisation::from(args.normalisation);
         if let Some(a) = mcscore_eval::results::accuracies(&outcome.records).get(norm.name()) {
             eprintln!(
                 "mcscore: {} on {}: {} {:.2} % over {} tasks ({:.1} s)",
@@ -111,15 +140,24 @@ pub(super) fn run(args: &Args, models: &[PathBuf], files: &[PathBuf]) -> anyhow:
     }
     let summaries: Vec<RunSummary<'_>> =
         done.iter().map(|d| RunSummary::new(&d.outcome, &d.settings, args.lenient, d.groups.clone(), false)).collect();
-    let mut summary = RunsSummary::new(summaries, args.normalisation.into());
+    let mut summary = RunsSummary::new(summaries, norm);
     if !quants.is_empty() {
         summary.comparisons = comparisons(args, &done, files, &model_labels)?;
     }
     if args.json {
         crate::print_json(&summary)?;
     } else if let Some(format) = args.format.table() {
-        let mut tables = vec![("accuracy of each model on each file", grid_table(&summary, format))];
-        tables.extend(summary.comparisons.iter().map(|c| ("each quant against the model", crate::compare::table(c))));
+        // CSV: one table, a row per run with its comparison beside it; for
+        // reading: the table, then each file's comparison under its name.
+        let mut tables = vec![("accuracy of each model on each file".to_owned(), grid_table(&summary, format))];
+        if format != crate::table::TableFormat::Csv {
+            tables.extend(
+                summary
+                    .comparisons
+                    .iter()
+                    .map(|c| (format!("{}: each quant against the model", mcscore_eval::log::label(&c.file)), crate::compare::table(c))),
+            );
+        }
         out!("{}", crate::table::render_all(&tables, format))?;
     } else {
         for c in &summary.comparisons {
@@ -133,6 +171,11 @@ pub(super) fn run(args: &Args, models: &[PathBuf], files: &[PathBuf]) -> anyhow:
         out!("{}", grid_text(&summary.table))?;
     }
     Ok(Outcome::Ok)
+}
+
+/// The normalisation of the table and the comparisons (--normalisation; acc_norm by default).
+fn normalisation(args: &Args) -> mcscore_metrics::Normalisation {
+    args.normalisation.map_or(mcscore_metrics::Normalisation::AccNorm, Into::into)
 }
 
 /// Where --quantize writes `base` quantized as `quant`: `MODEL.TYPE.gguf` in the study's folder.
@@ -194,10 +237,12 @@ fn quantize(args: &Args, base: &Path, dir: &Path) -> anyhow::Result<()> {
                 base.display()
             );
         }
-        crate::quantize::write(base, &path, mcscore_format::Existing::Refuse, quant, &options)?;
+        // Recorded before the quant is renamed into place: a stop between the
+        // two leaves a record of a quant not there, which is made again.
         record.insert(name, source);
         let text = serde_json::to_vec_pretty(&record)?;
         mcscore_format::write_atomic(&record_path, &text).map_err(|e| anyhow::anyhow!("{}: {e}", record_path.display()))?;
+        crate::quantize::write(base, &path, mcscore_format::Existing::Refuse, quant, &options)?;
     }
     Ok(())
 }
@@ -212,7 +257,7 @@ fn comparisons(
 ) -> anyhow::Result<Vec<mcscore_eval::compare::Comparison>> {
     // compare's defaults (margin ±1 point, α 0.05, 1,000 resamples, seed 1) under the normalisation asked for.
     let mut options = mcscore_eval::compare::CompareOptions::default();
-    options.normalisation = args.normalisation.into();
+    options.normalisation = normalisation(args);
     let run = |k: usize, m: usize| mcscore_eval::run::Run {
         label: model_labels[m].clone(),
         source: done[k].log.clone().unwrap_or_default(),
@@ -258,9 +303,31 @@ fn labels(paths: &[PathBuf], flag: &str) -> Result<Vec<String>, UsageError> {
 fn grid_table(summary: &RunsSummary<'_>, format: TableFormat) -> Table {
     let grid = &summary.table;
     if format == TableFormat::Csv {
-        let mut t = Table::new(["model", "file", "tasks", "normalisation", "accuracy", "stderr", "file_sha256", "model_sha256"]);
+        let mut t = Table::new([
+            "model",
+            "file",
+            "tasks",
+            "normalisation",
+            "accuracy",
+            "stderr",
+            "difference",
+            "ci_low",
+            "ci_high",
+            "verdict",
+            "mcnemar_p",
+            "file_sha256",
+            "model_sha256",
+        ]);
         for r in &summary.runs {
             let a = r.metrics.get(grid.normalisation);
+            // With --quantize, a quant's row carries its comparison with the model on that file.
+            let pairing = summary
+                .comparisons
+                .iter()
+                .filter(|c| c.file_sha256 == r.file_sha256)
+                .flat_map(|c| &c.others)
+                .find(|p| p.other.model == r.model);
+            let d = pairing.map(|p| &p.difference);
             t.row(vec![
                 Cell::text(mcscore_eval::log::label(r.model)),
                 Cell::text(mcscore_eval::log::label(r.file)),
@@ -268,6 +335,11 @@ fn grid_table(summary: &RunsSummary<'_>, format: TableFormat) -> Table {
                 Cell::text(grid.normalisation),
                 a.map_or(Cell::Empty, |a| Cell::Fraction(a.accuracy)),
                 a.and_then(|a| a.stderr).map_or(Cell::Empty, Cell::Fraction),
+                d.map_or(Cell::Empty, |d| Cell::Fraction(d.estimate)),
+                d.map_or(Cell::Empty, |d| Cell::Fraction(d.interval.0)),
+                d.map_or(Cell::Empty, |d| Cell::Fraction(d.interval.1)),
+                pairing.map_or(Cell::Empty, |p| Cell::text(p.verdict.name())),
+                pairing.map_or(Cell::Empty, |p| Cell::P(p.mcnemar.p)),
                 Cell::text(r.file_sha256),
                 Cell::text(r.model_sha256),
             ]);
@@ -353,51 +425,55 @@ impl<'a> From<&'a RunSummary<'a>> for OneRun<'a> {
     }
 }
 
-/// The tables of one run: its accuracy under each normalisation beside the
-/// baselines, and its accuracy per group where the groups are known.
-pub(crate) fn run_tables(r: &OneRun<'_>) -> Vec<(&'static str, Table)> {
+/// The table of one run: its accuracy under each normalisation, the
+/// baselines, and its accuracy per category and group where the groups are
+/// known, one row each (`scope` says which), so that CSV holds one table.
+pub(crate) fn run_table(r: &OneRun<'_>) -> Table {
     let mut t = Table::with_detail([
         ("model", true),
         ("file", true),
+        ("scope", true),
+        ("name", true),
+        ("normalisation", false),
         ("tasks", true),
-        ("metric", true),
         ("accuracy", true),
         ("stderr", true),
+        ("ci_low", true),
+        ("ci_high", true),
         ("correct", false),
     ]);
-    let head =
-        || vec![Cell::text(mcscore_eval::log::label(r.model)), Cell::text(mcscore_eval::log::label(r.file)), Cell::Count(r.tasks as u64)];
+    let head = || [Cell::text(mcscore_eval::log::label(r.model)), Cell::text(mcscore_eval::log::label(r.file))];
+    let tasks = Cell::Count(r.tasks as u64);
     for (name, a) in r.metrics.0.iter() {
-        let mut row = head();
-        row.extend([
-            Cell::text(name),
-            Cell::Fraction(a.accuracy),
-            a.stderr.map_or(Cell::Empty, Cell::Fraction),
-            Cell::Count(a.correct as u64),
-        ]);
-        t.row(row);
+        let stderr = a.stderr.map_or(Cell::Empty, Cell::Fraction);
+        let rest = [Cell::text(name), tasks.clone(), Cell::Fraction(a.accuracy), stderr, Cell::Empty, Cell::Empty];
+        t.row(head().into_iter().chain([Cell::text("run"), Cell::text(name)]).chain(rest).chain([Cell::Count(a.correct as u64)]).collect());
     }
     for (name, value) in [("chance", r.chance), ("majority_class", r.majority_class)] {
-        let mut row = head();
-        row.extend([Cell::text(name), Cell::Fraction(value), Cell::Empty, Cell::Empty]);
-        t.row(row);
+        let rest = [Cell::Empty, tasks.clone(), Cell::Fraction(value), Cell::Empty, Cell::Empty, Cell::Empty, Cell::Empty];
+        t.row(head().into_iter().chain([Cell::text("baseline"), Cell::text(name)]).chain(rest).collect());
     }
-    let mut tables = vec![("accuracy", t)];
     if let Some(g) = r.groups {
-        let mut t = Table::new(["kind", "group", "tasks", "accuracy", "ci_low", "ci_high"]);
-        for (kind, rows) in [("category", &g.categories), ("group", &g.groups)] {
+        for (scope, rows) in [("category", &g.categories), ("group", &g.groups)] {
             for row in rows {
-                t.row(vec![
-                    Cell::text(kind),
-                    Cell::text(&*row.name),
-                    Cell::Count(row.tasks as u64),
-                    Cell::Fraction(row.accuracy),
-                    Cell::Fraction(row.low),
-                    Cell::Fraction(row.high),
-                ]);
+                t.row(
+                    head()
+                        .into_iter()
+                        .chain([
+                            Cell::text(scope),
+                            Cell::text(&*row.name),
+                            Cell::text(g.normalisation),
+                            Cell::Count(row.tasks as u64),
+                            Cell::Fraction(row.accuracy),
+                            Cell::Empty,
+                            Cell::Fraction(row.low),
+                            Cell::Fraction(row.high),
+                            Cell::Count(row.correct as u64),
+                        ])
+                        .collect(),
+                );
             }
         }
-        tables.push(("accuracy by group (95 % Wilson intervals)", t));
     }
-    tables
+    t
 }

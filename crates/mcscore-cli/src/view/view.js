@@ -221,8 +221,8 @@
     dropdown("sort", "sort", sorts);
     c.append(el("span", { id: "count", "data-count": "0" }), el("span", { class: "muted" }, el("kbd", { text: "j" }), " / ", el("kbd", { text: "k" }), " next / previous"));
     // What the marks before each task say: one per run, in the runs' order.
-    const order = D.runs.map((r, i) => r.label + (i === 0 && D.runs.length > 1 ? " (BASE)" : "")).join(", ");
-    c.append(el("span", { id: "marks-legend", class: "muted", text: "marks: ✓ right, ✗ wrong, · not scored; one per run: " + order }));
+    const runs = D.runs.map((r, i) => r.label + (i === 0 && D.runs.length > 1 ? " (BASE)" : "")).join(", ");
+    c.append(el("span", { id: "marks-legend", class: "muted", text: "marks: ✓ right, ✗ wrong, · not scored; one per run: " + runs }));
   }
 
   function syncControls() {
@@ -394,7 +394,7 @@
       hi[key] = Math.max(...all);
     }
     s.append(el("h2", { text: "Accuracy (%) by format and model" + (kinds.length > 1 ? ": in the original order, and circular (right under every rotation)" : "") }));
-    if (w.circular && kinds.length === 1) s.append(el("p", { class: "muted", text: "Circular accuracy is 0.00 % in every format: no task is right under every rotation." }));
+    if (w.circular && kinds.length === 1 && circularValues.length) s.append(el("p", { class: "muted", text: "Circular accuracy is 0.00 % in every format: no task is right under every rotation." }));
     const head = el("tr", {}, el("th", { class: "text", text: "format" }));
     for (const m of w.models) for (const [, label] of kinds) head.append(el("th", { text: modelName(m.model) + (kinds.length > 1 ? " " + label : ""), title: m.model }));
     const heat = el("table", { class: "heat" }, el("thead", {}, head));

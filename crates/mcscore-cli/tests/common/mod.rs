@@ -279,3 +279,45 @@ pub fn jinja2(requests: &[serde_json::Value]) -> Vec<serde_json::Value> {
     assert!(out.status.success(), "chat_reference.py: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// Every text of the SVG plot at `path` is legible where a page or a
+/// paper's column shows the plot (520 px wide, or its own width if less: at
+/// least 9 px) and lies inside the picture, its extent estimated at 0.6 em
+/// a character (plots.rs sizes its label areas by the same estimate) from
+/// its anchor. Rotated text is held to its height only.
+pub fn check_plot_text(path: &Path) {
+    let svg = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let attribute = |tag: &str, name: &str| -> Option<String> {
+        let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        Some(tag[start..].split('"').next()?.to_owned())
+    };
+    let head = &svg[..svg.find('>').unwrap()];
+    let number = |tag: &str, name: &str| attribute(tag, name).and_then(|v| v.parse::<f64>().ok());
+    let (width, height) = (number(head, "width").unwrap(), number(head, "height").unwrap());
+    let shown = (520.0 / width).min(1.0);
+    let mut texts = 0;
+    for piece in svg.split("<text").skip(1) {
+        let (tag, rest) = piece.split_once('>').unwrap();
+        let content = rest.split("</text>").next().unwrap();
+        let content = content.trim().replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&").replace("&quot;", "\"");
+        if content.trim().is_empty() {
+            continue;
+        }
+        texts += 1;
+        let size = number(tag, "font-size").unwrap_or_else(|| panic!("{}: no font-size in <text{tag}>", path.display()));
+        assert!(size * shown >= 9.0, "{}: {content:?} is {size:.1} px, {:.1} px where the plot is shown", path.display(), size * shown);
+        let (x, y) = (number(tag, "x").unwrap(), number(tag, "y").unwrap());
+        assert!((-1.0..=height + 1.0).contains(&y), "{}: {content:?} at y = {y} outside 0..{height}", path.display());
+        if attribute(tag, "transform").is_some() {
+            continue;
+        }
+        let extent = 0.6 * size * content.chars().count() as f64;
+        let (left, right) = match attribute(tag, "text-anchor").as_deref() {
+            Some("middle") => (x - extent / 2.0, x + extent / 2.0),
+            Some("end") => (x - extent, x),
+            _ => (x, x + extent),
+        };
+        assert!(left >= -1.0 && right <= width + 1.0, "{}: {content:?} spans {left:.0}..{right:.0}, outside 0..{width}", path.display());
+    }
+    assert!(texts > 0, "{}: no text", path.display());
+}
