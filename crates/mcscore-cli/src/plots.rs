@@ -504,11 +504,11 @@ fn flip_matrix(svg: &mut String, base: &str, p: &mcscore_eval::compare::Pairing)
         };
         chart.draw_series(std::iter::once(Rectangle::new([(x, y), (x + 0.97, y + 0.97)], color.filled())))?;
         chart.draw_series(std::iter::once(Text::new(format!("{count}"), (x + 0.35, y + 0.38), ("sans-serif", 24))))?;
-        chart.draw_series(std::iter::once(Text::new(
-            format!("{:.1} %  {note}", points(f.share(count))),
-            (x + 0.1, y + 0.7),
-            ("sans-serif", TEXT - 1),
-        )))?;
+        // The share, and the note on a line of its own: a cell is a third of the width.
+        chart.draw_series(std::iter::once(Text::new(format!("{:.1} %", points(f.share(count))), (x + 0.1, y + 0.62), font(TEXT - 1))))?;
+        if !note.is_empty() {
+            chart.draw_series(std::iter::once(Text::new(note, (x + 0.1, y + 0.8), font(TEXT - 1))))?;
+        }
     }
     for (i, label) in ["right", "wrong"].iter().enumerate() {
         chart.draw_series(std::iter::once(Text::new(format!("OTHER {label}"), (i as f64 + 0.3, 0.3), font(TEXT))))?;
