@@ -86,7 +86,7 @@ impl Cell {
     /// The cell as a reader of a paper reads it: a fraction in percent,
     /// its sign in the header where the whole column is of fractions
     /// (`column_percent`), else beside it.
-    fn shown(&self, column_percent: bool) -> String {
+    pub(crate) fn shown(&self, column_percent: bool) -> String {
         let sign = if column_percent { "" } else { " %" };
         match self {
             Cell::Text(s) => printable(s).into_owned(),

@@ -369,13 +369,8 @@ fn grid_text(grid: &Grid) -> String {
         grid.benchmarks.len(),
         if grid.benchmarks.len() == 1 { "" } else { "s" }
     );
-    let cell = |a: &Option<mcscore_eval::results::Accuracy>| match a {
-        Some(a) => match a.stderr {
-            Some(se) => format!("{:.2} ± {:.2}", 100.0 * a.accuracy, 100.0 * se),
-            None => format!("{:.2}", 100.0 * a.accuracy),
-        },
-        None => "-".to_owned(),
-    };
+    // As the Markdown and LaTeX tables write a cell (the header says percent).
+    let cell = |a: &Option<mcscore_eval::results::Accuracy>| a.map_or("-".to_owned(), |a| Cell::Estimate(a.accuracy, a.stderr).shown(true));
     let model_width = grid.models.iter().map(|m| printable(m).chars().count()).max().unwrap_or(0).max(5);
     let widths: Vec<usize> = grid
         .benchmarks
