@@ -333,14 +333,23 @@ fn invalid_file(error: EvalError, lenient: bool) -> anyhow::Error {
 
 /// Paths given by a repeated flag, each possibly a comma-separated list
 /// (lm-eval's `--tasks a,b`); a path that exists as given is never split.
-fn paths(given: &[PathBuf]) -> Vec<PathBuf> {
-    given
-        .iter()
-        .flat_map(|p| match p.to_str() {
-            Some(text) if text.contains(',') && !p.exists() => text.split(',').filter(|s| !s.is_empty()).map(PathBuf::from).collect(),
-            _ => vec![p.clone()],
-        })
-        .collect()
+/// An empty name (`-bf ,`, `-m a,,b`) is refused: it would otherwise leave no
+/// path and fall back to the default, scoring something not asked for.
+fn paths(given: &[PathBuf], flag: &str) -> Result<Vec<PathBuf>, crate::UsageError> {
+    let mut out = Vec::new();
+    for p in given {
+        match p.to_str() {
+            Some(text) if text.contains(',') && !p.exists() => {
+                if text.split(',').any(str::is_empty) {
+                    return Err(crate::UsageError(format!("{flag} {text:?}: an empty name in the comma-separated list")));
+                }
+                out.extend(text.split(',').map(PathBuf::from));
+            }
+            _ if p.as_os_str().is_empty() => return Err(crate::UsageError(format!("{flag}: an empty path"))),
+            _ => out.push(p.clone()),
+        }
+    }
+    Ok(out)
 }
 
 /// The task files to score: those given (bundled datasets by name), or the
@@ -349,7 +358,7 @@ fn task_files(args: &Args) -> anyhow::Result<Vec<PathBuf>> {
     let kind = args.kind();
     let given = match &args.file {
         Some(file) => vec![file.clone()],
-        None => paths(&args.binary_file),
+        None => paths(&args.binary_file, "-bf")?,
     };
     if given.is_empty() {
         return match kind {
@@ -362,7 +371,7 @@ fn task_files(args: &Args) -> anyhow::Result<Vec<PathBuf>> {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let files = task_files(&args)?;
-    let models = match paths(&args.model) {
+    let models = match paths(&args.model, "-m")? {
         models if models.is_empty() => vec![defaults::model()?],
         models => models,
     };

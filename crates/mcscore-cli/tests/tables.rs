@@ -147,6 +147,9 @@ fn several_runs_refuse_what_belongs_to_one() {
     usage(&["score", "-m", &model, "-bf", &two, "--format", "llama"], "several models or task files do not go with --format llama");
     usage(&["score", "-m", &model, "-bf", &two, "--timings"], "--timings");
     usage(&["score", "-m", &model, "-bf", &two, "--normalisation", "acc-pmi"], "--normalisation acc-pmi needs --pmi");
+    // An empty name in a list is refused, never the default model or dataset in its place.
+    usage(&["score", "-m", &model, "-bf", ","], "-bf \",\": an empty name");
+    usage(&["score", "-m", &format!("{model},"), "-bf", &text5], "-m \"");
     usage(
         &["score", "-m", &model, "--quantize", "Q8_0,q8_0", "-bf", &two, "--log-samples", path_str(&dir.path().join("q"))],
         "--quantize Q8_0: given twice",
