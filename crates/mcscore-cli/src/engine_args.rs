@@ -1,7 +1,7 @@
 //! The llama.cpp flags every scoring command shares (-c, -np, -b, -ub, -t,
-//! -tb, -ngl, -fa, -ctk, -ctv), with llama.cpp's names and defaults.
+//! -tb, -ngl, -sm, -mg, -fa, -ctk, -ctv, --rope-*), with llama.cpp's names and defaults.
 
-use mcscore_engine::{ContextSize, FlashAttention, KvCache, KvType, Mmap, Rope, RopeScaling, Settings};
+use mcscore_engine::{ContextSize, FlashAttention, GpuSplit, KvCache, KvType, Mmap, Rope, RopeScaling, Settings, SplitMode};
 
 use crate::numbers::End;
 
@@ -17,7 +17,8 @@ const MIN_BATCH: u32 = mcscore_engine::MICRO_BATCH;
 /// The help section of llama.cpp's flags, with the multi-letter short forms
 /// (rewritten before clap parses, so clap cannot list them by each flag).
 const LLAMA_HEADING: &str = "llama.cpp's flags (--parallel, --ubatch-size, --threads-batch, --n-gpu-layers, --flash-attn, \
-                             --cache-type-k, --cache-type-v also as -np, -ub, -tb, -ngl, -fa, -ctk, -ctv)";
+                             --cache-type-k, --cache-type-v, --split-mode, --main-gpu also as -np, -ub, -tb, -ngl, -fa, -ctk, -ctv, \
+                             -sm, -mg)";
 
 #[derive(clap::Args)]
 pub(crate) struct EngineArgs {
@@ -61,6 +62,17 @@ pub(crate) struct ComputeArgs {
     /// scripts/build-cuda) and it finds a GPU. With layers on a GPU every task is decoded alone (docs/gpu.md).
     #[arg(help_heading = LLAMA_HEADING, long = "n-gpu-layers", visible_alias = "gpu-layers", value_name = "N", value_parser = crate::numbers::at_least(0u32))]
     n_gpu_layers: Option<u32>,
+    /// How offloaded layers are spread over several GPUs (-sm), as llama.cpp: none (only the GPU --main-gpu names),
+    /// layer (whole layers to each; the default), row (each matrix's rows across them) or tensor (llama.cpp: experimental).
+    /// Another than layer is recorded in a run's settings when layers are offloaded.
+    #[arg(help_heading = LLAMA_HEADING, long = "split-mode", value_name = "none|layer|row|tensor", default_value = "layer",
+          value_parser = parse_split_mode)]
+    split_mode: SplitMode,
+    /// The GPU (-mg), counted from 0, that holds the model with --split-mode none, or what is not split with row;
+    /// ignored by layer and tensor, as llama.cpp ignores it. `mcscore score --timings` names the GPUs found.
+    #[arg(help_heading = LLAMA_HEADING, long = "main-gpu", value_name = "N", default_value_t = 0,
+          value_parser = crate::numbers::whole(0u32, 255))]
+    main_gpu: u32,
     /// Flash attention (-fa), as llama.cpp: on, off, or auto (on where supported).
     #[arg(help_heading = LLAMA_HEADING, long = "flash-attn", value_name = "on|off|auto", default_value = "auto", value_parser = parse_flash_attention)]
     flash_attn: FlashAttention,
@@ -199,6 +211,7 @@ impl ComputeArgs {
                 yarn_beta_slow: self.yarn_beta_slow,
                 yarn_beta_fast: self.yarn_beta_fast,
             },
+            gpu_split: self.gpu_split()?,
             mmap: if self.no_mmap { Mmap::Off } else { self.mmap },
         })
         .inspect(|settings: &Settings| {
@@ -220,6 +233,35 @@ impl ComputeArgs {
             )));
         }
         Ok(KvCache { k: self.cache_type_k, v: self.cache_type_v })
+    }
+
+    /// `-sm` and `-mg`. Where they change nothing, a note says so (as
+    /// llama.cpp warns); a `-mg` naming no GPU found is refused.
+    fn gpu_split(&self) -> Result<GpuSplit, UsageError> {
+        let split = GpuSplit { mode: self.split_mode, main_gpu: self.main_gpu };
+        if self.main_gpu != 0 && !split.mode.uses_main_gpu() {
+            eprintln!(
+                "mcscore: note: -mg {}: llama.cpp reads it only with -sm none or row, not {}",
+                self.main_gpu,
+                split.mode.name()
+            );
+        }
+        if split.is_default() {
+            return Ok(split);
+        }
+        let devices = mcscore_engine::gpu_devices().map_err(|e| UsageError(format!("-sm: {}", crate::with_causes(&e))))?;
+        if devices.is_empty() {
+            eprintln!("mcscore: note: -sm {} -mg {}: no GPU is found, so they change nothing", split.mode.name(), split.main_gpu);
+        } else if split.mode.uses_main_gpu() && split.main_gpu as usize >= devices.len() {
+            let found: Vec<String> = devices.iter().enumerate().map(|(i, d)| format!("{i}: {} ({})", d.name, d.description)).collect();
+            return Err(UsageError(format!(
+                "-mg {}: no such GPU; give 0 to {} (found {})",
+                split.main_gpu,
+                devices.len() - 1,
+                found.join(", ")
+            )));
+        }
+        Ok(split)
     }
 
     /// `-ngl`, as llama.cpp takes it: every layer by default, and none, with
@@ -252,6 +294,10 @@ fn parse_flash_attention(text: &str) -> Result<FlashAttention, String> {
         "auto" => Ok(FlashAttention::Auto),
         _ => Err(format!("expected on, off or auto, got {text:?}")),
     }
+}
+
+fn parse_split_mode(text: &str) -> Result<SplitMode, String> {
+    SplitMode::parse(text).ok_or_else(|| format!("expected none, layer, row or tensor, got {text:?}"))
 }
 
 fn parse_rope_scaling(text: &str) -> Result<RopeScaling, String> {

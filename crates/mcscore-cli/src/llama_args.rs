@@ -1,11 +1,11 @@
 //! Arguments rewritten before parsing. llama.cpp spells some short flags
 //! with several letters (`-bf`, `-np`, `-ngl`, `-tb`, `-ub`, `-fa`, `-ctk`,
-//! `-ctv`), which clap cannot express; pipelines pass them, so they become their llama.cpp
+//! `-ctv`, `-sm`, `-mg`), which clap cannot express; pipelines pass them, so they become their llama.cpp
 //! long forms. Renamed flags' old names become the new ones, with a warning.
 
 use std::ffi::OsString;
 
-const ALIASES: [(&str, &str); 8] = [
+const ALIASES: [(&str, &str); 10] = [
     ("-fa", "--flash-attn"),
     ("-ctk", "--cache-type-k"),
     ("-ctv", "--cache-type-v"),
@@ -14,6 +14,8 @@ const ALIASES: [(&str, &str); 8] = [
     ("-ngl", "--n-gpu-layers"),
     ("-tb", "--threads-batch"),
     ("-ub", "--ubatch-size"),
+    ("-sm", "--split-mode"),
+    ("-mg", "--main-gpu"),
 ];
 
 /// Rewrites `-np 16` and `-np=16` to `--parallel 16` and `--parallel=16`.

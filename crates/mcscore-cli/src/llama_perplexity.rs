@@ -33,10 +33,6 @@ enum Flag {
     /// Accepted with no effect on a score, with a one-line note saying why;
     /// `true` when it takes a value.
     Noted(bool, &'static str),
-    /// Accepted with the values that are what mcscore does (llama.cpp's
-    /// default), which the note names; any other would change the scores
-    /// and is refused.
-    Only(&'static [&'static str], &'static str),
     /// Known and refused, saying why; `true` when it takes a value.
     Refused(bool, &'static str),
 }
@@ -52,7 +48,7 @@ const DOWNLOADS: &str = "mcscore downloads no models: download the GGUF and pass
 /// Why the multimodal flags are refused.
 const IMAGES: &str = "mcscore scores text: images and projectors are not supported";
 /// Why the tensor-placement flags are refused.
-const PLACEMENT: &str = "layers are placed by -ngl alone, on one GPU";
+const PLACEMENT: &str = "layers are placed by -ngl, -sm and -mg alone";
 
 /// Every flag llama-perplexity takes (llama.cpp's common arguments and
 /// its own), as llama.cpp spells them, with what mcscore does with it. The
@@ -64,7 +60,7 @@ impl Flag {
         match self {
             Flag::Pass(_, taking) | Flag::Ignore(taking) | Flag::Noted(taking, _) | Flag::Refused(taking, _) => *taking,
             Flag::Map(_, values) => values.iter().all(|(from, _)| !from.is_empty()),
-            Flag::IgnoreOptional(_) | Flag::Only(..) => true,
+            Flag::IgnoreOptional(_) => true,
         }
     }
 }
@@ -86,6 +82,8 @@ const FLAGS: &[(&[&str], Flag)] = &[
     (&["-t", "--threads"], Flag::Pass("--threads", true)),
     (&["-tb", "--threads-batch"], Flag::Pass("--threads-batch", true)),
     (&["-ngl", "--gpu-layers", "--n-gpu-layers"], Flag::Pass("--n-gpu-layers", true)),
+    (&["-sm", "--split-mode"], Flag::Pass("--split-mode", true)),
+    (&["-mg", "--main-gpu"], Flag::Pass("--main-gpu", true)),
     (&["-fa", "--flash-attn"], Flag::Pass("--flash-attn", true)),
     (&["-ctk", "--cache-type-k"], Flag::Pass("--cache-type-k", true)),
     (&["--rope-scaling"], Flag::Pass("--rope-scaling", true)),
@@ -198,8 +196,6 @@ const FLAGS: &[(&[&str], Flag)] = &[
     (&["-e", "--escape", "--no-escape", "--offline"], Flag::Noted(false, "no prompt is read and nothing is downloaded")),
     (&["-p", "--prompt"], Flag::Noted(true, "the tasks come from the task file")),
     (&["--chunks"], Flag::Noted(true, "it counts plain perplexity's chunks")),
-    (&["-sm", "--split-mode"], Flag::Only(&["layer"], "a model is split across GPUs by layer, llama.cpp's default")),
-    (&["-mg", "--main-gpu"], Flag::Only(&["0"], "the first GPU is used, llama.cpp's default")),
     (
         &["-nr", "--no-repack"],
         Flag::Refused(false, "weights are repacked, as llama.cpp does by default, and other kernels would change the scores"),
@@ -236,8 +232,16 @@ const FLAGS: &[(&[&str], Flag)] = &[
     ),
     (&["--mmproj-offload", "--no-mmproj-offload"], Flag::Refused(false, IMAGES)),
     (
-        &["-ot", "--override-tensor", "-ncmoe", "--n-cpu-moe", "-ncffn", "--n-cpu-ffn", "-ts", "--tensor-split"],
+        &["-ot", "--override-tensor", "-ncmoe", "--n-cpu-moe", "-ncffn", "--n-cpu-ffn"],
         Flag::Refused(true, PLACEMENT),
+    ),
+    (
+        &["-ts", "--tensor-split"],
+        Flag::Refused(
+            true,
+            "llama-cpp-2, which mcscore calls llama.cpp through, cannot pass a split; -sm none -mg N puts the model on one GPU, \
+             and CUDA_VISIBLE_DEVICES or GGML_VK_VISIBLE_DEVICES chooses the GPUs llama.cpp splits it over by free memory",
+        ),
     ),
     (&["-cmoe", "--cpu-moe"], Flag::Refused(false, PLACEMENT)),
     (
@@ -268,7 +272,6 @@ pub(crate) fn help() -> String {
             Flag::IgnoreOptional(_) => (" [on|off|auto]".to_owned(), "   (accepted; mcscore formats its own log)"),
             Flag::Map(_, [("", _)]) => (String::new(), ""),
             Flag::Map(_, _) => (" auto|mmap|none".to_owned(), ""),
-            Flag::Only(values, _) => (format!(" {}", values.join("|")), "   (the only value: another would change the scores)"),
             Flag::Ignore(_) | Flag::Noted(..) => {
                 noted.extend(names.iter().copied());
                 continue;
@@ -370,15 +373,6 @@ pub(crate) fn translate(args: &[OsString]) -> Result<(Vec<OsString>, Vec<String>
                 let given = value.as_ref().map(|v| format!(" {}", v.to_string_lossy())).unwrap_or_default();
                 notes.push(format!("{name}{given}: accepted; {why}"));
             }
-            Flag::Only(allowed, why) => {
-                let given = value.as_ref().map_or_else(String::new, |v| v.to_string_lossy().into_owned());
-                if !allowed.contains(&given.as_str()) {
-                    return Err(UsageError(format!(
-                        "{name} {given}: not supported: {why}, and another value would change the scores (give {} or leave it out)",
-                        allowed.join(" or ")
-                    )));
-                }
-            }
             Flag::Ignore(_) | Flag::IgnoreOptional(_) | Flag::Refused(..) => {}
         }
     }
@@ -476,8 +470,6 @@ mod tests {
             "--temp=0",
             "-kvu",
             "--no-warmup",
-            "-sm",
-            "layer",
             "-ctk",
             "f16",
         ]
@@ -492,11 +484,11 @@ mod tests {
             "--seed 1: accepted; nothing is sampled, and the task subsets are drawn with a fixed seed, as llama-perplexity draws them"
         );
         assert!(notes[2].starts_with("--temp 0: accepted"), "{notes:?}");
-        for (flag, value, allowed) in [("-sm", "row", "layer"), ("--main-gpu", "1", "0")] {
-            let error = words(&["llama-perplexity", "--winogrande", flag, value]).unwrap_err();
-            assert!(error.starts_with(&format!("{flag} {value}: not supported: ")), "{error}");
-            assert!(error.ends_with(&format!("would change the scores (give {allowed} or leave it out)")), "{error}");
-        }
+        // How layers are spread over GPUs is passed on (and checked by score).
+        let out = words(&["llama-perplexity", "--winogrande", "-sm", "row", "--main-gpu", "1"]).unwrap();
+        assert!(out.join(" ").contains("--split-mode row --main-gpu 1"), "{out:?}");
+        let error = words(&["llama-perplexity", "--winogrande", "-ts", "3,1"]).unwrap_err();
+        assert!(error.starts_with("-ts: not supported: llama-cpp-2"), "{error}");
         // Flags that change the numbers and are not offered, by name and why.
         let error = words(&["llama-perplexity", "--winogrande", "--lora", "a.gguf"]).unwrap_err();
         assert_eq!(error, "--lora: not supported: it would change the scores, and mcscore does not offer it");

@@ -221,7 +221,7 @@ pub(crate) fn run_command(mut args: Args) -> anyhow::Result<Outcome> {
                 log: args.logs.as_ref().map(|dir| log_path(dir, model, args.shard)),
                 resume: args.resume,
             };
-            let engine = Engine::load(model, settings.n_gpu_layers, settings.mmap)?;
+            let engine = Engine::load(model, &settings)?;
             let label = model.display().to_string();
             let mut last = std::time::Instant::now();
             let result = run(&engine, &spec, &cancel, &mut |done, total| {

@@ -571,7 +571,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<crate::Outcome> {
         std::net::TcpListener::bind(address).with_context(|| format!("cannot listen on {address}; pick another --port or --host"))?;
     listener.set_nonblocking(true).context("setting up the listening socket")?;
     eprintln!("mcscore serve: loading {}", model_path.display());
-    let engine = Arc::new(Engine::load(&model_path, settings.n_gpu_layers, settings.mmap)?);
+    let engine = Arc::new(Engine::load(&model_path, &settings)?);
     let created = std::fs::metadata(&model_path)
         .and_then(|m| m.modified())
         .ok()

@@ -12,7 +12,8 @@
 //!   across -np, -b, -t, shards merged, a resume and a server under load,
 //!   with random Llamas of three weight types, every layer offloaded and
 //!   some, and the bundled model across two packings.
-//! - `--timings` names the device's buffers; `-ngl` without a device says so.
+//! - `--timings` names the device's buffers; `-ngl` without a device says so;
+//!   `-sm none -mg N` is recorded, and a GPU that is not there refused.
 
 mod common;
 
@@ -94,6 +95,16 @@ fn the_software_device_takes_every_layer_and_its_buffers_are_reported() {
     }
     assert!(log_header(&log)["kernels"].as_str().unwrap().ends_with("batch=micro60-out12-alone ngl=999"), "{}", log_header(&log));
 
+    // One GPU named (-sm none -mg 0): recorded, and on the only GPU there is,
+    // the same numbers as the default split. A GPU that is not there is refused.
+    let named = dir.path().join("named.jsonl");
+    ok("-sm none", on_device().args(score).args(["-sm", "none", "-mg", "0", "--log-samples", path_str(&named)]).output().unwrap());
+    assert!(log_header(&named)["kernels"].as_str().unwrap().ends_with("ngl=999 sm=none mg=0"), "{}", log_header(&named));
+    assert_eq!(option_scores(&named), option_scores(&log));
+    let missing = on_device().args(score).args(["-sm", "none", "-mg", "1"]).output().unwrap();
+    assert_eq!(missing.status.code(), Some(2), "{}", stderr(&missing));
+    assert!(stderr(&missing).contains("-mg 1: no such GPU; give 0 to 0 (found 0: Vulkan0 ("), "{}", stderr(&missing));
+
     // The software device not named: llama.cpp sees no GPU, and says so.
     let plain = ok(
         "no device",
@@ -103,6 +114,9 @@ fn the_software_device_takes_every_layer_and_its_buffers_are_reported() {
     // A build without a GPU backend takes the flag as llama-perplexity does, and says so.
     let cpu = ok("cpu -ngl", run(&[&score[..], &["-ngl", "99"]].concat()));
     assert!(stderr(&cpu).contains("-ngl 99: this mcscore has no GPU backend (build one with scripts/build-vulkan"), "{}", stderr(&cpu));
+    // And -sm and -mg, which then change nothing.
+    let cpu = ok("cpu -sm", run(&[&score[..], &["-sm", "row", "-mg", "1"]].concat()));
+    assert!(stderr(&cpu).contains("mcscore: note: -sm row -mg 1: no GPU is found, so they change nothing"), "{}", stderr(&cpu));
 }
 
 /// Bounds on the per-token score's distance from the CPU build's,

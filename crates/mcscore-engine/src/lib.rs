@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use llama_cpp_2::llama_backend::LlamaBackend;
-use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::params::{LlamaModelParams, LlamaSplitMode};
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 use mcscore_format::Task;
@@ -35,7 +35,7 @@ pub use mcscore_gguf::{read_imatrix, Imatrix, ImatrixError};
 pub use mcscore_metrics::OptionScore;
 pub use memory::{available_memory, Buffer, BufferUse, MemoryReport, Mmap, Resident};
 pub use plan::{
-    plan, ContextSize, FlashAttention, KvCache, KvType, Plan, Rope, RopeScaling, Settings, BATCH_RULE, MICRO_BATCH, OFFLOAD_BATCH_RULE,
+    plan, ContextSize, FlashAttention, GpuSplit, KvCache, KvType, Plan, Rope, RopeScaling, Settings, SplitMode, BATCH_RULE, MICRO_BATCH, OFFLOAD_BATCH_RULE,
 };
 pub use prepare::PreparedTask;
 pub use prompts::{PromptRequest, RowScores, Session, SessionLimits};
@@ -149,6 +149,15 @@ pub enum EngineError {
         needed: u64,
         /// The device's free memory, in bytes.
         available: u64,
+    },
+
+    /// `-mg` naming a GPU that is not there.
+    #[error("-mg {main_gpu}: no such GPU; found {}", if found.is_empty() { "none".to_owned() } else { found.join(", ") })]
+    NoSuchGpu {
+        /// The index given.
+        main_gpu: u32,
+        /// The GPUs found, by index, name and description.
+        found: Vec<String>,
     },
 
     /// A context whose KV cache, for the offloaded layers, would not fit in
@@ -474,13 +483,26 @@ pub fn gpu_devices() -> Result<Vec<GpuDevice>, EngineError> {
         .collect())
 }
 
-/// The GPUs llama.cpp splits offloaded layers across (every one found, by
-/// layer, its default), by name, and their free memory together; `None`
+/// The GPUs llama.cpp puts offloaded layers on (every one found, unless
+/// `-sm none` names one), by name, and their free memory together; `None`
 /// where none is found.
-fn gpu_memory() -> Result<Option<(String, u64)>, EngineError> {
-    let devices = gpu_devices()?;
+fn gpu_memory(split: GpuSplit) -> Result<Option<(String, u64)>, EngineError> {
+    let mut devices = gpu_devices()?;
+    if split.mode == SplitMode::None && !devices.is_empty() {
+        devices = vec![check_main_gpu(devices, split.main_gpu)?];
+    }
     let names: Vec<String> = devices.iter().map(|d| format!("{} ({})", d.name, d.description)).collect();
     Ok((!devices.is_empty()).then(|| (names.join(" + "), devices.iter().map(|d| d.memory_free).fold(0u64, u64::saturating_add))))
+}
+
+/// The GPU `-mg` names among those found, or why there is none (llama.cpp
+/// would only log it and fail to load).
+fn check_main_gpu(mut devices: Vec<GpuDevice>, main_gpu: u32) -> Result<GpuDevice, EngineError> {
+    let found = devices.iter().enumerate().map(|(i, d)| format!("{i}: {} ({})", d.name, d.description)).collect();
+    match usize::try_from(main_gpu).ok().filter(|&i| i < devices.len()) {
+        Some(i) => Ok(devices.swap_remove(i)),
+        None => Err(EngineError::NoSuchGpu { main_gpu, found }),
+    }
 }
 
 /// The share of `bytes` spread equally over `parts` layers that the first
@@ -564,23 +586,39 @@ pub fn host_memory_bounds(n_gpu_layers: u32) -> bool {
 }
 
 impl Engine {
-    /// Loads a GGUF model, offloading `n_gpu_layers` layers where a GPU backend
-    /// was compiled in, its weights mapped from the file or read as `mmap` says.
-    pub fn load(path: &Path, n_gpu_layers: u32, mmap: Mmap) -> Result<Engine, EngineError> {
+    /// Loads a GGUF model as `settings` say: `n_gpu_layers` layers offloaded
+    /// (spread over the GPUs as `gpu_split` says) where a GPU backend was
+    /// compiled in, its weights mapped from the file or read as `mmap` says.
+    pub fn load(path: &Path, settings: &Settings) -> Result<Engine, EngineError> {
+        let (n_gpu_layers, split, mmap) = (settings.n_gpu_layers, settings.gpu_split, settings.mmap);
         let backend = backend()?;
         let load_error = |message: String| EngineError::ModelLoad { path: path.to_owned(), message };
         if !path.exists() {
             return Err(load_error("no such file".into()));
         }
         let (weights, layers) = check_model_file(path)?;
+        // llama.cpp checks -mg (whatever -ngl) only by failing to load.
+        if GPU_BACKEND && split.mode.uses_main_gpu() {
+            let devices = gpu_devices()?;
+            if !devices.is_empty() {
+                check_main_gpu(devices, split.main_gpu)?;
+            }
+        }
         if GPU_BACKEND && n_gpu_layers > 0 {
             let needed = offloaded_bytes(weights, layers, n_gpu_layers);
-            if let Some((device, available)) = gpu_memory()?.filter(|&(_, free)| needed > free) {
+            if let Some((device, available)) = gpu_memory(split)?.filter(|&(_, free)| needed > free) {
                 return Err(EngineError::ModelTooLargeForDevice { path: path.to_owned(), device, n_gpu_layers, needed, available });
             }
         }
         let stamp = stamp(path).map_err(|e| load_error(e.to_string()))?;
-        let mut params = LlamaModelParams::default().with_n_gpu_layers(n_gpu_layers);
+        let mut params = LlamaModelParams::default().with_n_gpu_layers(n_gpu_layers).with_split_mode(match split.mode {
+            SplitMode::None => LlamaSplitMode::None,
+            SplitMode::Layer => LlamaSplitMode::Layer,
+            SplitMode::Row => LlamaSplitMode::Row,
+            SplitMode::Tensor => LlamaSplitMode::Tensor,
+        });
+        // Checked above where llama.cpp reads it.
+        params = params.with_main_gpu(i32::try_from(split.main_gpu).unwrap_or(i32::MAX));
         if mmap == Mmap::Off {
             params = params.with_use_mmap(false);
         }
@@ -698,7 +736,7 @@ impl Engine {
             if let Some(available) = available_memory().filter(|&a| needed > a) {
                 return Err(EngineError::ContextTooLarge { n_ctx, per_token, needed, available });
             }
-        } else if let Some((device, available)) = gpu_memory()? {
+        } else if let Some((device, available)) = gpu_memory(settings.gpu_split)? {
             // The KV cache of offloaded layers lives on the devices, beside
             // the weights already there (which their free memory has lost).
             let on_device = offloaded_share(needed, u64::from(self.model.n_layer()), n_gpu_layers);

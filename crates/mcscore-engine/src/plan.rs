@@ -63,6 +63,11 @@ pub struct Settings {
     /// the fingerprint).
     #[serde(skip_serializing_if = "Rope::is_default")]
     pub rope: Rope,
+    /// How offloaded layers are spread over the GPUs (`-sm`, `-mg`): with
+    /// layers on a GPU, another than llama.cpp's default is recorded in the
+    /// fingerprint (other devices, other kernels, other numbers).
+    #[serde(skip_serializing_if = "GpuSplit::is_default")]
+    pub gpu_split: GpuSplit,
     /// How the weights are read (`--mmap`): memory, never a score.
     #[serde(skip)]
     pub mmap: crate::Mmap,
@@ -84,8 +89,17 @@ impl Default for Settings {
             flash_attention: FlashAttention::Auto,
             kv_cache: KvCache::default(),
             rope: Rope::default(),
+            gpu_split: GpuSplit::default(),
             mmap: crate::Mmap::Auto,
         }
+    }
+}
+
+impl Settings {
+    /// llama.cpp's defaults with every layer on the CPU: for work that
+    /// needs a model's vocabulary or the CPU's numbers whatever the build.
+    pub fn on_cpu() -> Settings {
+        Settings { n_gpu_layers: 0, ..Settings::default() }
     }
 }
 
@@ -271,6 +285,78 @@ impl Rope {
     }
 }
 
+/// How llama.cpp spreads offloaded layers over several GPUs (`-sm`), by its names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SplitMode {
+    /// One GPU only, the one `-mg` names.
+    None,
+    /// Whole layers (and their KV cache) to each GPU: llama.cpp's default.
+    #[default]
+    Layer,
+    /// Each weight matrix's rows across the GPUs; `-mg` keeps the rest.
+    Row,
+    /// Weights and KV cache across the GPUs (llama.cpp: experimental).
+    Tensor,
+}
+
+impl SplitMode {
+    /// Every mode, in llama.cpp's order.
+    pub const ALL: [SplitMode; 4] = [SplitMode::None, SplitMode::Layer, SplitMode::Row, SplitMode::Tensor];
+
+    /// llama.cpp's name, as `-sm` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SplitMode::None => "none",
+            SplitMode::Layer => "layer",
+            SplitMode::Row => "row",
+            SplitMode::Tensor => "tensor",
+        }
+    }
+
+    /// The mode llama.cpp calls `name`.
+    pub fn parse(name: &str) -> Option<SplitMode> {
+        SplitMode::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// Whether `-mg` says anything in this mode: the one GPU (`none`) or the
+    /// one that keeps what is not split (`row`); the others ignore it.
+    pub fn uses_main_gpu(self) -> bool {
+        matches!(self, SplitMode::None | SplitMode::Row)
+    }
+}
+
+/// Offloaded layers' GPUs: llama.cpp's `-sm` and `-mg`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct GpuSplit {
+    /// How layers are spread.
+    pub mode: SplitMode,
+    /// The GPU of `none` and `row`, counted from 0 in llama.cpp's order.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub main_gpu: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl GpuSplit {
+    /// Whether llama.cpp's defaults are kept (as far as they change
+    /// anything: `-mg` in a mode that ignores it is no change).
+    pub fn is_default(&self) -> bool {
+        self.mode == SplitMode::Layer && (self.main_gpu == 0 || !self.mode.uses_main_gpu())
+    }
+
+    /// The flags given, as llama.cpp spells them (`sm=none mg=1`), empty for the defaults.
+    pub fn identity(&self) -> String {
+        match (self.is_default(), self.mode.uses_main_gpu()) {
+            (true, _) => String::new(),
+            (false, true) => format!("sm={} mg={}", self.mode.name(), self.main_gpu),
+            (false, false) => format!("sm={}", self.mode.name()),
+        }
+    }
+}
+
 /// Tokens in every micro-batch (`llama_decode` call): each is padded to
 /// exactly this many, so every row takes the same llama.cpp kernels
 /// whatever it is batched with. Below 64, where the CPU's flash attention
@@ -323,9 +409,11 @@ impl Settings {
             rule.push(' ');
             rule.push_str(&self.rope.identity());
         }
-        // Which layers run where changes the numbers too.
+        // Which layers run where, and on which GPUs, changes the numbers too.
         if self.alone() {
-            format!("{rule} ngl={}", self.n_gpu_layers)
+            let split = self.gpu_split.identity();
+            let split = if split.is_empty() { split } else { format!(" {split}") };
+            format!("{rule} ngl={}{split}", self.n_gpu_layers)
         } else {
             rule
         }
@@ -519,8 +607,22 @@ mod tests {
             flash_attention: FlashAttention::Off,
             kv_cache: KvCache::default(),
             rope: Rope::default(),
+            gpu_split: GpuSplit::default(),
             mmap: crate::Mmap::Auto,
         }
+    }
+
+    #[test]
+    fn a_gpu_split_names_only_what_it_changes() {
+        assert!(GpuSplit::default().is_default());
+        assert_eq!(GpuSplit { mode: SplitMode::Layer, main_gpu: 1 }.identity(), "");
+        assert_eq!(GpuSplit { mode: SplitMode::None, main_gpu: 0 }.identity(), "sm=none mg=0");
+        assert_eq!(GpuSplit { mode: SplitMode::Row, main_gpu: 2 }.identity(), "sm=row mg=2");
+        assert_eq!(GpuSplit { mode: SplitMode::Tensor, main_gpu: 2 }.identity(), "sm=tensor");
+        assert_eq!(SplitMode::ALL.map(|m| SplitMode::parse(m.name())), SplitMode::ALL.map(Some));
+        // On the CPU nothing is offloaded: the split is not part of the fingerprint.
+        let on_cpu = Settings { gpu_split: GpuSplit { mode: SplitMode::Row, main_gpu: 1 }, ..settings(ContextSize::Auto, None) };
+        assert!(!on_cpu.fingerprint().contains("sm="), "{}", on_cpu.fingerprint());
     }
 
     #[test]

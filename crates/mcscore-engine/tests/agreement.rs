@@ -42,6 +42,7 @@ fn settings() -> Settings {
         flash_attention: FlashAttention::Auto,
         kv_cache: Default::default(),
         rope: Default::default(),
+        gpu_split: Default::default(),
         mmap: Mmap::Auto,
     }
 }
@@ -62,7 +63,7 @@ fn score(engine: &Engine, tasks: &[(usize, Task<'_>)], settings: &Settings) -> (
 }
 
 fn check_agreement(stem: &str) {
-    let engine = Engine::load(&model(), 0, Mmap::Auto).unwrap();
+    let engine = Engine::load(&model(), &Settings::on_cpu()).unwrap();
     let file = TaskFile::open(reference(&format!("{stem}.bin"))).unwrap();
     let tasks: Vec<(usize, Task<'_>)> = file.tasks().enumerate().take(TASKS).collect();
     let reference: HashMap<(usize, usize), (f64, u32)> =
@@ -111,7 +112,7 @@ fn mixed_tasks_agree_with_llama_perplexity() {
 /// (the batch rule).
 #[test]
 fn shared_text_is_decoded_once_with_the_scores_of_each_task_alone() {
-    let engine = Engine::load(&model(), 0, Mmap::Auto).unwrap();
+    let engine = Engine::load(&model(), &Settings::on_cpu()).unwrap();
     let stem = "The following passage is about the water cycle. Water evaporates from oceans and lakes, rises as vapour, \
                 cools into clouds and falls again as rain or snow, which flows back to the sea through rivers.";
     let questions: Vec<String> = (0..12).map(|i| format!("{stem} Question {i}: what happens to water after it falls?")).collect();
@@ -142,7 +143,7 @@ fn shared_text_is_decoded_once_with_the_scores_of_each_task_alone() {
 /// numbers of an uninterrupted run, and no task of the dropped fill did.
 #[test]
 fn an_interrupt_drops_the_fill_being_decoded() {
-    let engine = Engine::load(&model(), 0, Mmap::Auto).unwrap();
+    let engine = Engine::load(&model(), &Settings::on_cpu()).unwrap();
     let file = TaskFile::open(reference("mc_text5.bin")).unwrap();
     let tasks: Vec<(usize, Task<'_>)> = file.tasks().enumerate().take(TASKS).collect();
     // Fills of 128 tokens: a fill that is not the last holds over 60, so

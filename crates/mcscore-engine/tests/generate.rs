@@ -23,6 +23,7 @@ fn settings() -> Settings {
         flash_attention: FlashAttention::Auto,
         kv_cache: Default::default(),
         rope: Default::default(),
+        gpu_split: Default::default(),
         mmap: Mmap::Auto,
     }
 }
@@ -74,7 +75,7 @@ fn generate(engine: &Engine, requests: &[GenerationRequest], parallel: usize) ->
 
 #[test]
 fn responses_do_not_move_with_what_they_are_generated_beside() {
-    let engine = Engine::load(&model(), 0, Mmap::Auto).unwrap();
+    let engine = Engine::load(&model(), &Settings::on_cpu()).unwrap();
     let requests = requests(&engine);
     let alone = generate(&engine, &requests, 1);
     assert_eq!(generate(&engine, &requests, 3), alone, "three at once");
@@ -100,7 +101,7 @@ fn responses_do_not_move_with_what_they_are_generated_beside() {
 
 #[test]
 fn each_free_token_is_the_likeliest_whole_prompt_scoring_finds() {
-    let engine = Engine::load(&model(), 0, Mmap::Auto).unwrap();
+    let engine = Engine::load(&model(), &Settings::on_cpu()).unwrap();
     let requests: Vec<GenerationRequest> = requests(&engine).into_iter().filter(|r| r.grammar.is_none()).collect();
     let responses = generate(&engine, &requests, 4);
     let mut session = engine.session(&settings(), SessionLimits { max_prompt: 256, branches: 8 }).unwrap();
@@ -127,7 +128,7 @@ fn each_free_token_is_the_likeliest_whole_prompt_scoring_finds() {
 
 #[test]
 fn bad_requests_are_refused_before_any_decode() {
-    let engine = Engine::load(&model(), 0, Mmap::Auto).unwrap();
+    let engine = Engine::load(&model(), &Settings::on_cpu()).unwrap();
     let good = requests(&engine).remove(0);
     let refuse = |request: GenerationRequest| {
         engine.generate(&[good.clone(), request], &settings(), 2, &|| false, |_, _| ControlFlow::Continue(())).unwrap_err().to_string()

@@ -621,7 +621,7 @@ impl ScoreJob<'static> {
     /// this job), each task (tokenised), the context and its memory, and the log.
     pub fn prepare(spec: ScoreSpec) -> Result<ScoreJob<'static>, EvalError> {
         ScoreJob::prepare_on(spec, |spec| {
-            Engine::load(&spec.model, spec.settings.n_gpu_layers, spec.settings.mmap)
+            Engine::load(&spec.model, &spec.settings)
                 .map(|e| Lent::Owned(Box::new(e)))
                 .map_err(EvalError::Load)
         })

@@ -20,13 +20,13 @@
 //! use std::path::PathBuf;
 //! use mcscore_eval::compare::{compare, CompareOptions};
 //! use mcscore_eval::run::Run;
-//! use mcscore_eval::{report, Cancel, Engine, Mmap, NoProgress, Normalisation, ScoreJob, ScoreSpec};
+//! use mcscore_eval::{report, Cancel, Engine, NoProgress, Normalisation, ScoreJob, ScoreSpec, Settings};
 //!
 //! let file = PathBuf::from("datasets/arc-easy-validation.bin");
 //! let mut outcomes = Vec::new();
 //! for model in ["gemma-3-270m-q4_k_m.gguf", "gemma-3-270m-Q8_0.gguf"] {
 //!     // Loaded once: an engine may be lent to any number of jobs.
-//!     let engine = Engine::load(model.as_ref(), 0, Mmap::Auto)?;
+//!     let engine = Engine::load(model.as_ref(), &Settings::on_cpu())?;
 //!     let mut spec = ScoreSpec::new(model, &file);
 //!     spec.subset = Some(100);
 //!     spec.log = Some(PathBuf::from(format!("{model}.jsonl")));
@@ -77,7 +77,7 @@ pub use fills::Cancel;
 pub use job::{select, BeyondTraining, End, Ordered, Running, ScoreJob, ScoreOutcome, ScoreSpec, Selection, Tasks, Timings};
 /// The engine a job scores with, and how it maps the model file: what a
 /// library caller needs to load a model once and lend it to many jobs.
-pub use mcscore_engine::{Engine, Mmap};
+pub use mcscore_engine::{Engine, Mmap, Settings};
 /// The sample log, in its own crate (no engine), re-exported here.
 pub use mcscore_log as log;
 pub use mcscore_log::{LogError, LogFault, TaskKind};

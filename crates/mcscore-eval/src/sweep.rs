@@ -258,7 +258,7 @@ impl Sweep {
         cancel: &Cancel,
     ) -> Result<Option<(Range<usize>, Scores)>, EvalError> {
         let started = Instant::now();
-        let engine = Engine::load(model, settings.n_gpu_layers, settings.mmap).map_err(EvalError::Load)?;
+        let engine = Engine::load(model, settings).map_err(EvalError::Load)?;
         let tasks: Vec<(usize, Task<'_>)> = self.prompts.iter().enumerate().map(|(i, p)| (i, task_of(p))).collect();
         let label = Path::new(&self.items.label);
         let template = crate::chat::Template::resolve(&self.spec.chat.template, &engine)?;

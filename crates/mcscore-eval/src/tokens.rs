@@ -59,7 +59,7 @@ fn audit(prompt: &str, pieces: &[Vec<u8>], delimiter: Delimiter, ids: &[String],
 /// The 16 option-ID × delimiter pairs of the letter scaffold, audited with
 /// `model`'s tokenizer.
 pub fn audit_ids(model: &Path) -> Result<Vec<Pair>, EvalError> {
-    let engine = Engine::load(model, 0, mcscore_engine::Mmap::Auto).map_err(EvalError::Load)?;
+    let engine = Engine::load(model, &mcscore_engine::Settings::on_cpu()).map_err(EvalError::Load)?;
     let item =
         Item { passage: None, stem: "Which one?".into(), options: ["red", "green", "blue", "yellow"].map(String::from).to_vec(), gold: 0 };
     let mut pairs = Vec::new();

@@ -288,7 +288,7 @@ fn load_engines(spec: &UntilDecidedSpec) -> Result<Loaded, EvalError> {
                 available,
             }));
         }
-        engines.push(Engine::load(model, spec.settings.n_gpu_layers, spec.settings.mmap).map_err(EvalError::Load)?);
+        engines.push(Engine::load(model, &spec.settings).map_err(EvalError::Load)?);
         canonical.push(real);
         of_model.push(engines.len() - 1);
     }

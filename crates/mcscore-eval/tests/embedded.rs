@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mcscore_engine::{quantize, Engine, Mmap, QuantType};
+use mcscore_engine::{quantize, Engine, QuantType, Settings};
 use mcscore_eval::compare::{compare, CompareOptions};
 use mcscore_eval::report::{self, ReportOptions};
 use mcscore_eval::run::Run;
@@ -40,8 +40,8 @@ fn two_models_in_one_process_score_compare_and_decide_without_the_binary() {
     let base_model = model();
     let q8_model = dir.path().join("q8_0.gguf");
     quantize(&base_model, &q8_model, QuantType::Q8_0, &mcscore_engine::QuantOptions { threads: 2, ..Default::default() }).unwrap();
-    let base = Engine::load(&base_model, 0, Mmap::Auto).unwrap();
-    let q8 = Engine::load(&q8_model, 0, Mmap::Auto).unwrap();
+    let base = Engine::load(&base_model, &Settings::on_cpu()).unwrap();
+    let q8 = Engine::load(&q8_model, &Settings::on_cpu()).unwrap();
 
     let mut spec = ScoreSpec::new(&base_model, task_file());
     spec.subset = Some(12);

@@ -204,18 +204,7 @@ fn a_sweep_is_analysed_from_log_probabilities() {
 }
 
 fn settings() -> mcscore_engine::Settings {
-    mcscore_engine::Settings {
-        context: mcscore_engine::ContextSize::Auto,
-        parallel: None,
-        n_batch: 2048,
-        threads: 1,
-        threads_batch: 1,
-        n_gpu_layers: 0,
-        flash_attention: mcscore_engine::FlashAttention::Auto,
-        kv_cache: Default::default(),
-        rope: Default::default(),
-        mmap: mcscore_engine::Mmap::Auto,
-    }
+    mcscore_engine::Settings { threads: 1, threads_batch: 1, ..mcscore_engine::Settings::on_cpu() }
 }
 
 #[test]
