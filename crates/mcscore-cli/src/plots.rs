@@ -88,12 +88,73 @@ fn save(path: &Path, protected: &[&Path], draw: impl FnOnce(&mut String) -> anyh
     Ok(())
 }
 
-/// One plot as an SVG document. Control characters in a label (a model
-/// or group name) are not XML: they are drawn as U+FFFD.
+thread_local! {
+    /// The labels the plot being drawn shows shorter than they are, as
+    /// (shown, full): gathered where labels are shortened ([`distinct`],
+    /// [`short`]), so that no drawing function can shorten one and forget
+    /// to give it in full.
+    static SHORTENED: std::cell::RefCell<Vec<(String, String)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn shortened(shown: &str, full: &str) {
+    if shown != full {
+        SHORTENED.with_borrow_mut(|all| {
+            if !all.iter().any(|(s, f)| s == shown && f == full) {
+                all.push((shown.to_owned(), full.to_owned()));
+            }
+        });
+    }
+}
+
+/// One plot as an SVG document, with a key under it giving in full every
+/// label it shows shortened. Control characters in a label (a model or
+/// group name) are not XML: they are drawn as U+FFFD.
 fn render(draw: impl FnOnce(&mut String) -> anyhow::Result<()>) -> anyhow::Result<String> {
     let mut svg = String::new();
+    SHORTENED.with_borrow_mut(Vec::clear);
     draw(&mut svg)?;
+    let svg = with_key(&svg, &SHORTENED.take());
     Ok(svg.chars().map(|c| if c.is_control() && !matches!(c, '\t' | '\n' | '\r') { '\u{FFFD}' } else { c }).collect())
+}
+
+/// `svg` (as plotters writes it) made taller, and wider where a line needs
+/// it, for a key of `shortened` labels (shown: full) below the plot, each
+/// line wrapped to the width of a column of a page.
+fn with_key(svg: &str, shortened: &[(String, String)]) -> String {
+    let Some(end) = svg.find('>').filter(|_| !shortened.is_empty() && svg.starts_with("<svg ")) else { return svg.to_owned() };
+    let number = |name: &str| -> Option<u32> {
+        let start = svg[..end].find(&format!(" {name}=\""))? + name.len() + 3;
+        svg[start..end].split('"').next()?.parse().ok()
+    };
+    let (Some(width), Some(height)) = (number("width"), number("height")) else { return svg.to_owned() };
+    let size = TEXT as f64 / 1.24;
+    // At most 520 px of text a line (the width the page shows), wrapped.
+    let per_line = ((520.0 - 20.0) / (0.6 * size)) as usize;
+    let mut lines = vec!["Labels in full:".to_owned()];
+    for (shown, full) in shortened {
+        let text: Vec<char> = format!("{shown} = {full}").chars().collect();
+        lines.extend(text.chunks(per_line).enumerate().map(|(i, c)| format!("{}{}", if i > 0 { "   " } else { "" }, String::from_iter(c))));
+    }
+    let longest = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let width = width.max((0.6 * size * longest as f64).ceil() as u32 + 20);
+    let top = height + 8;
+    let total = top + 22 * lines.len() as u32 + 8;
+    let escape = |t: &str| t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let mut out = format!(
+        "<svg width=\"{width}\" height=\"{total}\" viewBox=\"0 0 {width} {total}\" xmlns=\"http://www.w3.org/2000/svg\">\n\
+         <rect x=\"0\" y=\"0\" width=\"{width}\" height=\"{total}\" fill=\"#FFFFFF\" stroke=\"none\"/>"
+    );
+    let body = &svg[end + 1..];
+    out.push_str(body.trim_end().strip_suffix("</svg>").unwrap_or(body));
+    for (i, line) in lines.iter().enumerate() {
+        out.push_str(&format!(
+            "<text x=\"10\" y=\"{}\" dy=\"0.76em\" font-family=\"sans-serif\" font-size=\"{size}\" fill=\"#000000\">{}</text>\n",
+            top + 22 * i as u32,
+            escape(line)
+        ));
+    }
+    out.push_str("</svg>\n");
+    out
 }
 
 fn file_name(label: &str) -> String {
@@ -189,10 +250,25 @@ fn distinct(labels: &[&str], max: usize) -> Vec<String> {
     // Cut after a separator, so that Q4_K_M and Q4_0 keep their "Q4_".
     let shared = first[..shared].iter().rposition(|c| matches!(c, '-' | ' ' | '.' | '/')).map_or(0, |i| i + 1);
     let shared = if labels.iter().any(|l| l.chars().count() == shared) { 0 } else { shared };
-    labels.iter().map(|l| short(&l.chars().skip(shared).collect::<String>(), max)).collect()
+    labels
+        .iter()
+        .map(|l| {
+            let shown = cut(&l.chars().skip(shared).collect::<String>(), max);
+            shortened(&shown, l);
+            shown
+        })
+        .collect()
 }
 
+/// `label`, cut to `max` characters with an ellipsis where longer; the plot's
+/// key gives it in full.
 fn short(label: &str, max: usize) -> String {
+    let shown = cut(label, max);
+    shortened(&shown, label);
+    shown
+}
+
+fn cut(label: &str, max: usize) -> String {
     if label.chars().count() <= max {
         label.to_owned()
     } else {
@@ -743,4 +819,37 @@ fn accuracies(svg: &mut String, c: &mcscore_eval::compare::Comparison) -> anyhow
     ))?;
     root.present()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text of each `<text>` element, in order.
+    fn texts(svg: &str) -> Vec<String> {
+        svg.split("<text").skip(1).map(|t| t.split_once('>').unwrap().1.split("</text>").next().unwrap().trim().to_owned()).collect()
+    }
+
+    #[test]
+    fn a_shortened_label_is_given_in_full_under_the_plot() {
+        let long = "a-model-name-far-too-long-for-a-column-of-a-heat-map-".repeat(4);
+        let models = vec![format!("{long}q4_k_m"), format!("{long}q8_0")];
+        let ranks = [1.0, 2.0];
+        let svg = render(|svg| heatmap(svg, &[("acc", &ranks[..])], &models)).unwrap();
+        let texts = texts(&svg);
+        let key = texts.iter().position(|t| t == "Labels in full:").expect("a key");
+        // Each label as shown, then in full, wrapped over lines.
+        let key: String = texts[key + 1..].iter().map(|t| t.trim_start()).collect();
+        for model in &models {
+            let shown = texts.iter().find(|t| t.starts_with('#') && model.contains(t[3..].trim_end_matches('…'))).unwrap();
+            assert!(key.contains(&format!("{} = {model}", &shown[3..])), "{key}");
+        }
+        // The picture grew to hold it, and still renders.
+        let head = &svg[..svg.find('>').unwrap()];
+        assert!(head.contains("viewBox=\"0 0 "), "{head}");
+        crate::png::of_svg(&svg).unwrap();
+        // Labels shown whole need no key.
+        let svg = render(|svg| heatmap(svg, &[("acc", &ranks[..])], &["q4_k_m".to_owned(), "q8_0".to_owned()])).unwrap();
+        assert!(!svg.contains("Labels in full"), "{svg}");
+    }
 }

@@ -320,4 +320,6 @@ pub fn check_plot_text(path: &Path) {
         assert!(left >= -1.0 && right <= width + 1.0, "{}: {content:?} spans {left:.0}..{right:.0}, outside 0..{width}", path.display());
     }
     assert!(texts > 0, "{}: no text", path.display());
+    // A label cut short is given in full under the plot.
+    assert!(!svg.contains('…') || svg.contains(">Labels in full:<"), "{}: a label is cut and no key gives it in full", path.display());
 }
