@@ -19,6 +19,7 @@ mod quantize;
 mod score;
 mod subset;
 mod trie;
+mod vision;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -42,6 +43,7 @@ pub use prompts::{PromptRequest, RowScores, Session, SessionLimits};
 pub use quantize::{quantize, QuantOptions, QuantType, TensorType};
 pub use score::{rows_to_read, Completion, ScoreSummary, ScoreTimes, TaskScores, TokenCounts};
 pub use subset::{hellaswag_order, select_tasks};
+pub use vision::IMAGE_MARKER;
 
 /// Why scoring could not run or finish. Every variant names the task (index in
 /// the file) or the file concerned.
@@ -286,6 +288,51 @@ pub enum EngineError {
         text: String,
     },
 
+    /// A vision projector that does not load, or that the engine cannot use.
+    #[error("{}: the projector does not load: {reason}", path.display())]
+    ProjectorRefused {
+        /// The projector file.
+        path: PathBuf,
+        /// Why: llama.cpp's log, or what the engine does not do.
+        reason: String,
+    },
+
+    /// A task with images (or markers) and no projector to decode them.
+    #[error("task {task} has an image, and no projector is loaded to read it (give the model's --mmproj)")]
+    NoProjector {
+        /// The task, by its index in the file.
+        task: usize,
+    },
+
+    /// A task whose markers and images differ in number.
+    #[error("task {task}: {markers} image markers in its context, {images} images")]
+    ImageCount {
+        /// The task, by its index in the file.
+        task: usize,
+        /// The markers in its context.
+        markers: usize,
+        /// The images given.
+        images: usize,
+    },
+
+    /// An image llama.cpp cannot decode (no image format it reads, or a
+    /// corrupt or truncated file).
+    #[error("task {task}: image {image} cannot be read (not a PNG, JPEG, BMP, GIF, TGA, PSD, HDR or PNM llama.cpp reads, or corrupt)")]
+    ImageUnreadable {
+        /// The task, by its index in the file.
+        task: usize,
+        /// The image, counted from 0 in marker order.
+        image: usize,
+    },
+
+    /// A task whose context ends with an image (no text after it that
+    /// every option shares), so no decoded row predicts an option's first token.
+    #[error("task {task}: its context must go on after its last image (\"Answer:\", say), before the options")]
+    NothingAfterImage {
+        /// The task, by its index in the file.
+        task: usize,
+    },
+
     /// llama.cpp refused a step of a fill: `what` says which.
     #[error("{what} failed in the fill starting at task {task}")]
     Decode {
@@ -396,6 +443,10 @@ impl EngineError {
             | EngineError::NothingAfterBlank { task, .. }
             | EngineError::BlankBoundary { task, .. }
             | EngineError::Decode { task, .. }
+            | EngineError::NoProjector { task }
+            | EngineError::ImageCount { task, .. }
+            | EngineError::ImageUnreadable { task, .. }
+            | EngineError::NothingAfterImage { task }
             | EngineError::NonFinite { task, .. }
             | EngineError::ChatBos { task, .. }
             | EngineError::SpecialText { task, .. } => Some(*task),
@@ -552,6 +603,9 @@ pub struct Engine {
     weights: Vec<Buffer>,
     /// The vocabulary's longest token text, in bytes, once asked for.
     longest_token: OnceLock<usize>,
+    /// A vision projector (`--mmproj`), where one is attached: it points
+    /// into the model, so it is freed first.
+    projector: Option<vision::Projector>,
 }
 
 impl Drop for Engine {
@@ -560,6 +614,7 @@ impl Drop for Engine {
     /// address range that stops being the file's.
     #[allow(unsafe_code)]
     fn drop(&mut self) {
+        self.projector = None;
         let _mappings = memory::mappings_lock();
         // SAFETY: the model is dropped once, here, and never used after.
         unsafe { std::mem::ManuallyDrop::drop(&mut self.model) }
@@ -655,6 +710,7 @@ impl Engine {
             pages_released,
             weights,
             longest_token: OnceLock::new(),
+            projector: None,
         })
     }
 
@@ -813,6 +869,35 @@ impl Engine {
     /// llama-perplexity would mis-score.
     pub fn prepare(&self, tasks: &[(usize, Task<'_>)]) -> Result<Vec<PreparedTask>, EngineError> {
         prepare::prepare(&self.model, tasks)
+    }
+
+    /// Loads a vision projector (`--mmproj`, llama.cpp's mtmd format) for this
+    /// model, with `threads` for its image encoder: tasks prepared with
+    /// [`Engine::prepare_images`] may then hold images.
+    pub fn attach_projector(&mut self, path: &Path, threads: i32) -> Result<(), EngineError> {
+        self.projector = Some(vision::Projector::load(&self.model, path, threads)?);
+        Ok(())
+    }
+
+    /// The projector attached, by its file.
+    pub fn projector(&self) -> Option<&Path> {
+        self.projector.as_ref().map(vision::Projector::path)
+    }
+
+    /// Tokenises tasks as [`Engine::prepare`] does, with their images:
+    /// `images[i]` are the file bytes (PNG, JPEG, BMP, GIF and the other
+    /// formats llama.cpp reads) of the images at `tasks[i]`'s
+    /// [`IMAGE_MARKER`]s, in order. Needs a projector
+    /// ([`Engine::attach_projector`]) where any task has an image.
+    pub fn prepare_images(&self, tasks: &[(usize, Task<'_>)], images: &[Vec<std::sync::Arc<[u8]>>]) -> Result<Vec<PreparedTask>, EngineError> {
+        assert_eq!(tasks.len(), images.len(), "one list of images per task");
+        match &self.projector {
+            Some(projector) => prepare::prepare_images(&self.model, projector, tasks, images),
+            None => match tasks.iter().zip(images).find(|((_, t), i)| !i.is_empty() || t.question.contains(IMAGE_MARKER)) {
+                Some(((task, _), _)) => Err(EngineError::NoProjector { task: *task }),
+                None => self.prepare(tasks),
+            },
+        }
     }
 
     /// Tokenises tasks as lm-evaluation-harness does its requests: each option

@@ -231,11 +231,16 @@ unsafe extern "C" fn log_callback(level: llama_cpp_sys_2::ggml_log_level, text: 
     }
 }
 
-/// Routes llama.cpp's log through [`log_callback`]; called once, with the backend.
+/// Routes llama.cpp's log (and mtmd's) through [`log_callback`]; called once, with the backend.
 pub(crate) fn install_log() {
     // SAFETY: the callback is a plain function that lives for the process and
     // takes no user data.
     unsafe { llama_cpp_sys_2::llama_log_set(Some(log_callback), std::ptr::null_mut()) }
+    // mtmd (the vision projector) and its helpers log on their own.
+    // SAFETY: as above.
+    unsafe { llama_cpp_sys_2::mtmd_log_set(Some(log_callback), std::ptr::null_mut()) }
+    // SAFETY: as above.
+    unsafe { llama_cpp_sys_2::mtmd_helper_log_set(Some(log_callback), std::ptr::null_mut()) }
 }
 
 /// What llama.cpp's error lines on this thread since the last call say, as

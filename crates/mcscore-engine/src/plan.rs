@@ -464,7 +464,8 @@ pub struct Plan {
     /// Ranges into the prepared tasks, one per KV-cache fill.
     pub fills: Vec<std::ops::Range<usize>>,
     /// Per fill: the tokens it takes from the previous fill's KV cache (the
-    /// start of the chain both share); 0 when it starts from an empty cache.
+    /// start of the chain both share), or, for a task with images, its media
+    /// prefix's positions (decoded first); 0 when it starts from an empty cache.
     pub reused: Vec<usize>,
     /// The context allocated: what the largest fill holds with its padding,
     /// rounded up to 256 cells. At most `u32::MAX` ([`plan`] refuses more).
@@ -486,12 +487,19 @@ const MIN_REUSED: usize = 8;
 
 /// Per fill, the tokens it takes from the previous fill's cache. A cached
 /// cell holds what any batch would have computed (the batch rule), so a fill
-/// may reuse the last one's however many fills in a row do.
+/// may reuse the last one's however many fills in a row do. A task with
+/// images takes its media prefix, which the projector decodes first.
 fn reuse(tasks: &[PreparedTask], fills: &[std::ops::Range<usize>]) -> Vec<usize> {
     let mut cached: Vec<LlamaToken> = Vec::new();
     fills
         .iter()
         .map(|range| {
+            // A media prefix is decoded by the projector, in micro-batches of
+            // its own: no other fill may take its cells.
+            if let Some(media) = &tasks[range.start].media {
+                cached.clear();
+                return media.positions;
+            }
             let tree = FillTree::new(&tasks[range.clone()]);
             let chain = tree.chain_tokens();
             let common = cached.iter().zip(&chain).take_while(|(a, b)| a == b).count().min(tree.cacheable());
@@ -549,7 +557,9 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     for (i, task) in tasks.iter().enumerate() {
         let before = trie.len();
         trie.insert(task);
-        if i > start && (settings.alone() || trie.len() > budget || trie.leaves() > max_leaves) {
+        // A task with images is a fill of its own, from an empty cache (vision.rs).
+        let own = task.media.is_some() || tasks[i.saturating_sub(1)].media.is_some();
+        if i > start && (settings.alone() || own || trie.len() > budget || trie.leaves() > max_leaves) {
             fills.push(start..i);
             cells = cells.max(before);
             start = i;
@@ -571,7 +581,12 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     }
     // Alone, a task finds the cache empty: what it would reuse would put
     // its cells where the previous task's chain ended.
-    let reused = if settings.alone() { vec![0; fills.len()] } else { reuse(tasks, &fills) };
+    // A task with images starts from its media prefix, decoded by the projector.
+    let reused = if settings.alone() {
+        fills.iter().map(|f| tasks[f.start].media.as_ref().map_or(0, |m| m.positions)).collect()
+    } else {
+        reuse(tasks, &fills)
+    };
     let n_seq_max = n_seq_max.max(EXTRA_SEQUENCES) as u32;
     Ok(Plan { fills, reused, n_ctx: n_ctx as u64, n_batch: MICRO_BATCH.max(n_seq_max), n_ubatch: MICRO_BATCH, n_seq_max })
 }
@@ -593,6 +608,7 @@ mod tests {
             labels: vec![false; options.len()],
             option_chars: vec![1; options.len()],
             option_bytes: vec![1; options.len()],
+            media: None,
         }
     }
 

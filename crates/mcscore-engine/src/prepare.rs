@@ -2,12 +2,14 @@
 //! prefix, refusing up front the tasks it would mis-score.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 use mcscore_format::Task;
 use rayon::prelude::*;
 
+use crate::vision::{MediaPrefix, Projector};
 use crate::EngineError;
 
 /// One task, tokenised: the prefix every option shares, evaluated once, and
@@ -28,6 +30,10 @@ pub struct PreparedTask {
     pub(crate) option_chars: Vec<u32>,
     /// Per option: the bytes of that text.
     pub(crate) option_bytes: Vec<u32>,
+    /// The context up to the end of its last image, where it has images:
+    /// decoded through the projector, its positions the prefix's first
+    /// (which hold placeholders, never decoded as tokens).
+    pub(crate) media: Option<Arc<MediaPrefix>>,
 }
 
 impl PreparedTask {
@@ -110,8 +116,57 @@ pub(crate) fn split_common_prefix(index: usize, task: &Task<'_>, sequences: Vec<
         // every caller checked the texts against MAX_TEXT_BYTES (4 MiB), far below u32::MAX
         option_chars: task.options().iter().map(|o| o.chars().count() as u32).collect(),
         option_bytes: task.options().iter().map(|o| o.len() as u32).collect(),
+        media: None,
     })
 }
+
+/// Tokenises tasks as [`prepare`] does, each with its images (`images[i]`:
+/// those of `tasks[i]`, in the order of its context's markers) decoded
+/// through `projector`: the context up to the end of its last image is the
+/// task's media prefix, and what follows it, then each option, is tokenised
+/// without a BOS and split into the shared prefix and the options as
+/// llama-perplexity splits them. A task without markers and images is
+/// prepared as [`prepare`] does.
+pub(crate) fn prepare_images(
+    model: &LlamaModel,
+    projector: &Projector,
+    tasks: &[(usize, Task<'_>)],
+    images: &[Vec<Arc<[u8]>>],
+) -> Result<Vec<PreparedTask>, EngineError> {
+    tasks
+        .par_iter()
+        .zip(images)
+        .map(|((index, task), images)| {
+            let Some((media, end)) = projector.media_prefix(*index, task.question, images)? else {
+                return prepare_one(model, *index, task);
+            };
+            if task.options().len() < 2 {
+                return Err(EngineError::OneOption { task: *index });
+            }
+            let longest = task.options().iter().map(|o| o.len()).max().unwrap_or(0);
+            crate::check_text_length(Some(*index), task.question.len() + 1 + longest)?;
+            let rest = &task.question[end..];
+            let vocab = model.vocab();
+            let sequences: Vec<Vec<LlamaToken>> =
+                task.options().iter().map(|o| vocab.tokenize(format!("{rest} {o}").as_bytes(), false, false)).collect();
+            // The first option token is read from the row of the token before
+            // it, which a fill decodes: text (at least a shared token) must
+            // follow the last image.
+            let first = sequences.first().and_then(|s| s.first());
+            if first.is_none() || sequences.iter().any(|s| s.first() != first) {
+                return Err(EngineError::NothingAfterImage { task: *index });
+            }
+            let mut prepared = split_common_prefix(*index, task, sequences)?;
+            prepared.prefix.splice(0..0, std::iter::repeat_n(PLACEHOLDER, media.positions));
+            prepared.media = Some(Arc::new(media));
+            Ok(prepared)
+        })
+        .collect()
+}
+
+/// What a media prefix's positions hold in a prepared task: never decoded
+/// (the projector decodes them), and no token's id.
+const PLACEHOLDER: LlamaToken = LlamaToken(-1);
 
 /// Tokenises tasks as lm-evaluation-harness tokenises its requests
 /// (`_encode_pair`): the question alone and the whole text `question + " " +
@@ -155,6 +210,7 @@ fn prepare_context(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<
         // checked against MAX_TEXT_BYTES (4 MiB) by whole_sequences, far below u32::MAX
         option_chars: task.options().iter().map(|o| o.chars().count() as u32).collect(),
         option_bytes: task.options().iter().map(|o| o.len() as u32).collect(),
+        media: None,
     })
 }
 
@@ -219,5 +275,6 @@ fn prepare_blank(model: &LlamaModel, index: usize, task: &Task<'_>) -> Result<Pr
         labels: (0..2).map(|k| task.is_correct(k)).collect(),
         option_chars: vec![suffix_chars; 2],
         option_bytes: vec![second.len() as u32; 2],
+        media: None,
     })
 }

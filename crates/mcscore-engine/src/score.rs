@@ -188,7 +188,17 @@ impl Engine {
             let FillTree { trie, scoring, layout, has_row } = FillTree::new(group);
             // The plan says how much of the previous fill's chain to keep (it
             // compared the chains); a run's first fill finds the cache empty.
-            let reused = if fill == 0 { 0 } else { planned_reuse };
+            // A task with images decodes its media prefix first, from an empty cache.
+            let reused = if let Some(media) = &group[0].media {
+                ctx.clear_kv_cache();
+                let projector = self.projector.as_ref().ok_or(EngineError::NoProjector { task: group[0].index })?;
+                projector.decode(&mut ctx, group[0].index, media)?;
+                media.positions
+            } else if fill == 0 {
+                0
+            } else {
+                planned_reuse
+            };
             if reused == 0 {
                 ctx.clear_kv_cache();
             } else {

@@ -222,6 +222,7 @@ pub(crate) mod tests {
             labels: vec![false; options.len()],
             option_chars: vec![1; options.len()],
             option_bytes: vec![1; options.len()],
+            media: None,
         }
     }
 

@@ -1,0 +1,121 @@
+//! Images in a task's context, through llama.cpp's multimodal library
+//! (`mtmd`) and a vision projector (`--mmproj`) loaded beside the model.
+//!
+//! A task's context holds [`IMAGE_MARKER`] where each of its images goes.
+//! The context up to the end of its last image (text and images) is the
+//! task's *media prefix*: mtmd tokenises it, decodes each image as llama.cpp
+//! decodes it (its own preprocessing is the reference), encodes it through
+//! the projector and decodes the embeddings into the KV cache, once per task,
+//! before the fill's own micro-batches decode the rest of the context and the
+//! options after it. The plan gives every task with images a fill of its own
+//! that starts from an empty cache (as layers on a GPU do): what mtmd decodes
+//! then follows from the task alone, so its scores do not move with the batch.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::mtmd::{MtmdBitmap, MtmdContext, MtmdContextParams, MtmdInputChunks, MtmdInputText};
+
+use crate::{EngineError, MICRO_BATCH};
+
+/// Where an image goes in a task's context: mtmd's default marker.
+pub const IMAGE_MARKER: &str = "<__media__>";
+
+/// A vision projector loaded beside a model.
+pub(crate) struct Projector {
+    /// mtmd's context; its calls are not thread-safe, and each takes
+    /// milliseconds to seconds, so a lock costs nothing measurable.
+    context: Mutex<MtmdContext>,
+    path: PathBuf,
+}
+
+/// What a task's context holds up to the end of its last image: decoded
+/// through mtmd before the rest of the task.
+#[derive(Debug)]
+pub(crate) struct MediaPrefix {
+    /// The context's text up to the end of its last marker.
+    text: String,
+    /// The images' file bytes, in marker order.
+    images: Vec<Arc<[u8]>>,
+    /// KV-cache positions the text and images take.
+    pub(crate) positions: usize,
+}
+
+impl Projector {
+    /// Loads `path` for `model`, refusing a projector whose images need what
+    /// the engine's fills do not do yet: attention within an image across a
+    /// whole micro-batch (Gemma 3's), or positions in two dimensions (Qwen2-VL's).
+    pub(crate) fn load(model: &LlamaModel, path: &Path, threads: i32) -> Result<Projector, EngineError> {
+        let refused = |reason: String| EngineError::ProjectorRefused { path: path.to_owned(), reason };
+        let text = path.to_str().ok_or_else(|| refused("the path is not UTF-8".into()))?;
+        if !path.is_file() {
+            return Err(refused("no such file".into()));
+        }
+        let params = MtmdContextParams { use_gpu: false, print_timings: false, n_threads: threads.max(1), ..MtmdContextParams::default() };
+        crate::memory::take_errors();
+        let context = MtmdContext::init_from_file(text, model, &params)
+            .map_err(|_| refused(crate::memory::take_errors().unwrap_or_else(|| "llama.cpp refused it and logged no reason".into())))?;
+        if !context.support_vision() {
+            return Err(refused("it has no vision encoder".into()));
+        }
+        if context.decode_use_non_causal() {
+            return Err(refused("its images attend to themselves across the image (Gemma 3's kind), which mcscore does not decode yet".into()));
+        }
+        if context.decode_use_mrope() {
+            return Err(refused("its images take two-dimensional positions (Qwen2-VL's kind), which mcscore does not decode yet".into()));
+        }
+        Ok(Projector { context: Mutex::new(context), path: path.to_owned() })
+    }
+
+    /// The projector's file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `text` (up to and with its last marker) and `images` tokenised: each
+    /// image decoded from its file bytes and preprocessed as llama.cpp does.
+    fn chunks(&self, task: usize, text: &str, images: &[Arc<[u8]>]) -> Result<MtmdInputChunks, EngineError> {
+        let context = self.context.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let bitmaps = images
+            .iter()
+            .enumerate()
+            .map(|(image, bytes)| {
+                MtmdBitmap::from_buffer(&context, bytes, false).map_err(|_| EngineError::ImageUnreadable { task, image })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let refs: Vec<&MtmdBitmap> = bitmaps.iter().collect();
+        // BOS as the model adds it; special text not parsed, as llama-perplexity tokenises.
+        let input = MtmdInputText { text: text.to_owned(), add_special: true, parse_special: false };
+        context.tokenize(input, &refs).map_err(|e| EngineError::Decode { task, what: "tokenising the task's images", source: Box::new(e) })
+    }
+
+    /// The media prefix of a task whose context is `question`, with
+    /// `images` at its markers: `None` where it has none.
+    pub(crate) fn media_prefix(&self, task: usize, question: &str, images: &[Arc<[u8]>]) -> Result<Option<(MediaPrefix, usize)>, EngineError> {
+        let markers = question.matches(IMAGE_MARKER).count();
+        if markers != images.len() {
+            return Err(EngineError::ImageCount { task, markers, images: images.len() });
+        }
+        let Some(last) = question.rfind(IMAGE_MARKER) else { return Ok(None) };
+        let end = last + IMAGE_MARKER.len();
+        let text = question[..end].to_owned();
+        let chunks = self.chunks(task, &text, images)?;
+        let positions = (0..chunks.len()).filter_map(|i| chunks.get(i)).map(|c| c.n_positions().max(0) as usize).sum();
+        Ok(Some((MediaPrefix { text, images: images.to_vec(), positions }, end)))
+    }
+
+    /// Decodes `media` into sequence 0 of `ctx` from position 0, in
+    /// micro-batches of at most [`MICRO_BATCH`] tokens, no logits read.
+    pub(crate) fn decode(&self, ctx: &mut LlamaContext<'_>, task: usize, media: &MediaPrefix) -> Result<(), EngineError> {
+        let chunks = self.chunks(task, &media.text, &media.images)?;
+        let mut context = self.context.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let end = chunks
+            .eval_chunks(&mut context, ctx, 0, 0, MICRO_BATCH as i32, false)
+            .map_err(|e| EngineError::Decode { task, what: "decoding the task's images", source: Box::new(e) })?;
+        // The positions counted when the task was prepared are the ones decoded.
+        debug_assert_eq!(end as usize, media.positions);
+        Ok(())
+    }
+}
