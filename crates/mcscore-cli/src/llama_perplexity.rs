@@ -46,7 +46,7 @@ const CHANGES_SCORES: &str = "it would change the scores, and mcscore does not o
 /// Why download flags are refused.
 const DOWNLOADS: &str = "mcscore downloads no models: download the GGUF and pass -m FILE";
 /// Why the multimodal flags are refused.
-const IMAGES: &str = "mcscore scores text: images and projectors are not supported";
+const IMAGES: &str = "llama-perplexity scores text; images are scored by `mcscore score --mmproj FILE -bf TASKS.tsv`";
 /// Why the tensor-placement flags are refused.
 const PLACEMENT: &str = "layers are placed by -ngl, -sm and -mg alone";
 

@@ -72,6 +72,12 @@ pub(crate) struct Args {
     /// legacy .dat), for every quant (the IQ1, IQ2 and IQ3_XS/XXS types and Q2_K_S need one).
     #[arg(long, value_name = "FILE", requires = "quantize")]
     imatrix: Option<PathBuf>,
+    /// A vision projector for the model (llama.cpp's mmproj GGUF, as llama-mtmd-cli takes it),
+    /// for a FILE of image tasks: a multiple-choice TSV in VLMEvalKit's layout (.tsv: MMBench,
+    /// SEED-Bench, AI2D, ScienceQA-IMG, MMStar, ...), each row's image decoded as llama.cpp
+    /// decodes it and its options scored as letters (docs/vqa.md).
+    #[arg(long, value_name = "FILE")]
+    mmproj: Option<PathBuf>,
     /// FILE is a multiple-choice task file (.bin): the default mode.
     #[arg(long, conflicts_with_all = ["hellaswag", "winogrande"])]
     multiple_choice: bool,
@@ -503,6 +509,7 @@ pub(crate) fn prepare(
     spec.hash_cache = Some(defaults::cache_dir());
     spec.shard = shard;
     spec.chat = args.chat.spec(path)?;
+    spec.mmproj = args.mmproj.clone();
     let job = ScoreJob::prepare(spec).map_err(|e| match e {
         e @ EvalError::Format(mcscore_format::Error::Invalid { .. }) => invalid_file(e, args.lenient),
         e => e.into(),

@@ -31,6 +31,7 @@ pub mod manifest;
 mod render;
 pub mod shots;
 mod source;
+pub mod vqa;
 
 use std::path::{Path, PathBuf};
 

@@ -20,8 +20,7 @@ use llama_cpp_2::mtmd::{MtmdBitmap, MtmdContext, MtmdContextParams, MtmdInputChu
 
 use crate::{EngineError, MICRO_BATCH};
 
-/// Where an image goes in a task's context: mtmd's default marker.
-pub const IMAGE_MARKER: &str = "<__media__>";
+pub use mcscore_format::IMAGE_MARKER;
 
 /// A vision projector loaded beside a model.
 pub(crate) struct Projector {

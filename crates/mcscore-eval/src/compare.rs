@@ -598,6 +598,7 @@ pub(crate) mod tests {
             shard: None,
             sequential: None,
             chat: None,
+            projector: None,
         }
     }
 

@@ -33,6 +33,10 @@ pub enum EvalError {
     #[error(transparent)]
     Log(#[from] mcscore_log::LogError),
 
+    /// A file of image tasks (VLMEvalKit's TSV) that could not be read.
+    #[error(transparent)]
+    Vqa(#[from] mcscore_datasets::vqa::VqaError),
+
     /// A scheme run could not run, resume or report.
     #[error(transparent)]
     Schemes(#[from] SchemesError),
@@ -1064,6 +1068,26 @@ pub enum SpecError {
         engine: PathBuf,
     },
 
+    /// A job lent an engine whose projector is not the job's (`--mmproj`).
+    #[error("{}: a job for projector {} was lent an engine with {}; attach the job's projector", model.display(), or_none_path(wanted.as_deref()), or_none_path(attached.as_deref()))]
+    LentProjector {
+        /// The job's model.
+        model: PathBuf,
+        /// The job's projector.
+        wanted: Option<PathBuf>,
+        /// The engine's.
+        attached: Option<PathBuf>,
+    },
+
+    /// A file of image tasks asked to score in a way image tasks do not take yet.
+    #[error("{}: {flag} does not take a file of image tasks yet", path.display())]
+    ImagesWith {
+        /// The file.
+        path: PathBuf,
+        /// The flag.
+        flag: &'static str,
+    },
+
     /// A job with its own task order that also asks for a subset, a limit, a
     /// shard or acc_pmi's unconditional pass.
     #[error("{}: a job with its own task order takes no subset, shard or acc_pmi pass", path.display())]
@@ -1118,4 +1142,9 @@ impl EvalError {
             _ => None,
         }
     }
+}
+
+/// A path in a message, or "none".
+fn or_none_path(path: Option<&std::path::Path>) -> String {
+    path.map_or_else(|| "none".to_owned(), |p| p.display().to_string())
 }

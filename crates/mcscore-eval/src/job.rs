@@ -3,7 +3,9 @@
 //! cancellation (see `fills`). [`ScoreJob::prepare`] does everything that can
 //! fail before the first decode; [`ScoreJob::run`] scores.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use mcscore_engine::{hellaswag_order, plan, select_tasks, Engine, Plan, PreparedTask, Settings, TokenCounts};
@@ -16,7 +18,8 @@ use crate::chat::{ChatSpec, Template};
 use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, MemorySeen, Scoring};
 use crate::groups::Groups;
 use crate::log::ShardHeader;
-use crate::log::{normalisations, Header, Opened, SampleLog, Stop, TaskKind, TaskRecord};
+use crate::log::{normalisations, Header, Opened, ProjectorHeader, SampleLog, Stop, TaskKind, TaskRecord};
+use mcscore_datasets::vqa::VqaTask;
 use crate::shard::{partition, run_sha256, Shard};
 use crate::{ChatError, SequentialError, SpecError};
 use crate::{EvalError, Phase, Progress};
@@ -67,6 +70,9 @@ pub struct ScoreSpec {
     pub model_sha256: Option<String>,
     /// Score inside a chat template ([`crate::chat`]); none by default.
     pub chat: ChatSpec,
+    /// A vision projector (llama.cpp's `mmproj` GGUF) for the model, to read
+    /// the images of a file of image tasks (VLMEvalKit's TSV, `.tsv`).
+    pub mmproj: Option<PathBuf>,
 }
 
 /// llama-perplexity's default `--hellaswag-tasks`: a HellaSwag run given no
@@ -207,6 +213,7 @@ impl ScoreSpec {
             ordered: None,
             model_sha256: None,
             chat: ChatSpec::default(),
+            mmproj: None,
         }
     }
 }
@@ -298,6 +305,11 @@ pub(crate) enum OpenedFile {
         bytes: Vec<u8>,
         kind: TaskKind,
     },
+    /// A file of image tasks (VLMEvalKit's multiple-choice TSV), each row rendered.
+    Images {
+        bytes: Vec<u8>,
+        tasks: Vec<VqaTask>,
+    },
 }
 
 impl OpenedFile {
@@ -307,6 +319,11 @@ impl OpenedFile {
     pub(crate) fn open(path: &Path, kind: TaskKind, lenient: bool) -> Result<OpenedFile, EvalError> {
         if matches!(kind, TaskKind::HellaSwag | TaskKind::Winogrande) {
             return Ok(OpenedFile::Text { bytes: mcscore_format::read_input(path)?, kind });
+        }
+        if kind == TaskKind::MultipleChoice && path.extension().is_some_and(|e| e.eq_ignore_ascii_case("tsv")) {
+            let bytes = mcscore_format::read_input(path)?;
+            let tasks = mcscore_datasets::vqa::parse_vqa_tsv(&bytes, path)?;
+            return Ok(OpenedFile::Images { bytes, tasks });
         }
         match TaskFile::open(path) {
             Ok(file) => Ok(OpenedFile::Strict(file)),
@@ -324,13 +341,23 @@ impl OpenedFile {
             OpenedFile::Lenient { bytes, .. } => Tasks::Parsed(read_lenient(bytes, path)?),
             OpenedFile::Text { bytes, kind: TaskKind::HellaSwag } => Tasks::Parsed(read_hellaswag(bytes, path)?),
             OpenedFile::Text { bytes, .. } => Tasks::Parsed(read_winogrande(bytes, path)?),
+            OpenedFile::Images { tasks, .. } => Tasks::Parsed(tasks.iter().map(|t| Task::new(&t.context, t.letters.clone(), t.gold)).collect()),
         })
+    }
+
+    /// Per task of `selected` (by its index in the file), its images: `None`
+    /// for a file without any.
+    pub(crate) fn images(&self, selected: &[(usize, Task<'_>)]) -> Option<Vec<Vec<Arc<[u8]>>>> {
+        match self {
+            OpenedFile::Images { tasks, .. } => Some(selected.iter().map(|(i, _)| tasks[*i].images.clone()).collect()),
+            _ => None,
+        }
     }
 
     pub(crate) fn bytes(&self) -> &[u8] {
         match self {
             OpenedFile::Strict(file) => file.bytes(),
-            OpenedFile::Lenient { bytes, .. } | OpenedFile::Text { bytes, .. } => bytes,
+            OpenedFile::Lenient { bytes, .. } | OpenedFile::Text { bytes, .. } | OpenedFile::Images { bytes, .. } => bytes,
         }
     }
 }
@@ -447,6 +474,8 @@ pub struct ScoreJob<'e> {
     file_tasks: usize,
     selection: Selection,
     lenient_faults: Vec<Fault>,
+    /// The sha256 of each image of each task that has any, by task index.
+    image_hashes: HashMap<usize, Vec<String>>,
     started: Instant,
     timings: Timings,
     memory: MemorySeen,
@@ -621,9 +650,11 @@ impl ScoreJob<'static> {
     /// this job), each task (tokenised), the context and its memory, and the log.
     pub fn prepare(spec: ScoreSpec) -> Result<ScoreJob<'static>, EvalError> {
         ScoreJob::prepare_on(spec, |spec| {
-            Engine::load(&spec.model, &spec.settings)
-                .map(|e| Lent::Owned(Box::new(e)))
-                .map_err(EvalError::Load)
+            let mut engine = Engine::load(&spec.model, &spec.settings).map_err(EvalError::Load)?;
+            if let Some(mmproj) = &spec.mmproj {
+                engine.attach_projector(mmproj, spec.settings.threads_batch).map_err(EvalError::Load)?;
+            }
+            Ok(Lent::Owned(Box::new(engine)))
         })
     }
 }
@@ -635,6 +666,13 @@ impl<'e> ScoreJob<'e> {
     pub fn with_engine(engine: &'e Engine, spec: ScoreSpec) -> Result<ScoreJob<'e>, EvalError> {
         if engine.path() != spec.model {
             return Err(EvalError::Spec(SpecError::LentEngine { model: spec.model.clone(), engine: engine.path().to_owned() }));
+        }
+        if engine.projector() != spec.mmproj.as_deref() {
+            return Err(EvalError::Spec(SpecError::LentProjector {
+                model: spec.model.clone(),
+                wanted: spec.mmproj.clone(),
+                attached: engine.projector().map(Path::to_owned),
+            }));
         }
         ScoreJob::prepare_on(spec, |_| Ok(Lent::Borrowed(engine)))
     }
@@ -670,7 +708,17 @@ impl<'e> ScoreJob<'e> {
         let mut memory = MemorySeen::default();
         memory.sample(mcscore_engine::Resident::now());
         let template = Template::resolve(&spec.chat.template, &engine)?;
-        let (mut prepared, chat) = match spec.kind {
+        let images = input.images(&selected);
+        if images.is_some() {
+            for (given, flag) in [(!spec.chat.is_none(), "--chat-template"), (spec.pmi, "--pmi")] {
+                if given {
+                    return Err(EvalError::Spec(SpecError::ImagesWith { path: path.to_owned(), flag }));
+                }
+            }
+        }
+        let (mut prepared, chat) = match (spec.kind, &images) {
+            (_, Some(images)) => (engine.prepare_images(&selected, images).map_err(EvalError::engine(path))?, None),
+            _ => match spec.kind {
             TaskKind::Winogrande => (engine.prepare_blanks(&selected).map_err(EvalError::engine(path))?, None),
             TaskKind::LmEval => (engine.prepare_contexts(&selected).map_err(EvalError::engine(path))?, None),
             TaskKind::MultipleChoice | TaskKind::HellaSwag => crate::chat::prepare(
@@ -682,7 +730,14 @@ impl<'e> ScoreJob<'e> {
                 settings.task_limit(),
                 EvalError::engine(path),
             )?,
+            },
         };
+        let image_hashes: HashMap<usize, Vec<String>> = images
+            .iter()
+            .flat_map(|images| selected.iter().zip(images))
+            .filter(|(_, images)| !images.is_empty())
+            .map(|((i, _), images)| (*i, images.iter().map(|b| sha256_hex(b)).collect()))
+            .collect();
         prepared.drain(..extra);
         selected.drain(..extra);
         phase(&mut timings.tokenise);
@@ -714,12 +769,20 @@ impl<'e> ScoreJob<'e> {
             shard,
             sequential,
             chat,
+            projector: match engine.projector() {
+                Some(p) => Some(ProjectorHeader {
+                    path: p.display().to_string(),
+                    sha256: sha256_file(p).map_err(EvalError::io(p))?,
+                    bytes: std::fs::metadata(p).map_err(EvalError::io(p))?.len(),
+                }),
+                None => None,
+            },
         };
         let Logged { log, kept, already_complete, stopped } = spec.open_log(&header, &prepared)?;
         phase(&mut timings.log);
         let lenient_faults = match &input {
             OpenedFile::Lenient { faults, .. } => faults.clone(),
-            OpenedFile::Strict(_) | OpenedFile::Text { .. } => Vec::new(),
+            OpenedFile::Strict(_) | OpenedFile::Text { .. } | OpenedFile::Images { .. } => Vec::new(),
         };
         Ok(ScoreJob {
             baselines: Baselines::of(selected.iter().map(|(_, t)| t)),
@@ -737,6 +800,7 @@ impl<'e> ScoreJob<'e> {
             stopped,
             selection,
             lenient_faults,
+            image_hashes,
             started,
             timings,
             memory,
@@ -826,6 +890,7 @@ impl<'e> ScoreJob<'e> {
             stopped,
             baselines,
             total_options,
+            image_hashes,
             started,
             mut timings,
             mut memory,
@@ -875,6 +940,7 @@ impl<'e> ScoreJob<'e> {
             already_complete,
             stopped,
             unconditional_sums,
+            image_hashes,
             cancelled,
             fills: 0,
             tokens: TokenCounts::default(),
@@ -906,6 +972,8 @@ pub struct Running<'e> {
     /// Per task left at the start: its options' unconditional sums (acc_pmi).
     /// Per task left, its options' unconditional figures.
     unconditional_sums: Vec<Unconditional>,
+    /// The sha256 of each image of each task that has any, by task index.
+    image_hashes: HashMap<usize, Vec<String>>,
     cancelled: bool,
     /// Fills made by this process.
     fills: usize,
@@ -964,7 +1032,8 @@ impl Running<'_> {
             mcscore_engine::plan(part, settings).map_err(EvalError::engine(path))?
         };
         let started = Instant::now();
-        let (records, log, sums, resumed) = (&mut self.records, &mut self.log, &self.unconditional_sums, self.resumed);
+        let (records, log, sums, resumed, image_hashes) =
+            (&mut self.records, &mut self.log, &self.unconditional_sums, self.resumed, &self.image_hashes);
         let scoring = Scoring { engine: &self.engine, tasks: part, plan: &plan, settings, path };
         let run = score_fills(scoring, cancel, |event| {
             let mut scores = match event {
@@ -978,7 +1047,8 @@ impl Running<'_> {
                     option.uncond_greedy = greedy;
                 }
             }
-            let record = TaskRecord::new(scores.task, scores.options, scores.labels);
+            let mut record = TaskRecord::new(scores.task, scores.options, scores.labels);
+            record.images = image_hashes.get(&record.task).cloned().unwrap_or_default();
             if let Some(log) = log.as_mut() {
                 log.record(&record)?;
             }

@@ -27,7 +27,7 @@ pub use lenient::{llama_cpp_rejects, llama_cpp_task_count, read_lenient};
 pub use parse::validate;
 pub use report::{FaultReport, TaskReport, ValidationReport, LISTED_PER_KIND};
 pub use summary::{hex, sha256_file, sha256_hex, BaselineCounter, Baselines, Summary};
-pub use task::{Choices, IdSet, Mode, Task};
+pub use task::{Choices, IdSet, Mode, Task, IMAGE_MARKER};
 pub use text::{read_hellaswag, read_winogrande, winogrande_line, TextFault, HELLASWAG_ENDINGS, WINOGRANDE_HEADER};
 pub use writer::{
     check_input, check_input_io, check_target, file_kind, probe_folder, read_input, remove_partial_files, same_file, write_atomic,

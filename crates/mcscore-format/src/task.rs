@@ -18,6 +18,11 @@ impl<'a> Choices<'a> {
     }
 }
 
+/// Where an image goes in a task's context (llama.cpp's multimodal
+/// library's default marker): the engine decodes the task's images there,
+/// and a reader of image benchmarks writes it there.
+pub const IMAGE_MARKER: &str = "<__media__>";
+
 /// One multiple-choice task: the prompt scaffold lives in `question`, the
 /// options are bare continuations of it.
 #[derive(Debug, Clone, PartialEq, Eq)]

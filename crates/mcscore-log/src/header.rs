@@ -138,6 +138,20 @@ pub struct Header {
     /// Set where the run scored inside a chat template (`--chat-template`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chat: Option<ChatHeader>,
+    /// The vision projector (`--mmproj`) the run read images with, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub projector: Option<ProjectorHeader>,
+}
+
+/// A run's vision projector: part of its identity by content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProjectorHeader {
+    /// The file, as given (for people; not compared).
+    pub path: String,
+    /// Its sha256, as hex.
+    pub sha256: String,
+    /// Its size.
+    pub bytes: u64,
 }
 
 /// A header line as any version of the log wrote it, and the one migration
@@ -145,7 +159,7 @@ pub struct Header {
 /// `pmi` and the kernel settings were words of one `settings` string, and a
 /// sequential comparison's margin was in accuracy points.
 mod wire {
-    use super::{version_1, ChatHeader, Sequential, ShardHeader, TaskKind};
+    use super::{version_1, ChatHeader, ProjectorHeader, Sequential, ShardHeader, TaskKind};
     use serde::Deserialize;
 
     #[derive(Deserialize)]
@@ -176,6 +190,7 @@ mod wire {
         shard: Option<ShardHeader>,
         sequential: Option<Sequential>,
         chat: Option<ChatHeader>,
+        projector: Option<ProjectorHeader>,
     }
 
     impl TryFrom<Header> for super::Header {
@@ -238,6 +253,7 @@ mod wire {
                 shard: h.shard,
                 sequential,
                 chat: h.chat,
+                projector: h.projector,
             })
         }
     }

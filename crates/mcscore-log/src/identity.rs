@@ -54,6 +54,8 @@ pub struct RunIdentity {
     pub mcscore: String,
     /// The shard, in a shard's log.
     pub shard: Option<ShardHeader>,
+    /// The vision projector, by content, where images were read.
+    pub projector: Option<Input>,
 }
 
 /// The first field of two identities (a run's, a sweep's) that differs,
@@ -95,6 +97,7 @@ impl RunIdentity {
             sequential: header.sequential.clone(),
             mcscore: header.mcscore.clone(),
             shard: header.shard.clone(),
+            projector: header.projector.as_ref().map(|p| Input { sha256: p.sha256.clone(), bytes: p.bytes }),
         }
     }
 
@@ -117,6 +120,7 @@ impl RunIdentity {
             .or_else(|| Mismatch::check("version", &self.version, &now.version, |v| shown(v)))
             .or_else(|| Mismatch::check("model_sha256", &self.model.sha256, &now.model.sha256, String::clone))
             .or_else(|| Mismatch::check("model_bytes", &self.model.bytes, &now.model.bytes, |v| shown(v)))
+            .or_else(|| Mismatch::check("projector_sha256", &self.projector, &now.projector, |p| or_none(p.as_ref().map(|p| &p.sha256))))
             .or_else(|| Mismatch::check("file_sha256", &self.file.sha256, &now.file.sha256, String::clone))
             .or_else(|| Mismatch::check("file_bytes", &self.file.bytes, &now.file.bytes, |v| shown(v)))
             .or_else(|| Mismatch::check("tasks", &self.tasks, &now.tasks, |v| shown(v)))

@@ -20,7 +20,7 @@ mod test_support;
 mod write;
 
 pub use error::{LogError, LogFault, Unfinished};
-pub use header::{or_none, ChatHeader, Header, Sequential, ShardHeader, Stop, TaskKind, LOG_VERSION};
+pub use header::{or_none, ChatHeader, Header, ProjectorHeader, Sequential, ShardHeader, Stop, TaskKind, LOG_VERSION};
 pub use identity::{chat_identity, label, Input, Mismatch, RunIdentity};
 pub use read::{parse, read, Contents, Footer};
 pub use record::{accuracy, check_record, normalisations, PerNormalisation, TaskRecord, MIN_TOKEN_LOGPROB};

@@ -66,6 +66,9 @@ pub struct TaskRecord {
     pub pred: PerNormalisation<usize>,
     /// Whether each normalisation's pick is right (its label is 1).
     pub correct: PerNormalisation<bool>,
+    /// The sha256 (hex) of each image the task's context held, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<String>,
 }
 
 /// The normalisations every record of a run has.
@@ -86,7 +89,7 @@ impl TaskRecord {
         let pred = PerNormalisation::from_fn(with_pmi, |n| n.predict(&options));
         // pred holds acc_pmi exactly when with_pmi asks for it; a pick is an option's index, and callers give a label per option
         let correct = PerNormalisation::from_fn(with_pmi, |n| labels[pred.get(n)]);
-        TaskRecord { task, gold: labels.iter().position(|&l| l), options, labels, pred, correct }
+        TaskRecord { task, gold: labels.iter().position(|&l| l), options, labels, pred, correct, images: Vec::new() }
     }
 }
 

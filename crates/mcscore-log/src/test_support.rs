@@ -40,6 +40,7 @@ pub(crate) fn header(sequential: bool) -> Header {
             other_sha256: vec!["n".into()],
         }),
         chat: None,
+        projector: None,
     }
 }
 

@@ -1,0 +1,117 @@
+//! Image tasks end to end: a synthetic MC-VQA set in VLMEvalKit's TSV
+//! layout (scripts/make-vqa) scored by a random LLaVA 1.5 (scripts/make-model
+//! --mmproj: a random Llama and a random CLIP projector of llama.cpp's `mlp`
+//! kind; no vision-language GGUF is reachable here, so the scores mean
+//! nothing, but the path is llama.cpp's own).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+/// A random LLaVA (model, projector) and the synthetic set, in `dir`.
+fn setup(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let projector = dir.join("mmproj.gguf");
+    let shape = ["--dim", "128", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--ff", "256", "--type", "q8_0"];
+    let model = random_model(dir, "vlm", &[&shape[..], &["--mmproj", path_str(&projector)]].concat());
+    let set = dir.join("shapes.tsv");
+    let made = Command::new(repo("scripts/make-vqa")).args(["-o", path_str(&set), "--rows", "20"]).output().unwrap();
+    assert!(made.status.success(), "make-vqa: {}", stderr(&made));
+    (model, projector, set)
+}
+
+/// Every option's (logprob_sum, tokens), per task.
+fn scores(log: &Path) -> Vec<Vec<(f64, u64)>> {
+    log_tasks(log)
+        .iter()
+        .map(|t| t["options"].as_array().unwrap().iter().map(|o| (o["logprob_sum"].as_f64().unwrap(), o["tokens"].as_u64().unwrap())).collect())
+        .collect()
+}
+
+#[test]
+fn a_vqa_file_scores_the_same_whatever_the_batch_and_its_log_names_its_images() {
+    let dir = tempdir();
+    let (model, projector, set) = setup(dir.path());
+    let score = |log: &Path, extra: &[&str]| {
+        let args = [&["score", "-m", path_str(&model), "--mmproj", path_str(&projector), "-bf", path_str(&set)], extra].concat();
+        let out = run(&[&args[..], &["--log-samples", path_str(log), "-t", "2"]].concat());
+        assert!(out.status.success(), "{}", stderr(&out));
+        out
+    };
+    let (wide, narrow) = (dir.path().join("wide.jsonl"), dir.path().join("narrow.jsonl"));
+    let out = score(&wide, &["-b", "2048", "--json"]);
+    score(&narrow, &["-b", "60", "-np", "1"]);
+    assert_eq!(scores(&wide), scores(&narrow));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["tasks"], 20);
+
+    // The log names the projector by content, and each task's image.
+    let header = log_header(&wide);
+    let sha = |p: &Path| mcscore_format::sha256_file(p).unwrap();
+    assert_eq!(header["projector"]["sha256"], sha(&projector));
+    let tasks = log_tasks(&wide);
+    let images: Vec<&str> = tasks.iter().map(|t| t["images"][0].as_str().unwrap()).collect();
+    assert_eq!(images.len(), 20);
+    // Row 4 shares row 3's image by naming its index (make-vqa does every fifth).
+    assert_eq!(images[4], images[3]);
+
+    // Three options where D is empty (make-vqa leaves it so in every third row).
+    assert_eq!(tasks[2]["options"].as_array().unwrap().len(), 3);
+
+    // A resume with another projector is refused, naming it.
+    let other = dir.path().join("other.gguf");
+    let shape = ["--dim", "128", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--ff", "256", "--type", "q8_0", "--seed", "1"];
+    random_model(dir.path(), "vlm2", &[&shape[..], &["--mmproj", path_str(&other)]].concat());
+    let resumed = run(&[
+        "score",
+        "-m",
+        path_str(&model),
+        "--mmproj",
+        path_str(&other),
+        "-bf",
+        path_str(&set),
+        "--log-samples",
+        path_str(&wide),
+        "--resume",
+    ]);
+    assert!(!resumed.status.success());
+    assert!(stderr(&resumed).contains("projector_sha256"), "{}", stderr(&resumed));
+}
+
+#[test]
+fn image_faults_name_the_file_row_and_flag() {
+    let dir = tempdir();
+    let (model, projector, set) = setup(dir.path());
+    // No projector: the flag to give.
+    let out = run(&["score", "-m", path_str(&model), "-bf", path_str(&set)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("task 0 has an image, and no projector is loaded to read it (give the model's --mmproj)"), "{}", stderr(&out));
+
+    // A row whose base64 is corrupt, and one whose PNG is cut short.
+    let text = std::fs::read_to_string(&set).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let corrupt = dir.path().join("corrupt.tsv");
+    let mut cells: Vec<String> = lines[3].split('\t').map(str::to_owned).collect();
+    let image = cells.last_mut().unwrap();
+    image.replace_range(100..101, "!");
+    lines[3] = cells.join("\t");
+    std::fs::write(&corrupt, lines.join("\n") + "\n").unwrap();
+    let out = run(&["score", "-m", path_str(&model), "--mmproj", path_str(&projector), "-bf", path_str(&corrupt)]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("corrupt.tsv: line 4 (byte"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("index \"2\": image 0 is not base64 (at byte 100 of it)"), "{}", stderr(&out));
+
+    let cut = dir.path().join("cut.tsv");
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let mut cells: Vec<String> = lines[2].split('\t').map(str::to_owned).collect();
+    let image = cells.last_mut().unwrap();
+    let half = image.len() / 8 * 4;
+    image.truncate(half);
+    lines[2] = cells.join("\t");
+    std::fs::write(&cut, lines.join("\n") + "\n").unwrap();
+    let out = run(&["score", "-m", path_str(&model), "--mmproj", path_str(&projector), "-bf", path_str(&cut)]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("task 1: image 0 cannot be read"), "{}", stderr(&out));
+}
