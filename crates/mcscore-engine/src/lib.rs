@@ -43,7 +43,7 @@ pub use prompts::{PromptRequest, RowScores, Session, SessionLimits};
 pub use quantize::{quantize, QuantOptions, QuantType, TensorType};
 pub use score::{rows_to_read, Completion, ScoreSummary, ScoreTimes, TaskScores, TokenCounts};
 pub use subset::{hellaswag_order, select_tasks};
-pub use vision::IMAGE_MARKER;
+pub use vision::{IMAGE_MARKER, MAX_IMAGE_PIXELS};
 
 /// Why scoring could not run or finish. Every variant names the task (index in
 /// the file) or the file concerned.
@@ -325,6 +325,19 @@ pub enum EngineError {
         image: usize,
     },
 
+    /// An image with more pixels than llama.cpp may decode here.
+    #[error("task {task}: image {image} is {width} x {height} pixels, more than the {} million mcscore decodes (llama.cpp holds an image whole before resizing it); downscale it", vision::MAX_IMAGE_PIXELS / 1_000_000)]
+    ImageTooLarge {
+        /// The task, by its index in the file.
+        task: usize,
+        /// The image, counted from 0 in marker order.
+        image: usize,
+        /// Its width, from its header.
+        width: u64,
+        /// Its height.
+        height: u64,
+    },
+
     /// A task whose context ends with an image (no text after it that
     /// every option shares), so no decoded row predicts an option's first token.
     #[error("task {task}: its context must go on after its last image (\"Answer:\", say), before the options")]
@@ -446,6 +459,7 @@ impl EngineError {
             | EngineError::NoProjector { task }
             | EngineError::ImageCount { task, .. }
             | EngineError::ImageUnreadable { task, .. }
+            | EngineError::ImageTooLarge { task, .. }
             | EngineError::NothingAfterImage { task }
             | EngineError::NonFinite { task, .. }
             | EngineError::ChatBos { task, .. }

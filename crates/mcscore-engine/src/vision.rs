@@ -22,6 +22,11 @@ use crate::{EngineError, MICRO_BATCH};
 
 pub use mcscore_format::IMAGE_MARKER;
 
+/// The most pixels an image may have: llama.cpp decodes an image whole (3
+/// bytes a pixel) before resizing it to the projector's size, so this bounds
+/// that allocation at 120 MB. An 8K frame (33 megapixels) is below it.
+pub const MAX_IMAGE_PIXELS: u64 = 40_000_000;
+
 /// A vision projector loaded beside a model.
 pub(crate) struct Projector {
     /// mtmd's context; its calls are not thread-safe, and each takes
@@ -81,6 +86,15 @@ impl Projector {
             .iter()
             .enumerate()
             .map(|(image, bytes)| {
+                // The size from the file's header, where its format has one
+                // imagesize reads (PNG, JPEG, GIF, BMP, PSD, HDR, PNM, ...);
+                // llama.cpp reads the rest, whose decoded size follows their file's.
+                if let Ok(size) = imagesize::blob_size(bytes) {
+                    let (width, height) = (size.width as u64, size.height as u64);
+                    if width.saturating_mul(height) > MAX_IMAGE_PIXELS {
+                        return Err(EngineError::ImageTooLarge { task, image, width, height });
+                    }
+                }
                 MtmdBitmap::from_buffer(&context, bytes, false).map_err(|_| EngineError::ImageUnreadable { task, image })
             })
             .collect::<Result<Vec<_>, _>>()?;

@@ -140,6 +140,11 @@ fn image_faults_are_named_by_task() {
     let cut: Arc<[u8]> = Arc::from(&red[..red.len() / 2]);
     let error = engine.prepare_images(&task(&with_image), &[vec![cut]]).unwrap_err();
     assert!(matches!(error, EngineError::ImageUnreadable { task: 7, image: 0 }), "{error}");
+    // 60 megapixels (a PNG whose header says so): refused before any decode.
+    let mut huge = red[..33].to_vec();
+    huge[16..24].copy_from_slice(&[0, 0, 0x1f, 0x40, 0, 0, 0x1d, 0x4c]);
+    let error = engine.prepare_images(&task(&with_image), &[vec![Arc::from(huge)]]).unwrap_err();
+    assert!(matches!(error, EngineError::ImageTooLarge { task: 7, image: 0, width: 8000, height: 7500 }), "{error}");
     // An image last, with nothing every option shares after it.
     let error = engine.prepare_images(&task(&format!("Look: {IMAGE_MARKER}")), &[vec![red]]).unwrap_err();
     assert!(matches!(error, EngineError::NothingAfterImage { task: 7 }), "{error}");
