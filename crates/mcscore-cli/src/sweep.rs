@@ -44,12 +44,14 @@ question stem share its evaluation, so 48 formats × 4 rotations cost far less t
 /// rotation), the histogram of picked positions, RStd and PIA. Across formats:
 /// mean, std, min, max. With several -m: each model's rank distribution over
 /// formats, rank reversals and Kendall τ between formats. Items are parsed back
-/// from a letter-mode task file in the letter scaffold ("Question: …\nA. …\nAnswer:"), or read from
-/// a benchmark's source (--benchmark).
+/// from a letter-mode task file in the letter scaffold ("Question: …\nA. …\nAnswer:"), read from
+/// a benchmark's source (--benchmark), or, with --mmproj, from a VQA file in VLMEvalKit's TSV
+/// layout (each prompt after the row's image and hint).
 #[derive(clap::Args)]
 #[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
-    /// Letter-mode task file (.bin) written in the letter scaffold ("Question: …\nA. …\nAnswer:").
+    /// Letter-mode task file (.bin) written in the letter scaffold ("Question: …\nA. …\nAnswer:"),
+    /// or a VQA file in VLMEvalKit's TSV layout (.tsv, with --mmproj).
     #[arg(value_name = "FILE", required_unless_present_any = ["benchmark", "compare"], conflicts_with = "benchmark")]
     file: Option<PathBuf>,
     /// Instead of scoring: report sweeps saved with --save-json (one, to render
@@ -57,6 +59,11 @@ pub(crate) struct Args {
     /// Kendall τ), e.g. sweeps of models run apart.
     #[arg(long, value_name = "SWEEP.json", num_args = 1.., conflicts_with_all = ["file", "benchmark", "models", "write_tasks", "log_samples"])]
     compare: Vec<PathBuf>,
+    /// A vision projector for the model (llama.cpp's mmproj GGUF), for a FILE of image
+    /// tasks in VLMEvalKit's TSV layout (.tsv): each prompt starts with the row's image
+    /// and hint (docs/vqa.md).
+    #[arg(long, value_name = "FILE")]
+    mmproj: Option<PathBuf>,
     /// Instead of FILE: a benchmark's items from its source (see `mcscore build --list`).
     #[arg(long, value_name = "NAME")]
     benchmark: Option<String>,
@@ -227,6 +234,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<Outcome> {
         (None, None) => ItemPick::Subset(args.tasks),
     };
     let (items, selection) = match (&args.file, &args.benchmark) {
+        (Some(path), _) if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("tsv")) => load_items(ItemSource::Vqa(path), pick)?,
         (Some(path), _) => load_items(ItemSource::File(path), pick)?,
         (None, Some(name)) => {
             let benchmark =
@@ -247,7 +255,8 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<Outcome> {
         },
     );
     let chat = args.chat.spec_without_shots("sweep: its prompts are rendered from items and hold no shots")?;
-    let spec = SweepSpec { formats, circular: args.circular, instruction: args.instruction, pride: args.pride, chat };
+    let spec =
+        SweepSpec { formats, circular: args.circular, instruction: args.instruction, pride: args.pride, chat, mmproj: args.mmproj.clone() };
     let sweep = Sweep::new(items, spec)?;
     args.engine.refuse_removed()?;
     if let Some(dir) = &args.write_tasks {

@@ -115,3 +115,40 @@ fn image_faults_name_the_file_row_and_flag() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("task 1: image 0 cannot be read"), "{}", stderr(&out));
 }
+
+/// The paper's study on the random VLM: every format and rotation of the
+/// synthetic set, the same bits whatever the batch.
+#[test]
+fn a_circular_sweep_of_a_vqa_file_does_not_move_with_the_batch() {
+    let dir = tempdir();
+    let (model, projector, set) = setup(dir.path());
+    let sweep = |log: &Path, extra: &[&str]| {
+        let args = [
+            &["sweep", path_str(&set), "-m", path_str(&model), "--mmproj", path_str(&projector), "--circular", "--limit-total", "6"][..],
+            &["--log-samples", path_str(log), "-t", "2", "--json"],
+            extra,
+        ]
+        .concat();
+        let out = run(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let (wide, narrow) = (dir.path().join("wide.jsonl"), dir.path().join("narrow.jsonl"));
+    let report = sweep(&wide, &["-b", "2048"]);
+    sweep(&narrow, &["-b", "60", "--formats", "upper.dot.newline,digit.parens.comma"]);
+    let lines = |p: &Path| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(p).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let (all, two) = (lines(&wide), lines(&narrow));
+    // 6 items (two of three options, four of four: rotations per item), 48 formats.
+    assert_eq!(all.len(), 48 * (4 + 4 + 3 + 4 + 4 + 3));
+    assert_eq!(report["formats"].as_array().unwrap().len(), 48);
+    // Each prompt of the narrow run is the wide run's, bit for bit.
+    for line in &two {
+        let same = all.iter().find(|l| l["task"] == line["task"] && l["format"] == line["format"] && l["rotation"] == line["rotation"]);
+        assert_eq!(same.unwrap()["log_probs"], line["log_probs"], "{line}");
+    }
+    // Task files cannot hold the images.
+    let out = run(&["sweep", path_str(&set), "--mmproj", path_str(&projector), "--write-tasks", path_str(&dir.path().join("t"))]);
+    assert!(stderr(&out).contains("--write-tasks does not take a file of image tasks"), "{}", stderr(&out));
+}

@@ -42,6 +42,12 @@ pub struct VqaTask {
     pub index: String,
     /// The task's context, images at [`IMAGE_MARKER`]s.
     pub context: String,
+    /// The row's question.
+    pub question: String,
+    /// The row's hint, where it has one.
+    pub hint: Option<String>,
+    /// The options' texts, in letter order (those with text).
+    pub options: Vec<String>,
     /// The option letters (those with text), in order.
     pub letters: Vec<&'static str>,
     /// The correct option's position in `letters`.
@@ -230,7 +236,18 @@ pub fn parse_vqa_tsv(bytes: &[u8], path: &Path) -> Result<Vec<VqaTask>, VqaError
             .filter(|(c, _)| !known.contains(c))
             .filter_map(|(c, name)| Some((name.to_owned(), record.get(c).filter(|v| !v.is_empty())?.to_owned())))
             .collect();
-        rows.push(Row { line, byte, task: VqaTask { index, context, letters, gold, images, categories }, reference });
+        let task = VqaTask {
+            index,
+            context,
+            question: question.to_owned(),
+            hint: hint.map(str::to_owned),
+            options: options.iter().map(|(_, t)| (*t).to_owned()).collect(),
+            letters,
+            gold,
+            images,
+            categories,
+        };
+        rows.push(Row { line, byte, task, reference });
     }
     if rows.is_empty() {
         return Err(VqaError::Empty { path: path.to_owned() });

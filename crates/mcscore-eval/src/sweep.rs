@@ -10,12 +10,13 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use mcscore_datasets::formats::{parse_letter_task, PromptFormat};
 use mcscore_datasets::{Benchmark, Item, Source};
 use mcscore_engine::{plan, Engine, EngineError, PreparedTask, Settings, TokenCounts};
-use mcscore_format::{sha256_hex, write_tasks, Task, TaskFile};
+use mcscore_format::{sha256_hex, write_tasks, Task, TaskFile, IMAGE_MARKER};
 use mcscore_metrics::first_max;
 use mcscore_metrics::stats::SplitMix64;
 
@@ -64,12 +65,36 @@ pub struct Items {
     pub indices: Vec<usize>,
     /// The items, in the order of `indices`.
     pub items: Vec<Item>,
+    /// The items' images and hints, for items of a VQA file; `None` for text.
+    pub visual: Option<Visual>,
+}
+
+/// What image items hold beside their text, in the order of [`Items::items`].
+pub struct Visual {
+    /// Each item's images' file bytes.
+    pub images: Vec<Vec<Arc<[u8]>>>,
+    /// Each item's hint, where it has one.
+    pub hints: Vec<Option<String>>,
+}
+
+impl Visual {
+    /// What goes before an item's prompt: each image at a marker on a line of
+    /// its own, then its hint, as VLMEvalKit lays them out.
+    fn preamble(&self, item: usize) -> String {
+        let mut text: String = self.images[item].iter().map(|_| format!("{IMAGE_MARKER}\n")).collect();
+        if let Some(hint) = &self.hints[item] {
+            text.push_str(&format!("Hint: {hint}\n"));
+        }
+        text
+    }
 }
 
 /// Where the items come from.
 pub enum ItemSource<'a> {
     /// A letter-mode task file in the letter scaffold, parsed back to items.
     File(&'a Path),
+    /// A multiple-choice VQA file in VLMEvalKit's TSV layout (images and hints kept).
+    Vqa(&'a Path),
     /// A benchmark's items, read from its source files.
     Benchmark {
         /// The benchmark: which buildable task file, and how its source rows become items.
@@ -82,7 +107,14 @@ pub enum ItemSource<'a> {
 /// The items to sweep: all of them, or `subset` picked as llama-perplexity
 /// picks tasks; with the selection rule that applied.
 pub fn load_items(source: ItemSource<'_>, pick: ItemPick<'_>) -> Result<(Items, Selection), EvalError> {
+    let mut visual = None;
     let (label, all): (String, Vec<Item>) = match source {
+        ItemSource::Vqa(path) => {
+            let rows = mcscore_datasets::vqa::read_vqa_tsv(path)?;
+            let items = rows.iter().map(|r| Item { passage: None, stem: r.question.clone(), options: r.options.clone(), gold: r.gold }).collect();
+            visual = Some(Visual { images: rows.iter().map(|r| r.images.clone()).collect(), hints: rows.into_iter().map(|r| r.hint).collect() });
+            (path.display().to_string(), items)
+        }
         ItemSource::File(path) => {
             let label = path.display().to_string();
             let file = TaskFile::open(path)?;
@@ -118,7 +150,11 @@ pub fn load_items(source: ItemSource<'_>, pick: ItemPick<'_>) -> Result<(Items, 
         ItemPick::First { limit, groups: None } => first(limit, all.len()),
     };
     let items = indices.iter().map(|&i| all[i].clone()).collect();
-    Ok((Items { label, indices, items }, selection))
+    let visual = visual.map(|v| Visual {
+        images: indices.iter().map(|&i| v.images[i].clone()).collect(),
+        hints: indices.iter().map(|&i| v.hints[i].clone()).collect(),
+    });
+    Ok((Items { label, indices, items, visual }, selection))
 }
 
 /// Which items a sweep takes.
@@ -149,6 +185,8 @@ pub struct SweepSpec {
     pub pride: Option<f64>,
     /// Score every prompt inside this chat template ([`crate::chat`]); none by default.
     pub chat: crate::chat::ChatSpec,
+    /// The vision projector for items with images (llama.cpp's mmproj).
+    pub mmproj: Option<std::path::PathBuf>,
 }
 
 /// A sweep ready to score: its items, formats and rendered prompts.
@@ -221,7 +259,7 @@ impl Sweep {
     ) -> Result<Option<SweepShard>, EvalError> {
         let shard = shard.check()?;
         let Some((prompts, scores)) = self.score_prompts(model, settings, Some(shard), progress, cancel)? else { return Ok(None) };
-        let items_sha256 = items_sha256(&self.items.items);
+        let items_sha256 = items_sha256(&self.items);
         Ok(Some(SweepShard {
             version: SWEEP_SHARD_VERSION,
             model: model.display().to_string(),
@@ -258,12 +296,25 @@ impl Sweep {
         cancel: &Cancel,
     ) -> Result<Option<(Range<usize>, Scores)>, EvalError> {
         let started = Instant::now();
-        let engine = Engine::load(model, settings).map_err(EvalError::Load)?;
+        let mut engine = Engine::load(model, settings).map_err(EvalError::Load)?;
+        if let Some(mmproj) = &self.spec.mmproj {
+            engine.attach_projector(mmproj, settings.threads_batch).map_err(EvalError::Load)?;
+        }
         let tasks: Vec<(usize, Task<'_>)> = self.prompts.iter().enumerate().map(|(i, p)| (i, task_of(p))).collect();
         let label = Path::new(&self.items.label);
         let template = crate::chat::Template::resolve(&self.spec.chat.template, &engine)?;
-        let (mut prepared, chat) =
-            crate::chat::prepare(&engine, &self.spec.chat, template.as_ref(), label, &tasks, settings.task_limit(), |e| self.describe(e))?;
+        let (mut prepared, chat) = match &self.items.visual {
+            Some(visual) => {
+                if !self.spec.chat.is_none() {
+                    return Err(EvalError::Spec(crate::error::SpecError::ImagesWith { path: label.to_owned(), flag: "--chat-template" }));
+                }
+                let images: Vec<Vec<Arc<[u8]>>> = self.prompts.iter().map(|p| visual.images[p.item].clone()).collect();
+                (engine.prepare_images(&tasks, &images).map_err(|e| self.describe(e))?, None)
+            }
+            None => crate::chat::prepare(&engine, &self.spec.chat, template.as_ref(), label, &tasks, settings.task_limit(), |e| {
+                self.describe(e)
+            })?,
+        };
         let prompts = match shard {
             Some(shard) => {
                 let mut item_tokens = vec![0; self.items.items.len()];
@@ -345,6 +396,10 @@ impl Sweep {
     /// `inputs` are never replaced (a task file in `dir` named like one of the
     /// outputs is refused, not overwritten).
     pub fn write_tasks(&self, dir: &Path, inputs: &[&Path]) -> Result<usize, EvalError> {
+        if self.items.visual.is_some() {
+            // A task file holds no images.
+            return Err(EvalError::Spec(crate::error::SpecError::ImagesWith { path: self.items.label.clone().into(), flag: "--write-tasks" }));
+        }
         std::fs::create_dir_all(dir).map_err(EvalError::io(dir))?;
         let widest = self.items.items.iter().map(|i| i.options.len()).max().unwrap_or(1);
         let rotations = if self.spec.circular { widest } else { 1 };
@@ -384,9 +439,18 @@ pub struct Scores {
     pub chat: Option<crate::chat::ChatHeader>,
 }
 
-fn items_sha256(items: &[Item]) -> String {
-    let key: Vec<(&str, &[String], usize)> = items.iter().map(|i| (i.stem.as_str(), &i.options[..], i.gold)).collect();
-    sha256_hex(&serde_json::to_vec(&key).expect("strings serialise"))
+/// The items by content: their text, and where they have images, each
+/// image's sha256 and the hint.
+fn items_sha256(items: &Items) -> String {
+    let text: Vec<(&str, &[String], usize)> = items.items.iter().map(|i| (i.stem.as_str(), &i.options[..], i.gold)).collect();
+    let key = match &items.visual {
+        None => serde_json::to_vec(&text),
+        Some(v) => {
+            let images: Vec<Vec<String>> = v.images.iter().map(|i| i.iter().map(|b| sha256_hex(b)).collect()).collect();
+            serde_json::to_vec(&(text, images, &v.hints))
+        }
+    };
+    sha256_hex(&key.expect("strings serialise"))
 }
 
 /// Items whose rotations calibrate PriDe: a seeded share α of them.
@@ -413,7 +477,7 @@ fn render(
     for (p, item) in items.items.iter().enumerate() {
         for rotation in 0..rotations_of(p) {
             for (f, format) in formats.iter().enumerate() {
-                let (question, ids, gold) = format.render(item, rotation, instruction).ok_or_else(|| {
+                let (mut question, ids, gold) = format.render(item, rotation, instruction).ok_or_else(|| {
                     EvalError::Sweep(SweepError::NoIds {
                         label: items.label.clone(),
                         task: items.indices[p],
@@ -421,6 +485,9 @@ fn render(
                         format: format.name(),
                     })
                 })?;
+                if let Some(visual) = &items.visual {
+                    question.insert_str(0, &visual.preamble(p));
+                }
                 prompts.push(Prompt { item: p, format: f, rotation, question, ids, gold });
             }
         }

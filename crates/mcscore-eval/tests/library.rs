@@ -170,11 +170,11 @@ fn a_report_is_built_from_logs_alone() {
 fn a_sweep_is_analysed_from_log_probabilities() {
     let item =
         |stem: &str, gold: usize| Item { passage: None, stem: stem.into(), options: ["w", "x", "y", "z"].map(String::from).to_vec(), gold };
-    let items = Items { label: "hand-made".into(), indices: vec![10, 11], items: vec![item("Q0?", 2), item("Q1?", 1)] };
+    let items = Items { label: "hand-made".into(), indices: vec![10, 11], items: vec![item("Q0?", 2), item("Q1?", 1)], visual: None };
     let formats =
         vec![PromptFormat::SCAFFOLD, PromptFormat { ids: IdSet::Digit, delimiter: Delimiter::Parens, separator: Separator::Comma }];
     let sweep =
-        Sweep::new(items, SweepSpec { formats, circular: true, instruction: false, pride: None, chat: Default::default() }).unwrap();
+        Sweep::new(items, SweepSpec { formats, circular: true, instruction: false, pride: None, chat: Default::default(), mmproj: None }).unwrap();
     assert_eq!(sweep.prompts.len(), 2 * 4 * 2);
     let log_probs: Vec<Vec<f64>> = sweep
         .prompts

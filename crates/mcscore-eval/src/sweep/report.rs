@@ -258,7 +258,7 @@ impl Sweep {
             circular: self.spec.circular,
             instruction: self.spec.instruction,
             pride_alpha: self.spec.pride,
-            items_sha256: items_sha256(&self.items.items),
+            items_sha256: items_sha256(&self.items),
             settings: serde_json::to_value(settings).expect("settings serialise"),
             models,
             comparison,

@@ -166,7 +166,7 @@ impl Sweep {
     /// The sweep this one renders: what a shard must match to merge into it.
     pub fn identity(&self) -> SweepIdentity {
         SweepIdentity {
-            items_sha256: items_sha256(&self.items.items),
+            items_sha256: items_sha256(&self.items),
             formats: self.names.clone(),
             circular: self.spec.circular,
             instruction: self.spec.instruction,
