@@ -491,23 +491,25 @@ const MIN_REUSED: usize = 8;
 /// images takes its media prefix, which the projector decodes first.
 fn reuse(tasks: &[PreparedTask], fills: &[std::ops::Range<usize>]) -> Vec<usize> {
     let mut cached: Vec<LlamaToken> = Vec::new();
+    let mut last_media = None;
     fills
         .iter()
         .map(|range| {
-            // A media prefix is decoded by the projector, in micro-batches of
-            // its own: no other fill may take its cells.
-            if let Some(media) = &tasks[range.start].media {
-                cached.clear();
-                return media.positions;
-            }
             let tree = FillTree::new(&tasks[range.clone()]);
             let chain = tree.chain_tokens();
             let common = cached.iter().zip(&chain).take_while(|(a, b)| a == b).count().min(tree.cacheable());
             cached = chain;
-            if common >= MIN_REUSED {
-                common
-            } else {
-                0
+            let media = tasks[range.start].media.as_ref();
+            let same = crate::vision::same_media(last_media, media);
+            last_media = media;
+            match media {
+                // The projector decodes a media prefix afresh unless the last
+                // fill's was the same; no other fill takes its cells (their
+                // placeholders never match a token).
+                Some(media) if same => common.max(media.positions),
+                Some(media) => media.positions,
+                None if common >= MIN_REUSED => common,
+                None => 0,
             }
         })
         .collect()
@@ -557,9 +559,9 @@ pub fn plan(tasks: &[PreparedTask], settings: &Settings) -> Result<Plan, EngineE
     for (i, task) in tasks.iter().enumerate() {
         let before = trie.len();
         trie.insert(task);
-        // A task with images is a fill of its own, from an empty cache (vision.rs).
-        let own = task.media.is_some() || tasks[i.saturating_sub(1)].media.is_some();
-        if i > start && (settings.alone() || own || trie.len() > budget || trie.leaves() > max_leaves) {
+        // A fill holds tasks of one media prefix (or none) only (vision.rs).
+        let other_media = !crate::vision::same_media(task.media.as_ref(), tasks[start].media.as_ref());
+        if i > start && (settings.alone() || other_media || trie.len() > budget || trie.leaves() > max_leaves) {
             fills.push(start..i);
             cells = cells.max(before);
             start = i;

@@ -180,6 +180,7 @@ impl Engine {
         let anchor = 1;
         // plan() makes n_seq_max >= EXTRA_SEQUENCES (2)
         let pad_seq = plan.n_seq_max as i32 - 1;
+        let mut last_media = None;
 
         for (fill, (range, &planned_reuse)) in plan.fills.iter().zip(&plan.reused).enumerate() {
             let fill_started = Instant::now();
@@ -189,7 +190,12 @@ impl Engine {
             // The plan says how much of the previous fill's chain to keep (it
             // compared the chains); a run's first fill finds the cache empty.
             // A task with images decodes its media prefix first, from an empty cache.
-            let reused = if let Some(media) = &group[0].media {
+            // The same media prefix as the last fill's stays in the cache
+            // (not under the offload rule, where every task starts afresh).
+            let media = group[0].media.as_ref();
+            let kept_media = fill > 0 && !settings.alone() && crate::vision::same_media(last_media, media);
+            last_media = media;
+            let reused = if let Some(media) = media.filter(|_| !kept_media) {
                 ctx.clear_kv_cache();
                 let projector = self.projector.as_ref().ok_or(EngineError::NoProjector { task: group[0].index })?;
                 projector.decode(&mut ctx, group[0].index, media)?;

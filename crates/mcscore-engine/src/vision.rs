@@ -7,9 +7,12 @@
 //! decodes it (its own preprocessing is the reference), encodes it through
 //! the projector and decodes the embeddings into the KV cache, once per task,
 //! before the fill's own micro-batches decode the rest of the context and the
-//! options after it. The plan gives every task with images a fill of its own
-//! that starts from an empty cache (as layers on a GPU do): what mtmd decodes
-//! then follows from the task alone, so its scores do not move with the batch.
+//! options after it. A fill holds tasks of one media prefix only, and starts
+//! from its fresh decode (from an empty cache) or from the previous fill's
+//! decode of the same prefix: what mtmd decodes then follows from the prefix
+//! alone, and the rest from the batch rule, so scores do not move with the
+//! batch. Under the offload rule every task is decoded alone, its media
+//! prefix afresh.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -45,6 +48,26 @@ pub(crate) struct MediaPrefix {
     images: Vec<Arc<[u8]>>,
     /// KV-cache positions the text and images take.
     pub(crate) positions: usize,
+}
+
+impl MediaPrefix {
+    /// Whether `other` is the same text and images, so that the cells one
+    /// decodes are the other's: tasks with the same media prefix (the prompts
+    /// of one image in a sweep) share one decode of it.
+    pub(crate) fn same(&self, other: &MediaPrefix) -> bool {
+        self.text == other.text
+            && self.images.len() == other.images.len()
+            && self.images.iter().zip(&other.images).all(|(a, b)| Arc::ptr_eq(a, b) || a[..] == b[..])
+    }
+}
+
+/// Whether two tasks' media prefixes (`None`: none) are the same.
+pub(crate) fn same_media(a: Option<&Arc<MediaPrefix>>, b: Option<&Arc<MediaPrefix>>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a.same(b),
+        _ => false,
+    }
 }
 
 impl Projector {

@@ -90,6 +90,13 @@ fn an_image_changes_the_scores_and_they_do_not_move_with_the_batch() {
     images.push(vec![png(56, colours[0], 0), png(300, colours[2], 40)]);
     tasks.push((tasks.len(), Task::new(&with_image, OPTIONS.to_vec(), 0)));
     images.push(vec![png(1, colours[1], 0)]);
+    // Three questions on one image, in a row: they share one decode of it.
+    let other_question = format!("USER: {IMAGE_MARKER}\nWhere is the square?\nASSISTANT: It is");
+    let shared = png(56, colours[3], 10);
+    for question in [&with_image, &other_question, &with_image] {
+        tasks.push((tasks.len(), Task::new(question, OPTIONS.to_vec(), 3)));
+        images.push(vec![shared.clone()]);
+    }
 
     // Fills of every task alone and fills of many: the same bits.
     let packed = score(&engine, &tasks, &images, &settings(2048));
@@ -102,6 +109,8 @@ fn an_image_changes_the_scores_and_they_do_not_move_with_the_batch() {
     // An image changes the scores; the same image gives the same ones.
     assert_ne!(packed[0], packed[2]);
     assert_eq!(packed[0], packed[8], "the same image and text, scored twice");
+    assert_eq!(packed[11], packed[13], "the same image and text, in one fill");
+    assert_ne!(packed[11], packed[12]);
     assert!(packed.iter().flatten().all(|v| v.is_finite() && *v < 0.0), "{packed:?}");
 
     // Text tasks score as without a projector.
