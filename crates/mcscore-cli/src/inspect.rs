@@ -14,7 +14,7 @@ use crate::Outcome;
 /// one that is not.
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// Task files (.bin) to inspect.
+    /// Task files (.bin) to inspect, or files of image tasks in VLMEvalKit's TSV layout (.tsv).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Print JSON instead of text.
@@ -29,6 +29,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut outcome = Outcome::Ok;
     let mut reports = Vec::new();
     for path in &args.files {
+        if is_vqa(path) {
+            match inspect_vqa(path, &args) {
+                Ok(Some(value)) => reports.push(value),
+                Ok(None) => {}
+                Err(error) => {
+                    crate::flag_hints::report(crate::flag_hints::Asked::Other, &error);
+                    outcome = Outcome::InvalidInput;
+                }
+            }
+            continue;
+        }
         let file = match TaskFile::open(path) {
             Ok(file) => file,
             Err(error) => {
@@ -69,6 +80,82 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         crate::print_json(&reports)?;
     }
     Ok(outcome)
+}
+
+/// Whether `path` is a file of image tasks (VLMEvalKit's TSV): by its extension, as `score` knows it.
+pub(crate) fn is_vqa(path: &std::path::Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("tsv"))
+}
+
+/// A file of image tasks: its summary, or task `args.task` in full; as JSON
+/// (returned) with `--json`, else printed.
+fn inspect_vqa(path: &std::path::Path, args: &Args) -> anyhow::Result<Option<serde_json::Value>> {
+    let (summary, tasks) = mcscore_eval::vqa::summarise(path)?;
+    let Some(index) = args.task else {
+        if args.json {
+            return Ok(Some(serde_json::to_value(&summary)?));
+        }
+        print_vqa_summary(&summary)?;
+        return Ok(None);
+    };
+    let Some(task) = tasks.get(index) else {
+        anyhow::bail!("{}: --task {index} is out of range: the file has {} tasks, numbered from 0 to {}", path.display(), tasks.len(), tasks.len() - 1);
+    };
+    let images: Vec<serde_json::Value> = task
+        .images
+        .iter()
+        .map(|b| {
+            let size = mcscore_engine::check_image(b);
+            serde_json::json!({"sha256": mcscore_format::sha256_hex(b), "bytes": b.len(),
+                "width": size.as_ref().ok().map(|s| s.0), "height": size.as_ref().ok().map(|s| s.1),
+                "fault": size.err().map(|e| e.to_string())})
+        })
+        .collect();
+    if args.json {
+        return Ok(Some(serde_json::json!({"file": summary.file, "task": index, "index": task.index, "line": task.line,
+            "context": task.context, "options": task.letters, "gold": task.gold, "images": images, "categories": task.categories})));
+    }
+    outln!("{} task {index} (index {:?}, line {})", path.display(), task.index, task.line)?;
+    for (k, image) in images.iter().enumerate() {
+        let size = match (&image["width"], &image["height"]) {
+            (serde_json::Value::Number(w), serde_json::Value::Number(h)) => format!("{w} x {h} px"),
+            _ => format!("not read: {}", image["fault"].as_str().unwrap_or("")),
+        };
+        outln!("image {k}: {size}, {} bytes, sha256 {}", image["bytes"], image["sha256"].as_str().unwrap_or(""))?;
+    }
+    outln!("context:")?;
+    for line in task.context.lines() {
+        outln!("  {line}")?;
+    }
+    outln!("options:")?;
+    for (k, letter) in task.letters.iter().enumerate() {
+        let mark = if k == task.gold { "  <- gold" } else { "" };
+        outln!("  {k:>3}  {letter:?}{mark}")?;
+    }
+    Ok(None)
+}
+
+fn print_vqa_summary(s: &mcscore_eval::vqa::VqaSummary) -> anyhow::Result<()> {
+    let join = |m: &std::collections::BTreeMap<String, usize>| m.iter().map(|(k, n)| format!("{k}: {n}")).collect::<Vec<_>>().join(", ");
+    let options = s.options.iter().map(|(k, n)| format!("{k} options: {n}")).collect::<Vec<_>>().join(", ");
+    outln!("{}", s.file)?;
+    outln!("  tasks           {} (VLMEvalKit's multiple-choice TSV, with images)", s.tasks)?;
+    outln!("  images          {} ({} distinct), {} that llama.cpp would not read", s.images, s.distinct_images, s.image_faults.len())?;
+    outln!("  hints           {}", s.hints)?;
+    outln!("  option counts   {options}")?;
+    outln!("  answers         {}", join(&s.answers))?;
+    outln!("  chance          {:.2} %", points(s.chance))?;
+    outln!("  majority_class  {:.2} %", points(s.majority_class))?;
+    for (column, values) in &s.categories {
+        // A column of a value per row (a comment, a source URL) says nothing summed.
+        if values.len() <= 50 {
+            outln!("  {column:<15} {}", join(values))?;
+        } else {
+            outln!("  {column:<15} {} values", values.len())?;
+        }
+    }
+    outln!("  sha256          {}", s.sha256)?;
+    Ok(())
 }
 
 /// A report with the file it is of, after its own fields.

@@ -16,10 +16,13 @@ use crate::Outcome;
 /// well formed. For an invalid file it also says whether llama-perplexity
 /// would score it anyway (it ignores offsets and labels, and exits 0 even when
 /// it cannot read a file). At most 20 faults of each kind are listed, with a
-/// count of the rest.
+/// count of the rest. A file of image tasks (.tsv, docs/vqa.md) is read row by
+/// row (its first structural fault named by line and byte), and every image is
+/// decoded as llama.cpp's image loader decodes it, each that fails named by row.
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// Task files (.bin) to validate.
+    /// Task files (.bin) to validate, or files of image tasks in VLMEvalKit's TSV layout
+    /// (.tsv: every row read, every image decoded as llama.cpp decodes it).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Print JSON instead of text.
@@ -31,6 +34,26 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut outcome = Outcome::Ok;
     let mut reports = Vec::new();
     for path in &args.files {
+        if crate::inspect::is_vqa(path) {
+            match mcscore_eval::vqa::summarise(path) {
+                Ok((summary, _)) => {
+                    if !summary.valid() {
+                        outcome = Outcome::InvalidInput;
+                    }
+                    if args.json {
+                        reports.push(serde_json::json!({"file": summary.file, "valid": summary.valid(), "tasks": summary.tasks,
+                            "images": summary.images, "image_faults": summary.image_faults}));
+                    } else {
+                        print_vqa(&summary)?;
+                    }
+                }
+                Err(error) => {
+                    crate::flag_hints::report(crate::flag_hints::Asked::Other, &error.into());
+                    outcome = Outcome::InvalidInput;
+                }
+            }
+            continue;
+        }
         let report = match ValidationReport::of(path) {
             Ok(report) => report,
             Err(error) => {
@@ -43,7 +66,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
             outcome = Outcome::InvalidInput;
         }
         if args.json {
-            reports.push(report);
+            reports.push(serde_json::to_value(report)?);
         } else {
             print_report(&report)?;
         }
@@ -52,6 +75,21 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         crate::print_json(&reports)?;
     }
     Ok(outcome)
+}
+
+/// A file of image tasks: its rows were read whole (a structural fault is an
+/// error), so what is left to say is which images do not decode.
+fn print_vqa(summary: &mcscore_eval::vqa::VqaSummary) -> anyhow::Result<()> {
+    let counts = format!("{} tasks, {} images ({} distinct)", summary.tasks, summary.images, summary.distinct_images);
+    if summary.valid() {
+        return outln!("{}: valid ({counts}, each decoded as llama.cpp decodes it)", summary.file);
+    }
+    let n = summary.image_faults.len();
+    outln!("{}: INVALID ({n} image{} llama.cpp would not read; {counts})", summary.file, if n == 1 { "" } else { "s" })?;
+    for f in &summary.image_faults {
+        outln!("  line {} (index {:?}, task {}): image {}: {}", f.line, f.index, f.task, f.image, f.message)?;
+    }
+    Ok(())
 }
 
 fn print_report(report: &ValidationReport) -> anyhow::Result<()> {

@@ -60,6 +60,17 @@ fn a_vqa_file_scores_the_same_whatever_the_batch_and_its_log_names_its_images() 
     // Three options where D is empty (make-vqa leaves it so in every third row).
     assert_eq!(tasks[2]["options"].as_array().unwrap().len(), 3);
 
+    // Two shards merged: the run's log, task for task.
+    let shards: Vec<PathBuf> = (0..2).map(|k| dir.path().join(format!("shard{k}.jsonl"))).collect();
+    for (k, log) in shards.iter().enumerate() {
+        score(log, &["--shard", &format!("{k}/2")]);
+    }
+    let merged = dir.path().join("merged.jsonl");
+    let out = run(&["merge", path_str(&shards[0]), path_str(&shards[1]), "-o", path_str(&merged)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(scores(&merged), scores(&wide));
+    assert_eq!(log_tasks(&merged).iter().map(|t| t["images"].clone()).collect::<Vec<_>>(), tasks.iter().map(|t| t["images"].clone()).collect::<Vec<_>>());
+
     // A resume with another projector is refused, naming it.
     let other = dir.path().join("other.gguf");
     let shape = ["--dim", "128", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--ff", "256", "--type", "q8_0", "--seed", "1"];
@@ -114,6 +125,24 @@ fn image_faults_name_the_file_row_and_flag() {
     let out = run(&["score", "-m", path_str(&model), "--mmproj", path_str(&projector), "-bf", path_str(&cut)]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("task 1: image 0 cannot be read"), "{}", stderr(&out));
+    // Nothing of llama.cpp's video path (ffprobe on the bytes) runs or speaks.
+    assert!(!stderr(&out).contains("ffprobe"), "{}", stderr(&out));
+
+    // validate and inspect, without a model: every image decoded as llama.cpp does.
+    let out = run(&["validate", path_str(&set)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("valid (20 tasks, 20 images ("), "{}", stdout(&out));
+    let out = run(&["validate", path_str(&cut), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json[0]["image_faults"][0]["line"], 3);
+    assert_eq!(json[0]["image_faults"][0]["index"], "1");
+    let out = run(&["inspect", path_str(&set), "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((json[0]["tasks"].as_u64(), json[0]["categories"]["category"]["colour"].as_u64()), (Some(20), Some(10)));
+    let out = run(&["inspect", path_str(&set), "--task", "2"]);
+    assert!(stdout(&out).contains("image 0: 56 x 56 px"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("Please select the correct answer from the options above."), "{}", stdout(&out));
 }
 
 /// The paper's study on the random VLM: every format and rotation of the

@@ -40,6 +40,8 @@ const MAX_REFERENCE: usize = 64;
 pub struct VqaTask {
     /// The row's `index` cell.
     pub index: String,
+    /// The line the row starts on, from 1 (the header is line 1).
+    pub line: u64,
     /// The task's context, images at [`IMAGE_MARKER`]s.
     pub context: String,
     /// The row's question.
@@ -238,6 +240,7 @@ pub fn parse_vqa_tsv(bytes: &[u8], path: &Path) -> Result<Vec<VqaTask>, VqaError
             .collect();
         let task = VqaTask {
             index,
+            line,
             context,
             question: question.to_owned(),
             hint: hint.map(str::to_owned),

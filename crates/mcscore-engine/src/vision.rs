@@ -30,6 +30,57 @@ pub use mcscore_format::IMAGE_MARKER;
 /// that allocation at 120 MB. An 8K frame (33 megapixels) is below it.
 pub const MAX_IMAGE_PIXELS: u64 = 40_000_000;
 
+/// Why an image would not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImageFault {
+    /// Bytes of no image format the header reader knows.
+    #[error("not an image (no PNG, JPEG, GIF, BMP, TGA, PSD, HDR or PNM header)")]
+    NotAnImage,
+    /// More pixels than [`MAX_IMAGE_PIXELS`].
+    #[error("{width} x {height} pixels, more than the {} million mcscore decodes", MAX_IMAGE_PIXELS / 1_000_000)]
+    TooLarge {
+        /// Its width, from its header.
+        width: u64,
+        /// Its height.
+        height: u64,
+    },
+    /// A header llama.cpp's image loader (stb_image) reads no image after:
+    /// a format it does not read (WebP, AVIF, TIFF, ...), or a file corrupt or cut short.
+    #[error("llama.cpp's image loader cannot decode it (a format it does not read, or corrupt or cut short)")]
+    Undecodable,
+}
+
+/// Decodes `bytes` as llama.cpp's multimodal library decodes an image (its
+/// stb_image loader, no model needed), refusing first, from the header, an
+/// image above [`MAX_IMAGE_PIXELS`]; the image's width and height. For
+/// checking a file of image tasks before any model reads it.
+#[allow(unsafe_code)]
+pub fn check_image(bytes: &[u8]) -> Result<(u32, u32), ImageFault> {
+    // A known image header first: mtmd reads bytes it takes for audio with
+    // the projector's context, which there is none of here.
+    let size = imagesize::blob_size(bytes).map_err(|_| ImageFault::NotAnImage)?;
+    // mtmd's log goes where llama.cpp's does (installed with the backend).
+    let _ = crate::backend();
+    let (width, height) = (size.width as u64, size.height as u64);
+    if width.saturating_mul(height) > MAX_IMAGE_PIXELS {
+        return Err(ImageFault::TooLarge { width, height });
+    }
+    // SAFETY: `bytes` lives for the call and its length is passed with it;
+    // the context may be null for bytes that are no audio file (checked
+    // above: they have an image's header); a placeholder bitmap keeps no
+    // pixels, and the one returned is freed here, once.
+    unsafe {
+        let opt = llama_cpp_sys_2::mtmd_helper_init_opt_default();
+        let wrapper = llama_cpp_sys_2::mtmd_helper_bitmap_init_from_buf(std::ptr::null(), bytes.as_ptr(), bytes.len(), true, opt);
+        if wrapper.bitmap.is_null() {
+            return Err(ImageFault::Undecodable);
+        }
+        let size = (llama_cpp_sys_2::mtmd_bitmap_get_nx(wrapper.bitmap), llama_cpp_sys_2::mtmd_bitmap_get_ny(wrapper.bitmap));
+        llama_cpp_sys_2::mtmd_bitmap_free(wrapper.bitmap);
+        Ok(size)
+    }
+}
+
 /// A vision projector loaded beside a model.
 pub(crate) struct Projector {
     /// mtmd's context; its calls are not thread-safe, and each takes

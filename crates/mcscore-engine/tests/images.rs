@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use mcscore_engine::{plan, ContextSize, Engine, EngineError, Settings, TaskScores, IMAGE_MARKER};
+use mcscore_engine::{check_image, plan, ContextSize, Engine, EngineError, ImageFault, Settings, TaskScores, IMAGE_MARKER};
 use mcscore_format::Task;
 
 /// A random LLaVA 1.5 (model, projector) in `dir`.
@@ -157,4 +157,17 @@ fn image_faults_are_named_by_task() {
     // An image last, with nothing every option shares after it.
     let error = engine.prepare_images(&task(&format!("Look: {IMAGE_MARKER}")), &[vec![red]]).unwrap_err();
     assert!(matches!(error, EngineError::NothingAfterImage { task: 7 }), "{error}");
+}
+
+#[test]
+fn an_image_is_checked_as_llama_cpp_decodes_it_without_a_model() {
+    let red = png(56, [255, 0, 0], 0);
+    assert_eq!(check_image(&red), Ok((56, 56)));
+    assert_eq!(check_image(&png(1, [0, 0, 0], 0)), Ok((1, 1)));
+    assert_eq!(check_image(b"not an image"), Err(ImageFault::NotAnImage));
+    // A PNG cut short: its header reads, its pixels do not.
+    assert_eq!(check_image(&red[..red.len() / 2]), Err(ImageFault::Undecodable));
+    let mut huge = red[..33].to_vec();
+    huge[16..24].copy_from_slice(&[0, 0, 0x1f, 0x40, 0, 0, 0x1d, 0x4c]);
+    assert_eq!(check_image(&huge), Err(ImageFault::TooLarge { width: 8000, height: 7500 }));
 }

@@ -68,6 +68,7 @@ pub mod sweep;
 pub mod tokens;
 pub mod until_decided;
 pub mod view;
+pub mod vqa;
 
 pub use error::{
     with_causes, ChatError, EvalError, GroupsFault, LogsError, SchemesError, SequentialError, SequentialSetting, ShardError, SpecError,
