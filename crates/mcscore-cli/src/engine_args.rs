@@ -240,11 +240,7 @@ impl ComputeArgs {
     fn gpu_split(&self) -> Result<GpuSplit, UsageError> {
         let split = GpuSplit { mode: self.split_mode, main_gpu: self.main_gpu };
         if self.main_gpu != 0 && !split.mode.uses_main_gpu() {
-            eprintln!(
-                "mcscore: note: -mg {}: llama.cpp reads it only with -sm none or row, not {}",
-                self.main_gpu,
-                split.mode.name()
-            );
+            eprintln!("mcscore: note: -mg {}: llama.cpp reads it only with -sm none or row, not {}", self.main_gpu, split.mode.name());
         }
         if split.is_default() {
             return Ok(split);

@@ -99,7 +99,12 @@ fn inspect_vqa(path: &std::path::Path, args: &Args) -> anyhow::Result<Option<ser
         return Ok(None);
     };
     let Some(task) = tasks.get(index) else {
-        anyhow::bail!("{}: --task {index} is out of range: the file has {} tasks, numbered from 0 to {}", path.display(), tasks.len(), tasks.len() - 1);
+        anyhow::bail!(
+            "{}: --task {index} is out of range: the file has {} tasks, numbered from 0 to {}",
+            path.display(),
+            tasks.len(),
+            tasks.len() - 1
+        );
     };
     let images: Vec<serde_json::Value> = task
         .images

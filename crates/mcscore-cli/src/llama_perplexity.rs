@@ -231,10 +231,7 @@ const FLAGS: &[(&[&str], Flag)] = &[
         Flag::Refused(true, IMAGES),
     ),
     (&["--mmproj-offload", "--no-mmproj-offload"], Flag::Refused(false, IMAGES)),
-    (
-        &["-ot", "--override-tensor", "-ncmoe", "--n-cpu-moe", "-ncffn", "--n-cpu-ffn"],
-        Flag::Refused(true, PLACEMENT),
-    ),
+    (&["-ot", "--override-tensor", "-ncmoe", "--n-cpu-moe", "-ncffn", "--n-cpu-ffn"], Flag::Refused(true, PLACEMENT)),
     (
         &["-ts", "--tensor-split"],
         Flag::Refused(
@@ -461,21 +458,11 @@ mod tests {
 
     #[test]
     fn flags_that_change_no_score_are_accepted_with_a_note_and_defaults_alone() {
-        let args: Vec<OsString> = [
-            "llama-perplexity",
-            "--winogrande",
-            "--seed",
-            "1",
-            "--mlock",
-            "--temp=0",
-            "-kvu",
-            "--no-warmup",
-            "-ctk",
-            "f16",
-        ]
-        .iter()
-        .map(OsString::from)
-        .collect();
+        let args: Vec<OsString> =
+            ["llama-perplexity", "--winogrande", "--seed", "1", "--mlock", "--temp=0", "-kvu", "--no-warmup", "-ctk", "f16"]
+                .iter()
+                .map(OsString::from)
+                .collect();
         let (out, notes) = translate(&args).unwrap();
         assert_eq!(out[4..], ["--winogrande", "--cache-type-k", "f16", "--ctx-size", "512"].map(OsString::from));
         assert_eq!(notes.len(), 5, "{notes:?}");

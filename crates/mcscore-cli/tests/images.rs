@@ -26,7 +26,9 @@ fn setup(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
 fn scores(log: &Path) -> Vec<Vec<(f64, u64)>> {
     log_tasks(log)
         .iter()
-        .map(|t| t["options"].as_array().unwrap().iter().map(|o| (o["logprob_sum"].as_f64().unwrap(), o["tokens"].as_u64().unwrap())).collect())
+        .map(|t| {
+            t["options"].as_array().unwrap().iter().map(|o| (o["logprob_sum"].as_f64().unwrap(), o["tokens"].as_u64().unwrap())).collect()
+        })
         .collect()
 }
 
@@ -69,7 +71,10 @@ fn a_vqa_file_scores_the_same_whatever_the_batch_and_its_log_names_its_images() 
     let out = run(&["merge", path_str(&shards[0]), path_str(&shards[1]), "-o", path_str(&merged)]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(scores(&merged), scores(&wide));
-    assert_eq!(log_tasks(&merged).iter().map(|t| t["images"].clone()).collect::<Vec<_>>(), tasks.iter().map(|t| t["images"].clone()).collect::<Vec<_>>());
+    assert_eq!(
+        log_tasks(&merged).iter().map(|t| t["images"].clone()).collect::<Vec<_>>(),
+        tasks.iter().map(|t| t["images"].clone()).collect::<Vec<_>>()
+    );
 
     // A resume with another projector is refused, naming it.
     let other = dir.path().join("other.gguf");
@@ -98,7 +103,11 @@ fn image_faults_name_the_file_row_and_flag() {
     // No projector: the flag to give.
     let out = run(&["score", "-m", path_str(&model), "-bf", path_str(&set)]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("task 0 has an image, and no projector is loaded to read it (give the model's --mmproj)"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("task 0 has an image, and no projector is loaded to read it (give the model's --mmproj)"),
+        "{}",
+        stderr(&out)
+    );
 
     // A row whose base64 is corrupt, and one whose PNG is cut short.
     let text = std::fs::read_to_string(&set).unwrap();

@@ -172,7 +172,8 @@ pub fn parse_vqa_tsv(bytes: &[u8], path: &Path) -> Result<Vec<VqaTask>, VqaError
     let header = reader.headers().map_err(syntax)?.clone();
     let column = |name: &'static str| header.iter().position(|h| h == name);
     let required = |name: &'static str| column(name).ok_or(VqaError::MissingColumn { path: path.to_owned(), column: name });
-    let (index_col, question_col, answer_col, image_col) = (required("index")?, required("question")?, required("answer")?, required("image")?);
+    let (index_col, question_col, answer_col, image_col) =
+        (required("index")?, required("question")?, required("answer")?, required("image")?);
     let hint_col = column("hint");
     let option_cols: Vec<(&'static str, usize)> = LETTERS.iter().filter_map(|&l| column(l).map(|c| (l, c))).collect();
     let known: Vec<usize> = [Some(index_col), Some(question_col), Some(answer_col), Some(image_col), hint_col]
@@ -355,10 +356,10 @@ mod tests {
             other => panic!("{other}"),
         };
         let ok = format!("0\tq\ta\tb\tA\t{img}\n");
-        assert_eq!(fault(&format!("{ok}1\tq\ta\tb\tC\t{img}\n")), (3, (head.len() + ok.len()) as u64, RowFault::UnknownAnswer {
-            answer: "C".into(),
-            letters: vec!["A", "B"]
-        }));
+        assert_eq!(
+            fault(&format!("{ok}1\tq\ta\tb\tC\t{img}\n")),
+            (3, (head.len() + ok.len()) as u64, RowFault::UnknownAnswer { answer: "C".into(), letters: vec!["A", "B"] })
+        );
         assert_eq!(fault(&format!("0\t \ta\tb\tA\t{img}\n")).2, RowFault::EmptyQuestion);
         assert_eq!(fault(&format!("0\tq\ta\t\tA\t{img}\n")).2, RowFault::TooFewOptions(1));
         assert_eq!(fault("0\tq\ta\tb\tA\t\n").2, RowFault::NoImage);
@@ -367,7 +368,10 @@ mod tests {
         let corrupt = format!("{}!{}", &img[..70], &img[71..]);
         assert!(matches!(fault(&format!("0\tq\ta\tb\tA\t{corrupt}\n")).2, RowFault::Base64 { image: 0, byte: 70, .. }));
         // The header and the TSV's own syntax.
-        assert!(matches!(parse("index\tquestion\tA\tB\tanswer\n0\tq\ta\tb\tA\n").unwrap_err(), VqaError::MissingColumn { column: "image", .. }));
+        assert!(matches!(
+            parse("index\tquestion\tA\tB\tanswer\n0\tq\ta\tb\tA\n").unwrap_err(),
+            VqaError::MissingColumn { column: "image", .. }
+        ));
         assert!(matches!(parse(head).unwrap_err(), VqaError::Empty { .. }));
         let error = parse(&format!("{head}0\tq\ta\tb\n")).unwrap_err();
         assert!(matches!(error, VqaError::Syntax { line: 2, .. }), "{error}");

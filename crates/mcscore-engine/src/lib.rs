@@ -36,7 +36,8 @@ pub use mcscore_gguf::{read_imatrix, Imatrix, ImatrixError};
 pub use mcscore_metrics::OptionScore;
 pub use memory::{available_memory, Buffer, BufferUse, MemoryReport, Mmap, Resident};
 pub use plan::{
-    plan, ContextSize, FlashAttention, GpuSplit, KvCache, KvType, Plan, Rope, RopeScaling, Settings, SplitMode, BATCH_RULE, MICRO_BATCH, OFFLOAD_BATCH_RULE,
+    plan, ContextSize, FlashAttention, GpuSplit, KvCache, KvType, Plan, Rope, RopeScaling, Settings, SplitMode, BATCH_RULE, MICRO_BATCH,
+    OFFLOAD_BATCH_RULE,
 };
 pub use prepare::PreparedTask;
 pub use prompts::{PromptRequest, RowScores, Session, SessionLimits};
@@ -903,7 +904,11 @@ impl Engine {
     /// formats llama.cpp reads) of the images at `tasks[i]`'s
     /// [`IMAGE_MARKER`]s, in order. Needs a projector
     /// ([`Engine::attach_projector`]) where any task has an image.
-    pub fn prepare_images(&self, tasks: &[(usize, Task<'_>)], images: &[Vec<std::sync::Arc<[u8]>>]) -> Result<Vec<PreparedTask>, EngineError> {
+    pub fn prepare_images(
+        &self,
+        tasks: &[(usize, Task<'_>)],
+        images: &[Vec<std::sync::Arc<[u8]>>],
+    ) -> Result<Vec<PreparedTask>, EngineError> {
         assert_eq!(tasks.len(), images.len(), "one list of images per task");
         match &self.projector {
             Some(projector) => prepare::prepare_images(&self.model, projector, tasks, images),

@@ -139,7 +139,9 @@ impl Projector {
             return Err(refused("it has no vision encoder".into()));
         }
         if context.decode_use_non_causal() {
-            return Err(refused("its images attend to themselves across the image (Gemma 3's kind), which mcscore does not decode yet".into()));
+            return Err(refused(
+                "its images attend to themselves across the image (Gemma 3's kind), which mcscore does not decode yet".into(),
+            ));
         }
         if context.decode_use_mrope() {
             return Err(refused("its images take two-dimensional positions (Qwen2-VL's kind), which mcscore does not decode yet".into()));
@@ -180,7 +182,12 @@ impl Projector {
 
     /// The media prefix of a task whose context is `question`, with
     /// `images` at its markers: `None` where it has none.
-    pub(crate) fn media_prefix(&self, task: usize, question: &str, images: &[Arc<[u8]>]) -> Result<Option<(MediaPrefix, usize)>, EngineError> {
+    pub(crate) fn media_prefix(
+        &self,
+        task: usize,
+        question: &str,
+        images: &[Arc<[u8]>],
+    ) -> Result<Option<(MediaPrefix, usize)>, EngineError> {
         let markers = question.matches(IMAGE_MARKER).count();
         if markers != images.len() {
             return Err(EngineError::ImageCount { task, markers, images: images.len() });
@@ -198,9 +205,11 @@ impl Projector {
     pub(crate) fn decode(&self, ctx: &mut LlamaContext<'_>, task: usize, media: &MediaPrefix) -> Result<(), EngineError> {
         let chunks = self.chunks(task, &media.text, &media.images)?;
         let mut context = self.context.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let end = chunks
-            .eval_chunks(&mut context, ctx, 0, 0, MICRO_BATCH as i32, false)
-            .map_err(|e| EngineError::Decode { task, what: "decoding the task's images", source: Box::new(e) })?;
+        let end = chunks.eval_chunks(&mut context, ctx, 0, 0, MICRO_BATCH as i32, false).map_err(|e| EngineError::Decode {
+            task,
+            what: "decoding the task's images",
+            source: Box::new(e),
+        })?;
         // The positions counted when the task was prepared are the ones decoded.
         debug_assert_eq!(end as usize, media.positions);
         Ok(())

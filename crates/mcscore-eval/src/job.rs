@@ -19,10 +19,10 @@ use crate::fills::{score_fills, Cancel, FillEvent, FillsEnd, MemorySeen, Scoring
 use crate::groups::Groups;
 use crate::log::ShardHeader;
 use crate::log::{normalisations, Header, Opened, ProjectorHeader, SampleLog, Stop, TaskKind, TaskRecord};
-use mcscore_datasets::vqa::VqaTask;
 use crate::shard::{partition, run_sha256, Shard};
 use crate::{ChatError, SequentialError, SpecError};
 use crate::{EvalError, Phase, Progress};
+use mcscore_datasets::vqa::VqaTask;
 
 /// The context of the unconditional pass of acc_pmi (lm-evaluation-harness, OLMES).
 pub(crate) const UNCONDITIONAL_CONTEXT: &str = "Answer:";
@@ -341,7 +341,9 @@ impl OpenedFile {
             OpenedFile::Lenient { bytes, .. } => Tasks::Parsed(read_lenient(bytes, path)?),
             OpenedFile::Text { bytes, kind: TaskKind::HellaSwag } => Tasks::Parsed(read_hellaswag(bytes, path)?),
             OpenedFile::Text { bytes, .. } => Tasks::Parsed(read_winogrande(bytes, path)?),
-            OpenedFile::Images { tasks, .. } => Tasks::Parsed(tasks.iter().map(|t| Task::new(&t.context, t.letters.clone(), t.gold)).collect()),
+            OpenedFile::Images { tasks, .. } => {
+                Tasks::Parsed(tasks.iter().map(|t| Task::new(&t.context, t.letters.clone(), t.gold)).collect())
+            }
         })
     }
 
@@ -719,17 +721,17 @@ impl<'e> ScoreJob<'e> {
         let (mut prepared, chat) = match (spec.kind, &images) {
             (_, Some(images)) => (engine.prepare_images(&selected, images).map_err(EvalError::engine(path))?, None),
             _ => match spec.kind {
-            TaskKind::Winogrande => (engine.prepare_blanks(&selected).map_err(EvalError::engine(path))?, None),
-            TaskKind::LmEval => (engine.prepare_contexts(&selected).map_err(EvalError::engine(path))?, None),
-            TaskKind::MultipleChoice | TaskKind::HellaSwag => crate::chat::prepare(
-                &engine,
-                &spec.chat,
-                template.as_ref(),
-                path,
-                &selected,
-                settings.task_limit(),
-                EvalError::engine(path),
-            )?,
+                TaskKind::Winogrande => (engine.prepare_blanks(&selected).map_err(EvalError::engine(path))?, None),
+                TaskKind::LmEval => (engine.prepare_contexts(&selected).map_err(EvalError::engine(path))?, None),
+                TaskKind::MultipleChoice | TaskKind::HellaSwag => crate::chat::prepare(
+                    &engine,
+                    &spec.chat,
+                    template.as_ref(),
+                    path,
+                    &selected,
+                    settings.task_limit(),
+                    EvalError::engine(path),
+                )?,
             },
         };
         let image_hashes: HashMap<usize, Vec<String>> = images

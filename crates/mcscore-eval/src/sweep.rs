@@ -111,8 +111,10 @@ pub fn load_items(source: ItemSource<'_>, pick: ItemPick<'_>) -> Result<(Items, 
     let (label, all): (String, Vec<Item>) = match source {
         ItemSource::Vqa(path) => {
             let rows = mcscore_datasets::vqa::read_vqa_tsv(path)?;
-            let items = rows.iter().map(|r| Item { passage: None, stem: r.question.clone(), options: r.options.clone(), gold: r.gold }).collect();
-            visual = Some(Visual { images: rows.iter().map(|r| r.images.clone()).collect(), hints: rows.into_iter().map(|r| r.hint).collect() });
+            let items =
+                rows.iter().map(|r| Item { passage: None, stem: r.question.clone(), options: r.options.clone(), gold: r.gold }).collect();
+            visual =
+                Some(Visual { images: rows.iter().map(|r| r.images.clone()).collect(), hints: rows.into_iter().map(|r| r.hint).collect() });
             (path.display().to_string(), items)
         }
         ItemSource::File(path) => {
@@ -398,7 +400,10 @@ impl Sweep {
     pub fn write_tasks(&self, dir: &Path, inputs: &[&Path]) -> Result<usize, EvalError> {
         if self.items.visual.is_some() {
             // A task file holds no images.
-            return Err(EvalError::Spec(crate::error::SpecError::ImagesWith { path: self.items.label.clone().into(), flag: "--write-tasks" }));
+            return Err(EvalError::Spec(crate::error::SpecError::ImagesWith {
+                path: self.items.label.clone().into(),
+                flag: "--write-tasks",
+            }));
         }
         std::fs::create_dir_all(dir).map_err(EvalError::io(dir))?;
         let widest = self.items.items.iter().map(|i| i.options.len()).max().unwrap_or(1);

@@ -37,6 +37,7 @@ fn header(tasks: usize, model: &str) -> Header {
         shard: None,
         sequential: None,
         chat: None,
+        projector: None,
     }
 }
 
@@ -174,7 +175,8 @@ fn a_sweep_is_analysed_from_log_probabilities() {
     let formats =
         vec![PromptFormat::SCAFFOLD, PromptFormat { ids: IdSet::Digit, delimiter: Delimiter::Parens, separator: Separator::Comma }];
     let sweep =
-        Sweep::new(items, SweepSpec { formats, circular: true, instruction: false, pride: None, chat: Default::default(), mmproj: None }).unwrap();
+        Sweep::new(items, SweepSpec { formats, circular: true, instruction: false, pride: None, chat: Default::default(), mmproj: None })
+            .unwrap();
     assert_eq!(sweep.prompts.len(), 2 * 4 * 2);
     let log_probs: Vec<Vec<f64>> = sweep
         .prompts
