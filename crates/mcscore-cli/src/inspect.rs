@@ -14,7 +14,7 @@ use crate::Outcome;
 /// one that is not.
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// Task files (.bin) to inspect, or files of image tasks in VLMEvalKit's TSV layout (.tsv).
+    /// Task files (.bin) to inspect, or files of image tasks (VLMEvalKit's TSV, .tsv, or its JSON Lines form, .jsonl).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Print JSON instead of text.
@@ -29,7 +29,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut outcome = Outcome::Ok;
     let mut reports = Vec::new();
     for path in &args.files {
-        if is_vqa(path) {
+        if mcscore_datasets::vqa::is_vqa_file(path) {
             match inspect_vqa(path, &args) {
                 Ok(Some(value)) => reports.push(value),
                 Ok(None) => {}
@@ -80,11 +80,6 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         crate::print_json(&reports)?;
     }
     Ok(outcome)
-}
-
-/// Whether `path` is a file of image tasks (VLMEvalKit's TSV): by its extension, as `score` knows it.
-pub(crate) fn is_vqa(path: &std::path::Path) -> bool {
-    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("tsv"))
 }
 
 /// A file of image tasks: its summary, or task `args.task` in full; as JSON

@@ -74,8 +74,9 @@ pub(crate) struct Args {
     imatrix: Option<PathBuf>,
     /// A vision projector for the model (llama.cpp's mmproj GGUF, as llama-mtmd-cli takes it),
     /// for a FILE of image tasks: a multiple-choice TSV in VLMEvalKit's layout (.tsv: MMBench,
-    /// SEED-Bench, AI2D, ScienceQA-IMG, MMStar, ...), each row's image decoded as llama.cpp
-    /// decodes it and its options scored as letters (docs/vqa.md).
+    /// SEED-Bench, AI2D, ScienceQA-IMG, MMStar, ...) or its JSON Lines form with image files
+    /// (.jsonl), each row's image decoded as llama.cpp decodes it and its options scored as
+    /// letters (docs/vqa.md).
     #[arg(long, value_name = "FILE")]
     mmproj: Option<PathBuf>,
     /// FILE is a multiple-choice task file (.bin): the default mode.

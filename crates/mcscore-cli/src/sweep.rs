@@ -234,7 +234,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<Outcome> {
         (None, None) => ItemPick::Subset(args.tasks),
     };
     let (items, selection) = match (&args.file, &args.benchmark) {
-        (Some(path), _) if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("tsv")) => load_items(ItemSource::Vqa(path), pick)?,
+        (Some(path), _) if mcscore_datasets::vqa::is_vqa_file(path) => load_items(ItemSource::Vqa(path), pick)?,
         (Some(path), _) => load_items(ItemSource::File(path), pick)?,
         (None, Some(name)) => {
             let benchmark =

@@ -21,8 +21,8 @@ use crate::Outcome;
 /// decoded as llama.cpp's image loader decodes it, each that fails named by row.
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// Task files (.bin) to validate, or files of image tasks in VLMEvalKit's TSV layout
-    /// (.tsv: every row read, every image decoded as llama.cpp decodes it).
+    /// Task files (.bin) to validate, or files of image tasks (VLMEvalKit's TSV, .tsv, or its JSON
+    /// Lines form, .jsonl: every row read, every image decoded as llama.cpp decodes it).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Print JSON instead of text.
@@ -34,7 +34,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     let mut outcome = Outcome::Ok;
     let mut reports = Vec::new();
     for path in &args.files {
-        if crate::inspect::is_vqa(path) {
+        if mcscore_datasets::vqa::is_vqa_file(path) {
             match mcscore_eval::vqa::summarise(path) {
                 Ok((summary, _)) => {
                     if !summary.valid() {

@@ -22,16 +22,6 @@ fn setup(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     (model, projector, set)
 }
 
-/// Every option's (logprob_sum, tokens), per task.
-fn scores(log: &Path) -> Vec<Vec<(f64, u64)>> {
-    log_tasks(log)
-        .iter()
-        .map(|t| {
-            t["options"].as_array().unwrap().iter().map(|o| (o["logprob_sum"].as_f64().unwrap(), o["tokens"].as_u64().unwrap())).collect()
-        })
-        .collect()
-}
-
 #[test]
 fn a_vqa_file_scores_the_same_whatever_the_batch_and_its_log_names_its_images() {
     let dir = tempdir();
@@ -45,7 +35,7 @@ fn a_vqa_file_scores_the_same_whatever_the_batch_and_its_log_names_its_images() 
     let (wide, narrow) = (dir.path().join("wide.jsonl"), dir.path().join("narrow.jsonl"));
     let out = score(&wide, &["-b", "2048", "--json"]);
     score(&narrow, &["-b", "60", "-np", "1"]);
-    assert_eq!(scores(&wide), scores(&narrow));
+    assert_eq!(option_scores(&wide), option_scores(&narrow));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["tasks"], 20);
 
@@ -62,6 +52,42 @@ fn a_vqa_file_scores_the_same_whatever_the_batch_and_its_log_names_its_images() 
     // Three options where D is empty (make-vqa leaves it so in every third row).
     assert_eq!(tasks[2]["options"].as_array().unwrap().len(), 3);
 
+    // The same rows as JSON Lines naming image files: the same scores.
+    let text = std::fs::read_to_string(&set).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    let mut jsonl = String::new();
+    for row in lines {
+        let mut object = serde_json::Map::new();
+        for (key, cell) in header.iter().zip(row.split('\t')) {
+            if *key == "image" && cell.len() > 64 {
+                use base64::Engine as _;
+                let file = format!("{}.png", object["index"].as_str().unwrap());
+                std::fs::write(dir.path().join(&file), base64::engine::general_purpose::STANDARD.decode(cell).unwrap()).unwrap();
+                object.insert("image_path".into(), file.into());
+            } else {
+                object.insert((*key).into(), cell.into());
+            }
+        }
+        jsonl.push_str(&format!("{}\n", serde_json::Value::Object(object)));
+    }
+    let jsonl_set = dir.path().join("shapes.jsonl");
+    std::fs::write(&jsonl_set, jsonl).unwrap();
+    let from_files = dir.path().join("files.jsonl.log");
+    let out = run(&[
+        "score",
+        "-m",
+        path_str(&model),
+        "--mmproj",
+        path_str(&projector),
+        "-bf",
+        path_str(&jsonl_set),
+        "--log-samples",
+        path_str(&from_files),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(option_scores(&from_files), option_scores(&wide));
+
     // Two shards merged: the run's log, task for task.
     let shards: Vec<PathBuf> = (0..2).map(|k| dir.path().join(format!("shard{k}.jsonl"))).collect();
     for (k, log) in shards.iter().enumerate() {
@@ -70,7 +96,7 @@ fn a_vqa_file_scores_the_same_whatever_the_batch_and_its_log_names_its_images() 
     let merged = dir.path().join("merged.jsonl");
     let out = run(&["merge", path_str(&shards[0]), path_str(&shards[1]), "-o", path_str(&merged)]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(scores(&merged), scores(&wide));
+    assert_eq!(option_scores(&merged), option_scores(&wide));
     assert_eq!(
         log_tasks(&merged).iter().map(|t| t["images"].clone()).collect::<Vec<_>>(),
         tasks.iter().map(|t| t["images"].clone()).collect::<Vec<_>>()

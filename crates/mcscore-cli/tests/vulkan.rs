@@ -55,16 +55,6 @@ fn vulkan_score(model: &str, input: &[&str], log: &Path, extra: &[&str]) {
     ok(&format!("{args:?}"), on_device().args(&args).output().unwrap());
 }
 
-/// Every option of a log, per task: (logprob_sum, tokens).
-fn option_scores(log: &Path) -> Vec<Vec<(f64, u64)>> {
-    log_tasks(log)
-        .iter()
-        .map(|t| {
-            t["options"].as_array().unwrap().iter().map(|o| (o["logprob_sum"].as_f64().unwrap(), o["tokens"].as_u64().unwrap())).collect()
-        })
-        .collect()
-}
-
 /// The weight types whose kernels differ.
 const KINDS: [&str; 3] = ["q4_0", "q8_0", "f16"];
 

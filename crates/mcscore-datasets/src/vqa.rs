@@ -153,16 +153,108 @@ pub enum RowFault {
     /// The same index in two rows.
     #[error("index {0:?} is also an earlier row's")]
     DuplicateIndex(String),
+    /// A JSON line without a key every row needs.
+    #[error("no {0:?} key")]
+    MissingKey(&'static str),
+    /// An image file a JSON line names that cannot be read.
+    #[error("image file {file:?}: {message}")]
+    ImageFile {
+        /// The path, as the line gives it.
+        file: String,
+        /// Why.
+        message: String,
+    },
 }
 
-/// Reads a VLMEvalKit multiple-choice TSV: every row a task, or the first
-/// fault, named by line and byte.
-pub fn read_vqa_tsv(path: &Path) -> Result<Vec<VqaTask>, VqaError> {
+/// Whether `path` names a file of image tasks, by its extension: VLMEvalKit's
+/// TSV (`.tsv`) or the JSON Lines form (`.jsonl`).
+pub fn is_vqa_file(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("tsv") || e.eq_ignore_ascii_case("jsonl"))
+}
+
+/// Reads a file of image tasks: VLMEvalKit's TSV, or with the extension
+/// `.jsonl` the JSON Lines form ([`parse_vqa_jsonl`]); every row a task, or
+/// the first fault, named by line and byte.
+pub fn read_vqa(path: &Path) -> Result<Vec<VqaTask>, VqaError> {
     let bytes = std::fs::read(path).map_err(|source| VqaError::Read { path: path.to_owned(), source })?;
-    parse_vqa_tsv(&bytes, path)
+    parse_vqa(&bytes, path)
 }
 
-/// [`read_vqa_tsv`] of bytes in memory (`path` names them in errors).
+/// [`read_vqa`] of bytes in memory, read as `path`'s extension says.
+pub fn parse_vqa(bytes: &[u8], path: &Path) -> Result<Vec<VqaTask>, VqaError> {
+    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("jsonl")) {
+        parse_vqa_jsonl(bytes, path)
+    } else {
+        parse_vqa_tsv(bytes, path)
+    }
+}
+
+/// A row's image cell: base64 (or a reference, or a list), or the files a
+/// JSON line names, read.
+enum ImageCell {
+    Base64(String),
+    Files(Vec<Arc<[u8]>>),
+}
+
+/// A row, read, before references to other rows' images are resolved.
+struct Row {
+    line: u64,
+    byte: u64,
+    task: VqaTask,
+    reference: Option<String>,
+}
+
+/// A row's task from its cells: `get` gives a column's cell ("" where empty
+/// or absent), `others` the cells of the columns that are not the task's.
+fn row(get: &dyn Fn(&str) -> String, others: BTreeMap<String, String>, image: ImageCell, line: u64, byte: u64) -> Result<Row, RowFault> {
+    let index = get("index");
+    let question = get("question");
+    if question.trim().is_empty() {
+        return Err(RowFault::EmptyQuestion);
+    }
+    let options: Vec<(&'static str, String)> = LETTERS.iter().map(|&l| (l, get(l))).filter(|(_, t)| !t.is_empty()).collect();
+    if options.len() < 2 {
+        return Err(RowFault::TooFewOptions(options.len()));
+    }
+    let letters: Vec<&'static str> = options.iter().map(|(l, _)| *l).collect();
+    let answer = get("answer").trim().to_owned();
+    let gold = letters.iter().position(|l| *l == answer).ok_or_else(|| RowFault::UnknownAnswer { answer, letters: letters.clone() })?;
+    let (images, reference) = match image {
+        ImageCell::Files(images) => (images, None),
+        ImageCell::Base64(cell) if cell.trim().is_empty() => return Err(RowFault::NoImage),
+        ImageCell::Base64(cell) if cell.trim().len() <= MAX_REFERENCE => (Vec::new(), Some(cell.trim().to_owned())),
+        ImageCell::Base64(cell) => (decode_images(cell.trim())?, None),
+    };
+    let hint = Some(get("hint")).filter(|h| !h.is_empty());
+    let mut context = String::new();
+    if let Some(hint) = &hint {
+        context.push_str(&format!("Hint: {hint}\n"));
+    }
+    context.push_str(&format!("Question: {question}\nOptions:\n"));
+    for (letter, text) in &options {
+        context.push_str(&format!("{letter}. {text}\n"));
+    }
+    context.push_str(INSTRUCTION);
+    context.push_str("Answer:");
+    let task = VqaTask {
+        index,
+        line,
+        context,
+        question,
+        hint,
+        options: options.into_iter().map(|(_, t)| t).collect(),
+        letters,
+        gold,
+        images,
+        categories: others.into_iter().filter(|(_, v)| !v.is_empty()).collect(),
+    };
+    Ok(Row { line, byte, task, reference })
+}
+
+/// The columns a row's task is made of; the rest are its categories.
+const TASK_COLUMNS: [&str; 5] = ["index", "question", "hint", "answer", "image"];
+
+/// [`read_vqa`] of a TSV in memory (`path` names it in errors).
 pub fn parse_vqa_tsv(bytes: &[u8], path: &Path) -> Result<Vec<VqaTask>, VqaError> {
     let mut reader = csv::ReaderBuilder::new().delimiter(b'\t').has_headers(true).from_reader(bytes);
     let syntax = |e: csv::Error| {
@@ -170,103 +262,117 @@ pub fn parse_vqa_tsv(bytes: &[u8], path: &Path) -> Result<Vec<VqaTask>, VqaError
         VqaError::Syntax { path: path.to_owned(), line, byte, message: e.to_string() }
     };
     let header = reader.headers().map_err(syntax)?.clone();
-    let column = |name: &'static str| header.iter().position(|h| h == name);
-    let required = |name: &'static str| column(name).ok_or(VqaError::MissingColumn { path: path.to_owned(), column: name });
-    let (index_col, question_col, answer_col, image_col) =
-        (required("index")?, required("question")?, required("answer")?, required("image")?);
-    let hint_col = column("hint");
-    let option_cols: Vec<(&'static str, usize)> = LETTERS.iter().filter_map(|&l| column(l).map(|c| (l, c))).collect();
-    let known: Vec<usize> = [Some(index_col), Some(question_col), Some(answer_col), Some(image_col), hint_col]
-        .into_iter()
-        .flatten()
-        .chain(option_cols.iter().map(|&(_, c)| c))
-        .collect();
-
-    // Rows first, their image cells decoded once each; references resolved after.
-    struct Row {
-        line: u64,
-        byte: u64,
-        task: VqaTask,
-        reference: Option<String>,
+    for column in ["index", "question", "answer", "image"] {
+        if !header.iter().any(|h| h == column) {
+            return Err(VqaError::MissingColumn { path: path.to_owned(), column });
+        }
     }
-    let mut rows: Vec<Row> = Vec::new();
-    let mut by_index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut rows = Vec::new();
     for record in reader.records() {
         let record = record.map_err(syntax)?;
         let (line, byte) = record.position().map_or((0, 0), |p| (p.line(), p.byte()));
-        let cell = |c: usize| record.get(c).unwrap_or("");
-        let index = cell(index_col).to_owned();
-        let fault = |fault: RowFault| VqaError::Row { path: path.to_owned(), line, byte, index: index.clone(), fault };
-        if by_index.insert(index.clone(), rows.len()).is_some() {
-            return Err(fault(RowFault::DuplicateIndex(index.clone())));
-        }
-        let question = cell(question_col);
-        if question.trim().is_empty() {
-            return Err(fault(RowFault::EmptyQuestion));
-        }
-        let options: Vec<(&'static str, &str)> = option_cols.iter().map(|&(l, c)| (l, cell(c))).filter(|(_, t)| !t.is_empty()).collect();
-        if options.len() < 2 {
-            return Err(fault(RowFault::TooFewOptions(options.len())));
-        }
-        let letters: Vec<&'static str> = options.iter().map(|(l, _)| *l).collect();
-        let answer = cell(answer_col).trim();
-        let gold = letters
+        let get = |name: &str| header.iter().position(|h| h == name).and_then(|c| record.get(c)).unwrap_or("").to_owned();
+        let others = header
             .iter()
-            .position(|l| *l == answer)
-            .ok_or_else(|| fault(RowFault::UnknownAnswer { answer: answer.to_owned(), letters: letters.clone() }))?;
-        let image = cell(image_col).trim();
-        let (images, reference) = if image.is_empty() {
-            return Err(fault(RowFault::NoImage));
-        } else if image.len() <= MAX_REFERENCE {
-            (Vec::new(), Some(image.to_owned()))
-        } else {
-            (decode_images(image).map_err(fault)?, None)
-        };
-        let mut context = String::new();
-        let hint = hint_col.map(cell).filter(|h| !h.is_empty());
-        if let Some(hint) = hint {
-            context.push_str(&format!("Hint: {hint}\n"));
-        }
-        context.push_str(&format!("Question: {question}\nOptions:\n"));
-        for (letter, text) in &options {
-            context.push_str(&format!("{letter}. {text}\n"));
-        }
-        context.push_str(INSTRUCTION);
-        context.push_str("Answer:");
-        let categories = header
-            .iter()
-            .enumerate()
-            .filter(|(c, _)| !known.contains(c))
-            .filter_map(|(c, name)| Some((name.to_owned(), record.get(c).filter(|v| !v.is_empty())?.to_owned())))
+            .zip(record.iter())
+            .filter(|(h, _)| !TASK_COLUMNS.contains(h) && !LETTERS.contains(h))
+            .map(|(h, v)| (h.to_owned(), v.to_owned()))
             .collect();
-        let task = VqaTask {
-            index,
+        let task = row(&get, others, ImageCell::Base64(get("image")), line, byte).map_err(|fault| VqaError::Row {
+            path: path.to_owned(),
             line,
-            context,
-            question: question.to_owned(),
-            hint: hint.map(str::to_owned),
-            options: options.iter().map(|(_, t)| (*t).to_owned()).collect(),
-            letters,
-            gold,
-            images,
-            categories,
-        };
-        rows.push(Row { line, byte, task, reference });
+            byte,
+            index: get("index"),
+            fault,
+        })?;
+        rows.push(task);
     }
+    resolve(rows, path)
+}
+
+/// [`read_vqa`] of the JSON Lines form in memory (`path` names it in errors,
+/// and image paths are relative to its folder): one object a line with the
+/// TSV's columns as keys (`index`, `question`, `hint`, `A`, `B`, ...,
+/// `answer`, and any others), strings or numbers, and either `image` (base64,
+/// as in the TSV) or `image_path`, a file or a list of files. Blank lines are
+/// skipped.
+pub fn parse_vqa_jsonl(bytes: &[u8], path: &Path) -> Result<Vec<VqaTask>, VqaError> {
+    let folder = path.parent().unwrap_or(Path::new(""));
+    let mut rows = Vec::new();
+    let mut byte = 0u64;
+    for (number, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let (line_number, start) = (number as u64 + 1, byte);
+        byte += line.len() as u64 + 1;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let syntax = |message: String| VqaError::Syntax { path: path.to_owned(), line: line_number, byte: start, message };
+        let object: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(line).map_err(|e| syntax(e.to_string()))?;
+        let text = |v: &serde_json::Value| match v {
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Number(n) => Some(n.to_string()),
+            serde_json::Value::Null => Some(String::new()),
+            _ => None,
+        };
+        let get = |name: &str| object.get(name).and_then(text).unwrap_or_default();
+        let fault = |fault: RowFault| VqaError::Row { path: path.to_owned(), line: line_number, byte: start, index: get("index"), fault };
+        for key in ["index", "question", "answer"] {
+            if !object.contains_key(key) {
+                return Err(fault(RowFault::MissingKey(key)));
+            }
+        }
+        let image = match (object.get("image"), object.get("image_path")) {
+            (_, Some(paths)) => {
+                let paths: Vec<String> = match paths {
+                    serde_json::Value::Array(list) => list.iter().filter_map(text).collect(),
+                    other => text(other).into_iter().collect(),
+                };
+                if paths.is_empty() || paths.iter().any(String::is_empty) {
+                    return Err(fault(RowFault::NoImage));
+                }
+                let read = |p: &String| {
+                    std::fs::read(folder.join(p))
+                        .map(Arc::from)
+                        .map_err(|e| RowFault::ImageFile { file: p.clone(), message: e.to_string() })
+                };
+                ImageCell::Files(paths.iter().map(read).collect::<Result<_, _>>().map_err(fault)?)
+            }
+            (Some(cell), None) => ImageCell::Base64(text(cell).unwrap_or_default()),
+            (None, None) => return Err(fault(RowFault::MissingKey("image_path"))),
+        };
+        let others = object
+            .iter()
+            .filter(|(k, _)| !TASK_COLUMNS.contains(&k.as_str()) && k.as_str() != "image_path" && !LETTERS.contains(&k.as_str()))
+            .filter_map(|(k, v)| Some((k.clone(), text(v)?)))
+            .collect();
+        rows.push(row(&get, others, image, line_number, start).map_err(fault)?);
+    }
+    resolve(rows, path)
+}
+
+/// The rows' tasks, each reference to another row's image resolved; a file
+/// without rows, or an index given twice, refused.
+fn resolve(mut rows: Vec<Row>, path: &Path) -> Result<Vec<VqaTask>, VqaError> {
     if rows.is_empty() {
         return Err(VqaError::Empty { path: path.to_owned() });
+    }
+    let fault = |row: &Row, fault: RowFault| VqaError::Row {
+        path: path.to_owned(),
+        line: row.line,
+        byte: row.byte,
+        index: row.task.index.clone(),
+        fault,
+    };
+    let mut by_index: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, row) in rows.iter().enumerate() {
+        if by_index.insert(row.task.index.clone(), i).is_some() {
+            return Err(fault(row, RowFault::DuplicateIndex(row.task.index.clone())));
+        }
     }
     for i in 0..rows.len() {
         if let Some(reference) = rows[i].reference.clone() {
             let Some(images) = by_index.get(&reference).map(|&j| rows[j].task.images.clone()).filter(|images| !images.is_empty()) else {
-                let row = &rows[i];
-                return Err(VqaError::Row {
-                    path: path.to_owned(),
-                    line: row.line,
-                    byte: row.byte,
-                    index: row.task.index.clone(),
-                    fault: RowFault::UnknownReference { reference },
-                });
+                return Err(fault(&rows[i], RowFault::UnknownReference { reference }));
             };
             rows[i].task.images = images;
         }
@@ -375,5 +481,43 @@ mod tests {
         assert!(matches!(parse(head).unwrap_err(), VqaError::Empty { .. }));
         let error = parse(&format!("{head}0\tq\ta\tb\n")).unwrap_err();
         assert!(matches!(error, VqaError::Syntax { line: 2, .. }), "{error}");
+    }
+
+    #[test]
+    fn the_json_lines_form_names_image_files_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("img")).unwrap();
+        std::fs::write(dir.path().join("img/a.png"), image(1)).unwrap();
+        std::fs::write(dir.path().join("img/b.png"), image(2)).unwrap();
+        let path = dir.path().join("set.jsonl");
+        let coded = format!(r#"{{"index": 2, "question": "Coded?", "A": "x", "B": "y", "answer": "A", "image": "{}"}}"#, b64(&image(3)));
+        let text = [
+            r#"{"index": 0, "question": "What?", "A": "x", "B": "y", "answer": "B", "image_path": "img/a.png", "category": "c1"}"#,
+            "",
+            r#"{"index": "1", "question": "Both?", "hint": "h", "A": "x", "B": "y", "C": null, "answer": "A", "image_path": ["img/a.png", "img/b.png"]}"#,
+            &coded,
+        ]
+        .join("\n");
+        std::fs::write(&path, &text).unwrap();
+        let tasks = read_vqa(&path).unwrap();
+        assert_eq!(tasks.len(), 3);
+        assert_eq!((tasks[0].index.as_str(), tasks[0].gold, tasks[0].images.clone()), ("0", 1, vec![Arc::from(image(1))]));
+        assert_eq!(tasks[0].categories, BTreeMap::from([("category".into(), "c1".into())]));
+        assert_eq!((tasks[1].line, tasks[1].images.len(), tasks[1].letters.clone()), (3, 2, vec!["A", "B"]));
+        assert!(tasks[1].context.starts_with("<__media__>\n<__media__>\nHint: h\nQuestion: Both?\n"), "{}", tasks[1].context);
+        assert_eq!(tasks[2].images, vec![Arc::from(image(3))]);
+        // A file that is not there, a key missing, a line that is no JSON: each by line and byte.
+        let fault = |line: &str| {
+            std::fs::write(&path, format!("{line}\n")).unwrap();
+            read_vqa(&path).unwrap_err()
+        };
+        let error = fault(r#"{"index": 0, "question": "q", "A": "x", "B": "y", "answer": "A", "image_path": "img/none.png"}"#);
+        assert!(
+            matches!(&error, VqaError::Row { line: 1, byte: 0, fault: RowFault::ImageFile { file, .. }, .. } if file == "img/none.png"),
+            "{error}"
+        );
+        let error = fault(r#"{"index": 0, "A": "x", "B": "y", "answer": "A", "image_path": "img/a.png"}"#);
+        assert!(matches!(error, VqaError::Row { fault: RowFault::MissingKey("question"), .. }), "{error}");
+        assert!(matches!(fault("{not json"), VqaError::Syntax { line: 1, byte: 0, .. }));
     }
 }

@@ -198,7 +198,7 @@ impl Engine {
             let reused = if let Some(media) = media.filter(|_| !kept_media) {
                 ctx.clear_kv_cache();
                 let projector = self.projector.as_ref().ok_or(EngineError::NoProjector { task: group[0].index })?;
-                projector.decode(&mut ctx, group[0].index, media)?;
+                projector.decode(&mut ctx, group[0].index, media, MICRO_BATCH)?;
                 media.positions
             } else if fill == 0 {
                 0

@@ -21,7 +21,7 @@ use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::mtmd::{MtmdBitmap, MtmdContext, MtmdContextParams, MtmdInputChunks, MtmdInputText};
 
-use crate::{EngineError, MICRO_BATCH};
+use crate::EngineError;
 
 pub use mcscore_format::IMAGE_MARKER;
 
@@ -200,12 +200,12 @@ impl Projector {
         Ok(Some((MediaPrefix { text, images: images.to_vec(), positions }, end)))
     }
 
-    /// Decodes `media` into sequence 0 of `ctx` from position 0, in
-    /// micro-batches of at most [`MICRO_BATCH`] tokens, no logits read.
-    pub(crate) fn decode(&self, ctx: &mut LlamaContext<'_>, task: usize, media: &MediaPrefix) -> Result<(), EngineError> {
+    /// Decodes `media` into sequence 0 of `ctx` from position 0, in batches
+    /// of at most `n_batch` tokens (the fills' micro-batch), no logits read.
+    pub(crate) fn decode(&self, ctx: &mut LlamaContext<'_>, task: usize, media: &MediaPrefix, n_batch: u32) -> Result<(), EngineError> {
         let chunks = self.chunks(task, &media.text, &media.images)?;
         let mut context = self.context.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let end = chunks.eval_chunks(&mut context, ctx, 0, 0, MICRO_BATCH as i32, false).map_err(|e| EngineError::Decode {
+        let end = chunks.eval_chunks(&mut context, ctx, 0, 0, n_batch as i32, false).map_err(|e| EngineError::Decode {
             task,
             what: "decoding the task's images",
             source: Box::new(e),

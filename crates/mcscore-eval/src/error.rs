@@ -33,9 +33,10 @@ pub enum EvalError {
     #[error(transparent)]
     Log(#[from] mcscore_log::LogError),
 
-    /// A file of image tasks (VLMEvalKit's TSV) that could not be read.
+    /// A file of image tasks (VLMEvalKit's TSV) that could not be read
+    /// (boxed: its fault names a row in full, and every result carries this type).
     #[error(transparent)]
-    Vqa(#[from] mcscore_datasets::vqa::VqaError),
+    Vqa(Box<mcscore_datasets::vqa::VqaError>),
 
     /// A scheme run could not run, resume or report.
     #[error(transparent)]
@@ -1147,4 +1148,10 @@ impl EvalError {
 /// A path in a message, or "none".
 fn or_none_path(path: Option<&std::path::Path>) -> String {
     path.map_or_else(|| "none".to_owned(), |p| p.display().to_string())
+}
+
+impl From<mcscore_datasets::vqa::VqaError> for EvalError {
+    fn from(error: mcscore_datasets::vqa::VqaError) -> EvalError {
+        EvalError::Vqa(Box::new(error))
+    }
 }

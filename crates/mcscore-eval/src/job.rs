@@ -320,9 +320,9 @@ impl OpenedFile {
         if matches!(kind, TaskKind::HellaSwag | TaskKind::Winogrande) {
             return Ok(OpenedFile::Text { bytes: mcscore_format::read_input(path)?, kind });
         }
-        if kind == TaskKind::MultipleChoice && path.extension().is_some_and(|e| e.eq_ignore_ascii_case("tsv")) {
+        if kind == TaskKind::MultipleChoice && mcscore_datasets::vqa::is_vqa_file(path) {
             let bytes = mcscore_format::read_input(path)?;
-            let tasks = mcscore_datasets::vqa::parse_vqa_tsv(&bytes, path)?;
+            let tasks = mcscore_datasets::vqa::parse_vqa(&bytes, path)?;
             return Ok(OpenedFile::Images { bytes, tasks });
         }
         match TaskFile::open(path) {

@@ -110,7 +110,7 @@ pub fn load_items(source: ItemSource<'_>, pick: ItemPick<'_>) -> Result<(Items, 
     let mut visual = None;
     let (label, all): (String, Vec<Item>) = match source {
         ItemSource::Vqa(path) => {
-            let rows = mcscore_datasets::vqa::read_vqa_tsv(path)?;
+            let rows = mcscore_datasets::vqa::read_vqa(path)?;
             let items =
                 rows.iter().map(|r| Item { passage: None, stem: r.question.clone(), options: r.options.clone(), gold: r.gold }).collect();
             visual =

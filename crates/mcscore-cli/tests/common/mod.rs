@@ -106,6 +106,16 @@ pub fn log_tasks(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Every option's (logprob_sum, tokens) of each task of a log, in log order.
+pub fn option_scores(log: &Path) -> Vec<Vec<(f64, u64)>> {
+    log_tasks(log)
+        .iter()
+        .map(|t| {
+            t["options"].as_array().unwrap().iter().map(|o| (o["logprob_sum"].as_f64().unwrap(), o["tokens"].as_u64().unwrap())).collect()
+        })
+        .collect()
+}
+
 /// The header line of a --log-samples file.
 pub fn log_header(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap();
