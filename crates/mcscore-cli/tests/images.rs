@@ -87,6 +87,12 @@ fn a_vqa_file_scores_the_same_whatever_the_batch_and_its_log_names_its_images() 
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(option_scores(&from_files), option_scores(&wide));
+    // Another picture under an image's name: the log is of other images.
+    std::fs::copy(dir.path().join("2.png"), dir.path().join("0.png")).unwrap();
+    let args = ["score", "-m", path_str(&model), "--mmproj", path_str(&projector), "-bf", path_str(&jsonl_set)];
+    let out = run(&[&args[..], &["--log-samples", path_str(&from_files), "--resume"]].concat());
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("images_sha256"), "{}", stderr(&out));
 
     // Two shards merged: the run's log, task for task.
     let shards: Vec<PathBuf> = (0..2).map(|k| dir.path().join(format!("shard{k}.jsonl"))).collect();
@@ -128,12 +134,15 @@ fn image_faults_name_the_file_row_and_flag() {
     let (model, projector, set) = setup(dir.path());
     // No projector: the flag to give.
     let out = run(&["score", "-m", path_str(&model), "-bf", path_str(&set)]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(!out.status.success());
     assert!(
-        stderr(&out).contains("task 0 has an image, and no projector is loaded to read it (give the model's --mmproj)"),
+        stderr(&out).contains("a file of image tasks needs the model's vision projector: `mcscore score --mmproj FILE`"),
         "{}",
         stderr(&out)
     );
+    // So do commands that take no projector.
+    let out = run(&["compare", "-m", path_str(&model), "-m", path_str(&model), "--until-decided", "-bf", path_str(&set)]);
+    assert!(stderr(&out).contains("a file of image tasks needs the model's vision projector"), "{}", stderr(&out));
 
     // A row whose base64 is corrupt, and one whose PNG is cut short.
     let text = std::fs::read_to_string(&set).unwrap();

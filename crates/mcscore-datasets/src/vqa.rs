@@ -153,6 +153,9 @@ pub enum RowFault {
     /// The same index in two rows.
     #[error("index {0:?} is also an earlier row's")]
     DuplicateIndex(String),
+    /// A cell holding the image marker, which only images may take.
+    #[error("{0} holds {IMAGE_MARKER:?}, which marks where an image goes")]
+    Marker(String),
     /// A JSON line without a key every row needs.
     #[error("no {0:?} key")]
     MissingKey(&'static str),
@@ -204,6 +207,13 @@ struct Row {
     reference: Option<String>,
 }
 
+/// What pandas' `read_csv` reads as a missing value (its default `na_values`),
+/// as VLMEvalKit reads a TSV: an option or hint cell holding one is no option or hint.
+const PANDAS_NA: [&str; 19] = [
+    "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None",
+    "n/a", "nan", "null", "",
+];
+
 /// A row's task from its cells: `get` gives a column's cell ("" where empty
 /// or absent), `others` the cells of the columns that are not the task's.
 fn row(get: &dyn Fn(&str) -> String, others: BTreeMap<String, String>, image: ImageCell, line: u64, byte: u64) -> Result<Row, RowFault> {
@@ -212,7 +222,12 @@ fn row(get: &dyn Fn(&str) -> String, others: BTreeMap<String, String>, image: Im
     if question.trim().is_empty() {
         return Err(RowFault::EmptyQuestion);
     }
-    let options: Vec<(&'static str, String)> = LETTERS.iter().map(|&l| (l, get(l))).filter(|(_, t)| !t.is_empty()).collect();
+    let present = |cell: String| Some(cell).filter(|c| !PANDAS_NA.contains(&c.as_str()));
+    let options: Vec<(&'static str, String)> = LETTERS.iter().filter_map(|&l| Some((l, present(get(l))?))).collect();
+    // The marker in a row's text would take the place of an image.
+    if let Some(column) = ["question", "hint"].into_iter().chain(LETTERS).find(|c| get(c).contains(IMAGE_MARKER)) {
+        return Err(RowFault::Marker(column.to_owned()));
+    }
     if options.len() < 2 {
         return Err(RowFault::TooFewOptions(options.len()));
     }
@@ -225,7 +240,7 @@ fn row(get: &dyn Fn(&str) -> String, others: BTreeMap<String, String>, image: Im
         ImageCell::Base64(cell) if cell.trim().len() <= MAX_REFERENCE => (Vec::new(), Some(cell.trim().to_owned())),
         ImageCell::Base64(cell) => (decode_images(cell.trim())?, None),
     };
-    let hint = Some(get("hint")).filter(|h| !h.is_empty());
+    let hint = present(get("hint"));
     let mut context = String::new();
     if let Some(hint) = &hint {
         context.push_str(&format!("Hint: {hint}\n"));
@@ -431,7 +446,7 @@ mod tests {
         let text = format!(
             "index\tquestion\thint\tA\tB\tC\tD\tanswer\tcategory\tl2-category\timage\n\
              0\tWhat is shown?\tA \"quoted\" hint\tcat\tdog\t\t\tB\tanimals\tperception\t{one}\n\
-             1\tWhich one?\t\tred\tgreen\tblue\tyellow\tD\tcolours\t\t0\n\
+             1\tWhich one?\tNaN\tred\tgreen\tblue\tyellow\tD\tcolours\t\t0\n\
              2\t\"Two\tlines,\nquoted\"\t\tx\ty\t\tz\tD\tmisc\t\t['{one}', '{two}']\n"
         );
         let tasks = parse(&text).unwrap();
@@ -468,6 +483,9 @@ mod tests {
         );
         assert_eq!(fault(&format!("0\t \ta\tb\tA\t{img}\n")).2, RowFault::EmptyQuestion);
         assert_eq!(fault(&format!("0\tq\ta\t\tA\t{img}\n")).2, RowFault::TooFewOptions(1));
+        // pandas reads "None" (and its other missing values) as no option, as VLMEvalKit does.
+        assert_eq!(fault(&format!("0\tq\ta\tNone\tA\t{img}\n")).2, RowFault::TooFewOptions(1));
+        assert_eq!(fault(&format!("0\tsee <__media__>\ta\tb\tA\t{img}\n")).2, RowFault::Marker("question".into()));
         assert_eq!(fault("0\tq\ta\tb\tA\t\n").2, RowFault::NoImage);
         assert_eq!(fault("0\tq\ta\tb\tA\t7\n").2, RowFault::UnknownReference { reference: "7".into() });
         assert_eq!(fault(&format!("{ok}0\tq\ta\tb\tA\t{img}\n")).2, RowFault::DuplicateIndex("0".into()));

@@ -537,9 +537,14 @@ pub struct GpuDevice {
 pub fn gpu_devices() -> Result<Vec<GpuDevice>, EngineError> {
     use llama_cpp_2::LlamaBackendDeviceType;
     backend()?;
-    Ok(llama_cpp_2::list_llama_ggml_backend_devices()
+    // As llama.cpp takes them for a model: the discrete GPUs, or the
+    // integrated ones where there is none (so that `-mg N` counts as it does).
+    let devices = llama_cpp_2::list_llama_ggml_backend_devices();
+    let discrete = devices.iter().any(|d| matches!(d.device_type, LlamaBackendDeviceType::Gpu));
+    let kind = if discrete { LlamaBackendDeviceType::Gpu } else { LlamaBackendDeviceType::IntegratedGpu };
+    Ok(devices
         .into_iter()
-        .filter(|d| matches!(d.device_type, LlamaBackendDeviceType::Gpu | LlamaBackendDeviceType::IntegratedGpu))
+        .filter(|d| d.device_type == kind)
         .map(|d| GpuDevice {
             name: d.name,
             description: d.description,

@@ -236,9 +236,8 @@ pub(crate) fn install_log() {
     // SAFETY: the callback is a plain function that lives for the process and
     // takes no user data.
     unsafe { llama_cpp_sys_2::llama_log_set(Some(log_callback), std::ptr::null_mut()) }
-    // mtmd (the vision projector) and its helpers log on their own.
-    // SAFETY: as above.
-    unsafe { llama_cpp_sys_2::mtmd_log_set(Some(log_callback), std::ptr::null_mut()) }
+    // mtmd (the vision projector) and its helpers log on their own (this
+    // sets both).
     // SAFETY: as above.
     unsafe { llama_cpp_sys_2::mtmd_helper_log_set(Some(log_callback), std::ptr::null_mut()) }
 }

@@ -341,10 +341,10 @@ fn is_zero(n: &u32) -> bool {
 }
 
 impl GpuSplit {
-    /// Whether llama.cpp's defaults are kept (as far as they change
-    /// anything: `-mg` in a mode that ignores it is no change).
+    /// Whether llama.cpp's defaults are kept (`-mg` is read only in the
+    /// other modes, so with `layer` it changes nothing).
     pub fn is_default(&self) -> bool {
-        self.mode == SplitMode::Layer && (self.main_gpu == 0 || !self.mode.uses_main_gpu())
+        self.mode == SplitMode::Layer
     }
 
     /// The flags given, as llama.cpp spells them (`sm=none mg=1`), empty for the defaults.

@@ -199,6 +199,8 @@ impl Engine {
                 ctx.clear_kv_cache();
                 let projector = self.projector.as_ref().ok_or(EngineError::NoProjector { task: group[0].index })?;
                 projector.decode(&mut ctx, group[0].index, media, MICRO_BATCH)?;
+                // Its positions were decoded too (the images' embeddings among them).
+                tokens.decoded += media.positions;
                 media.positions
             } else if fill == 0 {
                 0

@@ -33,8 +33,8 @@ pub const MAX_IMAGE_PIXELS: u64 = 40_000_000;
 /// Why an image would not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ImageFault {
-    /// Bytes of no image format the header reader knows.
-    #[error("not an image (no PNG, JPEG, GIF, BMP, TGA, PSD, HDR or PNM header)")]
+    /// Bytes of no image format llama.cpp reads with a header that gives its size.
+    #[error("not an image llama.cpp reads (no PNG, JPEG, GIF, BMP, TGA, PSD, HDR or PNM header)")]
     NotAnImage,
     /// More pixels than [`MAX_IMAGE_PIXELS`].
     #[error("{width} x {height} pixels, more than the {} million mcscore decodes", MAX_IMAGE_PIXELS / 1_000_000)]
@@ -50,25 +50,48 @@ pub enum ImageFault {
     Undecodable,
 }
 
-/// Decodes `bytes` as llama.cpp's multimodal library decodes an image (its
-/// stb_image loader, no model needed), refusing first, from the header, an
-/// image above [`MAX_IMAGE_PIXELS`]; the image's width and height. For
-/// checking a file of image tasks before any model reads it.
-#[allow(unsafe_code)]
-pub fn check_image(bytes: &[u8]) -> Result<(u32, u32), ImageFault> {
-    // A known image header first: mtmd reads bytes it takes for audio with
-    // the projector's context, which there is none of here.
-    let size = imagesize::blob_size(bytes).map_err(|_| ImageFault::NotAnImage)?;
-    // mtmd's log goes where llama.cpp's does (installed with the backend).
-    let _ = crate::backend();
+/// The size of an image in a format llama.cpp's loader (stb_image) reads and
+/// whose header gives its size (PNG, JPEG, GIF, BMP, PSD, HDR, PNM, TGA),
+/// refused above [`MAX_IMAGE_PIXELS`]. Bytes of any other format are refused
+/// here, before llama.cpp sees them: stb_image reads a few formats whose size
+/// this cannot check (Softimage PIC), and mtmd hands what stb_image cannot read
+/// (WebP) to its video path where that is built.
+fn image_size(bytes: &[u8]) -> Result<(u64, u64), ImageFault> {
+    use imagesize::ImageType;
+    let read = matches!(
+        imagesize::image_type(bytes),
+        Ok(ImageType::Png
+            | ImageType::Jpeg
+            | ImageType::Gif
+            | ImageType::Bmp
+            | ImageType::Psd
+            | ImageType::Hdr
+            | ImageType::Pnm
+            | ImageType::Tga)
+    );
+    let size = imagesize::blob_size(bytes).ok().filter(|_| read).ok_or(ImageFault::NotAnImage)?;
     let (width, height) = (size.width as u64, size.height as u64);
     if width.saturating_mul(height) > MAX_IMAGE_PIXELS {
         return Err(ImageFault::TooLarge { width, height });
     }
+    Ok((width, height))
+}
+
+/// Decodes `bytes` as llama.cpp's multimodal library decodes an image (its
+/// stb_image loader, no model needed), after [`image_size`]'s checks; the
+/// image's width and height. For checking a file of image tasks before any
+/// model reads it.
+#[allow(unsafe_code)]
+pub fn check_image(bytes: &[u8]) -> Result<(u32, u32), ImageFault> {
+    image_size(bytes)?;
+    // mtmd's log goes where llama.cpp's does (installed with the backend).
+    let _ = crate::backend();
     // SAFETY: `bytes` lives for the call and its length is passed with it;
     // the context may be null for bytes that are no audio file (checked
-    // above: they have an image's header); a placeholder bitmap keeps no
-    // pixels, and the one returned is freed here, once.
+    // above: they have an image's header) and, with mtmd built without video
+    // (this repository's .cargo/config.toml), nothing else reads it; a
+    // placeholder bitmap keeps no pixels, and the one returned is freed here,
+    // once.
     unsafe {
         let opt = llama_cpp_sys_2::mtmd_helper_init_opt_default();
         let wrapper = llama_cpp_sys_2::mtmd_helper_bitmap_init_from_buf(std::ptr::null(), bytes.as_ptr(), bytes.len(), true, opt);
@@ -162,14 +185,10 @@ impl Projector {
             .iter()
             .enumerate()
             .map(|(image, bytes)| {
-                // The size from the file's header, where its format has one
-                // imagesize reads (PNG, JPEG, GIF, BMP, PSD, HDR, PNM, ...);
-                // llama.cpp reads the rest, whose decoded size follows their file's.
-                if let Ok(size) = imagesize::blob_size(bytes) {
-                    let (width, height) = (size.width as u64, size.height as u64);
-                    if width.saturating_mul(height) > MAX_IMAGE_PIXELS {
-                        return Err(EngineError::ImageTooLarge { task, image, width, height });
-                    }
+                match image_size(bytes) {
+                    Err(ImageFault::TooLarge { width, height }) => return Err(EngineError::ImageTooLarge { task, image, width, height }),
+                    Err(_) => return Err(EngineError::ImageUnreadable { task, image }),
+                    Ok(_) => {}
                 }
                 MtmdBitmap::from_buffer(&context, bytes, false).map_err(|_| EngineError::ImageUnreadable { task, image })
             })

@@ -599,6 +599,7 @@ pub(crate) mod tests {
             sequential: None,
             chat: None,
             projector: None,
+            images_sha256: None,
         }
     }
 

@@ -1080,6 +1080,13 @@ pub enum SpecError {
         attached: Option<PathBuf>,
     },
 
+    /// A file of image tasks and no projector to read its images.
+    #[error("{}: a file of image tasks needs the model's vision projector: `mcscore score --mmproj FILE` or `mcscore sweep --mmproj FILE` (other commands do not take image files yet)", path.display())]
+    ImagesWithoutProjector {
+        /// The file.
+        path: PathBuf,
+    },
+
     /// A file of image tasks asked to score in a way image tasks do not take yet.
     #[error("{}: {flag} does not take a file of image tasks yet", path.display())]
     ImagesWith {

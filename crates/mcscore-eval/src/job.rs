@@ -102,6 +102,9 @@ impl ScoreSpec {
         if let Some(shard) = self.shard {
             shard.check()?;
         }
+        if self.mmproj.is_none() && self.kind == TaskKind::MultipleChoice && mcscore_datasets::vqa::is_vqa_file(&self.file) {
+            return Err(EvalError::Spec(SpecError::ImagesWithoutProjector { path: path() }));
+        }
         if !self.chat.is_none() && self.kind == TaskKind::Winogrande {
             return Err(EvalError::Chat(ChatError::ChatWinogrande { path: path() }));
         }
@@ -345,6 +348,18 @@ impl OpenedFile {
                 Tasks::Parsed(tasks.iter().map(|t| Task::new(&t.context, t.letters.clone(), t.gold)).collect())
             }
         })
+    }
+
+    /// For a file of image tasks, the sha256 of every task's images' sha256s
+    /// (hex, one a line), in file order: what the images are, wherever they are read from.
+    pub(crate) fn images_sha256(&self) -> Option<String> {
+        match self {
+            OpenedFile::Images { tasks, .. } => {
+                let hashes: Vec<String> = tasks.iter().flat_map(|t| t.images.iter().map(|b| sha256_hex(b))).collect();
+                Some(sha256_hex(hashes.join("\n").as_bytes()))
+            }
+            _ => None,
+        }
     }
 
     /// Per task of `selected` (by its index in the file), its images: `None`
@@ -771,6 +786,7 @@ impl<'e> ScoreJob<'e> {
             shard,
             sequential,
             chat,
+            images_sha256: input.images_sha256(),
             projector: match engine.projector() {
                 Some(p) => Some(ProjectorHeader {
                     path: p.display().to_string(),

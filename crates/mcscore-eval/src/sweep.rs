@@ -272,6 +272,10 @@ impl Sweep {
             pride_alpha: self.spec.pride,
             settings: serde_json::to_value(settings).expect("settings serialise"),
             chat: scores.chat.clone(),
+            projector_sha256: match &self.spec.mmproj {
+                Some(p) => Some(mcscore_format::sha256_file(p).map_err(EvalError::io(p))?),
+                None => None,
+            },
             shard: ShardHeader {
                 index: shard.index,
                 count: shard.count,

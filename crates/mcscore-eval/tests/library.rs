@@ -38,6 +38,7 @@ fn header(tasks: usize, model: &str) -> Header {
         sequential: None,
         chat: None,
         projector: None,
+        images_sha256: None,
     }
 }
 

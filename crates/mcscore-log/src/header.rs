@@ -141,6 +141,10 @@ pub struct Header {
     /// The vision projector (`--mmproj`) the run read images with, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub projector: Option<ProjectorHeader>,
+    /// For a file of image tasks: the sha256 of its images' sha256s, in file
+    /// order (a JSON Lines file names image files that its own sha256 does not cover).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images_sha256: Option<String>,
 }
 
 /// A run's vision projector: part of its identity by content.
@@ -191,6 +195,7 @@ mod wire {
         sequential: Option<Sequential>,
         chat: Option<ChatHeader>,
         projector: Option<ProjectorHeader>,
+        images_sha256: Option<String>,
     }
 
     impl TryFrom<Header> for super::Header {
@@ -254,6 +259,7 @@ mod wire {
                 sequential,
                 chat: h.chat,
                 projector: h.projector,
+                images_sha256: h.images_sha256,
             })
         }
     }

@@ -56,6 +56,8 @@ pub struct RunIdentity {
     pub shard: Option<ShardHeader>,
     /// The vision projector, by content, where images were read.
     pub projector: Option<Input>,
+    /// The images of a file of image tasks, by content ([`Header::images_sha256`]).
+    pub images: Option<String>,
 }
 
 /// The first field of two identities (a run's, a sweep's) that differs,
@@ -98,6 +100,7 @@ impl RunIdentity {
             mcscore: header.mcscore.clone(),
             shard: header.shard.clone(),
             projector: header.projector.as_ref().map(|p| Input { sha256: p.sha256.clone(), bytes: p.bytes }),
+            images: header.images_sha256.clone(),
         }
     }
 
@@ -123,6 +126,7 @@ impl RunIdentity {
             .or_else(|| Mismatch::check("projector_sha256", &self.projector, &now.projector, |p| or_none(p.as_ref().map(|p| &p.sha256))))
             .or_else(|| Mismatch::check("file_sha256", &self.file.sha256, &now.file.sha256, String::clone))
             .or_else(|| Mismatch::check("file_bytes", &self.file.bytes, &now.file.bytes, |v| shown(v)))
+            .or_else(|| Mismatch::check("images_sha256", &self.images, &now.images, |v| or_none(v.as_ref())))
             .or_else(|| Mismatch::check("tasks", &self.tasks, &now.tasks, |v| shown(v)))
             .or_else(|| Mismatch::check("selection", &self.selection, &now.selection, |v| or_none(v.as_ref())))
             .or_else(|| Mismatch::check("limit", &self.limit, &now.limit, |v| or_none(v.as_ref())))

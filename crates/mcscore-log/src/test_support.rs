@@ -41,6 +41,7 @@ pub(crate) fn header(sequential: bool) -> Header {
         }),
         chat: None,
         projector: None,
+        images_sha256: None,
     }
 }
 

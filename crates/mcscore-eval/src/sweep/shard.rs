@@ -50,6 +50,9 @@ pub struct SweepShard {
     /// The chat template the prompts were scored inside, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat: Option<crate::chat::ChatHeader>,
+    /// The sha256 of the vision projector the images were read with, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projector_sha256: Option<String>,
     /// Which shard this is (`index` from 0) of how many, and the rule that split the tasks
     /// (`contiguous-by-tokens`); `run_tasks` and `file_tasks` both count the swept tasks, and
     /// `run_sha256` is `items_sha256`.
@@ -124,6 +127,8 @@ pub struct SweepRunIdentity {
     pub shard_count: usize,
     /// The name of the rule that split the tasks into shards (`contiguous-by-tokens`).
     pub partition_rule: String,
+    /// The vision projector's sha256, or "none".
+    pub projector: String,
 }
 
 impl SweepRunIdentity {
@@ -134,6 +139,7 @@ impl SweepRunIdentity {
             .or_else(|| Mismatch::check("chat template", &self.chat_template, &now.chat_template, String::clone))
             .or_else(|| Mismatch::check("shard count", &self.shard_count, &now.shard_count, usize::to_string))
             .or_else(|| Mismatch::check("partition rule", &self.partition_rule, &now.partition_rule, String::clone))
+            .or_else(|| Mismatch::check("projector_sha256", &self.projector, &now.projector, String::clone))
     }
 }
 
@@ -158,6 +164,7 @@ impl SweepShard {
             chat_template: crate::log::chat_identity(self.chat.as_ref()),
             shard_count: self.shard.count,
             partition_rule: self.shard.rule.clone(),
+            projector: self.projector_sha256.clone().unwrap_or_else(|| "none".to_owned()),
         }
     }
 }
