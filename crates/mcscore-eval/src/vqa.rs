@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use mcscore_datasets::vqa::{read_vqa, VqaTask};
+use mcscore_datasets::vqa::{parse_vqa, VqaTask};
 use mcscore_engine::check_image;
 use mcscore_format::sha256_hex;
 
@@ -66,8 +66,9 @@ impl VqaSummary {
 /// Reads `path` (every row checked, the first structural fault an error),
 /// decodes each distinct image once as llama.cpp would, and summarises it.
 pub fn summarise(path: &Path) -> Result<(VqaSummary, Vec<VqaTask>), EvalError> {
-    let tasks = read_vqa(path)?;
+    // Read once: the rows and the sha256 are of the same bytes.
     let bytes = std::fs::read(path).map_err(EvalError::io(path))?;
+    let tasks = parse_vqa(&bytes, path)?;
     let mut checked: HashMap<*const u8, Result<(u32, u32), String>> = HashMap::new();
     let mut distinct: HashSet<String> = HashSet::new();
     let mut image_faults = Vec::new();
