@@ -151,9 +151,8 @@ impl Projector {
     pub(crate) fn load(model: &LlamaModel, path: &Path, threads: i32) -> Result<Projector, EngineError> {
         let refused = |reason: String| EngineError::ProjectorRefused { path: path.to_owned(), reason };
         let text = path.to_str().ok_or_else(|| refused("the path is not UTF-8".into()))?;
-        if !path.is_file() {
-            return Err(refused("no such file".into()));
-        }
+        // The GGUF check llama.cpp's model files get, before mtmd's reader sees it.
+        mcscore_gguf::check_file(path).map_err(|e| refused(mcscore_format::with_causes(&e.kind)))?;
         let params = MtmdContextParams { use_gpu: false, print_timings: false, n_threads: threads.max(1), ..MtmdContextParams::default() };
         crate::memory::take_errors();
         let context = MtmdContext::init_from_file(text, model, &params)
