@@ -59,11 +59,12 @@ pub(crate) struct Args {
     /// Kendall τ), e.g. sweeps of models run apart.
     #[arg(long, value_name = "SWEEP.json", num_args = 1.., conflicts_with_all = ["file", "benchmark", "models", "write_tasks", "log_samples"])]
     compare: Vec<PathBuf>,
-    /// A vision projector for the model (llama.cpp's mmproj GGUF), for a FILE of image
-    /// tasks in VLMEvalKit's TSV layout (.tsv): each prompt starts with the row's image
-    /// and hint (docs/vqa.md).
+    /// A vision projector (llama.cpp's mmproj GGUF), for a FILE of image tasks in
+    /// VLMEvalKit's TSV layout (.tsv): each prompt starts with the row's image and hint
+    /// (docs/vqa.md). Give one for every model (quants of one VLM share it), or one per
+    /// -m, in the same order.
     #[arg(long, value_name = "FILE")]
-    mmproj: Option<PathBuf>,
+    mmproj: Vec<PathBuf>,
     /// Instead of FILE: a benchmark's items from its source (see `mcscore build --list`).
     #[arg(long, value_name = "NAME")]
     benchmark: Option<String>,
@@ -168,6 +169,7 @@ fn inputs(args: &Args) -> Vec<&Path> {
     args.file
         .iter()
         .chain(&args.models)
+        .chain(&args.mmproj)
         .chain(&args.compare)
         .chain(&args.merge_shards)
         .chain(args.source.source.iter())
@@ -255,8 +257,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<Outcome> {
         },
     );
     let chat = args.chat.spec_without_shots("sweep: its prompts are rendered from items and hold no shots")?;
-    let spec =
-        SweepSpec { formats, circular: args.circular, instruction: args.instruction, pride: args.pride, chat, mmproj: args.mmproj.clone() };
+    let spec = SweepSpec { formats, circular: args.circular, instruction: args.instruction, pride: args.pride, chat };
     let sweep = Sweep::new(items, spec)?;
     args.engine.refuse_removed()?;
     if let Some(dir) = &args.write_tasks {
@@ -288,6 +289,19 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<Outcome> {
             .into());
         }
     }
+    let projectors: Vec<Option<&Path>> = match &args.mmproj[..] {
+        [] => vec![None; models.len()],
+        [one] => vec![Some(one.as_path()); models.len()],
+        many if many.len() == models.len() => many.iter().map(|p| Some(p.as_path())).collect(),
+        many => {
+            return Err(crate::UsageError(format!(
+                "--mmproj given {} times for {} models; give one for every model, or one per -m in the same order",
+                many.len(),
+                models.len()
+            ))
+            .into())
+        }
+    };
     if let Some(dir) = &args.plots {
         let protected: Vec<&Path> = inputs(&args).into_iter().chain(args.save_json.as_deref()).chain(args.log_samples.as_deref()).collect();
         let names: Vec<String> = models.iter().map(|m| m.display().to_string()).collect();
@@ -299,7 +313,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<Outcome> {
     if let Some(shard) = args.shard {
         let [model] = &models[..] else { bail!("--shard scores one model; {} were given", models.len()) };
         let cancel = crate::signals::cancel_on_signal();
-        let Some(scores) = sweep.score_shard(model, &settings, shard, &mut Shown::progress(args.progress), &cancel)? else {
+        let Some(scores) = sweep.score_shard(model, projectors[0], &settings, shard, &mut Shown::progress(args.progress), &cancel)? else {
             eprintln!("mcscore: {} while scoring {}; nothing was written", crate::signals::interrupted(), model.display());
             return Ok(Outcome::Interrupted);
         };
@@ -312,9 +326,9 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<Outcome> {
     let mut log = args.log_samples.as_deref().map(|path| AtomicFile::with(path, existing(&args))).transpose()?;
     let cancel = crate::signals::cancel_on_signal();
     let mut sweeps = Vec::new();
-    for model in &models {
+    for (model, projector) in models.iter().zip(projectors) {
         let mut bar = Shown::progress(args.progress);
-        let Some(scores) = sweep.score(model, &settings, &mut bar, &cancel)? else {
+        let Some(scores) = sweep.score(model, projector, &settings, &mut bar, &cancel)? else {
             eprintln!("mcscore: {} while scoring {}; nothing was written", crate::signals::interrupted(), model.display());
             return Ok(Outcome::Interrupted);
         };

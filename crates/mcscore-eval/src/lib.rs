@@ -65,6 +65,7 @@ pub mod run;
 pub mod schemes;
 pub mod shard;
 pub mod sweep;
+pub mod thumbnails;
 pub mod tokens;
 pub mod until_decided;
 pub mod view;

@@ -81,12 +81,18 @@ impl Visual {
     /// What goes before an item's prompt: each image at a marker on a line of
     /// its own, then its hint, as VLMEvalKit lays them out.
     fn preamble(&self, item: usize) -> String {
-        let mut text: String = self.images[item].iter().map(|_| format!("{IMAGE_MARKER}\n")).collect();
-        if let Some(hint) = &self.hints[item] {
-            text.push_str(&format!("Hint: {hint}\n"));
-        }
-        text
+        preamble(self.images[item].len(), self.hints[item].as_deref())
     }
+}
+
+/// What goes before an image item's prompt: `images` markers, each on a line
+/// of its own, then its hint, as VLMEvalKit lays them out.
+pub(crate) fn preamble(images: usize, hint: Option<&str>) -> String {
+    let mut text = format!("{IMAGE_MARKER}\n").repeat(images);
+    if let Some(hint) = hint {
+        text.push_str(&format!("Hint: {hint}\n"));
+    }
+    text
 }
 
 /// Where the items come from.
@@ -187,8 +193,6 @@ pub struct SweepSpec {
     pub pride: Option<f64>,
     /// Score every prompt inside this chat template ([`crate::chat`]); none by default.
     pub chat: crate::chat::ChatSpec,
-    /// The vision projector for items with images (llama.cpp's mmproj).
-    pub mmproj: Option<std::path::PathBuf>,
 }
 
 /// A sweep ready to score: its items, formats and rendered prompts.
@@ -236,16 +240,18 @@ impl Sweep {
         Ok(Sweep { items, spec, names, calibration, prompts })
     }
 
-    /// Scores every prompt with `model`: the log-probability of each ID, or
-    /// `None` when cancelled.
+    /// Scores every prompt with `model` (and, for items with images, its
+    /// vision `projector`): the log-probability of each ID, or `None` when
+    /// cancelled.
     pub fn score(
         &self,
         model: &Path,
+        projector: Option<&Path>,
         settings: &Settings,
         progress: &mut dyn Progress,
         cancel: &Cancel,
     ) -> Result<Option<Scores>, EvalError> {
-        Ok(self.score_prompts(model, settings, None, progress, cancel)?.map(|(_, scores)| scores))
+        Ok(self.score_prompts(model, projector, settings, None, progress, cancel)?.map(|(_, scores)| scores))
     }
 
     /// Scores the prompts of one shard of the items (every format and rotation
@@ -254,13 +260,16 @@ impl Sweep {
     pub fn score_shard(
         &self,
         model: &Path,
+        projector: Option<&Path>,
         settings: &Settings,
         shard: Shard,
         progress: &mut dyn Progress,
         cancel: &Cancel,
     ) -> Result<Option<SweepShard>, EvalError> {
         let shard = shard.check()?;
-        let Some((prompts, scores)) = self.score_prompts(model, settings, Some(shard), progress, cancel)? else { return Ok(None) };
+        let Some((prompts, scores)) = self.score_prompts(model, projector, settings, Some(shard), progress, cancel)? else {
+            return Ok(None);
+        };
         let items_sha256 = items_sha256(&self.items);
         Ok(Some(SweepShard {
             version: SWEEP_SHARD_VERSION,
@@ -272,10 +281,7 @@ impl Sweep {
             pride_alpha: self.spec.pride,
             settings: serde_json::to_value(settings).expect("settings serialise"),
             chat: scores.chat.clone(),
-            projector_sha256: match &self.spec.mmproj {
-                Some(p) => Some(mcscore_format::sha256_file(p).map_err(EvalError::io(p))?),
-                None => None,
-            },
+            projector_sha256: scores.projector_sha256.clone(),
             shard: ShardHeader {
                 index: shard.index,
                 count: shard.count,
@@ -296,6 +302,7 @@ impl Sweep {
     fn score_prompts(
         &self,
         model: &Path,
+        projector: Option<&Path>,
         settings: &Settings,
         shard: Option<Shard>,
         progress: &mut dyn Progress,
@@ -303,7 +310,7 @@ impl Sweep {
     ) -> Result<Option<(Range<usize>, Scores)>, EvalError> {
         let started = Instant::now();
         let mut engine = Engine::load(model, settings).map_err(EvalError::Load)?;
-        if let Some(mmproj) = &self.spec.mmproj {
+        if let Some(mmproj) = projector {
             engine.attach_projector(mmproj, settings.threads_batch).map_err(EvalError::Load)?;
         }
         let tasks: Vec<(usize, Task<'_>)> = self.prompts.iter().enumerate().map(|(i, p)| (i, task_of(p))).collect();
@@ -361,7 +368,8 @@ impl Sweep {
             return Err(EvalError::Incomplete { path: model.to_owned(), scored: log_probs.len(), announced: prepared.len() });
         }
         engine.check_unchanged().map_err(EvalError::engine(model))?;
-        Ok(Some((prompts, Scores { log_probs, tokens: run.tokens, seconds: started.elapsed().as_secs_f64(), chat })))
+        let projector_sha256 = projector.map(|p| mcscore_format::sha256_file(p).map_err(EvalError::io(p))).transpose()?;
+        Ok(Some((prompts, Scores { log_probs, tokens: run.tokens, seconds: started.elapsed().as_secs_f64(), chat, projector_sha256 })))
     }
 
     /// An engine error, with the prompt it is about.
@@ -446,6 +454,8 @@ pub struct Scores {
     pub seconds: f64,
     /// The chat template the prompts were scored inside, if any.
     pub chat: Option<crate::chat::ChatHeader>,
+    /// The sha256 of the vision projector the images were read with, if any.
+    pub projector_sha256: Option<String>,
 }
 
 /// The items by content: their text, and where they have images, each

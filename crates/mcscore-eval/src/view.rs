@@ -19,6 +19,7 @@ use crate::report::{self, Report, ReportOptions};
 use crate::run::Run;
 use crate::schemes::report::SchemesReport;
 use crate::sweep::SweepReport;
+use crate::thumbnails::{thumbnails, PageImage};
 use crate::EvalError;
 use crate::LogsError;
 
@@ -119,6 +120,13 @@ pub struct TaskTable {
     pub groups: Vec<String>,
     /// Per task: an index into `groups`.
     pub group: Vec<Option<usize>>,
+    /// The distinct images of a file of image tasks, with thumbnails (empty for text).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<PageImage>,
+    /// Per task of a file of image tasks: an index into `images` for each of its
+    /// images, in the order of its markers (empty for text).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub task_images: Vec<Vec<usize>>,
 }
 
 /// One run's values per task: arrays over the first `tasks` rows of the
@@ -333,6 +341,10 @@ fn task_table(base: &Run, path: Option<&Path>, groups: Option<&Groups>) -> Resul
             })
         });
         table.group.push(group);
+    }
+    if let OpenedFile::Images { tasks: rows, .. } = &input {
+        let images: Vec<&[std::sync::Arc<[u8]>]> = table.index.iter().map(|&task| &rows[task].images[..]).collect();
+        (table.images, table.task_images) = thumbnails(&images);
     }
     Ok(table)
 }

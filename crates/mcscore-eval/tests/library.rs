@@ -176,8 +176,7 @@ fn a_sweep_is_analysed_from_log_probabilities() {
     let formats =
         vec![PromptFormat::SCAFFOLD, PromptFormat { ids: IdSet::Digit, delimiter: Delimiter::Parens, separator: Separator::Comma }];
     let sweep =
-        Sweep::new(items, SweepSpec { formats, circular: true, instruction: false, pride: None, chat: Default::default(), mmproj: None })
-            .unwrap();
+        Sweep::new(items, SweepSpec { formats, circular: true, instruction: false, pride: None, chat: Default::default() }).unwrap();
     assert_eq!(sweep.prompts.len(), 2 * 4 * 2);
     let log_probs: Vec<Vec<f64>> = sweep
         .prompts
@@ -187,7 +186,13 @@ fn a_sweep_is_analysed_from_log_probabilities() {
             (0..4).map(|k| if k == pick { -0.5 } else { -3.0 }).collect()
         })
         .collect();
-    let scores = Scores { log_probs, tokens: TokenCounts { decoded: 10, unshared: 40, padding: 0 }, seconds: 1.0, chat: None };
+    let scores = Scores {
+        log_probs,
+        tokens: TokenCounts { decoded: 10, unshared: 40, padding: 0 },
+        seconds: 1.0,
+        chat: None,
+        projector_sha256: None,
+    };
     let analysed = sweep.analyse(Path::new("model.gguf"), &scores);
     assert_eq!(analysed.formats.len(), 2);
     for f in &analysed.formats {

@@ -301,6 +301,17 @@
     d.append(el("h2", { id: "detail-title", text: "Task " + T.index[i] + (at >= 0 ? " (" + (at + 1) + " of " + order.length + " shown)" : "") }));
     if (T.group[i] !== null && T.group[i] !== undefined) d.append(el("p", { class: "muted", text: "group: " + T.groups[T.group[i]] }));
     d.append(el("pre", { id: "question", text: T.question[i] }));
+    // A VQA task's images, at the question's markers in order: thumbnails mcscore made (data: URIs).
+    const images = T.task_images ? T.task_images[i] : [];
+    if (images.length) {
+      d.append(el("div", { id: "images" }, ...images.map((k, n) => {
+        const image = T.images[k];
+        const size = image.size ? image.size[0] + " × " + image.size[1] + " px, " : "";
+        const caption = "image " + n + ": " + size + "sha256 " + image.sha256.slice(0, 12) + "…";
+        if (!image.thumbnail) return el("p", { class: "muted", text: caption + " (no thumbnail: " + image.note + ")" });
+        return el("figure", {}, el("img", { src: image.thumbnail, alt: "image " + n + " of task " + T.index[i] }), el("figcaption", { class: "muted", text: caption }));
+      })));
+    }
     D.runs.forEach((run, r) => {
       if (!scored(r, i)) { d.append(el("p", { class: "muted", text: run.label + ": not scored (its run stopped before this task)." })); return; }
       const head = ["option", "text", "tokens", ...D.normalisations.map((n) => "p " + n)];

@@ -6,6 +6,7 @@ against `compare --json` / `report --json`.
   view_browser.py check PAGE CASE.json SHOTS_DIR   (CASE: logs, compare, report)
   view_browser.py hostile PAGE CASE.json           (text that tries to run script: CASE has it)
   view_browser.py schemes PAGE REPORT.json         (the schemes view against `schemes --json`)
+  view_browser.py images PAGE CASE.json            (a VQA run's thumbnails; CASE: tasks, hostile)
   view_browser.py bench PAGE RESULT.json           (load and filter times)
 
 Fails (exit 1, with the reason) on any console error, any request that is not
@@ -281,6 +282,37 @@ def hostile(page, case_path):
     b.close()
 
 
+def images(page, case_path):
+    """Each task's images are shown, decoded, in order, at their size (at most
+    192 px a side), captioned with their sha256; a hostile question is text."""
+    case = json.load(open(case_path))
+    b = Browser()
+    b.open(page, "#view=tasks")
+    text = lambda id: b.js("return document.getElementById(arguments[0]).textContent", id)
+    for task in case["tasks"]:
+        b.set_hash(f"#view=tasks&task={task['index']}")
+        expect(task["question"] in text("question"), f"task {task['index']}: the question {task['question']!r} is not shown as text: {text('question')!r}")
+        shown = b.js("""return [...document.querySelectorAll('#images figure')].map(f => {
+            const img = f.querySelector('img');
+            return {complete: img.complete, width: img.naturalWidth, height: img.naturalHeight,
+                    src: img.getAttribute('src').slice(0, 23), caption: f.querySelector('figcaption').textContent}; })""")
+        expect(len(shown) == len(task["images"]), f"task {task['index']}: {len(shown)} images shown, not {len(task['images'])}")
+        for n, (img, sha256, size) in enumerate(zip(shown, task["images"], task["sizes"])):
+            where = f"task {task['index']}, image {n}"
+            expect(img["src"] == "data:image/jpeg;base64,", f"{where}: not a data: JPEG ({img['src']!r})")
+            expect(img["complete"] and img["width"] > 0, f"{where}: the thumbnail did not decode")
+            scale = min(1, 192 / max(size))
+            want = [max(1, round(side * scale)) for side in size]
+            expect(abs(img["width"] - want[0]) <= 1 and abs(img["height"] - want[1]) <= 1,
+                   f"{where}: shown {img['width']} x {img['height']}, not {want[0]} x {want[1]}")
+            expect(img["caption"].startswith(f"image {n}: {size[0]} × {size[1]} px, sha256 {sha256[:12]}"), f"{where}: caption {img['caption']!r}")
+    expect(b.js("return window.__pwned === undefined"), f"text ran script (window.__pwned = {b.js('return window.__pwned')})")
+    expect(len(b.driver.find_elements(By.CSS_SELECTOR, "main script, main img:not([src^='data:']), main iframe, main b, main svg")) == 0,
+           "text became elements")
+    b.check_clean("images page")
+    b.close()
+
+
 def baseline_page(page):
     """The page's bytes with its script replaced by one that only parses the data."""
     html = open(page, encoding="utf-8").read()
@@ -363,6 +395,8 @@ if __name__ == "__main__":
         hostile(sys.argv[2], sys.argv[3])
     elif mode == "schemes":
         schemes(sys.argv[2], sys.argv[3])
+    elif mode == "images":
+        images(sys.argv[2], sys.argv[3])
     elif mode == "bench":
         bench(sys.argv[2], sys.argv[3])
     else:

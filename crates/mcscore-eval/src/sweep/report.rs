@@ -151,6 +151,9 @@ pub struct ModelSweep {
     /// The chat template the prompts were scored inside, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat: Option<crate::chat::ChatHeader>,
+    /// The sha256 of the vision projector the images were read with, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projector_sha256: Option<String>,
 }
 
 impl ModelSweep {
@@ -369,6 +372,7 @@ fn analyse(sweep: &Sweep, model: &Path, scored: &[Scored<'_>], scores: &Scores) 
         circular_accuracy_across_formats: circular.then(|| spread(&circular_accuracies, names)),
         formats: results,
         chat: scores.chat.clone(),
+        projector_sha256: scores.projector_sha256.clone(),
     }
 }
 

@@ -228,7 +228,14 @@ impl Sweep {
         shards.sort_by_key(|(_, s)| s.shard.index);
         let model = PathBuf::from(&shards[0].1.model);
         let chat = shards[0].1.chat.clone();
-        let mut scores = Scores { log_probs: Vec::with_capacity(self.prompts.len()), tokens: TokenCounts::default(), seconds: 0.0, chat };
+        let projector_sha256 = shards[0].1.projector_sha256.clone();
+        let mut scores = Scores {
+            log_probs: Vec::with_capacity(self.prompts.len()),
+            tokens: TokenCounts::default(),
+            seconds: 0.0,
+            chat,
+            projector_sha256,
+        };
         for (path, shard) in shards {
             if shard.first_prompt != scores.log_probs.len() {
                 let why = format!(
