@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use mcscore_eval::tokens::audit_ids;
+use mcscore_eval::tokens::{audit_ids, Layout};
 
 use crate::{defaults, Outcome};
 
@@ -16,6 +16,11 @@ pub(crate) struct Args {
     /// GGUF model; default: the default model.
     #[arg(short = 'm', long = "model", value_name = "MODEL")]
     model: Option<PathBuf>,
+    /// Audit the IDs as a VQA prompt places them: after an image, as `score --mmproj`
+    /// and `sweep --mmproj` read a task of a VQA file (its text is tokenised from where
+    /// its last image ends).
+    #[arg(long)]
+    image: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
@@ -26,11 +31,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
         Some(m) => m,
         None => defaults::model()?,
     };
-    let pairs = audit_ids(&model)?;
+    let layout = if args.image { Layout::AfterImage } else { Layout::Text };
+    let pairs = audit_ids(&model, layout)?;
     if args.json {
         crate::print_json(&pairs)?;
     } else {
-        outln!("{}: option IDs in the letter scaffold (\"Question: …\\n<ID><delim> text\\n…\\nAnswer:\")", model.display())?;
+        let after = if args.image { " after an image (\"<image>\\nQuestion: …\")" } else { "" };
+        outln!("{}: option IDs in the letter scaffold (\"Question: …\\n<ID><delim> text\\n…\\nAnswer:\"){after}", model.display())?;
         outln!("  {:<14} {:<16} {}", "ID.delimiter", "label tokens", "ID is its own token")?;
         for p in &pairs {
             let counts: Vec<String> = p.label_tokens.iter().map(usize::to_string).collect();

@@ -33,11 +33,37 @@ fn a_vqa_file_scores_the_same_whatever_the_batch_and_its_log_names_its_images() 
         out
     };
     let (wide, narrow) = (dir.path().join("wide.jsonl"), dir.path().join("narrow.jsonl"));
-    let out = score(&wide, &["-b", "2048", "--json"]);
+    let out = score(&wide, &["-b", "2048", "--json", "--timings"]);
     score(&narrow, &["-b", "60", "-np", "1"]);
     assert_eq!(option_scores(&wide), option_scores(&narrow));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["tasks"], 20);
+
+    // --timings: the images' phase apart from the fills' decodes, every phase
+    // within the run's wall time; the projector's file and buffers in "memory".
+    let (t, s) = (&json["timings"], &json["timings"]["scoring"]);
+    assert!(s["images"].as_f64().unwrap() > 0.0 && s["decode"].as_f64().unwrap() > 0.0, "{t}");
+    let parts: f64 =
+        ["read", "load", "tokenise", "plan", "hash", "log", "unconditional"].iter().map(|k| t[k].as_f64().unwrap()).sum::<f64>()
+            + ["context", "batching", "images", "decode", "logits", "consumer"].iter().map(|k| s[k].as_f64().unwrap()).sum::<f64>();
+    let total = t["total"].as_f64().unwrap();
+    assert!(parts <= total * 1.001 && parts >= total * 0.9, "phases {parts} s of {total} s");
+    let memory = &json["memory"];
+    let file = std::fs::metadata(&projector).unwrap().len();
+    assert_eq!(memory["projector_file"], file);
+    let mmproj = |holds: &str| -> Vec<u64> {
+        let buffers = memory["buffers"].as_array().unwrap();
+        buffers.iter().filter(|b| b["name"] == "mmproj CPU" && b["use"] == holds).map(|b| b["bytes"].as_u64().unwrap()).collect()
+    };
+    // Its weights, read into memory (logged in MiB to two decimals): the
+    // file less its metadata.
+    let weights = mmproj("weights");
+    assert!(weights.len() == 1 && weights[0] <= file && weights[0] + 20_000 >= file * 9 / 10, "{weights:?} of {file}: {memory}");
+    assert_eq!(mmproj("compute").len(), 1, "{memory}");
+    let err = stderr(&out);
+    for line in ["images (mtmd)", "the model and projector files", "mmproj CPU"] {
+        assert!(err.contains(line), "{line} missing: {err}");
+    }
 
     // The log names the projector by content, and each task's image.
     let header = log_header(&wide);
@@ -221,7 +247,94 @@ fn a_circular_sweep_of_a_vqa_file_does_not_move_with_the_batch() {
         let same = all.iter().find(|l| l["task"] == line["task"] && l["format"] == line["format"] && l["rotation"] == line["rotation"]);
         assert_eq!(same.unwrap()["log_probs"], line["log_probs"], "{line}");
     }
+    // Two VLMs, each read with its own projector: the paper's reversals
+    // between models; the first model's numbers are those it has alone.
+    let other = dir.path().join("other.gguf");
+    let shape = ["--dim", "128", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--ff", "256", "--type", "q8_0", "--seed", "1"];
+    let model2 = random_model(dir.path(), "vlm2", &[&shape[..], &["--mmproj", path_str(&other)]].concat());
+    let two_models = |projectors: &[&Path]| {
+        let mut args = vec!["sweep", path_str(&set), "-m", path_str(&model), "-m", path_str(&model2), "--circular", "--limit-total", "6"];
+        for p in projectors {
+            args.extend(["--mmproj", path_str(p)]);
+        }
+        run(&[&args[..], &["--formats", "upper.dot.newline,digit.parens.comma", "-t", "2", "--json"]].concat())
+    };
+    let out = two_models(&[&projector, &other]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pair: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sha = |p: &Path| mcscore_format::sha256_file(p).unwrap();
+    assert_eq!(pair["models"][0]["projector_sha256"], sha(&projector));
+    assert_eq!(pair["models"][1]["projector_sha256"], sha(&other));
+    assert_eq!(pair["comparison"]["pairs"].as_array().unwrap().len(), 1, "{}", pair["comparison"]);
+    for format in pair["models"][0]["formats"].as_array().unwrap() {
+        let alone = report["models"][0]["formats"].as_array().unwrap().iter().find(|f| f["format"] == format["format"]).unwrap();
+        assert_eq!(alone["circular_accuracy"], format["circular_accuracy"]);
+    }
+    let out = two_models(&[&projector, &other, &projector]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--mmproj given 3 times for 2 models"), "{}", stderr(&out));
+
     // Task files cannot hold the images.
     let out = run(&["sweep", path_str(&set), "--mmproj", path_str(&projector), "--write-tasks", path_str(&dir.path().join("t"))]);
     assert!(stderr(&out).contains("--write-tasks does not take a file of image tasks"), "{}", stderr(&out));
+}
+
+/// Runs of two VLMs on a VQA file: `report` and `compare` take their logs as
+/// they take text runs', and `view`'s page shows each task's images as
+/// thumbnails (data: URIs) in headless Chromium, offline, a question that
+/// tries to run script shown as text.
+#[test]
+fn image_runs_are_reported_compared_and_viewed_with_thumbnails() {
+    let dir = tempdir();
+    let (model, projector, _) = setup(dir.path());
+    let other = dir.path().join("other.gguf");
+    let shape = ["--dim", "128", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--ff", "256", "--type", "q8_0", "--seed", "1"];
+    let model2 = random_model(dir.path(), "vlm2", &[&shape[..], &["--mmproj", path_str(&other)]].concat());
+    // Images larger than a thumbnail, and a hostile question in row 1.
+    let set = dir.path().join("large.tsv");
+    let made = Command::new(repo("scripts/make-vqa")).args(["-o", path_str(&set), "--rows", "6", "--size", "300"]).output().unwrap();
+    assert!(made.status.success(), "make-vqa: {}", stderr(&made));
+    let hostile = "<img src=x onerror=\"window.__pwned = 1\"></script><script>window.__pwned = 2</script>";
+    let text = std::fs::read_to_string(&set).unwrap();
+    let mut rows: Vec<Vec<String>> = text.lines().map(|l| l.split('\t').map(str::to_owned).collect()).collect();
+    rows[2][1] = hostile.to_owned();
+    std::fs::write(&set, rows.iter().map(|r| r.join("\t") + "\n").collect::<String>()).unwrap();
+
+    let logs = [dir.path().join("vlm.jsonl"), dir.path().join("vlm2.jsonl")];
+    for ((m, p), log) in [(&model, &projector), (&model2, &other)].into_iter().zip(&logs) {
+        let out = run(&["score", "-m", path_str(m), "--mmproj", path_str(p), "-bf", path_str(&set), "--log-samples", path_str(log)]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let out = run(&["report", path_str(&logs[0]), path_str(&logs[1]), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["models"].as_array().unwrap().len(), 2, "{report}");
+    let out = run(&["compare", path_str(&logs[0]), path_str(&logs[1]), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let compared: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(compared["others"][0]["tasks"], 6, "{compared}");
+
+    let page = dir.path().join("page.html");
+    let out = run(&["view", path_str(&logs[0]), path_str(&logs[1]), "-o", path_str(&page)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Each task's images by sha256, as the log names them, with the size in the PNG's header.
+    let tasks: Vec<serde_json::Value> = log_tasks(&logs[0])
+        .iter()
+        .map(|t| {
+            let row = &rows[t["task"].as_u64().unwrap() as usize + 1];
+            use base64::Engine as _;
+            // A row that shares an image names the row holding it.
+            let mut cell = row.last().unwrap();
+            if cell.len() < 64 {
+                cell = rows.iter().find(|r| r[0] == *cell).unwrap().last().unwrap();
+            }
+            let png = base64::engine::general_purpose::STANDARD.decode(cell).unwrap();
+            let side = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+            serde_json::json!({ "index": t["task"], "question": row[1], "images": t["images"], "sizes": [[side(16), side(20)]] })
+        })
+        .collect();
+    assert_eq!(tasks[1]["question"], hostile);
+    let case = dir.path().join("case.json");
+    std::fs::write(&case, serde_json::json!({ "tasks": tasks }).to_string()).unwrap();
+    view_browser(&setup_browser(), &["images", path_str(&page), path_str(&case)]);
 }

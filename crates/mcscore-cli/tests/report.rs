@@ -128,4 +128,12 @@ fn tokens_audit_of_the_default_model() {
     assert!(pairs.iter().all(|p| p["flagged"] == false), "{pairs:?}");
     let parens = pairs.iter().find(|p| p["format"] == "upper.parens").unwrap();
     assert_eq!(parens["label_tokens"], serde_json::json!([3, 3, 3, 3]));
+    // After an image, the text tokenised from the image's end: Gemma 3 splits
+    // the labels as it does in text.
+    let out = run(&["tokens", "-m", &model(), "--image", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let after: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(after.as_array().unwrap(), pairs);
+    let out = run(&["tokens", "-m", &model(), "--image"]);
+    assert!(stdout(&out).lines().next().unwrap().ends_with("after an image (\"<image>\\nQuestion: …\")"), "{}", stdout(&out));
 }

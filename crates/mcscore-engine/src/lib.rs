@@ -739,9 +739,16 @@ impl Engine {
     pub fn memory_report(&self, context: &[Buffer], sample: Option<Resident>) -> MemoryReport {
         MemoryReport {
             model_file: self.model_bytes(),
+            projector_file: self.projector.as_ref().map(vision::Projector::bytes),
             mmap: self.mmap,
             pages_released: self.pages_released,
-            buffers: self.weights.iter().chain(context).cloned().collect(),
+            buffers: self
+                .weights
+                .iter()
+                .chain(self.projector.iter().flat_map(vision::Projector::buffers))
+                .chain(context)
+                .cloned()
+                .collect(),
             peak: memory::peak_resident(),
             largest_sample: sample,
         }
@@ -828,6 +835,15 @@ impl Engine {
     pub fn token_pieces(&self, text: &str) -> Vec<Vec<u8>> {
         let vocab = self.model.vocab();
         vocab.tokenize(text.as_bytes(), false, false).into_iter().map(|t| vocab.token_to_piece(t, false, None)).collect()
+    }
+
+    /// A task context's text as the engine tokenises it, and its tokens'
+    /// text, for tokenisation audits: after its last image marker where it
+    /// has one (what precedes is its media prefix, tokenised by mtmd), else
+    /// all of it, as [`Engine::token_pieces`] splits it.
+    pub fn context_pieces<'t>(&self, context: &'t str) -> (&'t str, Vec<Vec<u8>>) {
+        let text = &context[vision::media_end(context).unwrap_or(0)..];
+        (text, self.token_pieces(text))
     }
 
     /// Tokenises text as a server does (llama-server, llama-cpp-python):

@@ -255,13 +255,16 @@ pub(crate) fn take_buffers() -> Vec<Buffer> {
 }
 
 /// Reads llama.cpp's `NAME model buffer size = X MiB` lines (and the KV,
-/// compute and output ones).
+/// compute and output ones), and the line where a projector's loader (mtmd's
+/// `clip`) gives its weights' size: it reads them into one CPU buffer and
+/// logs no buffer line for it.
 fn parse_buffer_line(text: &str) -> Option<Buffer> {
-    let (before, after) = text.split_once(" buffer size = ")?;
-    let mib: f64 = after.split_whitespace().next()?.parse().ok()?;
-    if after.split_whitespace().nth(1) != Some("MiB") || !mib.is_finite() || mib < 0.0 {
-        return None;
+    if let Some(after) = text.strip_prefix("load_hparams: model size:") {
+        let mib = mib(after)?;
+        return Some(Buffer { name: "CPU".into(), holds: BufferUse::Weights, bytes: mib });
     }
+    let (before, after) = text.split_once(" buffer size = ")?;
+    let bytes = mib(after)?;
     let mut words = before.split_whitespace().rev();
     let holds = match words.next()? {
         "model" => BufferUse::Weights,
@@ -271,7 +274,14 @@ fn parse_buffer_line(text: &str) -> Option<Buffer> {
         _ => return None,
     };
     let name = words.next()?.to_owned();
-    Some(Buffer { name, holds, bytes: (mib * 1024.0 * 1024.0).round() as u64 })
+    Some(Buffer { name, holds, bytes })
+}
+
+/// `X MiB` (two decimals, as llama.cpp logs sizes) in bytes.
+fn mib(text: &str) -> Option<u64> {
+    let mut words = text.split_whitespace();
+    let mib: f64 = words.next()?.parse().ok()?;
+    (words.next() == Some("MiB") && mib.is_finite() && mib >= 0.0).then(|| (mib * 1024.0 * 1024.0).round() as u64)
 }
 
 /// The process's resident memory (Linux's `/proc/self/status`), in bytes.
@@ -316,6 +326,10 @@ impl Resident {
 pub struct MemoryReport {
     /// The model file's size.
     pub model_file: u64,
+    /// The vision projector's file size, where one is attached (`--mmproj`);
+    /// its buffers are among `buffers`, named `mmproj CPU`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub projector_file: Option<u64>,
     /// How the weights were read (`--mmap`).
     pub mmap: Mmap,
     /// Whether `--mmap auto` found the file's mappings and released their pages.
@@ -333,10 +347,12 @@ pub struct MemoryReport {
 }
 
 impl MemoryReport {
-    /// The peak resident memory per byte of the model file: how far above
-    /// the weights a run went (where the peak is known).
+    /// The peak resident memory per byte of the model file (and the
+    /// projector's, where one is attached): how far above the weights a run
+    /// went (where the peak is known).
     pub fn peak_per_model_byte(&self) -> Option<f64> {
-        self.peak.map(|peak| peak as f64 / self.model_file.max(1) as f64)
+        let files = self.model_file + self.projector_file.unwrap_or(0);
+        self.peak.map(|peak| peak as f64 / files.max(1) as f64)
     }
 
     /// Bytes of the buffers that hold `what`.
@@ -379,6 +395,10 @@ mod tests {
         assert_eq!(line("llama_adapter:  CPU LoRA buffer size = 1.00 MiB\n"), None);
         assert_eq!(line("model buffer size = NaN MiB"), None);
         assert_eq!(line("load: printing all EOG tokens:\n"), None);
+        // A projector's weights, which mtmd reads into memory, and its compute buffer.
+        assert_eq!(line("load_hparams: model size:         0.25 MiB\n"), Some(("CPU".into(), BufferUse::Weights, 262_144)));
+        assert_eq!(line("load_hparams: metadata size:      0.01 MiB\n"), None);
+        assert_eq!(line("reserve_compute_meta:        CPU compute buffer size =     0.05 MiB\n").map(|b| b.1), Some(BufferUse::Compute));
     }
 
     #[test]

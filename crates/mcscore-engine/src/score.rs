@@ -76,6 +76,10 @@ pub struct ScoreTimes {
     pub batching: f64,
     /// `llama_decode`: the model's arithmetic.
     pub decode: f64,
+    /// Tasks' media prefixes through the projector (mtmd): each image read,
+    /// resized and encoded, and the text and embeddings up to the last image
+    /// decoded. Not in `decode` or `decodes`, which are the fills' own.
+    pub images: f64,
     /// Reading logits rows and their log-softmax.
     pub logits: f64,
     /// The consumer of the scores (logging, progress), between fills.
@@ -92,6 +96,7 @@ impl std::ops::AddAssign for ScoreTimes {
         self.context += other.context;
         self.batching += other.batching;
         self.decode += other.decode;
+        self.images += other.images;
         self.logits += other.logits;
         self.consumer += other.consumer;
         self.decodes += other.decodes;
@@ -195,10 +200,14 @@ impl Engine {
             let media = group[0].media.as_ref();
             let kept_media = fill > 0 && !settings.alone() && crate::vision::same_media(last_media, media);
             last_media = media;
+            let mut media_seconds = 0.0;
             let reused = if let Some(media) = media.filter(|_| !kept_media) {
                 ctx.clear_kv_cache();
                 let projector = self.projector.as_ref().ok_or(EngineError::NoProjector { task: group[0].index })?;
+                let media_started = Instant::now();
                 projector.decode(&mut ctx, group[0].index, media, MICRO_BATCH)?;
+                media_seconds = media_started.elapsed().as_secs_f64();
+                times.images += media_seconds;
                 // Its positions were decoded too (the images' embeddings among them).
                 tokens.decoded += media.positions;
                 media.positions
@@ -238,7 +247,7 @@ impl Engine {
             let mut sums: Vec<Vec<f64>> = group.iter().map(|t| vec![0.0; t.n_options()]).collect();
             let mut greedy: Vec<Vec<bool>> = group.iter().map(|t| vec![true; t.n_options()]).collect();
             let mut next_row = 0;
-            times.batching += fill_started.elapsed().as_secs_f64();
+            times.batching += fill_started.elapsed().as_secs_f64() - media_seconds;
             // plan() never makes an empty fill
             let fail = |what: &'static str, source: LlamaCause| EngineError::Decode { task: group[0].index, what, source };
             let decoded = decode_fill(&mut ctx, &mut batch, &entries, pad_seq, &mut times, &fail, interrupted, |ctx, decoded| {

@@ -21,7 +21,7 @@ use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::mtmd::{MtmdBitmap, MtmdContext, MtmdContextParams, MtmdInputChunks, MtmdInputText};
 
-use crate::EngineError;
+use crate::{Buffer, EngineError};
 
 pub use mcscore_format::IMAGE_MARKER;
 
@@ -110,6 +110,11 @@ pub(crate) struct Projector {
     /// milliseconds to seconds, so a lock costs nothing measurable.
     context: Mutex<MtmdContext>,
     path: PathBuf,
+    /// The file's size at load.
+    bytes: u64,
+    /// The buffers mtmd logged as it loaded (its weights, its encoder's
+    /// compute buffer), named `mmproj NAME`.
+    buffers: Vec<Buffer>,
 }
 
 /// What a task's context holds up to the end of its last image: decoded
@@ -154,9 +159,12 @@ impl Projector {
         // The GGUF check llama.cpp's model files get, before mtmd's reader sees it.
         mcscore_gguf::check_file(path).map_err(|e| refused(mcscore_format::with_causes(&e.kind)))?;
         let params = MtmdContextParams { use_gpu: false, print_timings: false, n_threads: threads.max(1), ..MtmdContextParams::default() };
+        let bytes = std::fs::metadata(path).map_err(|e| refused(e.to_string()))?.len();
         crate::memory::take_errors();
+        crate::memory::take_buffers();
         let context = MtmdContext::init_from_file(text, model, &params)
             .map_err(|_| refused(crate::memory::take_errors().unwrap_or_else(|| "llama.cpp refused it and logged no reason".into())))?;
+        let buffers = crate::memory::take_buffers().into_iter().map(|b| Buffer { name: format!("mmproj {}", b.name), ..b }).collect();
         if !context.support_vision() {
             return Err(refused("it has no vision encoder".into()));
         }
@@ -168,12 +176,22 @@ impl Projector {
         if context.decode_use_mrope() {
             return Err(refused("its images take two-dimensional positions (Qwen2-VL's kind), which mcscore does not decode yet".into()));
         }
-        Ok(Projector { context: Mutex::new(context), path: path.to_owned() })
+        Ok(Projector { context: Mutex::new(context), path: path.to_owned(), bytes, buffers })
     }
 
     /// The projector's file.
     pub(crate) fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The projector file's size at load.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Its buffers (weights, compute), as [`crate::MemoryReport`] lists them.
+    pub(crate) fn buffers(&self) -> &[Buffer] {
+        &self.buffers
     }
 
     /// `text` (up to and with its last marker) and `images` tokenised: each
@@ -210,8 +228,7 @@ impl Projector {
         if markers != images.len() {
             return Err(EngineError::ImageCount { task, markers, images: images.len() });
         }
-        let Some(last) = question.rfind(IMAGE_MARKER) else { return Ok(None) };
-        let end = last + IMAGE_MARKER.len();
+        let Some(end) = media_end(question) else { return Ok(None) };
         let text = question[..end].to_owned();
         let chunks = self.chunks(task, &text, images)?;
         let positions = (0..chunks.len()).filter_map(|i| chunks.get(i)).map(|c| c.n_positions().max(0) as usize).sum();
@@ -232,4 +249,11 @@ impl Projector {
         debug_assert_eq!(end as usize, media.positions);
         Ok(())
     }
+}
+
+/// Where a context's media prefix ends: after its last [`IMAGE_MARKER`]
+/// (`None` without one). mtmd tokenises the text between images itself and
+/// the engine tokenises what follows, so a token never spans this point.
+pub(crate) fn media_end(context: &str) -> Option<usize> {
+    context.rfind(IMAGE_MARKER).map(|last| last + IMAGE_MARKER.len())
 }

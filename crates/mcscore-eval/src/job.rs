@@ -587,6 +587,7 @@ impl Timings {
             ("unconditional pass", self.unconditional),
             ("create context", s.context),
             ("build batches", s.batching),
+            ("images (mtmd)", s.images),
             ("decode", s.decode),
             ("logits, log-softmax", s.logits),
             ("log, progress", s.consumer),
@@ -602,8 +603,11 @@ impl Timings {
     }
 
     /// `tokens` decoded per second of decode time; `None` before any decode.
+    /// A task's image positions count among the tokens and were decoded
+    /// through the projector, so that time counts too.
     pub fn decode_rate(&self, tokens: usize) -> Option<f64> {
-        (self.scoring.decode > 0.0).then(|| tokens as f64 / self.scoring.decode)
+        let seconds = self.scoring.decode + self.scoring.images;
+        (self.scoring.decode > 0.0).then(|| tokens as f64 / seconds)
     }
 }
 

@@ -56,9 +56,20 @@ fn audit(prompt: &str, pieces: &[Vec<u8>], delimiter: Delimiter, ids: &[String],
     Some((label_tokens, id_is_a_token))
 }
 
-/// The 16 option-ID × delimiter pairs of the letter scaffold, audited with
-/// `model`'s tokenizer.
-pub fn audit_ids(model: &Path) -> Result<Vec<Pair>, EvalError> {
+/// Where the audited prompt stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// A task file's prompt, the text the model reads from its start.
+    Text,
+    /// A VQA item's prompt as `sweep` renders it: after an image (and the
+    /// text of each image's line), tokenised from where the image ends, as
+    /// the engine reads a task with images.
+    AfterImage,
+}
+
+/// The 16 option-ID × delimiter pairs of the letter scaffold in `layout`,
+/// audited with `model`'s tokenizer.
+pub fn audit_ids(model: &Path, layout: Layout) -> Result<Vec<Pair>, EvalError> {
     let engine = Engine::load(model, &mcscore_engine::Settings::on_cpu()).map_err(EvalError::Load)?;
     let item =
         Item { passage: None, stem: "Which one?".into(), options: ["red", "green", "blue", "yellow"].map(String::from).to_vec(), gold: 0 };
@@ -66,10 +77,13 @@ pub fn audit_ids(model: &Path) -> Result<Vec<Pair>, EvalError> {
     for ids in IdSet::ALL {
         for delimiter in Delimiter::ALL {
             let format = PromptFormat { ids, delimiter, separator: Separator::Newline };
-            let (prompt, option_ids, _) = format.render(&item, 0, false).expect("4 options have IDs in every set");
-            let pieces = engine.token_pieces(&prompt);
+            let (mut prompt, option_ids, _) = format.render(&item, 0, false).expect("4 options have IDs in every set");
+            if layout == Layout::AfterImage {
+                prompt.insert_str(0, &crate::sweep::preamble(1, None));
+            }
+            let (text, pieces) = engine.context_pieces(&prompt);
             let (label_tokens, id_is_a_token) =
-                audit(&prompt, &pieces, delimiter, &option_ids, &item).ok_or_else(|| EvalError::Unauditable { path: model.to_owned() })?;
+                audit(text, &pieces, delimiter, &option_ids, &item).ok_or_else(|| EvalError::Unauditable { path: model.to_owned() })?;
             let flagged = id_is_a_token.iter().any(|&ok| !ok);
             pairs.push(Pair { format: format.name().trim_end_matches(".newline").to_owned(), label_tokens, id_is_a_token, flagged });
         }
