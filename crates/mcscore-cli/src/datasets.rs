@@ -257,7 +257,9 @@ fn build_lm_eval(args: &BuildArgs) -> anyhow::Result<Outcome> {
 /// field; exits 1 on any.
 #[derive(clap::Args)]
 pub(crate) struct VerifyArgs {
-    /// Task files to verify (default: every file in the manifest).
+    /// Task files to verify (default: every file in the manifest); a VQA file
+    /// (.tsv, .jsonl: its own source) has every row read and every image
+    /// decoded as llama.cpp decodes it, with no manifest.
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
     /// The manifest whose entries the files are checked against (by name and sha256).
@@ -276,6 +278,30 @@ pub(crate) struct VerifyArgs {
 }
 
 pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
+    // A VQA file (docs/vqa.md) is its own source: nothing was derived from
+    // one, so verifying it is reading every row and decoding every image,
+    // with no manifest.
+    let (vqa, files): (Vec<PathBuf>, Vec<PathBuf>) = args.files.iter().cloned().partition(|f| mcscore_datasets::vqa::is_vqa_file(f));
+    if files.is_empty() && !vqa.is_empty() && args.source.source.is_some() {
+        let message = "--source names the source a task file was built from; a VQA file is its own source (nothing to re-derive)";
+        return Err(crate::UsageError(message.into()).into());
+    }
+    let mut failed = 0;
+    for path in &vqa {
+        match mcscore_eval::vqa::summarise(path) {
+            Ok((summary, _)) => {
+                crate::validate::print_vqa(&summary, "verified")?;
+                failed += usize::from(!summary.valid());
+            }
+            Err(error) => {
+                failed += 1;
+                crate::flag_hints::report(crate::flag_hints::Asked::Other, &error.into());
+            }
+        }
+    }
+    if !vqa.is_empty() && files.is_empty() {
+        return Ok(verdict(failed, vqa.len()));
+    }
     if !args.manifest.is_file() {
         bail!("{}: no manifest there (pass --manifest FILE; `mcscore build` writes one)", args.manifest.display());
     }
@@ -284,10 +310,10 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
         bail!("{}: no datasets in the manifest", args.manifest.display());
     }
     // Each file to verify with its manifest entry (by file stem).
-    let entries: Vec<(&Entry, PathBuf)> = if args.files.is_empty() {
+    let entries: Vec<(&Entry, PathBuf)> = if files.is_empty() {
         manifest.datasets.iter().map(|e| (e, Manifest::file_path(&args.manifest, e))).collect()
     } else {
-        args.files
+        files
             .iter()
             .map(|f| {
                 let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
@@ -302,8 +328,7 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
         bail!("--source names one benchmark's source; {} files are being verified", entries.len());
     }
     // Every file is checked, whatever happened to the ones before it.
-    let mut failed = 0;
-    let total = entries.len();
+    let total = vqa.len() + entries.len();
     for (entry, path) in entries {
         let mismatches = match verify_entry(entry, &path, &args) {
             Ok(mismatches) => mismatches,
@@ -328,11 +353,16 @@ pub(crate) fn run_verify(args: VerifyArgs) -> anyhow::Result<Outcome> {
             }
         }
     }
+    Ok(verdict(failed, total))
+}
+
+/// Verification's outcome: `failed` of `total` files.
+fn verdict(failed: usize, total: usize) -> Outcome {
     if failed > 0 {
         eprintln!("mcscore: {failed} of {total} file(s) failed verification");
-        return Ok(Outcome::InvalidInput);
+        return Outcome::InvalidInput;
     }
-    Ok(Outcome::Ok)
+    Outcome::Ok
 }
 
 fn verify_entry(entry: &Entry, path: &Path, args: &VerifyArgs) -> anyhow::Result<Vec<VerifyFault>> {

@@ -44,7 +44,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
                         reports.push(serde_json::json!({"file": summary.file, "valid": summary.valid(), "tasks": summary.tasks,
                             "images": summary.images, "image_faults": summary.image_faults}));
                     } else {
-                        print_vqa(&summary)?;
+                        print_vqa(&summary, "valid")?;
                     }
                 }
                 Err(error) => {
@@ -78,11 +78,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
 }
 
 /// A file of image tasks: its rows were read whole (a structural fault is an
-/// error), so what is left to say is which images do not decode.
-fn print_vqa(summary: &mcscore_eval::vqa::VqaSummary) -> anyhow::Result<()> {
+/// error), so what is left to say is which images do not decode; `verdict`
+/// is what a file all of whose images decode is (`valid`, `verified`).
+pub(crate) fn print_vqa(summary: &mcscore_eval::vqa::VqaSummary, verdict: &str) -> anyhow::Result<()> {
     let counts = format!("{} tasks, {} images ({} distinct)", summary.tasks, summary.images, summary.distinct_images);
     if summary.valid() {
-        return outln!("{}: valid ({counts}, each decoded as llama.cpp decodes it)", summary.file);
+        return outln!("{}: {verdict} ({counts}, each decoded as llama.cpp decodes it)", summary.file);
     }
     let n = summary.image_faults.len();
     outln!("{}: INVALID ({n} image{} llama.cpp would not read; {counts})", summary.file, if n == 1 { "" } else { "s" })?;

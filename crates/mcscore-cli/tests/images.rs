@@ -207,6 +207,17 @@ fn image_faults_name_the_file_row_and_flag() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json[0]["image_faults"][0]["line"], 3);
     assert_eq!(json[0]["image_faults"][0]["index"], "1");
+    // verify: a VQA file is its own source, so no manifest; each file
+    // checked whatever the one before it, the image that fails named by line.
+    let out = run(&["verify", path_str(&cut), path_str(&set), "--manifest", path_str(&dir.path().join("none.json"))]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stdout(&out).contains("shapes.tsv: verified (20 tasks, 20 images ("), "{}", stdout(&out));
+    assert!(stdout(&out).contains("cut.tsv: INVALID (1 image llama.cpp would not read"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("  line 3 (index \"1\", task 1): image 0:"), "{}", stdout(&out));
+    assert!(stderr(&out).contains("1 of 2 file(s) failed verification"), "{}", stderr(&out));
+    let out = run(&["verify", path_str(&set), "--source", path_str(&set)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("a VQA file is its own source"), "{}", stderr(&out));
     let out = run(&["inspect", path_str(&set), "--json"]);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((json[0]["tasks"].as_u64(), json[0]["categories"]["category"]["colour"].as_u64()), (Some(20), Some(10)));
