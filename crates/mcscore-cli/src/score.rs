@@ -263,7 +263,8 @@ fn print_timings(outcome: &mcscore_eval::ScoreOutcome) {
     }
     eprintln!("  {:<22}{:>9.3} s  (first decode after {:.3} s)", "total", t.total, t.first_decode);
     if let Some(rate) = t.decode_rate(outcome.tokens.decoded) {
-        eprintln!("  {:<22}{rate:>9.0} tokens/s of decode time", "throughput");
+        let of = if t.scoring.images > 0.0 { "decode and image time" } else { "decode time" };
+        eprintln!("  {:<22}{rate:>9.0} tokens/s of {of}", "throughput");
     }
     print_memory(&outcome.memory);
 }
@@ -278,7 +279,7 @@ fn print_memory(m: &mcscore_engine::MemoryReport) {
     };
     match (m.peak, m.peak_per_model_byte()) {
         (Some(peak), Some(ratio)) => eprintln!(
-            "memory: peak RSS {:.0} MB, {ratio:.2}× {files}; weights {}):",
+            "memory: peak RSS {:.0} MB, {ratio:.2}× {files}; the model's weights {}):",
             mb(peak),
             match (m.mmap, m.pages_released) {
                 (mcscore_engine::Mmap::On, _) => "mapped, --mmap on",

@@ -51,16 +51,16 @@ question stem share its evaluation, so 48 formats × 4 rotations cost far less t
 #[command(after_help = EXAMPLES)]
 pub(crate) struct Args {
     /// Letter-mode task file (.bin) written in the letter scaffold ("Question: …\nA. …\nAnswer:"),
-    /// or a VQA file in VLMEvalKit's TSV layout (.tsv, with --mmproj).
+    /// or a VQA file in VLMEvalKit's TSV layout (.tsv, or .jsonl; with --mmproj).
     #[arg(value_name = "FILE", required_unless_present_any = ["benchmark", "compare"], conflicts_with = "benchmark")]
     file: Option<PathBuf>,
     /// Instead of scoring: report sweeps saved with --save-json (one, to render
     /// it again; several side by side, with rank distributions, reversals and
     /// Kendall τ), e.g. sweeps of models run apart.
-    #[arg(long, value_name = "SWEEP.json", num_args = 1.., conflicts_with_all = ["file", "benchmark", "models", "write_tasks", "log_samples"])]
+    #[arg(long, value_name = "SWEEP.json", num_args = 1.., conflicts_with_all = ["file", "benchmark", "models", "mmproj", "write_tasks", "log_samples"])]
     compare: Vec<PathBuf>,
     /// A vision projector (llama.cpp's mmproj GGUF), for a FILE of image tasks in
-    /// VLMEvalKit's TSV layout (.tsv): each prompt starts with the row's image and hint
+    /// VLMEvalKit's TSV layout (.tsv, or its JSON Lines form, .jsonl): each prompt starts with the row's image and hint
     /// (docs/vqa.md). Give one for every model (quants of one VLM share it), or one per
     /// -m, in the same order.
     #[arg(long, value_name = "FILE")]
@@ -218,6 +218,19 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<Outcome> {
         }
         return emit(&merge_saved(&args.compare)?, &args);
     }
+    // A projector reads images, which only a VQA file has; one is given for
+    // every model or one per -m (a lone -m or the default model: one).
+    if !args.mmproj.is_empty() && !args.file.as_deref().is_some_and(mcscore_datasets::vqa::is_vqa_file) {
+        return Err(crate::UsageError("--mmproj reads the images of a VQA FILE (.tsv, .jsonl), and no such FILE is given".into()).into());
+    }
+    let models = args.models.len().max(1);
+    if args.mmproj.len() > 1 && args.mmproj.len() != models {
+        return Err(crate::UsageError(format!(
+            "--mmproj given {} times for {models} models; give one for every model, or one per -m in the same order",
+            args.mmproj.len()
+        ))
+        .into());
+    }
     let formats = parse_formats(&args.formats)?;
     // A benchmark's source files are inputs too, once they are known.
     let mut source_paths: Vec<PathBuf> = Vec::new();
@@ -289,18 +302,11 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<Outcome> {
             .into());
         }
     }
+    // Their count was checked before the items were read.
     let projectors: Vec<Option<&Path>> = match &args.mmproj[..] {
         [] => vec![None; models.len()],
         [one] => vec![Some(one.as_path()); models.len()],
-        many if many.len() == models.len() => many.iter().map(|p| Some(p.as_path())).collect(),
-        many => {
-            return Err(crate::UsageError(format!(
-                "--mmproj given {} times for {} models; give one for every model, or one per -m in the same order",
-                many.len(),
-                models.len()
-            ))
-            .into())
-        }
+        many => many.iter().map(|p| Some(p.as_path())).collect(),
     };
     if let Some(dir) = &args.plots {
         let protected: Vec<&Path> = inputs(&args).into_iter().chain(args.save_json.as_deref()).chain(args.log_samples.as_deref()).collect();

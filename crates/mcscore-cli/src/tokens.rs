@@ -16,9 +16,8 @@ pub(crate) struct Args {
     /// GGUF model; default: the default model.
     #[arg(short = 'm', long = "model", value_name = "MODEL")]
     model: Option<PathBuf>,
-    /// Audit the IDs as a VQA prompt places them: after an image, as `score --mmproj`
-    /// and `sweep --mmproj` read a task of a VQA file (its text is tokenised from where
-    /// its last image ends).
+    /// Audit the IDs as `sweep --mmproj` places them in a VQA item's prompts: after
+    /// the image's line, tokenised from where the image ends, as the engine reads it.
     #[arg(long)]
     image: bool,
     /// Print JSON instead of text.
@@ -36,7 +35,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Outcome> {
     if args.json {
         crate::print_json(&pairs)?;
     } else {
-        let after = if args.image { " after an image (\"<image>\\nQuestion: …\")" } else { "" };
+        let after =
+            if args.image { format!(" after an image (\"{}\\nQuestion: …\")", mcscore_format::IMAGE_MARKER) } else { String::new() };
         outln!("{}: option IDs in the letter scaffold (\"Question: …\\n<ID><delim> text\\n…\\nAnswer:\"){after}", model.display())?;
         outln!("  {:<14} {:<16} {}", "ID.delimiter", "label tokens", "ID is its own token")?;
         for p in &pairs {

@@ -284,6 +284,10 @@ fn a_circular_sweep_of_a_vqa_file_does_not_move_with_the_batch() {
     let out = two_models(&[&projector, &other, &projector]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--mmproj given 3 times for 2 models"), "{}", stderr(&out));
+    // A projector with no images to read: a text FILE.
+    let out = run(&["sweep", &reference("mc_letter4.bin"), "-m", path_str(&model), "--mmproj", path_str(&projector)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--mmproj reads the images of a VQA FILE"), "{}", stderr(&out));
 
     // Task files cannot hold the images.
     let out = run(&["sweep", path_str(&set), "--mmproj", path_str(&projector), "--write-tasks", path_str(&dir.path().join("t"))]);

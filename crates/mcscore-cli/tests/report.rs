@@ -135,5 +135,5 @@ fn tokens_audit_of_the_default_model() {
     let after: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(after.as_array().unwrap(), pairs);
     let out = run(&["tokens", "-m", &model(), "--image"]);
-    assert!(stdout(&out).lines().next().unwrap().ends_with("after an image (\"<image>\\nQuestion: …\")"), "{}", stdout(&out));
+    assert!(stdout(&out).lines().next().unwrap().ends_with("after an image (\"<__media__>\\nQuestion: …\")"), "{}", stdout(&out));
 }

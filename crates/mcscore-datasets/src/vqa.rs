@@ -241,10 +241,8 @@ fn row(get: &dyn Fn(&str) -> String, others: BTreeMap<String, String>, image: Im
         ImageCell::Base64(cell) => (decode_images(cell.trim())?, None),
     };
     let hint = present(get("hint"));
-    let mut context = String::new();
-    if let Some(hint) = &hint {
-        context.push_str(&format!("Hint: {hint}\n"));
-    }
+    // The images' lines go before the hint once references are resolved.
+    let mut context = preamble(0, hint.as_deref());
     context.push_str(&format!("Question: {question}\nOptions:\n"));
     for (letter, text) in &options {
         context.push_str(&format!("{letter}. {text}\n"));
@@ -395,11 +393,21 @@ fn resolve(mut rows: Vec<Row>, path: &Path) -> Result<Vec<VqaTask>, VqaError> {
     Ok(rows
         .into_iter()
         .map(|mut row| {
-            let markers: String = row.task.images.iter().map(|_| format!("{IMAGE_MARKER}\n")).collect();
-            row.task.context.insert_str(0, &markers);
+            row.task.context.insert_str(0, &preamble(row.task.images.len(), None));
             row.task
         })
         .collect())
+}
+
+/// What goes before a row's question: `images` markers, each on a line of
+/// its own, then its hint, as VLMEvalKit lays them out (the prompt of every
+/// VQA task, and of every format a sweep renders).
+pub fn preamble(images: usize, hint: Option<&str>) -> String {
+    let mut text = format!("{IMAGE_MARKER}\n").repeat(images);
+    if let Some(hint) = hint {
+        text.push_str(&format!("Hint: {hint}\n"));
+    }
+    text
 }
 
 /// An image cell's images: one base64 string, or a Python list of them.

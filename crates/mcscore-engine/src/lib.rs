@@ -832,7 +832,7 @@ impl Engine {
 
     /// The text of each token of `text` as the model splits it (no BOS,
     /// special text not parsed), for tokenisation audits.
-    pub fn token_pieces(&self, text: &str) -> Vec<Vec<u8>> {
+    fn token_pieces(&self, text: &str) -> Vec<Vec<u8>> {
         let vocab = self.model.vocab();
         vocab.tokenize(text.as_bytes(), false, false).into_iter().map(|t| vocab.token_to_piece(t, false, None)).collect()
     }
@@ -840,7 +840,7 @@ impl Engine {
     /// A task context's text as the engine tokenises it, and its tokens'
     /// text, for tokenisation audits: after its last image marker where it
     /// has one (what precedes is its media prefix, tokenised by mtmd), else
-    /// all of it, as [`Engine::token_pieces`] splits it.
+    /// all of it (no BOS, special text not parsed).
     pub fn context_pieces<'t>(&self, context: &'t str) -> (&'t str, Vec<Vec<u8>>) {
         let text = &context[vision::media_end(context).unwrap_or(0)..];
         (text, self.token_pieces(text))

@@ -573,8 +573,9 @@ pub struct Timings {
 }
 
 impl Timings {
-    /// Every phase in run order with its seconds, then "other" (the time
-    /// no phase accounts for): the rows of `--timings`' table.
+    /// Every phase in run order with its seconds (the images' only where a
+    /// task had one), then "other" (the time no phase accounts for): the
+    /// rows of `--timings`' table.
     pub fn phases(&self) -> Vec<(&'static str, f64)> {
         let s = &self.scoring;
         let mut phases = vec![
@@ -592,6 +593,8 @@ impl Timings {
             ("logits, log-softmax", s.logits),
             ("log, progress", s.consumer),
         ];
+        // A run without images has no images phase to show.
+        phases.retain(|&(what, seconds)| what != "images (mtmd)" || seconds > 0.0);
         let accounted: f64 = phases.iter().map(|p| p.1).sum();
         phases.push(("other", (self.total - accounted).max(0.0)));
         phases
@@ -602,9 +605,9 @@ impl Timings {
         100.0 * seconds / self.total.max(1e-9)
     }
 
-    /// `tokens` decoded per second of decode time; `None` before any decode.
-    /// A task's image positions count among the tokens and were decoded
-    /// through the projector, so that time counts too.
+    /// `tokens` decoded per second of decode time (and image time: a task's
+    /// image positions count among the tokens and were decoded through the
+    /// projector); `None` before any decode.
     pub fn decode_rate(&self, tokens: usize) -> Option<f64> {
         let seconds = self.scoring.decode + self.scoring.images;
         (self.scoring.decode > 0.0).then(|| tokens as f64 / seconds)

@@ -16,7 +16,7 @@ use std::time::Instant;
 use mcscore_datasets::formats::{parse_letter_task, PromptFormat};
 use mcscore_datasets::{Benchmark, Item, Source};
 use mcscore_engine::{plan, Engine, EngineError, PreparedTask, Settings, TokenCounts};
-use mcscore_format::{sha256_hex, write_tasks, Task, TaskFile, IMAGE_MARKER};
+use mcscore_format::{sha256_hex, write_tasks, Task, TaskFile};
 use mcscore_metrics::first_max;
 use mcscore_metrics::stats::SplitMix64;
 
@@ -81,18 +81,8 @@ impl Visual {
     /// What goes before an item's prompt: each image at a marker on a line of
     /// its own, then its hint, as VLMEvalKit lays them out.
     fn preamble(&self, item: usize) -> String {
-        preamble(self.images[item].len(), self.hints[item].as_deref())
+        mcscore_datasets::vqa::preamble(self.images[item].len(), self.hints[item].as_deref())
     }
-}
-
-/// What goes before an image item's prompt: `images` markers, each on a line
-/// of its own, then its hint, as VLMEvalKit lays them out.
-pub(crate) fn preamble(images: usize, hint: Option<&str>) -> String {
-    let mut text = format!("{IMAGE_MARKER}\n").repeat(images);
-    if let Some(hint) = hint {
-        text.push_str(&format!("Hint: {hint}\n"));
-    }
-    text
 }
 
 /// Where the items come from.
@@ -313,6 +303,9 @@ impl Sweep {
         if let Some(mmproj) = projector {
             engine.attach_projector(mmproj, settings.threads_batch).map_err(EvalError::Load)?;
         }
+        // Hashed before scoring, as `score` does: a file replaced during the
+        // run is not recorded as the one that was read.
+        let projector_sha256 = projector.map(|p| mcscore_format::sha256_file(p).map_err(EvalError::io(p))).transpose()?;
         let tasks: Vec<(usize, Task<'_>)> = self.prompts.iter().enumerate().map(|(i, p)| (i, task_of(p))).collect();
         let label = Path::new(&self.items.label);
         let template = crate::chat::Template::resolve(&self.spec.chat.template, &engine)?;
@@ -368,7 +361,6 @@ impl Sweep {
             return Err(EvalError::Incomplete { path: model.to_owned(), scored: log_probs.len(), announced: prepared.len() });
         }
         engine.check_unchanged().map_err(EvalError::engine(model))?;
-        let projector_sha256 = projector.map(|p| mcscore_format::sha256_file(p).map_err(EvalError::io(p))).transpose()?;
         Ok(Some((prompts, Scores { log_probs, tokens: run.tokens, seconds: started.elapsed().as_secs_f64(), chat, projector_sha256 })))
     }
 

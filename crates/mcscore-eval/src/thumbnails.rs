@@ -21,10 +21,16 @@ pub const THUMBNAIL_SIDE: u32 = 192;
 /// JPEG quality of a thumbnail (libjpeg's scale, 1–100).
 const QUALITY: u8 = 80;
 
-/// The memory one decoded image may take. Scoring already refused images
-/// over the engine's pixel bound (40 megapixels, 160 MB as RGBA); this keeps
-/// the decoder from ever allocating more, whatever a header claims.
-const DECODE_BYTES: u64 = 256 << 20;
+/// The memory one decoded image may take: the engine's pixel bound (checked
+/// from the header first, as scoring checks it) at 16 bytes a pixel (the
+/// widest layout a decoder makes, f32 RGBA), so that a 16-bit PNG or an HDR
+/// image within the bound still gets its thumbnail and the decoder never
+/// allocates more, whatever the data claims.
+const DECODE_BYTES: u64 = mcscore_engine::MAX_IMAGE_PIXELS * 16;
+
+/// Images decoded at once: what bounds the page's memory to a few times
+/// [`DECODE_BYTES`] whatever the machine's core count.
+const DECODERS: usize = 4;
 
 /// One distinct image of the page's tasks.
 #[derive(Debug, Serialize)]
@@ -63,19 +69,30 @@ pub(crate) fn thumbnails(tasks: &[&[Arc<[u8]>]]) -> (Vec<PageImage>, Vec<Vec<usi
                 .collect()
         })
         .collect();
-    let images = distinct
-        .into_par_iter()
-        .map(|(sha256, bytes)| match thumbnail(bytes) {
-            Ok((size, uri)) => PageImage { sha256, size: Some(size), thumbnail: Some(uri), note: None },
-            Err(e) => PageImage { sha256, size: None, thumbnail: None, note: Some(e.to_string()) },
-        })
-        .collect();
+    let page_image = |(sha256, bytes): (String, &Arc<[u8]>)| match thumbnail(bytes) {
+        Ok((size, uri)) => PageImage { sha256, size: Some(size), thumbnail: Some(uri), note: None },
+        Err(note) => PageImage { sha256, size: None, thumbnail: None, note: Some(note) },
+    };
+    let images = match rayon::ThreadPoolBuilder::new().num_threads(DECODERS).build() {
+        Ok(pool) => pool.install(|| distinct.into_par_iter().map(page_image).collect()),
+        // No threads to be had: one at a time.
+        Err(_) => distinct.into_iter().map(page_image).collect(),
+    };
     (images, per_task)
 }
 
-/// The image's size and its thumbnail as a data: URI.
-fn thumbnail(bytes: &[u8]) -> Result<((u32, u32), String), image::ImageError> {
-    let mut reader = ImageReader::new(Cursor::new(bytes)).with_guessed_format()?;
+/// The image's size and its thumbnail as a data: URI, or why there is none.
+fn thumbnail(bytes: &[u8]) -> Result<((u32, u32), String), String> {
+    let reader = || ImageReader::new(Cursor::new(bytes)).with_guessed_format().map_err(|e| e.to_string());
+    let (width, height) = reader()?.into_dimensions().map_err(|e| e.to_string())?;
+    if u64::from(width) * u64::from(height) > mcscore_engine::MAX_IMAGE_PIXELS {
+        return Err(mcscore_engine::ImageFault::TooLarge { width: width.into(), height: height.into() }.to_string());
+    }
+    encode(reader()?).map_err(|e| e.to_string())
+}
+
+/// Decodes `reader`'s image within [`DECODE_BYTES`] and encodes its thumbnail.
+fn encode(mut reader: ImageReader<Cursor<&[u8]>>) -> Result<((u32, u32), String), image::ImageError> {
     let mut limits = Limits::default();
     limits.max_alloc = Some(DECODE_BYTES);
     reader.limits(limits);
@@ -125,5 +142,14 @@ mod tests {
         let (images, _) = thumbnails(&[&[cut]]);
         assert!(images[0].thumbnail.is_none());
         assert!(!images[0].note.as_ref().unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_image_over_the_pixel_bound_is_refused_from_its_header() {
+        // 60 megapixels by its header, three bytes of data: nothing is decoded.
+        let huge: Arc<[u8]> = b"P6\n8000 7500\n255\n\0\0\0".as_slice().into();
+        let (images, _) = thumbnails(&[&[huge]]);
+        assert!(images[0].thumbnail.is_none());
+        assert!(images[0].note.as_ref().unwrap().contains("8000 x 7500 pixels, more than the 40 million"), "{:?}", images[0].note);
     }
 }

@@ -79,7 +79,7 @@ pub fn audit_ids(model: &Path, layout: Layout) -> Result<Vec<Pair>, EvalError> {
             let format = PromptFormat { ids, delimiter, separator: Separator::Newline };
             let (mut prompt, option_ids, _) = format.render(&item, 0, false).expect("4 options have IDs in every set");
             if layout == Layout::AfterImage {
-                prompt.insert_str(0, &crate::sweep::preamble(1, None));
+                prompt.insert_str(0, &mcscore_datasets::vqa::preamble(1, None));
             }
             let (text, pieces) = engine.context_pieces(&prompt);
             let (label_tokens, id_is_a_token) =

@@ -308,8 +308,9 @@
         const image = T.images[k];
         const size = image.size ? image.size[0] + " × " + image.size[1] + " px, " : "";
         const caption = "image " + n + ": " + size + "sha256 " + image.sha256.slice(0, 12) + "…";
-        if (!image.thumbnail) return el("p", { class: "muted", text: caption + " (no thumbnail: " + image.note + ")" });
-        return el("figure", {}, el("img", { src: image.thumbnail, alt: "image " + n + " of task " + T.index[i] }), el("figcaption", { class: "muted", text: caption }));
+        // The whole sha256, as the log records it, on hover.
+        if (!image.thumbnail) return el("p", { class: "muted", title: image.sha256, text: caption + " (no thumbnail: " + image.note + ")" });
+        return el("figure", {}, el("img", { src: image.thumbnail, alt: "image " + n + " of task " + T.index[i] }), el("figcaption", { class: "muted", title: image.sha256, text: caption }));
       })));
     }
     D.runs.forEach((run, r) => {

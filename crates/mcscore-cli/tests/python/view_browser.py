@@ -295,7 +295,7 @@ def images(page, case_path):
         shown = b.js("""return [...document.querySelectorAll('#images figure')].map(f => {
             const img = f.querySelector('img');
             return {complete: img.complete, width: img.naturalWidth, height: img.naturalHeight,
-                    src: img.getAttribute('src').slice(0, 23), caption: f.querySelector('figcaption').textContent}; })""")
+                    src: img.getAttribute('src').slice(0, 23), caption: f.querySelector('figcaption').textContent, title: f.querySelector('figcaption').title}; })""")
         expect(len(shown) == len(task["images"]), f"task {task['index']}: {len(shown)} images shown, not {len(task['images'])}")
         for n, (img, sha256, size) in enumerate(zip(shown, task["images"], task["sizes"])):
             where = f"task {task['index']}, image {n}"
@@ -306,6 +306,7 @@ def images(page, case_path):
             expect(abs(img["width"] - want[0]) <= 1 and abs(img["height"] - want[1]) <= 1,
                    f"{where}: shown {img['width']} x {img['height']}, not {want[0]} x {want[1]}")
             expect(img["caption"].startswith(f"image {n}: {size[0]} × {size[1]} px, sha256 {sha256[:12]}"), f"{where}: caption {img['caption']!r}")
+            expect(img["title"] == sha256, f"{where}: the caption's title is {img['title']!r}, not the whole sha256")
     expect(b.js("return window.__pwned === undefined"), f"text ran script (window.__pwned = {b.js('return window.__pwned')})")
     expect(len(b.driver.find_elements(By.CSS_SELECTOR, "main script, main img:not([src^='data:']), main iframe, main b, main svg")) == 0,
            "text became elements")
