@@ -273,13 +273,13 @@ fn print_timings(outcome: &mcscore_eval::ScoreOutcome) {
 /// llama.cpp's buffers and the kinds of resident page.
 fn print_memory(m: &mcscore_engine::MemoryReport) {
     let mb = |bytes: u64| bytes as f64 / 1e6;
-    let files = match m.projector_file {
-        Some(projector) => format!("the model and projector files ({:.0} MB + {:.1} MB", mb(m.model_file), mb(projector)),
-        None => format!("the model file ({:.0} MB", mb(m.model_file)),
+    let (files, sizes) = match m.projector_file {
+        Some(projector) => ("the model and projector files", format!("{:.0} MB + {:.1} MB", mb(m.model_file), mb(projector))),
+        None => ("the model file", format!("{:.0} MB", mb(m.model_file))),
     };
     match (m.peak, m.peak_per_model_byte()) {
         (Some(peak), Some(ratio)) => eprintln!(
-            "memory: peak RSS {:.0} MB, {ratio:.2}× {files}; the model's weights {}):",
+            "memory: peak RSS {:.0} MB, {ratio:.2}× {files} ({sizes}; the model's weights {}):",
             mb(peak),
             match (m.mmap, m.pages_released) {
                 (mcscore_engine::Mmap::On, _) => "mapped, --mmap on",
@@ -288,7 +288,7 @@ fn print_memory(m: &mcscore_engine::MemoryReport) {
                 (mcscore_engine::Mmap::Auto, false) => "--mmap auto, but no mapping of the file was found to release",
             }
         ),
-        _ => eprintln!("memory: peak RSS not known here (no /proc/self/status); {files}):"),
+        _ => eprintln!("memory: peak RSS not known here (no /proc/self/status); {files} {sizes}:"),
     }
     use mcscore_engine::BufferUse;
     for (what, holds) in

@@ -223,10 +223,10 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<Outcome> {
     if !args.mmproj.is_empty() && !args.file.as_deref().is_some_and(mcscore_datasets::vqa::is_vqa_file) {
         return Err(crate::UsageError("--mmproj reads the images of a VQA FILE (.tsv, .jsonl), and no such FILE is given".into()).into());
     }
-    let models = args.models.len().max(1);
-    if args.mmproj.len() > 1 && args.mmproj.len() != models {
+    let n_models = args.models.len().max(1);
+    if args.mmproj.len() > 1 && args.mmproj.len() != n_models {
         return Err(crate::UsageError(format!(
-            "--mmproj given {} times for {models} models; give one for every model, or one per -m in the same order",
+            "--mmproj given {} times for {n_models} models; give one for every model, or one per -m in the same order",
             args.mmproj.len()
         ))
         .into());

@@ -11,11 +11,17 @@ use std::process::Command;
 
 use common::*;
 
+/// A random LLaVA (model, projector) named `name` in `dir`, its weights from `seed`.
+fn random_vlm(dir: &Path, name: &str, seed: &str) -> (PathBuf, PathBuf) {
+    let projector = dir.join(format!("{name}.mmproj.gguf"));
+    let shape = ["--dim", "128", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--ff", "256", "--type", "q8_0", "--seed", seed];
+    let model = random_model(dir, name, &[&shape[..], &["--mmproj", path_str(&projector)]].concat());
+    (model, projector)
+}
+
 /// A random LLaVA (model, projector) and the synthetic set, in `dir`.
 fn setup(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    let projector = dir.join("mmproj.gguf");
-    let shape = ["--dim", "128", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--ff", "256", "--type", "q8_0"];
-    let model = random_model(dir, "vlm", &[&shape[..], &["--mmproj", path_str(&projector)]].concat());
+    let (model, projector) = random_vlm(dir, "vlm", "0");
     let set = dir.join("shapes.tsv");
     let made = Command::new(repo("scripts/make-vqa")).args(["-o", path_str(&set), "--rows", "20"]).output().unwrap();
     assert!(made.status.success(), "make-vqa: {}", stderr(&made));
@@ -135,9 +141,7 @@ fn a_vqa_file_scores_the_same_whatever_the_batch_and_its_log_names_its_images() 
     );
 
     // A resume with another projector is refused, naming it.
-    let other = dir.path().join("other.gguf");
-    let shape = ["--dim", "128", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--ff", "256", "--type", "q8_0", "--seed", "1"];
-    random_model(dir.path(), "vlm2", &[&shape[..], &["--mmproj", path_str(&other)]].concat());
+    let (_, other) = random_vlm(dir.path(), "vlm2", "1");
     let resumed = run(&[
         "score",
         "-m",
@@ -260,9 +264,7 @@ fn a_circular_sweep_of_a_vqa_file_does_not_move_with_the_batch() {
     }
     // Two VLMs, each read with its own projector: the paper's reversals
     // between models; the first model's numbers are those it has alone.
-    let other = dir.path().join("other.gguf");
-    let shape = ["--dim", "128", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--ff", "256", "--type", "q8_0", "--seed", "1"];
-    let model2 = random_model(dir.path(), "vlm2", &[&shape[..], &["--mmproj", path_str(&other)]].concat());
+    let (model2, other) = random_vlm(dir.path(), "vlm2", "1");
     let two_models = |projectors: &[&Path]| {
         let mut args = vec!["sweep", path_str(&set), "-m", path_str(&model), "-m", path_str(&model2), "--circular", "--limit-total", "6"];
         for p in projectors {
@@ -302,9 +304,7 @@ fn a_circular_sweep_of_a_vqa_file_does_not_move_with_the_batch() {
 fn image_runs_are_reported_compared_and_viewed_with_thumbnails() {
     let dir = tempdir();
     let (model, projector, _) = setup(dir.path());
-    let other = dir.path().join("other.gguf");
-    let shape = ["--dim", "128", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--ff", "256", "--type", "q8_0", "--seed", "1"];
-    let model2 = random_model(dir.path(), "vlm2", &[&shape[..], &["--mmproj", path_str(&other)]].concat());
+    let (model2, other) = random_vlm(dir.path(), "vlm2", "1");
     // Images larger than a thumbnail, and a hostile question in row 1.
     let set = dir.path().join("large.tsv");
     let made = Command::new(repo("scripts/make-vqa")).args(["-o", path_str(&set), "--rows", "6", "--size", "300"]).output().unwrap();

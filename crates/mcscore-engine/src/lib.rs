@@ -44,7 +44,7 @@ pub use prompts::{PromptRequest, RowScores, Session, SessionLimits};
 pub use quantize::{quantize, QuantOptions, QuantType, TensorType};
 pub use score::{rows_to_read, Completion, ScoreSummary, ScoreTimes, TaskScores, TokenCounts};
 pub use subset::{hellaswag_order, select_tasks};
-pub use vision::{check_image, ImageFault, IMAGE_MARKER, MAX_IMAGE_PIXELS};
+pub use vision::{check_image, image_size, ImageFault, IMAGE_MARKER, MAX_IMAGE_PIXELS};
 
 /// Why scoring could not run or finish. Every variant names the task (index in
 /// the file) or the file concerned.

@@ -260,8 +260,7 @@ pub(crate) fn take_buffers() -> Vec<Buffer> {
 /// logs no buffer line for it.
 fn parse_buffer_line(text: &str) -> Option<Buffer> {
     if let Some(after) = text.strip_prefix("load_hparams: model size:") {
-        let mib = mib(after)?;
-        return Some(Buffer { name: "CPU".into(), holds: BufferUse::Weights, bytes: mib });
+        return Some(Buffer { name: "CPU".into(), holds: BufferUse::Weights, bytes: mib(after)? });
     }
     let (before, after) = text.split_once(" buffer size = ")?;
     let bytes = mib(after)?;

@@ -56,7 +56,7 @@ pub enum ImageFault {
 /// here, before llama.cpp sees them: stb_image reads a few formats whose size
 /// this cannot check (Softimage PIC), and mtmd hands what stb_image cannot read
 /// (WebP) to its video path where that is built.
-fn image_size(bytes: &[u8]) -> Result<(u64, u64), ImageFault> {
+pub fn image_size(bytes: &[u8]) -> Result<(u64, u64), ImageFault> {
     use imagesize::ImageType;
     let read = matches!(
         imagesize::image_type(bytes),

@@ -588,13 +588,12 @@ impl Timings {
             ("unconditional pass", self.unconditional),
             ("create context", s.context),
             ("build batches", s.batching),
-            ("images (mtmd)", s.images),
-            ("decode", s.decode),
-            ("logits, log-softmax", s.logits),
-            ("log, progress", s.consumer),
         ];
         // A run without images has no images phase to show.
-        phases.retain(|&(what, seconds)| what != "images (mtmd)" || seconds > 0.0);
+        if s.images > 0.0 {
+            phases.push(("images (mtmd)", s.images));
+        }
+        phases.extend([("decode", s.decode), ("logits, log-softmax", s.logits), ("log, progress", s.consumer)]);
         let accounted: f64 = phases.iter().map(|p| p.1).sum();
         phases.push(("other", (self.total - accounted).max(0.0)));
         phases

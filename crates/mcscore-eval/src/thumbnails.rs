@@ -22,7 +22,7 @@ pub const THUMBNAIL_SIDE: u32 = 192;
 const QUALITY: u8 = 80;
 
 /// The memory one decoded image may take: the engine's pixel bound (checked
-/// from the header first, as scoring checks it) at 16 bytes a pixel (the
+/// from the header first) at 16 bytes a pixel (the
 /// widest layout a decoder makes, f32 RGBA), so that a 16-bit PNG or an HDR
 /// image within the bound still gets its thumbnail and the decoder never
 /// allocates more, whatever the data claims.
@@ -81,14 +81,13 @@ pub(crate) fn thumbnails(tasks: &[&[Arc<[u8]>]]) -> (Vec<PageImage>, Vec<Vec<usi
     (images, per_task)
 }
 
-/// The image's size and its thumbnail as a data: URI, or why there is none.
+/// The image's size and its thumbnail as a data: URI, or why there is none:
+/// its header checked first as scoring checks it (a format llama.cpp reads,
+/// within its pixel bound).
 fn thumbnail(bytes: &[u8]) -> Result<((u32, u32), String), String> {
-    let reader = || ImageReader::new(Cursor::new(bytes)).with_guessed_format().map_err(|e| e.to_string());
-    let (width, height) = reader()?.into_dimensions().map_err(|e| e.to_string())?;
-    if u64::from(width) * u64::from(height) > mcscore_engine::MAX_IMAGE_PIXELS {
-        return Err(mcscore_engine::ImageFault::TooLarge { width: width.into(), height: height.into() }.to_string());
-    }
-    encode(reader()?).map_err(|e| e.to_string())
+    mcscore_engine::image_size(bytes).map_err(|e| e.to_string())?;
+    let reader = ImageReader::new(Cursor::new(bytes)).with_guessed_format().map_err(|e| e.to_string())?;
+    encode(reader).map_err(|e| e.to_string())
 }
 
 /// Decodes `reader`'s image within [`DECODE_BYTES`] and encodes its thumbnail.
