@@ -151,7 +151,7 @@ impl Engine {
             let (mut entries, mut owners) = prefill(wave, &mut live);
             loop {
                 let mut next_owner = 0;
-                let step = decode_fill(&mut ctx, &mut batch, &entries, pad_seq, &mut times, &fail, interrupted, |ctx, decoded| {
+                let step = decode_fill(&mut ctx, &mut batch, &entries, pad_seq, &mut times, &fail, interrupted, |ctx, decoded, _| {
                     while let Some(&(entry, s)) = owners.get(next_owner).filter(|(entry, _)| *entry < decoded.end) {
                         next_owner += 1;
                         let row = (entry - decoded.start) as i32;

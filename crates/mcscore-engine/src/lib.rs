@@ -14,6 +14,7 @@ mod generate;
 mod memory;
 mod plan;
 mod prepare;
+pub mod project;
 mod prompts;
 mod quantize;
 mod score;
@@ -506,11 +507,12 @@ fn too_long_message(tasks: &[(usize, usize)], n_ctx: usize, bound: &str) -> Stri
 /// and some values would abort it.
 /// Checks a model file, and returns its weights' bytes and its layers
 /// (`{arch}.block_count`, where it says).
-fn check_model_file(path: &Path) -> Result<(u64, Option<u64>), EngineError> {
+/// Also where its output matrix lies, if it is one mcscore can project.
+fn check_model_file(path: &Path) -> Result<(u64, Option<u64>, Option<project::OutputTensor>), EngineError> {
     let header = model_header(path)?;
     let arch = header.get_str("general.architecture").map(|a| a.split('\0').next().unwrap_or(a).to_owned());
     let layers = arch.and_then(|a| header.get_u64(&format!("{a}.block_count")));
-    Ok((header.data_size(), layers))
+    Ok((header.data_size(), layers, project::OutputTensor::find(&header)))
 }
 
 /// The checked header of the model file at `path` ([`mcscore_gguf::check_model_file`]).
@@ -626,6 +628,9 @@ pub struct Engine {
     /// A vision projector (`--mmproj`), where one is attached: it points
     /// into the model, so it is freed first.
     projector: Option<vision::Projector>,
+    /// The output matrix, where the engine may compute the projection of
+    /// the rows it reads itself (on the CPU, where the fast kernel runs).
+    output: Option<project::OutputMatrix>,
 }
 
 impl Drop for Engine {
@@ -635,6 +640,8 @@ impl Drop for Engine {
     #[allow(unsafe_code)]
     fn drop(&mut self) {
         self.projector = None;
+        // It may point into the model's mapping.
+        self.output = None;
         let _mappings = memory::mappings_lock();
         // SAFETY: the model is dropped once, here, and never used after.
         unsafe { std::mem::ManuallyDrop::drop(&mut self.model) }
@@ -671,7 +678,7 @@ impl Engine {
         if !path.exists() {
             return Err(load_error("no such file".into()));
         }
-        let (weights, layers) = check_model_file(path)?;
+        let (weights, layers, output) = check_model_file(path)?;
         // llama.cpp checks -mg (whatever -ngl) only by failing to load.
         if GPU_BACKEND && split.mode.uses_main_gpu() {
             let devices = gpu_devices()?;
@@ -721,6 +728,10 @@ impl Engine {
         };
         let weights = memory::take_buffers().into_iter().filter(|b| b.holds == BufferUse::Weights).collect();
         let pages_released = release.is_some_and(|r| r.found());
+        // On the CPU, where the fast kernel runs, the engine may project the
+        // rows it reads itself (score.rs checks it gives llama.cpp's bits).
+        let on_cpu = !GPU_BACKEND || n_gpu_layers == 0;
+        let output = output.filter(|_| on_cpu && project::fast_kernel()).and_then(|t| project::OutputMatrix::map(path, t));
         Ok(Engine {
             backend,
             model: std::mem::ManuallyDrop::new(model),
@@ -731,7 +742,16 @@ impl Engine {
             weights,
             longest_token: OnceLock::new(),
             projector: None,
+            output,
         })
+    }
+
+    /// Leaves the output projection of the rows read to llama.cpp, where the
+    /// engine would compute it itself (project.rs): for comparing the two.
+    /// Every run compares them on its first micro-batch that reads rows, and
+    /// keeps llama.cpp's where a logit differs.
+    pub fn leave_projection_to_llama(&mut self) {
+        self.output = None;
     }
 
     /// Where memory went: the weights' buffers, a context's (`context`,

@@ -100,7 +100,7 @@ impl PageRelease {
     #[cfg(target_os = "linux")]
     pub(crate) fn release(&self) {
         let Ok(maps) = std::fs::read("/proc/self/maps") else { return };
-        for (start, end) in mappings_of(&maps, &self.path, self.inode) {
+        for (start, end, _) in mappings_of(&maps, &self.path, self.inode) {
             self.found.store(true, Ordering::Relaxed);
             // SAFETY: [start, end) is a shared, read-only mapping of the model
             // file, listed in this process's own maps, and no mapping of a
@@ -120,16 +120,17 @@ impl PageRelease {
 }
 
 /// The address ranges of the shared read-only mappings (llama.cpp's) of the
-/// file at `path` (inode `inode`) in a /proc/PID/maps text. The path is the
+/// file at `path` (inode `inode`) in a /proc/PID/maps text, each with the
+/// file offset it starts at. The path is the
 /// rest of a line after its fifth field, as bytes (a path need not be UTF-8).
 #[cfg(any(target_os = "linux", test))]
-fn mappings_of(maps: &[u8], path: &std::path::Path, inode: u64) -> Vec<(usize, usize)> {
+fn mappings_of(maps: &[u8], path: &std::path::Path, inode: u64) -> Vec<(usize, usize, u64)> {
     use std::os::unix::ffi::OsStrExt;
     let field = |s: &[u8]| std::str::from_utf8(s).ok().map(str::to_owned);
     maps.split(|&b| b == b'\n')
         .filter_map(|line| {
             let mut fields = line.split(|&b| b == b' ').filter(|f| !f.is_empty());
-            let (range, perms, _offset, _dev, line_inode) =
+            let (range, perms, offset, _dev, line_inode) =
                 (field(fields.next()?)?, fields.next()?, fields.next()?, fields.next()?, field(fields.next()?)?);
             let named = &line[line.iter().position(|&b| b == b'/')?..];
             if perms != b"r--s" || line_inode.parse::<u64>().ok()? != inode || std::ffi::OsStr::from_bytes(named) != path.as_os_str() {
@@ -137,9 +138,31 @@ fn mappings_of(maps: &[u8], path: &std::path::Path, inode: u64) -> Vec<(usize, u
             }
             let (start, end) = range.split_once('-')?;
             let (start, end) = (usize::from_str_radix(start, 16).ok()?, usize::from_str_radix(end, 16).ok()?);
-            (end > start).then_some((start, end))
+            let offset = u64::from_str_radix(std::str::from_utf8(offset).ok()?, 16).ok()?;
+            (end > start).then_some((start, end, offset))
         })
         .collect()
+}
+
+/// Where this process maps bytes `bytes` of the model file at `path` in one
+/// shared read-only mapping (llama.cpp's, which keeps the tensors it uses in
+/// place mapped while the model is loaded): the address of the first.
+#[cfg(target_os = "linux")]
+pub(crate) fn mapped_at(path: &std::path::Path, bytes: &std::ops::Range<u64>) -> Option<usize> {
+    use std::os::unix::fs::MetadataExt;
+    let path = std::fs::canonicalize(path).ok()?;
+    let inode = std::fs::metadata(&path).ok()?.ino();
+    let maps = std::fs::read("/proc/self/maps").ok()?;
+    mappings_of(&maps, &path, inode).into_iter().find_map(|(start, end, offset)| {
+        let within = bytes.start >= offset && bytes.end - offset <= (end - start) as u64;
+        within.then(|| start + (bytes.start - offset) as usize)
+    })
+}
+
+/// Only Linux lists a process's mappings where this reads them.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn mapped_at(_path: &std::path::Path, _bytes: &std::ops::Range<u64>) -> Option<usize> {
+    None
 }
 
 /// What a buffer llama.cpp allocated holds.
@@ -410,12 +433,12 @@ mod tests {
                     7f0000b00000-7f0000c00000 r--s 00000000 fd:01 1234 /models/\xff.gguf\n\
                     7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0  [stack]\n";
         let path = std::path::Path::new("/models/a model.gguf");
-        assert_eq!(mappings_of(maps, path, 1234), [(0x7f0000000000, 0x7f0000400000), (0x7f0000400000, 0x7f0000800000)]);
+        assert_eq!(mappings_of(maps, path, 1234), [(0x7f0000000000, 0x7f0000400000, 0), (0x7f0000400000, 0x7f0000800000, 0x400000)]);
         assert!(mappings_of(maps, path, 7).is_empty());
         // A path need not be UTF-8.
         use std::os::unix::ffi::OsStrExt;
         let odd = std::path::Path::new(std::ffi::OsStr::from_bytes(b"/models/\xff.gguf"));
-        assert_eq!(mappings_of(maps, odd, 1234), [(0x7f0000b00000, 0x7f0000c00000)]);
+        assert_eq!(mappings_of(maps, odd, 1234), [(0x7f0000b00000, 0x7f0000c00000, 0)]);
     }
 
     #[test]

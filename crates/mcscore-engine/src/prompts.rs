@@ -223,7 +223,7 @@ impl Session<'_> {
         let pad_seq = self.plan.n_seq_max as i32 - 1;
         let (ctx, batch) = (&mut self.ctx, &mut self.batch);
         // A request is answered whole: nothing interrupts its fill.
-        decode_fill(ctx, batch, &entries, pad_seq, &mut times, &fail, &|| false, |ctx, decoded| {
+        decode_fill(ctx, batch, &entries, pad_seq, &mut times, &fail, &|| false, |ctx, decoded, _| {
             let end = wanted[next_wanted..].iter().position(|w| w.entry >= decoded.end).map_or(wanted.len(), |p| next_wanted + p);
             let mine = &wanted[next_wanted..end];
             next_wanted = end;

@@ -80,6 +80,9 @@ pub struct ScoreTimes {
     /// resized and encoded, and the text and embeddings up to the last image
     /// decoded. Not in `decode` or `decodes`, which are the fills' own.
     pub images: f64,
+    /// The output projection of the rows read, where the engine computes it
+    /// instead of llama.cpp (project.rs): the model's arithmetic, beside `decode`.
+    pub projection: f64,
     /// Reading logits rows and their log-softmax.
     pub logits: f64,
     /// The consumer of the scores (logging, progress), between fills.
@@ -97,6 +100,7 @@ impl std::ops::AddAssign for ScoreTimes {
         self.batching += other.batching;
         self.decode += other.decode;
         self.images += other.images;
+        self.projection += other.projection;
         self.logits += other.logits;
         self.consumer += other.consumer;
         self.decodes += other.decodes;
@@ -171,8 +175,18 @@ impl Engine {
         self.check_memory(plan, settings)?;
         let mut times = ScoreTimes::default();
         let started = Instant::now();
+        // On the CPU the engine may project the rows it reads itself
+        // (project.rs): llama.cpp's graph then stops at the final norm. The
+        // projection holds what the context's eval callback points to, so it
+        // is made first and dropped last.
+        let threads = usize::try_from(settings.threads_batch).unwrap_or(1);
+        let mut projection = self.output.as_ref().filter(|_| !settings.alone()).map(|m| crate::project::Projection::new(m, threads));
+        let mut params = self.context_params(plan, settings)?;
+        if let Some(projection) = &projection {
+            params = projection.params(params);
+        }
         crate::memory::take_buffers();
-        let mut ctx = self.new_context(plan, settings)?;
+        let mut ctx = self.model.new_context(self.backend, params).map_err(|source| EngineError::Context { source })?;
         let context_buffers = crate::memory::take_buffers();
         times.context = started.elapsed().as_secs_f64();
         let mut batch = LlamaBatch::new(plan.n_batch as usize, plan.n_seq_max.max(1) as i32);
@@ -250,12 +264,26 @@ impl Engine {
             times.batching += fill_started.elapsed().as_secs_f64() - media_seconds;
             // plan() never makes an empty fill
             let fail = |what: &'static str, source: LlamaCause| EngineError::Decode { task: group[0].index, what, source };
-            let decoded = decode_fill(&mut ctx, &mut batch, &entries, pad_seq, &mut times, &fail, interrupted, |ctx, decoded| {
+            let projected_before = projection.as_ref().map_or(0.0, |p| p.seconds);
+            let decoded = decode_fill(&mut ctx, &mut batch, &entries, pad_seq, &mut times, &fail, interrupted, |ctx, decoded, outputs| {
                 // Rows are in entry order, so this chunk's rows are contiguous.
                 let end = rows[next_row..].iter().position(|r| r.entry >= decoded.end).map_or(rows.len(), |p| next_row + p);
                 let mine = &rows[next_row..end];
+                if mine.is_empty() {
+                    return Ok(());
+                }
+                // The micro-batch's tokens that are read, each once.
+                let mut read: Vec<usize> = mine.iter().map(|r| r.entry - decoded.start).collect();
+                read.dedup();
+                let projected = projection.as_mut().and_then(|p| p.rows(ctx, &read, outputs));
                 // each row's entry has logits set (has_row), so it was an output; earlier chunks took the rows before decoded.start
-                let logits: Vec<&[f32]> = mine.iter().map(|r| ctx.get_logits_ith((r.entry - decoded.start) as i32)).collect();
+                let logits: Vec<&[f32]> = match projected {
+                    Some(logits) => {
+                        let n = logits.len() / read.len();
+                        mine.iter().map(|r| &logits[read.partition_point(|&e| e < r.entry - decoded.start) * n..][..n]).collect()
+                    }
+                    None => mine.iter().map(|r| ctx.get_logits_ith((r.entry - decoded.start) as i32)).collect(),
+                };
                 let values: Vec<(f64, bool)> =
                     logits.par_iter().zip(mine.par_iter()).map(|(l, r)| log_softmax_greedy(l, r.target.0 as usize)).collect();
                 for (r, (v, top)) in mine.iter().zip(values) {
@@ -268,6 +296,12 @@ impl Engine {
                 next_row = end;
                 Ok(())
             })?;
+            // The projection ran within the read rows' time.
+            if let Some(projection) = &projection {
+                let seconds = projection.seconds - projected_before;
+                times.projection += seconds;
+                times.logits -= seconds;
+            }
             let Some(padding) = decoded else {
                 let completion = Completion::Interrupted { scored };
                 return Ok(ScoreSummary { completion, tokens, times, context_buffers, resident: Resident::now() });
@@ -441,7 +475,9 @@ pub fn rows_to_read(own: impl Iterator<Item = bool>, size: usize) -> Vec<bool> {
 /// [`rows_to_read`] says: the batch rule, under which a row's numbers depend
 /// on nothing but its sequence. After each micro-batch, `read` gets the
 /// context and the entries just decoded, to read their logits rows (its
-/// time counts as logits) before the next one replaces them. Returns the
+/// time counts as logits) before the next one replaces them, with which of
+/// the micro-batch's tokens had rows (a row's index among the outputs, as
+/// llama.cpp orders them). Returns the
 /// padding tokens decoded, or `None` if `interrupted` said so before a
 /// micro-batch (the fill is then unfinished).
 #[allow(clippy::too_many_arguments)]
@@ -453,7 +489,7 @@ pub(crate) fn decode_fill<'m>(
     times: &mut ScoreTimes,
     fail: &dyn Fn(&'static str, LlamaCause) -> EngineError,
     interrupted: &dyn Fn() -> bool,
-    mut read: impl FnMut(&LlamaContext<'m>, Range<usize>) -> Result<(), EngineError>,
+    mut read: impl FnMut(&LlamaContext<'m>, Range<usize>, &[bool]) -> Result<(), EngineError>,
 ) -> Result<Option<usize>, EngineError> {
     let size = MICRO_BATCH as usize;
     let mut seqs: Vec<i32> = Vec::new();
@@ -479,7 +515,7 @@ pub(crate) fn decode_fill<'m>(
         times.decode += (logits_started - decode_started).as_secs_f64();
         times.decodes += 1;
         let base = c * size;
-        read(ctx, base..base + part.len())?;
+        read(ctx, base..base + part.len(), &outputs)?;
         times.logits += logits_started.elapsed().as_secs_f64();
     }
     Ok(Some(entries.len().next_multiple_of(size) - entries.len()))

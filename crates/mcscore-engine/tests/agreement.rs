@@ -186,3 +186,42 @@ fn an_interrupt_drops_the_fill_being_decoded() {
         assert_eq!(bits(a), bits(b), "task {}", a.task);
     }
 }
+
+/// The engine's own output projection (project.rs: llama.cpp's graph stopped
+/// at the final norm) gives every option llama.cpp's bits: the same tasks
+/// scored with llama.cpp's projection and with the engine's, letter tasks
+/// (one row read each) and text tasks (a row per option token).
+#[test]
+fn the_engines_projection_gives_llamas_bits() {
+    let file = TaskFile::open(reference("mc_mixed.bin")).unwrap();
+    let tasks: Vec<(usize, Task<'_>)> = file.tasks().enumerate().skip(185).take(40).collect();
+    let run = |engine: &Engine| {
+        let prepared = engine.prepare(&tasks).unwrap();
+        let plan = plan(&prepared, &settings()).unwrap();
+        let mut scores = Vec::new();
+        let summary = engine
+            .score(&prepared, &plan, &settings(), &|| false, |s| {
+                scores.push(s);
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        (scores, summary.times.projection)
+    };
+    let ours = Engine::load(&model(), &Settings::on_cpu()).unwrap();
+    let mut theirs = Engine::load(&model(), &Settings::on_cpu()).unwrap();
+    theirs.leave_projection_to_llama();
+    let ((ours, projected), (theirs, unprojected)) = (run(&ours), run(&theirs));
+    assert_eq!(unprojected, 0.0);
+    if mcscore_engine::project::fast_kernel() {
+        // The run compared the two on its first rows and kept its own.
+        assert!(projected > 0.0, "the engine left the projection to llama.cpp");
+    } else {
+        eprintln!("this CPU has no AVX-512 VNNI: llama.cpp projects in both runs");
+    }
+    assert_eq!(ours.len(), theirs.len());
+    for (a, b) in ours.iter().zip(&theirs) {
+        for (x, y) in a.options.iter().zip(&b.options) {
+            assert_eq!((x.logprob_sum.to_bits(), x.greedy), (y.logprob_sum.to_bits(), y.greedy), "task {}", a.task);
+        }
+    }
+}

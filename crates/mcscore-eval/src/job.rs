@@ -593,7 +593,12 @@ impl Timings {
         if s.images > 0.0 {
             phases.push(("images (mtmd)", s.images));
         }
-        phases.extend([("decode", s.decode), ("logits, log-softmax", s.logits), ("log, progress", s.consumer)]);
+        phases.push(("decode", s.decode));
+        // Where the engine computed the output projection itself.
+        if s.projection > 0.0 {
+            phases.push(("output projection", s.projection));
+        }
+        phases.extend([("logits, log-softmax", s.logits), ("log, progress", s.consumer)]);
         let accounted: f64 = phases.iter().map(|p| p.1).sum();
         phases.push(("other", (self.total - accounted).max(0.0)));
         phases
@@ -606,9 +611,10 @@ impl Timings {
 
     /// `tokens` decoded per second of decode time (and image time: a task's
     /// image positions count among the tokens and were decoded through the
-    /// projector); `None` before any decode.
+    /// projector; and the output projection's, where the engine computed
+    /// it); `None` before any decode.
     pub fn decode_rate(&self, tokens: usize) -> Option<f64> {
-        let seconds = self.scoring.decode + self.scoring.images;
+        let seconds = self.scoring.decode + self.scoring.images + self.scoring.projection;
         (self.scoring.decode > 0.0).then(|| tokens as f64 / seconds)
     }
 }
