@@ -1,5 +1,7 @@
 //! Is the output projection, computed outside llama.cpp from the final
 //! norm's hidden states, the same bits as llama.cpp's logits, and how fast?
+//! Each timing starts after the caches were filled with other data, as the
+//! rest of the model fills them in a run (docs/performance.md).
 //!
 //! `cargo run --release -p mcscore-engine --example projection -- MODEL [ROWS] [THREADS]`
 //! (a model whose output matrix is Q8_0, as gemma-3-270m Q4_K_M's).
@@ -36,18 +38,25 @@ fn main() -> Result<(), Failure> {
     let backend = LlamaBackend::init()?;
     let model = LlamaModel::load_from_file(&backend, path, &LlamaModelParams::default().with_n_gpu_layers(0))?;
     let size = MICRO_BATCH as usize;
-    let params = LlamaContextParams::default()
-        .with_n_ctx(NonZeroU32::new(256))
-        .with_n_batch(size as u32)
-        .with_n_ubatch(size as u32)
-        .with_n_seq_max(1)
-        .with_embeddings(true)
-        .with_pooling_type(LlamaPoolingType::None)
-        .with_op_offload(false)
-        .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED)
-        .with_n_threads(threads as i32)
-        .with_n_threads_batch(threads as i32);
-    let mut ctx = model.new_context(&backend, params)?;
+    // One micro-batch of the rule, on the CPU, with or without the final
+    // norm's rows handed out as embeddings.
+    let params = |embeddings: bool| {
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(256))
+            .with_n_batch(size as u32)
+            .with_n_ubatch(size as u32)
+            .with_n_seq_max(1)
+            .with_op_offload(false)
+            .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED)
+            .with_n_threads(threads as i32)
+            .with_n_threads_batch(threads as i32);
+        if embeddings {
+            params.with_embeddings(true).with_pooling_type(LlamaPoolingType::None)
+        } else {
+            params
+        }
+    };
+    let mut ctx = model.new_context(&backend, params(true))?;
     let text = "The quick brown fox jumps over the lazy dog, and then it runs far away into the forest where the trees are tall and the rivers are cold, while the dog sleeps on.";
     let text = format!("{text} {text}");
     let tokens = model.vocab().tokenize(text.as_bytes(), true, false);
@@ -97,17 +106,8 @@ fn main() -> Result<(), Failure> {
 
     // Speed: llama.cpp's decode reading the rows against reading none (in a
     // context without embeddings, where every row would be read), and the kernel.
-    let plain = LlamaContextParams::default()
-        .with_n_ctx(NonZeroU32::new(256))
-        .with_n_batch(size as u32)
-        .with_n_ubatch(size as u32)
-        .with_n_seq_max(1)
-        .with_op_offload(false)
-        .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED)
-        .with_n_threads(threads as i32)
-        .with_n_threads_batch(threads as i32);
     drop(ctx);
-    let mut ctx = model.new_context(&backend, plain)?;
+    let mut ctx = model.new_context(&backend, params(false))?;
     let (mut with, mut without, mut ours_s) = (Vec::new(), Vec::new(), Vec::new());
     // Each timing starts with the caches holding something else, as in a run
     // (the rest of the model), not the output matrix of the last call.

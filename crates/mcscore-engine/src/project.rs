@@ -12,6 +12,12 @@
 //! `Σ (w+128)·x − 128·Σ x` (one `vpdpbusd` seeded with the second term,
 //! which is the same integer) and holds two logits in a register, where
 //! tinyBLAS spends two sign operations and a shuffle on each.
+//!
+//! A run (score.rs) hands llama.cpp an eval callback that copies the final
+//! norm's rows (the rows read) and, once this projection has given
+//! llama.cpp's bits on the run's first rows, stops the graph there. Only the
+//! Q8_0 output matrices of models on the CPU, where the CPU has AVX-512 VNNI,
+//! take this path; elsewhere llama.cpp's projection is as fast.
 
 use std::cell::UnsafeCell;
 use std::ffi::{c_void, CStr};
