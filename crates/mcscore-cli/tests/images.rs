@@ -51,7 +51,10 @@ fn a_vqa_file_scores_the_same_whatever_the_batch_and_its_log_names_its_images() 
     assert!(s["images"].as_f64().unwrap() > 0.0 && s["decode"].as_f64().unwrap() > 0.0, "{t}");
     let parts: f64 =
         ["read", "load", "tokenise", "plan", "hash", "log", "unconditional"].iter().map(|k| t[k].as_f64().unwrap()).sum::<f64>()
-            + ["context", "batching", "images", "decode", "logits", "consumer"].iter().map(|k| s[k].as_f64().unwrap()).sum::<f64>();
+            + ["context", "batching", "images", "decode", "projection", "logits", "consumer"]
+                .iter()
+                .map(|k| s[k].as_f64().unwrap())
+                .sum::<f64>();
     let total = t["total"].as_f64().unwrap();
     assert!(parts <= total * 1.001 && parts >= total * 0.9, "phases {parts} s of {total} s");
     let memory = &json["memory"];

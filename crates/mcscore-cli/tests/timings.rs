@@ -23,7 +23,7 @@ fn timings_account_for_the_run() {
     let s = &t["scoring"];
     let parts: f64 =
         ["read", "load", "tokenise", "plan", "hash", "log", "unconditional"].iter().map(|k| t[k].as_f64().unwrap()).sum::<f64>()
-            + ["context", "batching", "decode", "logits", "consumer"].iter().map(|k| s[k].as_f64().unwrap()).sum::<f64>();
+            + ["context", "batching", "decode", "projection", "logits", "consumer"].iter().map(|k| s[k].as_f64().unwrap()).sum::<f64>();
     let total = t["total"].as_f64().unwrap();
     assert!(parts <= total * 1.001 && parts >= total * 0.9, "phases {parts} s of {total} s");
     assert!(s["decode"].as_f64().unwrap() > 0.0 && s["decodes"].as_u64().unwrap() >= 1);

@@ -715,8 +715,11 @@ impl Engine {
         memory::take_buffers();
         memory::take_errors();
         let refusal = || memory::take_errors().unwrap_or_else(|| "llama.cpp refused it and logged no reason".to_owned());
-        let model = {
+        // This load's own mappings of the file (another engine of the same
+        // file has its own, freed with it): those that were not there before.
+        let (model, own_mappings) = {
             let _mappings = memory::mappings_lock();
+            let before = memory::file_mappings(path);
             // llama-cpp-2's error says only "null result from llama cpp".
             let model = LlamaModel::load_from_file(backend, path, &params)
                 .map_err(|_| EngineError::ModelRefused { path: path.to_owned(), reason: refusal() })?;
@@ -724,14 +727,20 @@ impl Engine {
             if let Some(release) = &release {
                 release.release();
             }
-            model
+            let mut own = memory::file_mappings(path);
+            own.retain(|m| !before.contains(m));
+            (model, own)
         };
         let weights = memory::take_buffers().into_iter().filter(|b| b.holds == BufferUse::Weights).collect();
         let pages_released = release.is_some_and(|r| r.found());
         // On the CPU, where the fast kernel runs, the engine may project the
         // rows it reads itself (score.rs checks it gives llama.cpp's bits).
+        // Not for recurrent or hybrid models, whose caches may split a
+        // decode into micro-batches of their own order.
         let on_cpu = !GPU_BACKEND || n_gpu_layers == 0;
-        let output = output.filter(|_| on_cpu && project::fast_kernel()).and_then(|t| project::OutputMatrix::map(path, t));
+        let plain = !model.is_recurrent() && !model.is_hybrid();
+        let output =
+            output.filter(|_| on_cpu && plain && project::fast_kernel()).and_then(|t| project::OutputMatrix::map(path, t, &own_mappings));
         Ok(Engine {
             backend,
             model: std::mem::ManuallyDrop::new(model),

@@ -144,25 +144,29 @@ fn mappings_of(maps: &[u8], path: &std::path::Path, inode: u64) -> Vec<(usize, u
         .collect()
 }
 
-/// Where this process maps bytes `bytes` of the model file at `path` in one
-/// shared read-only mapping (llama.cpp's, which keeps the tensors it uses in
-/// place mapped while the model is loaded): the address of the first.
+/// The shared read-only mappings of the model file at `path` in this
+/// process (start, end, file offset): compared before and after llama.cpp
+/// loads it, under [`mappings_lock`], they tell which one is this load's.
 #[cfg(target_os = "linux")]
-pub(crate) fn mapped_at(path: &std::path::Path, bytes: &std::ops::Range<u64>) -> Option<usize> {
+pub(crate) fn file_mappings(path: &std::path::Path) -> Vec<(usize, usize, u64)> {
     use std::os::unix::fs::MetadataExt;
-    let path = std::fs::canonicalize(path).ok()?;
-    let inode = std::fs::metadata(&path).ok()?.ino();
-    let maps = std::fs::read("/proc/self/maps").ok()?;
-    mappings_of(&maps, &path, inode).into_iter().find_map(|(start, end, offset)| {
-        let within = bytes.start >= offset && bytes.end - offset <= (end - start) as u64;
-        within.then(|| start + (bytes.start - offset) as usize)
-    })
+    let Ok(path) = std::fs::canonicalize(path) else { return Vec::new() };
+    let Ok(inode) = std::fs::metadata(&path).map(|m| m.ino()) else { return Vec::new() };
+    std::fs::read("/proc/self/maps").map(|maps| mappings_of(&maps, &path, inode)).unwrap_or_default()
 }
 
 /// Only Linux lists a process's mappings where this reads them.
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn mapped_at(_path: &std::path::Path, _bytes: &std::ops::Range<u64>) -> Option<usize> {
-    None
+pub(crate) fn file_mappings(_path: &std::path::Path) -> Vec<(usize, usize, u64)> {
+    Vec::new()
+}
+
+/// Where one of `mappings` holds bytes `bytes` of its file: the address of the first.
+pub(crate) fn mapped_at(mappings: &[(usize, usize, u64)], bytes: &std::ops::Range<u64>) -> Option<usize> {
+    mappings.iter().find_map(|&(start, end, offset)| {
+        let within = bytes.start >= offset && bytes.end - offset <= (end - start) as u64;
+        within.then(|| start + (bytes.start - offset) as usize)
+    })
 }
 
 /// What a buffer llama.cpp allocated holds.

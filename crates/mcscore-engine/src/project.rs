@@ -17,7 +17,9 @@
 //! norm's rows (the rows read) and, once this projection has given
 //! llama.cpp's bits on the run's first rows, stops the graph there. Only the
 //! Q8_0 output matrices of models on the CPU, where the CPU has AVX-512 VNNI,
-//! take this path; elsewhere llama.cpp's projection is as fast.
+//! take this path; elsewhere llama.cpp's projection is as fast. llama.cpp
+//! takes tinyBLAS for a product of 2 rows or more (one row goes to
+//! `vec_dot`, which sums in another order): the batch rule reads at least 12.
 
 use std::cell::UnsafeCell;
 use std::ffi::{c_void, CStr};
@@ -306,7 +308,9 @@ mod avx512 {
 
     pub(super) fn project(w: &[u8], n: usize, x: &[u8], rows: usize, k: usize, out: &mut [f32], threads: usize) {
         let blocks = k / QK8_0;
-        assert!(out.len() >= rows * n && w.len() >= n * blocks * BLOCK_BYTES && x.len() >= rows * blocks * BLOCK_BYTES);
+        let size = |a: usize, b: usize| a.checked_mul(b).and_then(|v| v.checked_mul(BLOCK_BYTES));
+        let fits = k > 0 && k.is_multiple_of(QK8_0) && rows.checked_mul(n).is_some_and(|c| out.len() >= c);
+        assert!(fits && size(n, blocks).is_some_and(|c| w.len() >= c) && size(rows, blocks).is_some_and(|c| x.len() >= c), "shapes");
         let job = Job { w, pairs: pairs(x, rows, blocks), blocks, rows, n, out: Out(out.as_mut_ptr()) };
         let threads = threads.max(1);
         // Whole tiles of 4 weight rows per thread, the rest to the last.
@@ -351,9 +355,6 @@ pub fn fast_kernel() -> bool {
     }
 }
 
-/// ggml's type code of Q8_0.
-const GGML_TYPE_Q8_0: i32 = 8;
-
 /// Where a model's output matrix lies: its bytes in the file, rows (the
 /// vocabulary) and width (the hidden size).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -372,7 +373,10 @@ impl OutputTensor {
         let [k, n, 1, 1] = t.shape else { return None };
         let (k, n) = (usize::try_from(k).ok()?, usize::try_from(n).ok()?);
         let size = (n.checked_mul(k)? / QK8_0).checked_mul(BLOCK_BYTES)? as u64;
-        let fits = t.ggml_type == GGML_TYPE_Q8_0 && k > 0 && k % QK8_0 == 0 && t.data.1.checked_sub(t.data.0) == Some(size);
+        let fits = t.ggml_type == llama_cpp_sys_2::GGML_TYPE_Q8_0 as i32
+            && k > 0
+            && k % QK8_0 == 0
+            && t.data.1.checked_sub(t.data.0) == Some(size);
         fits.then_some(OutputTensor { bytes: t.data.0..t.data.1, n, k })
     }
 }
@@ -401,19 +405,21 @@ unsafe impl Send for Bytes {}
 unsafe impl Sync for Bytes {}
 
 impl OutputMatrix {
-    /// The output matrix `tensor` of the model file at `path`, which
-    /// llama.cpp has loaded; `None` if it cannot be read. The engine keeps it
-    /// beside the model and uses it only while the model is loaded.
+    /// The output matrix `tensor` of the model file at `path`, in one of
+    /// `llama_mappings` (the mappings llama.cpp made as it loaded the model),
+    /// else in a mapping of its own; `None` if it cannot be read. The engine
+    /// keeps it beside the model and drops it before the model.
     #[allow(unsafe_code)]
-    pub(crate) fn map(path: &Path, tensor: OutputTensor) -> Option<OutputMatrix> {
-        if let Some(at) = crate::memory::mapped_at(path, &tensor.bytes) {
+    pub(crate) fn map(path: &Path, tensor: OutputTensor, llama_mappings: &[(usize, usize, u64)]) -> Option<OutputMatrix> {
+        if let Some(at) = crate::memory::mapped_at(llama_mappings, &tensor.bytes) {
             return Some(OutputMatrix { bytes: Bytes::Llama(at as *const u8), tensor });
         }
         let file = std::fs::File::open(path).ok()?;
         // SAFETY: the file is the model llama.cpp reads too; the engine checks
         // at a run's end that it was not changed (Engine::check_unchanged), as
-        // a file rewritten under llama.cpp's own mapping would be.
-        let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+        // a file rewritten under llama.cpp's own mapping would be. Private, so
+        // that it is none of the shared mappings PageRelease advises on.
+        let map = unsafe { memmap2::MmapOptions::new().map_copy_read_only(&file) }.ok()?;
         (tensor.bytes.end <= map.len() as u64).then_some(OutputMatrix { bytes: Bytes::Own(map), tensor })
     }
 
@@ -422,9 +428,9 @@ impl OutputMatrix {
     fn weights(&self) -> &[u8] {
         let len = (self.tensor.bytes.end - self.tensor.bytes.start) as usize;
         match &self.bytes {
-            // SAFETY: `map` found these bytes in llama.cpp's read-only mapping
-            // of the model file, which stays mapped while the model is loaded;
-            // the engine holds this beside the model and frees the model last.
+            // SAFETY: `map` found these bytes in a read-only mapping that
+            // llama.cpp made as it loaded this engine's model, which stays
+            // mapped while that model is loaded; the engine drops this first.
             Bytes::Llama(at) => unsafe { std::slice::from_raw_parts(*at, len) },
             Bytes::Own(map) => &map[self.tensor.bytes.start as usize..self.tensor.bytes.end as usize],
         }
@@ -462,8 +468,9 @@ pub(crate) struct Capture {
     /// output order.
     pub(crate) hidden: Vec<f32>,
     pub(crate) width: usize,
-    /// Whether the last decode's final norm was found, in a form read.
-    pub(crate) found: bool,
+    /// How often the final norm was copied since the last reset: once per
+    /// decode of one micro-batch.
+    pub(crate) hits: usize,
 }
 
 /// A [`Capture`] at an address that stays put while a context points to it.
@@ -499,7 +506,8 @@ impl CaptureSlot {
 pub(crate) unsafe extern "C" fn capture_norm(t: *mut llama_cpp_sys_2::ggml_tensor, ask: bool, user_data: *mut c_void) -> bool {
     // SAFETY: see the function's contract; ggml names are NUL-terminated.
     let (capture, t) = unsafe { (&mut *user_data.cast::<Capture>(), &*t) };
-    let is_norm = unsafe { CStr::from_ptr(t.name.as_ptr()) }.to_bytes() == b"result_norm";
+    let name: &[u8] = unsafe { std::slice::from_raw_parts(t.name.as_ptr().cast(), t.name.len()) };
+    let is_norm = CStr::from_bytes_until_nul(name).is_ok_and(|n| n.to_bytes() == b"result_norm");
     if ask {
         return capture.active && is_norm;
     }
@@ -508,29 +516,18 @@ pub(crate) unsafe extern "C" fn capture_norm(t: *mut llama_cpp_sys_2::ggml_tenso
     }
     let [width, rows, 1, 1] = t.ne else { return true };
     let (width, rows) = (width as usize, rows as usize);
+    // SAFETY: a node's buffer, where it has one, is a live ggml buffer.
+    let host = !t.buffer.is_null() && unsafe { llama_cpp_sys_2::ggml_backend_buffer_is_host(t.buffer) };
     let contiguous = t.type_ == llama_cpp_sys_2::GGML_TYPE_F32 && t.nb[0] == 4 && t.nb[1] == 4 * width && !t.data.is_null();
-    if !contiguous {
+    if !(host && contiguous) {
         return true;
     }
     capture.hidden.clear();
     // SAFETY: a contiguous f32 tensor of width × rows values in host memory.
     capture.hidden.extend_from_slice(unsafe { std::slice::from_raw_parts(t.data.cast::<f32>(), width * rows) });
     capture.width = width;
-    capture.found = true;
+    capture.hits += 1;
     !capture.stop
-}
-
-/// `params` with [`capture_norm`] as the eval callback, handed `slot`.
-#[allow(unsafe_code)]
-pub(crate) fn with_capture(
-    params: llama_cpp_2::context::params::LlamaContextParams,
-    slot: &CaptureSlot,
-) -> llama_cpp_2::context::params::LlamaContextParams {
-    // SAFETY: capture_norm takes a CaptureSlot's pointer, as given; the
-    // caller keeps the slot until every context made with these parameters
-    // is dropped (score.rs declares it before the context), and llama.cpp
-    // calls the callback only within llama_decode on the calling thread.
-    unsafe { params.with_cb_eval(Some(capture_norm), slot.user_data()) }
 }
 
 /// Whether the engine's projection gave llama.cpp's bits on a run's first rows.
@@ -556,7 +553,7 @@ pub(crate) struct Projection<'e> {
     hidden: Vec<f32>,
     scratch: Vec<u8>,
     logits: Vec<f32>,
-    /// Seconds spent projecting: the model's arithmetic, moved out of llama.cpp.
+    /// Seconds spent projecting rows that the run then used.
     pub(crate) seconds: f64,
 }
 
@@ -576,52 +573,72 @@ impl<'e> Projection<'e> {
     }
 
     /// Context parameters that hand the final norm's rows to this projection.
+    #[allow(unsafe_code)]
     pub(crate) fn params(
         &self,
         params: llama_cpp_2::context::params::LlamaContextParams,
     ) -> llama_cpp_2::context::params::LlamaContextParams {
-        with_capture(params, &self.slot)
+        // SAFETY: capture_norm takes a CaptureSlot's pointer, as given; the
+        // caller keeps this projection until every context made with these
+        // parameters is dropped (score.rs declares it before the context),
+        // and llama.cpp calls the callback only within llama_decode, on the
+        // calling thread, for nodes on the CPU (Engine::load's condition).
+        unsafe { params.with_cb_eval(Some(capture_norm), self.slot.user_data()) }
     }
 
     /// The logits rows of the decode just made at its tokens `entries`
     /// (distinct, ascending; `outputs` says which tokens had rows), `n` per
-    /// entry, or `None` where llama.cpp's own are to be read.
-    pub(crate) fn rows(&mut self, ctx: &llama_cpp_2::context::LlamaContext<'_>, entries: &[usize], outputs: &[bool]) -> Option<&[f32]> {
+    /// entry, or `None` where llama.cpp's own are to be read. Once the
+    /// engine's projection has replaced llama.cpp's, a decode whose final
+    /// norm was not copied whole is an error: llama.cpp computed no logits.
+    pub(crate) fn rows(
+        &mut self,
+        ctx: &llama_cpp_2::context::LlamaContext<'_>,
+        entries: &[usize],
+        outputs: &[bool],
+    ) -> Result<Option<&[f32]>, &'static str> {
         if self.check == Check::Differs {
-            return None;
+            return Ok(None);
         }
         let started = std::time::Instant::now();
+        let (k, n) = (self.matrix.tensor.k, self.matrix.n());
         let capture = self.slot.get();
-        let width = capture.width;
+        let (hits, width) = (std::mem::take(&mut capture.hits), capture.width);
+        // One copy of the final norm, a row for every output of the micro-batch.
+        let whole = hits == 1 && width == k && capture.hidden.len() == outputs.iter().filter(|&&o| o).count() * k;
+        if !whole {
+            if self.check == Check::Same {
+                return Err("copying the final norm's rows");
+            }
+            self.differs();
+            return Ok(None);
+        }
         self.hidden.clear();
-        let mut found = capture.found;
         for &entry in entries {
             let row = outputs[..entry].iter().filter(|&&o| o).count();
-            match capture.hidden.get(row * width..(row + 1) * width) {
-                Some(values) if found && width > 0 => self.hidden.extend_from_slice(values),
-                _ => found = false,
-            }
-        }
-        if !found {
-            self.differs();
-            return None;
+            self.hidden.extend_from_slice(&capture.hidden[row * k..(row + 1) * k]);
         }
         self.matrix.project(&self.hidden, &mut self.logits, self.threads, &mut self.scratch);
-        self.seconds += started.elapsed().as_secs_f64();
-        let n = self.matrix.n();
         if self.check == Check::Pending {
-            let same = entries.iter().zip(self.logits.chunks_exact(n)).all(|(&entry, ours)| {
-                let theirs = ctx.get_logits_ith(entry as i32);
-                theirs.len() == n && theirs.iter().zip(ours).all(|(a, b)| a.to_bits() == b.to_bits())
-            });
+            let same = self.logits.len() == entries.len() * n
+                && entries.iter().zip(self.logits.chunks_exact(n)).all(|(&entry, ours)| {
+                    let theirs = ctx.get_logits_ith(entry as i32);
+                    theirs.len() == n && theirs.iter().zip(ours).all(|(a, b)| a.to_bits() == b.to_bits())
+                });
             if !same {
                 self.differs();
-                return None;
+                return Ok(None);
             }
             self.check = Check::Same;
             self.slot.get().stop = true;
         }
-        Some(&self.logits)
+        self.seconds += started.elapsed().as_secs_f64();
+        Ok(Some(&self.logits))
+    }
+
+    /// A decode that read no rows: its copy of the final norm is not needed.
+    pub(crate) fn skip(&mut self) {
+        self.slot.get().hits = 0;
     }
 
     fn differs(&mut self) {

@@ -220,6 +220,10 @@ impl Engine {
                 let projector = self.projector.as_ref().ok_or(EngineError::NoProjector { task: group[0].index })?;
                 let media_started = Instant::now();
                 projector.decode(&mut ctx, group[0].index, media, MICRO_BATCH)?;
+                // Its decodes read no rows (the callback copied their final norms).
+                if let Some(projection) = projection.as_mut() {
+                    projection.skip();
+                }
                 media_seconds = media_started.elapsed().as_secs_f64();
                 times.images += media_seconds;
                 // Its positions were decoded too (the images' embeddings among them).
@@ -270,12 +274,18 @@ impl Engine {
                 let end = rows[next_row..].iter().position(|r| r.entry >= decoded.end).map_or(rows.len(), |p| next_row + p);
                 let mine = &rows[next_row..end];
                 if mine.is_empty() {
+                    if let Some(projection) = projection.as_mut() {
+                        projection.skip();
+                    }
                     return Ok(());
                 }
                 // The micro-batch's tokens that are read, each once.
                 let mut read: Vec<usize> = mine.iter().map(|r| r.entry - decoded.start).collect();
                 read.dedup();
-                let projected = projection.as_mut().and_then(|p| p.rows(ctx, &read, outputs));
+                let projected = match projection.as_mut() {
+                    Some(p) => p.rows(ctx, &read, outputs).map_err(|what| fail(what, what.into()))?,
+                    None => None,
+                };
                 // each row's entry has logits set (has_row), so it was an output; earlier chunks took the rows before decoded.start
                 let logits: Vec<&[f32]> = match projected {
                     Some(logits) => {

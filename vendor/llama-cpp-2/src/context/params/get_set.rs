@@ -731,15 +731,16 @@ impl LlamaContextParams {
     /// Set the eval callback (llama.cpp's `cb_eval`): ggml's scheduler asks
     /// it of every graph node whether the caller wants that node's result
     /// (`ask` true), then hands it each wanted node once computed (`ask`
-    /// false), and stops computing the graph when it returns false. It lets
-    /// a caller read intermediate results (the final norm's hidden states)
-    /// and skip the rest of the graph.
+    /// false), and stops computing the current backend split when it
+    /// returns false (the rest of the graph, where the graph runs on one
+    /// backend). It lets a caller read intermediate results (the final
+    /// norm's hidden states) and skip the rest of the graph.
     ///
     /// # Safety
     ///
     /// `user_data` must stay valid, and `callback` safe to call with it from
     /// the threads that decode, for as long as any context made with these
-    /// parameters lives.
+    /// parameters (or a copy of them: they are `Clone`) lives.
     #[must_use]
     pub unsafe fn with_cb_eval(
         mut self,
