@@ -14,7 +14,7 @@ use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
-use mcscore_engine::project::{project, project_reference, quantize_q8_0};
+use mcscore_engine::project::{project, project_reference, quantize_q8_0, OutputTensor};
 use mcscore_engine::{rows_to_read, MICRO_BATCH};
 
 type Failure = Box<dyn std::error::Error>;
@@ -26,13 +26,8 @@ fn main() -> Result<(), Failure> {
     let threads: usize = args.get(3).map_or(Ok(2), |s| s.parse())?;
     let bytes = std::fs::read(path)?;
     let header = mcscore_gguf::parse(&bytes).map_err(|e| format!("{e:?}"))?;
-    let find = |name: &[u8]| header.tensors().find(|t| t.name == name);
-    let output = find(b"output.weight").or_else(|| find(b"token_embd.weight")).ok_or("no output matrix")?;
-    if output.ggml_type != 8 {
-        return Err(format!("the output matrix is ggml type {}, not Q8_0 (8)", output.ggml_type).into());
-    }
-    let (k, n) = (output.shape[0] as usize, output.shape[1] as usize);
-    let w = &bytes[output.data.0 as usize..output.data.1 as usize];
+    let OutputTensor { bytes: at, n, k } = OutputTensor::find(&header).ok_or("no Q8_0 output matrix the engine projects")?;
+    let w = &bytes[at.start as usize..at.end as usize];
     println!("output matrix {n} × {k}, Q8_0, {} bytes", w.len());
 
     let backend = LlamaBackend::init()?;

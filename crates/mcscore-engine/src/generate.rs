@@ -128,7 +128,7 @@ impl Engine {
         };
         self.check_memory(&plan, settings)?;
         let params = self.context_params(&plan, settings)?.with_swa_full(true);
-        let mut ctx = self.model.new_context(self.backend, params).map_err(|source| EngineError::Context { source })?;
+        let mut ctx = self.new_context(params)?;
         let mut batch = LlamaBatch::new(plan.n_batch as usize, plan.n_seq_max as i32);
         let pad_seq = wave_size as i32;
         let mut times = ScoreTimes::default();

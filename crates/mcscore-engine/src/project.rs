@@ -358,16 +358,19 @@ pub fn fast_kernel() -> bool {
 /// Where a model's output matrix lies: its bytes in the file, rows (the
 /// vocabulary) and width (the hidden size).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct OutputTensor {
-    pub(crate) bytes: std::ops::Range<u64>,
-    pub(crate) n: usize,
-    pub(crate) k: usize,
+pub struct OutputTensor {
+    /// Its bytes in the file.
+    pub bytes: std::ops::Range<u64>,
+    /// Rows: the vocabulary.
+    pub n: usize,
+    /// Values a row: the hidden size.
+    pub k: usize,
 }
 
 impl OutputTensor {
     /// The output matrix of a checked header (`output.weight`, or the token
     /// embeddings where the model ties them), if it is a Q8_0 matrix.
-    pub(crate) fn find(header: &mcscore_gguf::Header<'_>) -> Option<OutputTensor> {
+    pub fn find(header: &mcscore_gguf::Header<'_>) -> Option<OutputTensor> {
         let find = |name: &[u8]| header.tensors().find(|t| t.name == name);
         let t = find(b"output.weight").or_else(|| find(b"token_embd.weight"))?;
         let [k, n, 1, 1] = t.shape else { return None };

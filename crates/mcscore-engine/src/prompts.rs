@@ -93,7 +93,7 @@ impl Engine {
             n_seq_max: branches + 1,
         };
         self.check_memory(&plan, settings)?;
-        let ctx = self.new_context(&plan, settings)?;
+        let ctx = self.new_context(self.context_params(&plan, settings)?)?;
         Ok(Session {
             ctx,
             batch: LlamaBatch::new(plan.n_batch as usize, plan.n_seq_max as i32),

@@ -186,7 +186,7 @@ impl Engine {
             params = projection.params(params);
         }
         crate::memory::take_buffers();
-        let mut ctx = self.model.new_context(self.backend, params).map_err(|source| EngineError::Context { source })?;
+        let mut ctx = self.new_context(params)?;
         let context_buffers = crate::memory::take_buffers();
         times.context = started.elapsed().as_secs_f64();
         let mut batch = LlamaBatch::new(plan.n_batch as usize, plan.n_seq_max.max(1) as i32);
@@ -350,14 +350,13 @@ impl Engine {
 }
 
 impl Engine {
-    /// A llama.cpp context for `plan`'s fills: a unified KV cache, since one
-    /// cell of a prefix tree belongs to several sequences.
-    pub(crate) fn new_context(&self, plan: &Plan, settings: &Settings) -> Result<LlamaContext<'_>, EngineError> {
-        let params = self.context_params(plan, settings)?;
+    /// A llama.cpp context of `params` (made by [`Engine::context_params`]).
+    pub(crate) fn new_context(&self, params: LlamaContextParams) -> Result<LlamaContext<'_>, EngineError> {
         self.model.new_context(self.backend, params).map_err(|source| EngineError::Context { source })
     }
 
-    /// The context parameters for `plan` under `settings`.
+    /// The context parameters for `plan` under `settings`: a unified KV
+    /// cache, since one cell of a prefix tree belongs to several sequences.
     pub(crate) fn context_params(&self, plan: &Plan, settings: &Settings) -> Result<LlamaContextParams, EngineError> {
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(u32::try_from(plan.n_ctx).map_err(|_| EngineError::ContextOverflow { n_ctx: plan.n_ctx })?))
