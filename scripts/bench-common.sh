@@ -14,40 +14,71 @@ best_of5() {
     printf '%.3f' "$best"
 }
 
-# reference_tools: builds (once, cached) llama-perplexity and llama-bench from
-# the llama.cpp that llama-cpp-python 0.3.36 vendors on PyPI, the commit the
-# reference outputs in ../shared/reference were made with, for this CPU
-# (GGML_NATIVE=ON). On CPUs with AMX, ggml's native build dies with SIGILL in
-# its AMX kernels (tilezero: most likely the GCC 12 tile-configuration bug
-# that .cargo/config.toml works around for mcscore with -fno-dse), so there
-# the reference is built without AMX (-mno-amx-*), keeping its other native
-# kernels, as the reference outputs were made. Sets reference_bin (the
-# folder holding both tools) and reference_build (a line saying which build).
+# reference_tools [own]: builds (once, cached) llama-perplexity and
+# llama-bench for this CPU (GGML_NATIVE=ON) and sets reference_bin (the folder
+# holding both) and reference_build (a line saying which build). By default
+# from the llama.cpp that llama-cpp-python 0.3.36 vendors on PyPI, the commit
+# the reference outputs in ../shared/reference were made with; with `own`,
+# from the llama.cpp that mcscore links (llama-cpp-sys-2's copy, which leaves
+# the tools' sources out: theirs are taken from that same PyPI package), so
+# that a comparison separates mcscore from its llama.cpp's version. On CPUs
+# with AMX, ggml's native build dies with SIGILL in its AMX kernels
+# (tilezero: most likely the GCC 12 tile-configuration bug that
+# .cargo/config.toml works around for mcscore with -fno-dse), so there the
+# tools are built without AMX (-mno-amx-*), keeping their other native
+# kernels, as the reference outputs were made.
 reference_tools() {
-    local cache variant flags=""
-    cache="${MCSCORE_CACHE_DIR:-$HOME/.cache/mcscore}/bench/llama-cpp-python-0.3.36"
+    local root pypi src variant flags="" version
+    root="${MCSCORE_CACHE_DIR:-$HOME/.cache/mcscore}/bench"
+    pypi="$root/llama-cpp-python-0.3.36"
     variant=native
     if grep -qw amx_tile /proc/cpuinfo 2>/dev/null; then
         variant=native-no-amx
         flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
     fi
-    reference_bin="$cache/build-$variant/bin"
-    reference_build="llama.cpp of llama-cpp-python 0.3.36, GGML_NATIVE=ON${flags:+ with $flags (this CPU has AMX, whose native kernels die with SIGILL)}"
+    mkdir -p "$pypi"
+    if [[ ! -f "$pypi/llama_cpp_python-0.3.36.tar.gz" ]]; then
+        python3 -m pip download --quiet --no-deps --no-binary :all: --dest "$pypi" llama-cpp-python==0.3.36 >&2
+    fi
+    if [[ ! -d "$pypi/llama_cpp_python-0.3.36/vendor/llama.cpp/src" ]]; then
+        tar -xzf "$pypi/llama_cpp_python-0.3.36.tar.gz" -C "$pypi"
+    fi
+    if [[ ${1:-} == own ]]; then
+        read -r version src < <(cargo metadata --format-version 1 --locked 2>/dev/null | python3 -c '
+import json, os, sys
+p = next(p for p in json.load(sys.stdin)["packages"] if p["name"] == "llama-cpp-sys-2")
+print(p["version"], os.path.join(os.path.dirname(p["manifest_path"]), "llama.cpp"))')
+        [[ -d $src/ggml ]] || { echo "bench: llama-cpp-sys-2's llama.cpp not found at $src (cargo fetch first)" >&2; exit 1; }
+        reference_bin="$root/llama-cpp-sys-2-$version/build-$variant/bin"
+        reference_build="mcscore's own llama.cpp (llama-cpp-sys-2 $version; the tools' sources from llama-cpp-python 0.3.36), GGML_NATIVE=ON${flags:+ with $flags}"
+        # Put together under another name and renamed whole, so that an
+        # interrupted copy is never taken for a finished one.
+        if [[ ! -d "$root/llama-cpp-sys-2-$version/src" ]]; then
+            rm -rf "$root/llama-cpp-sys-2-$version/src.part"
+            mkdir -p "$root/llama-cpp-sys-2-$version"
+            cp -r "$src" "$root/llama-cpp-sys-2-$version/src.part"
+            for tool in llama-bench perplexity; do
+                cp "$pypi/llama_cpp_python-0.3.36/vendor/llama.cpp/tools/$tool/"* "$root/llama-cpp-sys-2-$version/src.part/tools/$tool/"
+            done
+            printf 'llama_add_compile_flags()\nadd_subdirectory(llama-bench)\nadd_subdirectory(perplexity)\n' \
+                >"$root/llama-cpp-sys-2-$version/src.part/tools/CMakeLists.txt"
+            mv "$root/llama-cpp-sys-2-$version/src.part" "$root/llama-cpp-sys-2-$version/src"
+        fi
+        src="$root/llama-cpp-sys-2-$version/src"
+    else
+        src="$pypi/llama_cpp_python-0.3.36/vendor/llama.cpp"
+        reference_bin="$pypi/build-$variant/bin"
+        reference_build="llama.cpp of llama-cpp-python 0.3.36, GGML_NATIVE=ON${flags:+ with $flags}"
+    fi
+    [[ -n $flags ]] && reference_build+=" (this CPU has AMX, whose native kernels die with SIGILL)"
     if [[ -x "$reference_bin/llama-perplexity" && -x "$reference_bin/llama-bench" ]]; then
         return
     fi
     echo "bench: building llama-perplexity and llama-bench ($reference_build), once; several minutes" >&2
-    mkdir -p "$cache"
-    if [[ ! -f "$cache/llama_cpp_python-0.3.36.tar.gz" ]]; then
-        python3 -m pip download --quiet --no-deps --no-binary :all: --dest "$cache" llama-cpp-python==0.3.36 >&2
-    fi
-    if [[ ! -d "$cache/llama_cpp_python-0.3.36/vendor/llama.cpp/src" ]]; then
-        tar -xzf "$cache/llama_cpp_python-0.3.36.tar.gz" -C "$cache"
-    fi
-    cmake -S "$cache/llama_cpp_python-0.3.36/vendor/llama.cpp" -B "$cache/build-$variant" -DCMAKE_BUILD_TYPE=Release \
+    cmake -S "$src" -B "${reference_bin%/bin}" -DCMAKE_BUILD_TYPE=Release \
         -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
-        -DLLAMA_BUILD_TOOLS=ON -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" >&2
-    cmake --build "$cache/build-$variant" --target llama-perplexity llama-bench -j "$(nproc)" >&2
+        -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_APP=OFF -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" >&2
+    cmake --build "${reference_bin%/bin}" --target llama-perplexity llama-bench -j "$(nproc)" >&2
 }
 
 # mcscore_uses_amx: "yes" when mcscore's binary holds ggml's AMX kernels (its
@@ -66,9 +97,10 @@ measure() {
     rm -f "$times"
 }
 
-# pp512 MODEL THREADS: llama-bench's prompt-processing rate (tokens/s) of MODEL.
+# pp512 MODEL THREADS [BIN]: llama-bench's prompt-processing rate (tokens/s)
+# of MODEL, llama-bench from BIN (default: $reference_bin).
 pp512() {
-    "$reference_bin/llama-bench" -m "$1" -p 512 -n 0 -t "$2" -o json 2>/dev/null |
+    "${3:-$reference_bin}/llama-bench" -m "$1" -p 512 -n 0 -t "$2" -o json 2>/dev/null |
         python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["avg_ts"])'
 }
 

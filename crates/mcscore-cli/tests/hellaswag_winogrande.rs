@@ -1,7 +1,7 @@
 //! `score --hellaswag` and `score --winogrande` against llama-perplexity's
-//! real outputs (tests/data/llama-perplexity, made with the reference build of
-//! scripts/bench-vs-llama-perplexity; its README says how), with the real
-//! model and the real sources.
+//! real outputs (tests/data/llama-perplexity, made with the PyPI reference
+//! build of scripts/bench-vs-llama-perplexity; its README says how), with the
+//! real model and the real sources.
 //!
 //! Tolerances are those of the multiple-choice agreement tests (agreement.rs):
 //! another llama.cpp commit, other batches, and here also AMX kernels against
