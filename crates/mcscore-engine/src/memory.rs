@@ -70,9 +70,7 @@ pub(crate) struct PageRelease {
 impl PageRelease {
     #[cfg(target_os = "linux")]
     pub(crate) fn new(path: &std::path::Path) -> Option<PageRelease> {
-        use std::os::unix::fs::MetadataExt;
-        let path = std::fs::canonicalize(path).ok()?;
-        let inode = std::fs::metadata(&path).ok()?.ino();
+        let (path, inode) = maps_name(path)?;
         Some(PageRelease { path, inode, last: -1.0, found: Arc::new(AtomicBool::new(false)) })
     }
 
@@ -99,8 +97,7 @@ impl PageRelease {
     /// Drops every resident page of the file's mappings in this process.
     #[cfg(target_os = "linux")]
     pub(crate) fn release(&self) {
-        let Ok(maps) = std::fs::read("/proc/self/maps") else { return };
-        for (start, end, _) in mappings_of(&maps, &self.path, self.inode) {
+        for (start, end, _) in mappings_now(&self.path, self.inode) {
             self.found.store(true, Ordering::Relaxed);
             // SAFETY: [start, end) is a shared, read-only mapping of the model
             // file, listed in this process's own maps, and no mapping of a
@@ -149,10 +146,22 @@ fn mappings_of(maps: &[u8], path: &std::path::Path, inode: u64) -> Vec<(usize, u
 /// loads it, under [`mappings_lock`], they tell which one is this load's.
 #[cfg(target_os = "linux")]
 pub(crate) fn file_mappings(path: &std::path::Path) -> Vec<(usize, usize, u64)> {
+    maps_name(path).map(|(path, inode)| mappings_now(&path, inode)).unwrap_or_default()
+}
+
+/// The file at `path` as /proc/self/maps names it (its canonical path), and its inode.
+#[cfg(target_os = "linux")]
+fn maps_name(path: &std::path::Path) -> Option<(std::path::PathBuf, u64)> {
     use std::os::unix::fs::MetadataExt;
-    let Ok(path) = std::fs::canonicalize(path) else { return Vec::new() };
-    let Ok(inode) = std::fs::metadata(&path).map(|m| m.ino()) else { return Vec::new() };
-    std::fs::read("/proc/self/maps").map(|maps| mappings_of(&maps, &path, inode)).unwrap_or_default()
+    let path = std::fs::canonicalize(path).ok()?;
+    let inode = std::fs::metadata(&path).ok()?.ino();
+    Some((path, inode))
+}
+
+/// [`mappings_of`] this process's maps now; none where they cannot be read.
+#[cfg(target_os = "linux")]
+fn mappings_now(path: &std::path::Path, inode: u64) -> Vec<(usize, usize, u64)> {
+    std::fs::read("/proc/self/maps").map(|maps| mappings_of(&maps, path, inode)).unwrap_or_default()
 }
 
 /// Only Linux lists a process's mappings where this reads them.
