@@ -31,56 +31,16 @@ pub const QK8_0: usize = 32;
 /// Bytes of a Q8_0 block: an f16 scale, then 32 signed bytes.
 pub const BLOCK_BYTES: usize = 34;
 
-/// An f16's value (IEEE half precision, as F16C's `vcvtph2ps` converts it).
+/// An f16's value (IEEE half precision, exactly, as F16C's `vcvtph2ps`
+/// converts it).
 pub fn f16_to_f32(h: u16) -> f32 {
-    let sign = u32::from(h >> 15) << 31;
-    let exp = u32::from((h >> 10) & 0x1f);
-    let man = u32::from(h & 0x3ff);
-    let bits = match (exp, man) {
-        (0, 0) => sign,
-        // Subnormal: normalise.
-        (0, _) => {
-            let shift = man.leading_zeros() - 21;
-            sign | ((113 - shift) << 23) | ((man << shift) & 0x3ff) << 13
-        }
-        (0x1f, 0) => sign | 0x7f80_0000,
-        (0x1f, _) => sign | 0x7fc0_0000 | (man << 13),
-        _ => sign | ((exp + 112) << 23) | (man << 13),
-    };
-    f32::from_bits(bits)
+    half::f16::from_bits(h).to_f32()
 }
 
 /// An f32 rounded to f16, to nearest even (F16C's `vcvtps2ph` with
 /// rounding 0, as ggml stores a Q8_0 scale).
 pub fn f32_to_f16(x: f32) -> u16 {
-    let bits = x.to_bits();
-    let sign = ((bits >> 16) & 0x8000) as u16;
-    let exp = ((bits >> 23) & 0xff) as i32;
-    let man = bits & 0x7f_ffff;
-    if exp == 0xff {
-        return sign | 0x7c00 | if man != 0 { 0x200 | (man >> 13) as u16 } else { 0 };
-    }
-    let e = exp - 127 + 15;
-    if e >= 0x1f {
-        return sign | 0x7c00;
-    }
-    if e <= 0 {
-        // Subnormal or zero in f16.
-        if e < -10 {
-            return sign;
-        }
-        let m = man | 0x80_0000;
-        let shift = (14 - e) as u32;
-        let half = m >> shift;
-        let rest = m & ((1 << shift) - 1);
-        let mid = 1 << (shift - 1);
-        let rounded = half + u32::from(rest > mid || (rest == mid && half & 1 == 1));
-        return sign | rounded as u16;
-    }
-    let half = ((e as u32) << 10) | (man >> 13);
-    let rest = man & 0x1fff;
-    let rounded = half + u32::from(rest > 0x1000 || (rest == 0x1000 && half & 1 == 1));
-    sign | rounded as u16
+    half::f16::from_f32(x).to_bits()
 }
 
 /// `x` (a multiple of 32 values) as Q8_0 blocks, as llama.cpp's CPU backend
