@@ -28,7 +28,7 @@ best_of5() {
 # tools are built without AMX (-mno-amx-*), keeping their other native
 # kernels, as the reference outputs were made.
 reference_tools() {
-    local root pypi src variant flags="" version
+    local root pypi own src variant flags="" version
     root="${MCSCORE_CACHE_DIR:-$HOME/.cache/mcscore}/bench"
     pypi="$root/llama-cpp-python-0.3.36"
     variant=native
@@ -47,24 +47,27 @@ reference_tools() {
         read -r version src < <(cargo metadata --format-version 1 --locked 2>/dev/null | python3 -c '
 import json, os, sys
 p = next(p for p in json.load(sys.stdin)["packages"] if p["name"] == "llama-cpp-sys-2")
-print(p["version"], os.path.join(os.path.dirname(p["manifest_path"]), "llama.cpp"))')
-        [[ -d $src/ggml ]] || { echo "bench: llama-cpp-sys-2's llama.cpp not found at $src (cargo fetch first)" >&2; exit 1; }
-        reference_bin="$root/llama-cpp-sys-2-$version/build-$variant/bin"
+print(p["version"], os.path.join(os.path.dirname(p["manifest_path"]), "llama.cpp"))' 2>/dev/null) || true
+        [[ -n ${src:-} && -d $src/ggml ]] || {
+            echo "bench: llama-cpp-sys-2's llama.cpp not found (cargo metadata --locked names none with a ggml folder; run cargo fetch first)" >&2
+            exit 1
+        }
+        own="$root/llama-cpp-sys-2-$version"
+        reference_bin="$own/build-$variant/bin"
         reference_build="mcscore's own llama.cpp (llama-cpp-sys-2 $version; the tools' sources from llama-cpp-python 0.3.36), GGML_NATIVE=ON${flags:+ with $flags}"
         # Put together under another name and renamed whole, so that an
         # interrupted copy is never taken for a finished one.
-        if [[ ! -d "$root/llama-cpp-sys-2-$version/src" ]]; then
-            rm -rf "$root/llama-cpp-sys-2-$version/src.part"
-            mkdir -p "$root/llama-cpp-sys-2-$version"
-            cp -r "$src" "$root/llama-cpp-sys-2-$version/src.part"
+        if [[ ! -d "$own/src" ]]; then
+            rm -rf "$own/src.part"
+            mkdir -p "$own"
+            cp -r "$src" "$own/src.part"
             for tool in llama-bench perplexity; do
-                cp "$pypi/llama_cpp_python-0.3.36/vendor/llama.cpp/tools/$tool/"* "$root/llama-cpp-sys-2-$version/src.part/tools/$tool/"
+                cp "$pypi/llama_cpp_python-0.3.36/vendor/llama.cpp/tools/$tool/"* "$own/src.part/tools/$tool/"
             done
-            printf 'llama_add_compile_flags()\nadd_subdirectory(llama-bench)\nadd_subdirectory(perplexity)\n' \
-                >"$root/llama-cpp-sys-2-$version/src.part/tools/CMakeLists.txt"
-            mv "$root/llama-cpp-sys-2-$version/src.part" "$root/llama-cpp-sys-2-$version/src"
+            printf 'llama_add_compile_flags()\nadd_subdirectory(llama-bench)\nadd_subdirectory(perplexity)\n' >"$own/src.part/tools/CMakeLists.txt"
+            mv "$own/src.part" "$own/src"
         fi
-        src="$root/llama-cpp-sys-2-$version/src"
+        src="$own/src"
     else
         src="$pypi/llama_cpp_python-0.3.36/vendor/llama.cpp"
         reference_bin="$pypi/build-$variant/bin"
